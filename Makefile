@@ -1,0 +1,33 @@
+# countersign: `make demo` runs the main job on our samples, `make test` the whole suite.
+# Both create .venv on first use (Python 3.11 or newer) and reuse it afterwards.
+
+PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+DEMO   ?= build/demo-ledger
+
+.PHONY: demo test bench clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "countersign needs Python 3.11 or newer; set PYTHON=...")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@touch $@
+
+demo: $(STAMP)
+	@rm -rf $(DEMO)
+	$(BIN)/countersign simulate --policy samples/retail.policy --calls samples/demo-calls.jsonl \
+		--reviewer samples/demo-reviewer.json --ledger $(DEMO)
+	$(BIN)/countersign ledger verify $(DEMO)
+	$(BIN)/countersign ledger stats $(DEMO)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) build dist .pytest_cache .hypothesis

@@ -1,0 +1,217 @@
+"""The syntax tree of a policy file, as the parser builds it and before any check.
+
+Every node carries the `Span` it came from, so that the checker, the compiler and the explanation
+of a decision can all point back at the source. Nodes are frozen: later stages derive new data,
+they never patch the tree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from dsl.errors import Span
+
+# --- conditions -------------------------------------------------------------------------------
+
+Scalar = Union[str, int, float, bool, None]
+
+
+@dataclass(frozen=True, slots=True)
+class Literal:
+    """A string, integer, decimal (a Python float), boolean or null written in the policy."""
+
+    value: Scalar
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ListLiteral:
+    """`[a, b, ...]`. The checker requires every item to be a literal."""
+
+    items: tuple["Expr", ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Path:
+    """A field path: a root name (`tool`, `args`, `context`) and the keys below it.
+
+    `keys` holds object keys as `str` and list indexes as `int` (negative counts from the end).
+    """
+
+    root: str
+    keys: tuple[str | int, ...]
+    span: Span
+
+    @property
+    def text(self) -> str:
+        """The path written back in source form: `args.items[0]`, `args["content-type"]`."""
+        out = self.root
+        for key in self.keys:
+            if isinstance(key, int):
+                out += f"[{key}]"
+            elif key.isidentifier():
+                out += f".{key}"
+            else:
+                out += "[" + _quote(key) + "]"
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A function call: `len(x)`, `lower(x)`, `exists(path)`."""
+
+    name: str
+    args: tuple["Expr", ...]
+    span: Span
+    name_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Compare:
+    """A binary test. `op` is one of `== != < <= > >= in not_in startswith endswith contains glob`."""
+
+    op: str
+    left: "Expr"
+    right: "Expr"
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Not:
+    operand: "Expr"
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class And:
+    operands: tuple["Expr", ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Or:
+    operands: tuple["Expr", ...]
+    span: Span
+
+
+Expr = Union[Literal, ListLiteral, Path, Call, Compare, Not, And, Or]
+
+# --- rule clauses -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReasonClause:
+    text: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ApproversClause:
+    """`approvers N [from GROUP | from [...]]`. `group` names a group; `members` is an inline list."""
+
+    count: int
+    group: str | None
+    members: ListLiteral | None
+    span: Span
+    source_span: Span | None
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionsClause:
+    names: tuple[tuple[str, Span], ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TimeoutClause:
+    """`timeout 4h [else reject ["message"]]`; `seconds` is the parsed duration."""
+
+    seconds: int
+    text: str
+    on_timeout: str | None
+    on_timeout_span: Span | None
+    message: str | None
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class IdClause:
+    rule_id: str
+    span: Span
+
+
+Clause = Union[ReasonClause, ApproversClause, DecisionsClause, TimeoutClause, IdClause]
+
+# --- statements -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Selector:
+    """A tool name, or a glob over tool names when it contains `*` or `?`."""
+
+    pattern: str
+    span: Span
+
+    @property
+    def is_glob(self) -> bool:
+        return "*" in self.pattern or "?" in self.pattern
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """`EFFECT selectors [when CONDITION] clauses...`: one rule, as written."""
+
+    effect: str
+    effect_span: Span
+    selectors: tuple[Selector, ...]
+    condition: Expr | None
+    clauses: tuple[Clause, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class DefaultDecl:
+    """`default EFFECT ["reason"] clauses...`: what happens when no rule matches."""
+
+    effect: str
+    effect_span: Span
+    reason: str | None
+    clauses: tuple[Clause, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDecl:
+    """`group NAME = ["a", "b"]`: a named set of approver identities."""
+
+    name: str
+    name_span: Span
+    members: ListLiteral
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyDecl:
+    name: str
+    span: Span
+
+
+Statement = Union[PolicyDecl, DefaultDecl, GroupDecl, Rule]
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyFile:
+    """The statements of one file, in source order."""
+
+    statements: tuple[Statement, ...]
+
+    def of_type(self, kind: type) -> list:
+        return [s for s in self.statements if isinstance(s, kind)]
+
+
+def _quote(text: str) -> str:
+    import json
+
+    return json.dumps(text, ensure_ascii=False)

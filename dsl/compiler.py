@@ -1,0 +1,292 @@
+"""Checked syntax tree → pure Python predicates, indexed by tool name.
+
+Each condition becomes a closure `test(env) -> bool` that raises `EvalError` when the call does not
+fit it (a missing field, a wrong type). Closures read only the call (`env.tool`, `env.args`,
+`env.context`): no clock, no I/O, no randomness, so a decision replays identically.
+
+`and`, `or` and `not` use three-valued (Kleene) logic so that the result does not depend on
+operand order: `false and error` is false, `true or error` is true, and anything else involving an
+error is an error. What an error *means* is decided per rule in `dsl.policy`: it counts as matched
+for deny and ask, and as not matched for allow.
+
+Rules are indexed by exact tool name; glob selectors (`mcp__github__*`) are tried in order and the
+result is cached per tool name, so a decision only visits the rules that can apply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, NamedTuple
+
+from dsl import ast, values
+from dsl.requirements import DEFAULT_DECISIONS, Requirements
+from dsl.values import EvalError
+
+
+class Env(NamedTuple):
+    """What a condition can see: the tool name, its arguments and the caller's context."""
+
+    tool: str
+    args: dict
+    context: dict
+
+
+Fn = Callable[[Env], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledRule:
+    """One rule ready to evaluate. `order` is its position in the file (0-based)."""
+
+    order: int
+    rule_id: str
+    effect: str
+    line: int
+    span: Any
+    selectors: tuple[str, ...]
+    test: Fn | None
+    reason: str | None
+    requirements: Requirements | None
+    condition_text: str | None
+
+
+# --- conditions -------------------------------------------------------------------------------
+
+
+def compile_condition(expr: ast.Expr) -> Fn:
+    """A predicate for a checked condition: returns True or False, or raises EvalError."""
+    fn = _compile(expr)
+    if isinstance(expr, ast.Path):  # a bare field used as a condition must hold a boolean
+        return _as_bool(fn, expr.text)
+    return fn
+
+
+def _as_bool(fn: Fn, text: str) -> Fn:
+    def test(env: Env) -> bool:
+        value = fn(env)
+        if value is True or value is False:
+            return value
+        raise EvalError(f"{text} is {values._a(values.kind(value))}, not true or false")
+
+    return test
+
+
+def _compile(expr: ast.Expr) -> Fn:
+    if isinstance(expr, ast.Literal):
+        value = expr.value
+        return lambda env: value
+    if isinstance(expr, ast.ListLiteral):
+        items = [item.value for item in expr.items]  # the checker allows only literals here
+        return lambda env: items
+    if isinstance(expr, ast.Path):
+        return _compile_path(expr)
+    if isinstance(expr, ast.Call):
+        return _compile_call(expr)
+    if isinstance(expr, ast.Not):
+        operand = _operand(expr.operand)
+        return lambda env: not operand(env)
+    if isinstance(expr, ast.And):
+        return _compile_and([_operand(o) for o in expr.operands])
+    if isinstance(expr, ast.Or):
+        return _compile_or([_operand(o) for o in expr.operands])
+    if isinstance(expr, ast.Compare):
+        return _compile_compare(expr)
+    raise TypeError(f"cannot compile {expr!r}")  # pragma: no cover
+
+
+def _operand(expr: ast.Expr) -> Fn:
+    fn = _compile(expr)
+    return _as_bool(fn, expr.text) if isinstance(expr, ast.Path) else fn
+
+
+def _compile_and(fns: list[Fn]) -> Fn:
+    def test(env: Env) -> bool:
+        error = None
+        for fn in fns:
+            try:
+                if not fn(env):
+                    return False
+            except EvalError as exc:
+                error = error or exc
+        if error is not None:
+            raise error
+        return True
+
+    return test
+
+
+def _compile_or(fns: list[Fn]) -> Fn:
+    def test(env: Env) -> bool:
+        error = None
+        for fn in fns:
+            try:
+                if fn(env):
+                    return True
+            except EvalError as exc:
+                error = error or exc
+        if error is not None:
+            raise error
+        return False
+
+    return test
+
+
+def _compile_path(path: ast.Path) -> Fn:
+    root = path.root
+    if root == "tool":
+        return lambda env: env.tool
+    steps: list[tuple[str | int, str, str]] = []
+    text = root
+    for key in path.keys:
+        parent = text
+        text = ast.Path(root, path.keys[: len(steps) + 1], path.span).text
+        steps.append((key, parent, text))
+    pick = (lambda env: env.args) if root == "args" else (lambda env: env.context)
+
+    def get(env: Env) -> Any:
+        value = pick(env)
+        for key, parent, here in steps:
+            if type(key) is str:
+                if type(value) is not dict:
+                    raise EvalError(f"{parent} is {values._a(values.kind(value))}, so {here} does not exist")
+                try:
+                    value = value[key]
+                except KeyError:
+                    raise EvalError(f"missing field {here}") from None
+            else:
+                if type(value) is not list:
+                    raise EvalError(f"{parent} is {values._a(values.kind(value))}, so {here} does not exist")
+                try:
+                    value = value[key]
+                except IndexError:
+                    raise EvalError(f"missing item {here} ({parent} has {len(value)})") from None
+        return value
+
+    return get
+
+
+def _compile_call(call: ast.Call) -> Fn:
+    (arg,) = call.args
+    if call.name == "exists":
+        get = _compile_path(arg)  # the checker guarantees a path under args or context
+
+        def exists(env: Env) -> bool:
+            try:
+                get(env)
+            except EvalError:
+                return False
+            return True
+
+        return exists
+    inner = _compile(arg)
+    if call.name == "len":
+        return lambda env: values.length(inner(env))
+    if call.name == "lower":
+        return lambda env: values.lower(inner(env))
+    raise TypeError(f"unknown function {call.name}")  # pragma: no cover - the checker stops it
+
+
+def _compile_compare(cmp: ast.Compare) -> Fn:
+    left, right, op = _compile(cmp.left), _compile(cmp.right), cmp.op
+    if op == "==":
+        return lambda env: values.equal(left(env), right(env))
+    if op == "!=":
+        return lambda env: not values.equal(left(env), right(env))
+    if op in ("<", "<=", ">", ">="):
+        return lambda env: values.order(op, left(env), right(env))
+    if op == "in":
+        return lambda env: values.member(left(env), right(env))
+    if op == "not_in":
+        return lambda env: not values.member(left(env), right(env))
+    if op == "contains":
+        return lambda env: values.contains(left(env), right(env))
+    if op in ("startswith", "endswith"):
+        return lambda env: values.affix(op, left(env), right(env))
+    if op == "glob":
+        regex = values.glob_regex(cmp.right.value)  # a string literal, checked at load
+        return lambda env: values.glob(left(env), regex)
+    raise TypeError(f"unknown operator {op}")  # pragma: no cover
+
+
+# --- rules ------------------------------------------------------------------------------------
+
+
+def requirements_of(clauses: tuple[ast.Clause, ...], groups: dict[str, tuple[str, ...]]) -> Requirements:
+    """The Requirements an ask rule (or a default ask) writes, with defaults for what it omits."""
+    fields: dict[str, Any] = {}
+    for clause in clauses:
+        if isinstance(clause, ast.ApproversClause):
+            fields["quorum"] = clause.count
+            if clause.group is not None:
+                fields["approvers"] = tuple(sorted(set(groups[clause.group])))
+                fields["groups"] = (clause.group,)
+            elif clause.members is not None:
+                fields["approvers"] = tuple(sorted({i.value for i in clause.members.items}))
+        elif isinstance(clause, ast.DecisionsClause):
+            names = {name for name, _ in clause.names}
+            fields["decisions"] = tuple(d for d in ("approve", "edit", "reject", "respond") if d in names) or DEFAULT_DECISIONS
+        elif isinstance(clause, ast.TimeoutClause):
+            fields["timeout_seconds"] = clause.seconds
+            fields["timeout_message"] = clause.message
+    return Requirements(**fields)
+
+
+def compile_rule(order: int, rule: ast.Rule, groups: dict[str, tuple[str, ...]], source_lines: list[str]) -> CompiledRule:
+    rule_id = next((c.rule_id for c in rule.clauses if isinstance(c, ast.IdClause)), None)
+    reason = next((c.text for c in rule.clauses if isinstance(c, ast.ReasonClause)), None)
+    condition_text = None
+    if rule.condition is not None:
+        condition_text = _source_slice(source_lines, rule.condition.span)
+    return CompiledRule(
+        order=order,
+        rule_id=rule_id or f"L{rule.span.line}",
+        effect=rule.effect,
+        line=rule.span.line,
+        span=rule.span,
+        selectors=tuple(s.pattern for s in rule.selectors),
+        test=compile_condition(rule.condition) if rule.condition is not None else None,
+        reason=reason,
+        requirements=requirements_of(rule.clauses, groups) if rule.effect == "ask" else None,
+        condition_text=condition_text,
+    )
+
+
+def _source_slice(lines: list[str], span) -> str:
+    if span.line == span.end_line:
+        return lines[span.line - 1][span.column - 1 : span.end_column]
+    parts = [lines[span.line - 1][span.column - 1 :]]
+    parts += lines[span.line : span.end_line - 1]
+    parts.append(lines[span.end_line - 1][: span.end_column])
+    return " ".join(p.strip() for p in parts)
+
+
+class RuleIndex:
+    """Rules by tool name. `candidates(tool)` returns, in file order, every rule with a selector
+    that names or globs `tool`; the answer for each tool name is cached (bounded)."""
+
+    CACHE_LIMIT = 4096
+
+    def __init__(self, rules: list[CompiledRule]):
+        self._exact: dict[str, list[CompiledRule]] = {}
+        self._globs: list[tuple[Any, CompiledRule]] = []
+        for rule in rules:
+            for selector in rule.selectors:
+                if "*" in selector or "?" in selector:
+                    self._globs.append((values.glob_regex(selector), rule))
+                else:
+                    self._exact.setdefault(selector, []).append(rule)
+        self._cache: dict[str, tuple[CompiledRule, ...]] = {}
+
+    def candidates(self, tool: str) -> tuple[CompiledRule, ...]:
+        hit = self._cache.get(tool)
+        if hit is not None:
+            return hit
+        found = {r.order: r for r in self._exact.get(tool, ())}
+        for regex, rule in self._globs:
+            if rule.order not in found and regex.match(tool):
+                found[rule.order] = rule
+        result = tuple(found[k] for k in sorted(found))
+        if len(self._cache) >= self.CACHE_LIMIT:
+            self._cache.clear()
+        self._cache[tool] = result
+        return result

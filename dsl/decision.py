@@ -1,0 +1,149 @@
+"""What a policy says about one call, why, and the one place where precedence is decided.
+
+Every rule whose selector covers the tool is evaluated; each yields a `RuleOutcome`. `decide()`
+then combines the ones that count: deny beats ask beats allow, and when nothing counts the
+policy's default applies. A condition that errored counts as matched for deny and ask and as not
+matched for allow, so an error can never lead to allow; the outcome records the error either way.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import msgspec
+
+from dsl.requirements import Requirements, strictest
+
+EFFECTS = ("allow", "deny", "ask")
+PRECEDENCE = ("deny", "ask", "allow")  # strongest first
+
+
+class RuleOutcome(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One rule's result for one call.
+
+    - `counted`: the rule takes part in the decision (its condition held, or it errored and the
+      rule is deny or ask).
+    - `error`: why the condition could not be evaluated (missing field, wrong type), if it could not.
+    """
+
+    rule: str
+    line: int
+    effect: str
+    counted: bool
+    error: str | None = None
+    reason: str | None = None
+    condition: str | None = None
+
+
+class Decision(msgspec.Struct, frozen=True, omit_defaults=True):
+    """The policy's answer for one call.
+
+    - `effect`: allow, deny or ask.
+    - `reasons`: what the agent reads (deny) or the reviewer sees (ask); may be empty for allow.
+    - `deciding`: ids of the rules that produced the effect (empty when the default applied).
+    - `outcomes`: every rule that counted or errored, in file order.
+    - `requirements`: for ask, the strictest combination of the matching ask rules.
+    - `by_default`: no rule counted and the policy's default applied.
+    - `policy`, `policy_digest`: the policy's name and the SHA-256 (hex) of its source bytes.
+    """
+
+    effect: str
+    policy: str
+    policy_digest: str
+    reasons: tuple[str, ...] = ()
+    deciding: tuple[str, ...] = ()
+    outcomes: tuple[RuleOutcome, ...] = ()
+    requirements: Requirements | None = None
+    by_default: bool = False
+
+    def explain(self) -> list[str]:
+        """Human-readable lines: the effect, each rule that counted or errored and why."""
+        lines = [f"effect: {self.effect}" + (" (policy default)" if self.by_default else "")]
+        for reason in self.reasons:
+            lines.append(f"  reason: {reason}")
+        for o in self.outcomes:
+            mark = "*" if o.rule in self.deciding else " "
+            if o.error is None:
+                why = "condition holds" if o.condition else "no condition"
+            elif o.counted:
+                why = f"condition could not be evaluated ({o.error}); counts as matched for {o.effect}"
+            else:
+                why = f"condition could not be evaluated ({o.error}); an allow never counts on an error"
+            lines.append(f" {mark} line {o.line} [{o.rule}] {o.effect}: {why}")
+        if self.requirements is not None:
+            r = self.requirements
+            who = ", ".join(r.approvers) if r.approvers is not None else "anyone but the proposer"
+            lines.append(
+                f"  needs {r.quorum} approval(s) from {who}; decisions {', '.join(r.decisions)}; "
+                f"expires after {r.timeout_seconds}s as {r.on_timeout}"
+            )
+        if len({o.effect for o in self.outcomes if o.counted}) > 1:
+            lines.append("  precedence: deny beats ask beats allow")
+        return lines
+
+
+class DefaultEffect(msgspec.Struct, frozen=True):
+    """The policy's `default` statement, resolved: effect, reason, and requirements for ask."""
+
+    effect: str = "ask"
+    reason: str | None = None
+    requirements: Requirements | None = None
+
+
+DEFAULT_REASON = "No rule covers this call; a person decides."
+
+
+def decide(
+    outcomes: Sequence[RuleOutcome],
+    requirements_by_rule: dict[str, Requirements],
+    default: DefaultEffect,
+    policy: str,
+    policy_digest: str,
+) -> Decision:
+    """Combine rule outcomes into a Decision. This is the only place precedence is decided."""
+    counted = [o for o in outcomes if o.counted]
+    for effect in PRECEDENCE:
+        winners = [o for o in counted if o.effect == effect]
+        if winners:
+            break
+    else:
+        reason = default.reason or (DEFAULT_REASON if default.effect != "allow" else None)
+        return Decision(
+            effect=default.effect,
+            policy=policy,
+            policy_digest=policy_digest,
+            reasons=(reason,) if reason else (),
+            outcomes=tuple(outcomes),
+            requirements=default.requirements if default.effect == "ask" else None,
+            by_default=True,
+        )
+    reasons = tuple(_reason(o) for o in winners if o.reason or o.error)
+    deciding = tuple(o.rule for o in winners)
+    requirements = None
+    if effect == "ask":
+        requirements = strictest(requirements_by_rule[o.rule] for o in winners)
+        if not requirements.satisfiable():
+            effect = "deny"
+            who = ", ".join(requirements.approvers or ())
+            reasons += (
+                f"The matching ask rules together need {requirements.quorum} approvals but only "
+                f"{len(requirements.approvers or ())} identities ({who or 'none'}) may give them; "
+                "no one can approve this call.",
+            )
+            requirements = None
+    return Decision(
+        effect=effect,
+        policy=policy,
+        policy_digest=policy_digest,
+        reasons=reasons,
+        deciding=deciding,
+        outcomes=tuple(outcomes),
+        requirements=requirements,
+    )
+
+
+def _reason(o: RuleOutcome) -> str:
+    if o.error is None:
+        return o.reason or ""
+    note = f"(the condition of rule {o.rule} could not be evaluated: {o.error})"
+    return f"{o.reason} {note}" if o.reason else note

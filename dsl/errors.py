@@ -1,0 +1,94 @@
+"""Diagnostics for policy files, and the errors that carry them.
+
+A diagnostic points at a span of the source (1-based line and column, as editors count) and
+renders the way compilers do, so a terminal or an editor can jump to it::
+
+    retail.policy:12:20: error: unknown name 'arg' (did you mean 'args'?)
+       12 | deny refund when arg.amount > 100
+          |                  ^^^
+
+Errors stop a policy from loading; warnings do not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Sequence
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A region of a policy file: 1-based line and column of its first and last character."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+    @classmethod
+    def point(cls, line: int, column: int) -> "Span":
+        return cls(line, column, line, column)
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """One finding about a policy: what is wrong, where, and (optionally) how to fix it."""
+
+    severity: Severity
+    message: str
+    span: Span | None
+    help: str | None = None
+
+    def render(self, source_name: str, source_text: str) -> str:
+        """`name:line:col: severity: message`, then the offending line with carets under the span."""
+        if self.span is None:
+            head = f"{source_name}: {self.severity}: {self.message}"
+            return head + (f"\n  help: {self.help}" if self.help else "")
+        line, col = self.span.line, self.span.column
+        out = [f"{source_name}:{line}:{col}: {self.severity}: {self.message}"]
+        lines = source_text.splitlines()
+        if 1 <= line <= len(lines):
+            text = lines[line - 1].expandtabs(1)
+            gutter = f"{line:>5} | "
+            out.append(gutter + text)
+            if self.span.end_line == line and self.span.end_column >= col:
+                width = self.span.end_column - col + 1
+            else:
+                width = max(1, len(text) - col + 1)
+            out.append(" " * (len(gutter) - 2) + "| " + " " * (col - 1) + "^" * width)
+        if self.help:
+            out.append(f"  help: {self.help}")
+        return "\n".join(out)
+
+
+@dataclass(slots=True)
+class PolicyError(Exception):
+    """A policy could not be loaded: a syntax error or one or more check errors.
+
+    `diagnostics` holds every finding (errors first, in source order); `render()` formats them all
+    against the source text for a terminal.
+    """
+
+    source_name: str
+    source_text: str
+    diagnostics: Sequence[Diagnostic] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        Exception.__init__(self, self.render())
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+    def render(self) -> str:
+        return "\n".join(d.render(self.source_name, self.source_text) for d in self.diagnostics)
+
+    def __str__(self) -> str:  # dataclass would otherwise print the fields
+        return self.render()
+
+
+class PolicyInputError(ValueError):
+    """A call handed to a policy is not well formed (the tool is not a string, the arguments or the
+    context are not a JSON object). Raised before any rule is evaluated."""

@@ -1,0 +1,336 @@
+"""Policy text → syntax tree (`dsl.ast.PolicyFile`).
+
+Lark parses `grammars/policy.lark` with LALR(1) and its contextual lexer; a Transformer turns the
+parse tree into frozen AST nodes with source spans. Two choices a reader may question:
+
+* LALR rather than Earley: the language is unambiguous by construction (every statement and
+  clause starts with a keyword), LALR is linear, and its errors name the one token that went
+  wrong, which is what an author needs.
+* Syntax errors stop at the first one. After a syntax error the rest of the file cannot be trusted
+  to mean anything, and a cascade of follow-on errors hides the real one. Semantic checks
+  (`dsl.checker`) report every problem at once.
+
+`parse(text, name)` returns the tree or raises `PolicyError` with one diagnostic.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from functools import lru_cache
+
+from lark import Lark, Token, Transformer, Tree, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+
+from dsl import ast
+from dsl.errors import Diagnostic, PolicyError, Span
+from dsl.grammar import grammar_text
+
+STATEMENT_KEYWORDS = ("policy", "default", "group", "allow", "deny", "ask")
+CLAUSE_KEYWORDS = ("when", "reason", "approvers", "decisions", "timeout", "id")
+OPERATOR_KEYWORDS = ("and", "or", "not", "in", "startswith", "endswith", "contains", "glob")
+KEYWORDS = STATEMENT_KEYWORDS + CLAUSE_KEYWORDS + OPERATOR_KEYWORDS + ("from", "else")
+
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+# How terminals read in an error message.
+_TERMINAL_WORDS = {
+    "STRING": "a string",
+    "NAME": "a name",
+    "TOOL_PATTERN": "a tool name",
+    "NUMBER": "a number",
+    "INT": "a whole number",
+    "SIGNED_INT": "a whole number",
+    "DURATION": "a duration such as 30m or 4h",
+    "COMPARE": "a comparison (== != < <= > >=)",
+    "$END": "the end of the file",
+}
+
+
+@lru_cache(maxsize=1)
+def _lark() -> Lark:
+    return Lark(
+        grammar_text(),
+        parser="lalr",
+        lexer="contextual",
+        propagate_positions=True,
+        maybe_placeholders=True,
+    )
+
+
+class _SyntaxProblem(Exception):
+    """Raised inside the transformer for a malformed token (bad escape, overflowing number)."""
+
+    def __init__(self, message: str, span: Span, help: str | None = None):
+        super().__init__(message)
+        self.diagnostic = Diagnostic("error", message, span, help)
+
+
+def parse(text: str, name: str = "<policy>") -> ast.PolicyFile:
+    """Parse policy source text. Raises `PolicyError` (one diagnostic) on a syntax error."""
+    try:
+        tree = _lark().parse(text)
+    except UnexpectedInput as exc:
+        raise PolicyError(name, text, (_diagnose(exc, text),)) from None
+    try:
+        return _ToAst().transform(tree)
+    except VisitError as exc:
+        if isinstance(exc.orig_exc, _SyntaxProblem):
+            raise PolicyError(name, text, (exc.orig_exc.diagnostic,)) from None
+        raise
+
+
+# --- spans ------------------------------------------------------------------------------------
+
+
+def _token_span(tok: Token) -> Span:
+    return Span(tok.line, tok.column, tok.end_line, max(tok.column, tok.end_column - 1))
+
+
+def _meta_span(meta) -> Span:
+    return Span(meta.line, meta.column, meta.end_line, max(meta.column, meta.end_column - 1))
+
+
+def _join(a: Span, b: Span) -> Span:
+    return Span(a.line, a.column, b.end_line, b.end_column)
+
+
+def _span_of(node) -> Span:
+    if isinstance(node, Token):
+        return _token_span(node)
+    return node.span
+
+
+# --- tree → AST -------------------------------------------------------------------------------
+
+
+def _decode_string(tok: Token) -> str:
+    try:
+        return json.loads(tok, strict=False)
+    except json.JSONDecodeError as exc:
+        raise _SyntaxProblem(
+            f"invalid string literal: {exc.msg}",
+            _token_span(tok),
+            "strings use JSON escapes: \\\" \\\\ \\n \\t \\uXXXX",
+        ) from None
+
+
+def _parse_duration(tok: Token) -> int:
+    total, digits = 0, ""
+    for ch in str(tok):
+        if ch.isdigit():
+            digits += ch
+        else:
+            total += int(digits) * _DURATION_UNITS[ch]
+            digits = ""
+    return total
+
+
+@v_args(meta=True)
+class _ToAst(Transformer):
+    # statements
+
+    def start(self, meta, children):
+        return ast.PolicyFile(tuple(children))
+
+    def policy_decl(self, meta, children):
+        return ast.PolicyDecl(_decode_string(children[0]), _meta_span(meta))
+
+    def default_decl(self, meta, children):
+        effect, reason, *clauses = children
+        return ast.DefaultDecl(
+            effect=str(effect),
+            effect_span=_token_span(effect),
+            reason=_decode_string(reason) if reason is not None else None,
+            clauses=tuple(clauses),
+            span=_meta_span(meta),
+        )
+
+    def group_decl(self, meta, children):
+        name, members = children
+        return ast.GroupDecl(str(name), _token_span(name), members, _meta_span(meta))
+
+    def rule(self, meta, children):
+        effect, selectors, condition, *clauses = children
+        return ast.Rule(
+            effect=str(effect),
+            effect_span=_token_span(effect),
+            selectors=selectors,
+            condition=condition,
+            clauses=tuple(clauses),
+            span=_meta_span(meta),
+        )
+
+    def effect(self, meta, children):
+        return children[0]
+
+    def selectors(self, meta, children):
+        return tuple(children)
+
+    def bare_selector(self, meta, children):
+        return ast.Selector(str(children[0]), _token_span(children[0]))
+
+    def quoted_selector(self, meta, children):
+        return ast.Selector(_decode_string(children[0]), _token_span(children[0]))
+
+    # clauses
+
+    def reason(self, meta, children):
+        return ast.ReasonClause(_decode_string(children[0]), _meta_span(meta))
+
+    def approvers(self, meta, children):
+        count, source = children
+        group = str(source) if isinstance(source, Token) else None
+        members = source if isinstance(source, ast.ListLiteral) else None
+        source_span = _span_of(source) if source is not None else None
+        return ast.ApproversClause(int(count), group, members, _meta_span(meta), source_span)
+
+    def group_ref(self, meta, children):
+        return children[0]
+
+    def decisions(self, meta, children):
+        return ast.DecisionsClause(tuple((str(t), _token_span(t)) for t in children), _meta_span(meta))
+
+    def timeout(self, meta, children):
+        duration, on_timeout, message = children
+        return ast.TimeoutClause(
+            seconds=_parse_duration(duration),
+            text=str(duration),
+            on_timeout=str(on_timeout) if on_timeout is not None else None,
+            on_timeout_span=_token_span(on_timeout) if on_timeout is not None else None,
+            message=_decode_string(message) if message is not None else None,
+            span=_meta_span(meta),
+        )
+
+    def rule_id(self, meta, children):
+        return ast.IdClause(_decode_string(children[0]), _meta_span(meta))
+
+    # conditions
+
+    def or_(self, meta, children):
+        left, right = children
+        operands = (left.operands if isinstance(left, ast.Or) else (left,)) + (right,)
+        return ast.Or(operands, _meta_span(meta))
+
+    def and_(self, meta, children):
+        left, right = children
+        operands = (left.operands if isinstance(left, ast.And) else (left,)) + (right,)
+        return ast.And(operands, _meta_span(meta))
+
+    def not_(self, meta, children):
+        return ast.Not(children[0], _meta_span(meta))
+
+    def compare(self, meta, children):
+        left, op, right = children
+        return ast.Compare(str(op), left, right, _meta_span(meta))
+
+    def _binary(op):  # noqa: N805 - a factory used while building the class
+        def method(self, meta, children):
+            left, right = children
+            return ast.Compare(op, left, right, _meta_span(meta))
+
+        return method
+
+    in_ = _binary("in")
+    not_in = _binary("not_in")
+    startswith = _binary("startswith")
+    endswith = _binary("endswith")
+    contains = _binary("contains")
+    glob = _binary("glob")
+    del _binary
+
+    def call(self, meta, children):
+        name, *args = children
+        args = tuple(a for a in args if a is not None)
+        return ast.Call(str(name), args, _meta_span(meta), _token_span(name))
+
+    def path(self, meta, children):
+        root, *keys = children
+        return ast.Path(str(root), tuple(keys), _meta_span(meta))
+
+    def field(self, meta, children):
+        return str(children[0])
+
+    def key(self, meta, children):
+        return _decode_string(children[0])
+
+    def index(self, meta, children):
+        return int(children[0])
+
+    def string(self, meta, children):
+        return ast.Literal(_decode_string(children[0]), _meta_span(meta))
+
+    def number(self, meta, children):
+        text = str(children[0])
+        if any(c in text for c in ".eE"):
+            value: int | float = float(text)
+            if value in (float("inf"), float("-inf")):
+                raise _SyntaxProblem(f"number {text} is too large", _meta_span(meta))
+        else:
+            value = int(text)
+        return ast.Literal(value, _meta_span(meta))
+
+    def true(self, meta, children):
+        return ast.Literal(True, _meta_span(meta))
+
+    def false(self, meta, children):
+        return ast.Literal(False, _meta_span(meta))
+
+    def null(self, meta, children):
+        return ast.Literal(None, _meta_span(meta))
+
+    def list(self, meta, children):
+        return ast.ListLiteral(tuple(c for c in children if c is not None), _meta_span(meta))
+
+
+# --- syntax errors ----------------------------------------------------------------------------
+
+
+def _expected_words(expected: set[str] | frozenset[str]) -> str:
+    words = []
+    for name in sorted(expected):
+        if name in _TERMINAL_WORDS:
+            words.append(_TERMINAL_WORDS[name])
+            continue
+        try:
+            pattern = _lark().get_terminal(name).pattern
+        except KeyError:
+            words.append(name.lower())
+            continue
+        if pattern.type == "str":
+            words.append(f"'{pattern.value}'")
+        else:
+            words.append(name.lower())
+    unique = sorted(set(words))
+    if len(unique) > 8:
+        unique = unique[:8] + ["..."]
+    return ", ".join(unique)
+
+
+def _diagnose(exc: UnexpectedInput, text: str) -> Diagnostic:
+    if isinstance(exc, UnexpectedToken) and exc.token.type == "$END":
+        exc = UnexpectedEOF(exc.expected)  # Lark reports a premature end as a token; say it plainly
+    if isinstance(exc, UnexpectedEOF):
+        lines = text.splitlines() or [""]
+        span = Span.point(len(lines), len(lines[-1]) + 1)
+        return Diagnostic("error", "unexpected end of file", span, f"expected {_expected_words(exc.expected)}")
+    if isinstance(exc, UnexpectedToken):
+        tok = exc.token
+        span = _token_span(tok)
+        value = str(tok)
+        expected = set(exc.expected)
+        if value.isidentifier() and value not in KEYWORDS:
+            close = difflib.get_close_matches(value, KEYWORDS, n=1, cutoff=0.7)
+            if close:
+                return Diagnostic("error", f"unknown keyword '{value}'", span, f"did you mean '{close[0]}'?")
+        return Diagnostic("error", f"unexpected '{value}'", span, f"expected {_expected_words(expected)}")
+    if isinstance(exc, UnexpectedCharacters):
+        lines = text.splitlines()
+        ch = lines[exc.line - 1][exc.column - 1] if 0 < exc.line <= len(lines) else "?"
+        help = None
+        if ch == "'":
+            help = "strings are written in double quotes"
+        elif exc.allowed:
+            help = f"expected {_expected_words(exc.allowed)}"
+        return Diagnostic("error", f"unexpected character {ch!r}", Span.point(exc.line, exc.column), help)
+    return Diagnostic("error", str(exc), None)  # pragma: no cover - Lark has no other kinds

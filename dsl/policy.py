@@ -1,0 +1,201 @@
+"""`Policy`: a loaded policy file that decides tool calls.
+
+Loading runs the whole pipeline (parse → check → compile) and refuses a file with any error::
+
+    policy = Policy.load("samples/retail.policy")
+    decision = policy.evaluate("cancel_pending_order", {"order_id": "#W1", "reason": "no longer needed"})
+    decision.effect        # "ask"
+    decision.requirements  # Requirements(quorum=1, ...)
+
+A Policy is immutable and its `evaluate` is pure: the same call gives the same Decision on every
+replay. `digest` (SHA-256 of the source bytes, hex) identifies the exact text that decided.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Mapping
+
+from dsl import ast
+from dsl.checker import check
+from dsl.compiler import CompiledRule, Env, RuleIndex, compile_rule, requirements_of
+from dsl.decision import Decision, DefaultEffect, RuleOutcome, decide
+from dsl.errors import Diagnostic, PolicyError, PolicyInputError
+from dsl.parser import parse
+from dsl.values import EvalError
+
+
+class Policy:
+    """A checked, compiled policy.
+
+    Attributes: `name` (from `policy "..."`, else the file's stem), `digest` (hex SHA-256 of the
+    source bytes), `rules` (file order), `default`, `groups` (name → identities), `warnings`
+    (diagnostics that did not stop loading), `source_name` and `source_text`.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        digest: str,
+        source_name: str,
+        source_text: str,
+        rules: list[CompiledRule],
+        default: DefaultEffect,
+        groups: dict[str, tuple[str, ...]],
+        warnings: list[Diagnostic],
+    ):
+        self.name = name
+        self.digest = digest
+        self.source_name = source_name
+        self.source_text = source_text
+        self.rules = tuple(rules)
+        self.default = default
+        self.groups = groups
+        self.warnings = warnings
+        self._index = RuleIndex(rules)
+        self._requirements = {r.rule_id: r.requirements for r in rules if r.requirements is not None}
+
+    # --- loading ------------------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Policy":
+        """Read, parse, check and compile a `.policy` file (UTF-8).
+
+        Raises OSError when the file cannot be read and `PolicyError` (every diagnostic, each with
+        `file:line:col`) when it is not a valid policy.
+        """
+        path = Path(path)
+        data = path.read_bytes()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data[: exc.start].count(b"\n") + 1
+            from dsl.errors import Span
+
+            raise PolicyError(str(path), "", (Diagnostic("error", "the file is not valid UTF-8", Span.point(line, 1)),)) from None
+        return cls.from_text(text, name=str(path), default_name=path.stem, source_bytes=data)
+
+    @classmethod
+    def from_text(
+        cls,
+        text: str,
+        name: str = "<policy>",
+        *,
+        default_name: str | None = None,
+        source_bytes: bytes | None = None,
+    ) -> "Policy":
+        """Parse, check and compile policy source. `name` is used in diagnostics.
+
+        Raises `PolicyError` on a syntax error or any check error.
+        """
+        tree = parse(text, name)
+        diagnostics = check(tree)
+        errors = [d for d in diagnostics if d.severity == "error"]
+        if errors:
+            raise PolicyError(name, text, diagnostics)
+        raw = source_bytes if source_bytes is not None else text.encode("utf-8")
+        decl = tree.of_type(ast.PolicyDecl)
+        groups = {
+            g.name: tuple(dict.fromkeys(i.value for i in g.members.items))
+            for g in tree.of_type(ast.GroupDecl)
+        }
+        lines = text.splitlines()
+        rules = [compile_rule(i, rule, groups, lines) for i, rule in enumerate(tree.of_type(ast.Rule))]
+        _deduplicate_ids(rules)
+        default = DefaultEffect()
+        for d in tree.of_type(ast.DefaultDecl):
+            reason = d.reason or next((c.text for c in d.clauses if isinstance(c, ast.ReasonClause)), None)
+            reqs = requirements_of(d.clauses, groups) if d.effect == "ask" else None
+            default = DefaultEffect(effect=d.effect, reason=reason, requirements=reqs)
+        if default.effect == "ask" and default.requirements is None:
+            default = DefaultEffect(effect="ask", reason=default.reason, requirements=requirements_of((), groups))
+        return cls(
+            name=decl[0].name if decl else (default_name or name),
+            digest=hashlib.sha256(raw).hexdigest(),
+            source_name=name,
+            source_text=text,
+            rules=rules,
+            default=default,
+            groups=groups,
+            warnings=[d for d in diagnostics if d.severity == "warning"],
+        )
+
+    # --- deciding -----------------------------------------------------------------------------
+
+    def rules_for(self, tool: str) -> tuple[CompiledRule, ...]:
+        """The rules whose selectors cover `tool`, in file order."""
+        return self._index.candidates(tool)
+
+    def evaluate(self, tool: str, args: Mapping[str, Any], context: Mapping[str, Any] | None = None) -> Decision:
+        """Decide one call.
+
+        `tool` is the tool's name; `args` its arguments (a JSON object, decoded); `context` what the
+        caller knows about the call (`cwd`, `run_id`, ...), a JSON object or None. Raises
+        `PolicyInputError` when they are not of those shapes; never raises for a condition that
+        does not fit the call (that is recorded in the Decision and fails closed).
+        """
+        if not isinstance(tool, str):
+            raise PolicyInputError(f"the tool name must be a string, not {type(tool).__name__}")
+        if not isinstance(args, dict):
+            raise PolicyInputError(f"the arguments must be a JSON object, not {_json_kind(args)}")
+        if context is None:
+            context = {}
+        elif not isinstance(context, dict):
+            raise PolicyInputError(f"the context must be a JSON object, not {_json_kind(context)}")
+        env = Env(tool, args, context)
+        outcomes: list[RuleOutcome] = []
+        for rule in self._index.candidates(tool):
+            error = None
+            if rule.test is None:
+                holds = True
+            else:
+                try:
+                    holds = rule.test(env)
+                except EvalError as exc:
+                    holds, error = False, exc.message
+                except RecursionError:
+                    holds, error = False, "the arguments are nested too deeply to evaluate"
+            if not holds and error is None:
+                continue
+            counted = holds or rule.effect != "allow"  # an error never allows
+            outcomes.append(
+                RuleOutcome(
+                    rule=rule.rule_id,
+                    line=rule.line,
+                    effect=rule.effect,
+                    counted=counted,
+                    error=error,
+                    reason=rule.reason,
+                    condition=rule.condition_text,
+                )
+            )
+        return decide(outcomes, self._requirements, self.default, self.name, self.digest)
+
+    def __repr__(self) -> str:
+        return f"Policy(name={self.name!r}, rules={len(self.rules)}, digest={self.digest[:12]})"
+
+
+def _deduplicate_ids(rules: list[CompiledRule]) -> None:
+    """Give rules without an `id` clause that share a line distinct ids (`L3`, `L3.2`)."""
+    seen: dict[str, int] = {}
+    for i, rule in enumerate(rules):
+        n = seen.get(rule.rule_id, 0) + 1
+        seen[rule.rule_id] = n
+        if n > 1:
+            object.__setattr__(rules[i], "rule_id", f"{rule.rule_id}.{n}")
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    return type(value).__name__

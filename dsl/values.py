@@ -1,0 +1,149 @@
+"""Run-time operations on JSON values, with the strict typing that keeps conditions fail-closed.
+
+Arguments arrive as decoded JSON: dict, list, str, int, float, bool, None. The operators here never
+coerce: comparing a number with a string, ordering booleans, or reading a field of a list raises
+`EvalError`, and the compiler turns that into a condition that errors. An error never allows (see
+`dsl.compiler`). Booleans are not numbers here, although Python treats them as ints.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from functools import lru_cache
+from typing import Any
+
+
+class EvalError(Exception):
+    """A condition could not be evaluated for this call: a missing field or a wrong type."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+def kind(value: Any) -> str:
+    """The JSON type name of a decoded value: null, bool, number, string, list or object."""
+    if value is None:
+        return "null"
+    t = type(value)
+    if t is bool:
+        return "bool"
+    if t is int or t is float:
+        return "number"
+    if t is str:
+        return "string"
+    if t is list or t is tuple:
+        return "list"
+    if t is dict:
+        return "object"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "list"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _deep_equal(a: Any, b: Any) -> bool:
+    ka, kb = kind(a), kind(b)
+    if ka != kb:
+        return False
+    if ka == "list":
+        return len(a) == len(b) and all(_deep_equal(x, y) for x, y in zip(a, b))
+    if ka == "object":
+        return a.keys() == b.keys() and all(_deep_equal(a[k], b[k]) for k in a)
+    return a == b
+
+
+def equal(a: Any, b: Any) -> bool:
+    """`==`. Null equals only null; otherwise both sides must have the same type."""
+    ka, kb = kind(a), kind(b)
+    if ka == "null" or kb == "null":
+        return ka == kb
+    if ka != kb:
+        raise EvalError(f"compares {_a(ka)} with {_a(kb)}")
+    return _deep_equal(a, b)
+
+
+def order(op: str, a: Any, b: Any) -> bool:
+    """`< <= > >=` on two numbers or two strings (strings by code point)."""
+    ka, kb = kind(a), kind(b)
+    if ka != kb or ka not in ("number", "string"):
+        raise EvalError(f"'{op}' cannot order {_a(ka)} and {_a(kb)}")
+    if op == "<":
+        return a < b
+    if op == "<=":
+        return a <= b
+    if op == ">":
+        return a > b
+    return a >= b
+
+
+def member(item: Any, container: Any) -> bool:
+    """`item in container`: list membership, or a substring of a string."""
+    kc = kind(container)
+    if kc == "string":
+        if kind(item) != "string":
+            raise EvalError(f"looks for {_a(kind(item))} in a string")
+        return item in container
+    if kc != "list":
+        raise EvalError(f"'in' needs a list or a string, not {_a(kc)}")
+    ki = kind(item)
+    comparable = False
+    for x in container:
+        kx = kind(x)
+        if ki == "null" or kx == "null" or kx == ki:
+            comparable = True
+            if (ki == kx == "null") or (kx == ki and _deep_equal(item, x)):
+                return True
+    if not comparable and container:
+        raise EvalError(f"looks for {_a(ki)} in a list with no {ki} values")
+    return False
+
+
+def contains(container: Any, item: Any) -> bool:
+    """`container contains item`: a substring, or a list element."""
+    return member(item, container)
+
+
+def affix(op: str, text: Any, part: Any) -> bool:
+    """`startswith` and `endswith` on two strings."""
+    if kind(text) != "string" or kind(part) != "string":
+        raise EvalError(f"'{op}' works on strings, not {_a(kind(text))} and {_a(kind(part))}")
+    return text.startswith(part) if op == "startswith" else text.endswith(part)
+
+
+@lru_cache(maxsize=4096)
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A compiled, case-sensitive glob: `*` any run of characters (including `/`), `?` one
+    character, `[abc]` a class, as Python's `fnmatch.fnmatchcase`."""
+    return re.compile(fnmatch.translate(pattern), re.DOTALL)
+
+
+def glob(text: Any, regex: re.Pattern[str]) -> bool:
+    if kind(text) != "string":
+        raise EvalError(f"'glob' matches strings, not {_a(kind(text))}")
+    return regex.match(text) is not None
+
+
+def length(value: Any) -> int:
+    k = kind(value)
+    if k not in ("string", "list", "object"):
+        raise EvalError(f"len() takes a string, list or object, not {_a(k)}")
+    return len(value)
+
+
+def lower(value: Any) -> str:
+    if kind(value) != "string":
+        raise EvalError(f"lower() takes a string, not {_a(kind(value))}")
+    return value.lower()
+
+
+def _a(k: str) -> str:
+    return ("an " if k[:1] in ("a", "e", "i", "o", "u") else "a ") + k
