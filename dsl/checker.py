@@ -33,6 +33,11 @@ STRING, NUMBER, BOOL, NULL, LIST, OBJECT, ANY = "string", "number", "bool", "nul
 
 _ORDERED = (NUMBER, STRING)
 
+# How deeply conditions may nest (`not not ...`, parentheses inside comparisons, calls inside
+# calls). The checker, the compiler and evaluation all recurse over a condition, so a limit far
+# above anything written by hand keeps a pathological file a diagnostic instead of a RecursionError.
+MAX_NESTING = 100
+
 
 def _suggest(name: str, choices: Iterable[str]) -> str | None:
     close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
@@ -57,6 +62,7 @@ class _Checker:
     def __init__(self) -> None:
         self.diagnostics: list[Diagnostic] = []
         self.groups: dict[str, ast.GroupDecl] = {}
+        self.depth = 0
 
     def error(self, message: str, span: Span | None, help: str | None = None) -> None:
         self.diagnostics.append(Diagnostic("error", message, span, help))
@@ -249,6 +255,16 @@ class _Checker:
 
     def expr(self, expr: ast.Expr) -> str | None:
         """The load-time type of `expr`, or None when an error was reported inside it."""
+        if self.depth >= MAX_NESTING:
+            self.error(f"the condition nests more than {MAX_NESTING} levels deep", expr.span, "split it into several rules")
+            return None
+        self.depth += 1
+        try:
+            return self._expr(expr)
+        finally:
+            self.depth -= 1
+
+    def _expr(self, expr: ast.Expr) -> str | None:
         if isinstance(expr, ast.Literal):
             return literal_type(expr.value)
         if isinstance(expr, ast.ListLiteral):

@@ -18,6 +18,16 @@ from typing import Literal, Sequence
 Severity = Literal["error", "warning"]
 
 
+def source_lines(text: str) -> list[str]:
+    """The lines of a policy as the parser counts them: split at "\\n" only (a trailing "\\r" is
+    dropped). `str.splitlines()` also splits at \\v, \\f, \\x1c-\\x1e, \\x85, U+2028 and U+2029,
+    which would put a diagnostic's caret under the wrong line."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
 @dataclass(frozen=True, slots=True)
 class Span:
     """A region of a policy file: 1-based line and column of its first and last character."""
@@ -48,7 +58,7 @@ class Diagnostic:
             return head + (f"\n  help: {self.help}" if self.help else "")
         line, col = self.span.line, self.span.column
         out = [f"{source_name}:{line}:{col}: {self.severity}: {self.message}"]
-        lines = source_text.splitlines()
+        lines = source_lines(source_text)
         if 1 <= line <= len(lines):
             text = lines[line - 1].expandtabs(1)
             gutter = f"{line:>5} | "

@@ -19,11 +19,12 @@ import difflib
 import json
 from functools import lru_cache
 
-from lark import Lark, Token, Transformer, Tree, v_args
+from lark import Lark, Token, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+from lark.visitors import Transformer_NonRecursive
 
 from dsl import ast
-from dsl.errors import Diagnostic, PolicyError, Span
+from dsl.errors import Diagnostic, PolicyError, Span, source_lines
 from dsl.grammar import grammar_text
 
 STATEMENT_KEYWORDS = ("policy", "default", "group", "allow", "deny", "ask")
@@ -115,19 +116,28 @@ def _decode_string(tok: Token) -> str:
         ) from None
 
 
+def _int(text: str, tok: Token) -> int:
+    # Python refuses to convert integers of more than 4300 digits (a ValueError); say it as a
+    # syntax error at the token rather than letting the exception escape the parser.
+    try:
+        return int(text)
+    except ValueError:
+        raise _SyntaxProblem(f"number {str(tok)[:20]}... is too long", _token_span(tok)) from None
+
+
 def _parse_duration(tok: Token) -> int:
     total, digits = 0, ""
     for ch in str(tok):
         if ch.isdigit():
             digits += ch
         else:
-            total += int(digits) * _DURATION_UNITS[ch]
+            total += _int(digits, tok) * _DURATION_UNITS[ch]
             digits = ""
     return total
 
 
 @v_args(meta=True)
-class _ToAst(Transformer):
+class _ToAst(Transformer_NonRecursive):  # non-recursive: `not not ... x` or a long `or` chain nests deeply
     # statements
 
     def start(self, meta, children):
@@ -183,7 +193,7 @@ class _ToAst(Transformer):
         group = str(source) if isinstance(source, Token) else None
         members = source if isinstance(source, ast.ListLiteral) else None
         source_span = _span_of(source) if source is not None else None
-        return ast.ApproversClause(int(count), group, members, _meta_span(meta), source_span)
+        return ast.ApproversClause(_int(count, count), group, members, _meta_span(meta), source_span)
 
     def group_ref(self, meta, children):
         return children[0]
@@ -255,7 +265,7 @@ class _ToAst(Transformer):
         return _decode_string(children[0])
 
     def index(self, meta, children):
-        return int(children[0])
+        return _int(children[0], children[0])
 
     def string(self, meta, children):
         return ast.Literal(_decode_string(children[0]), _meta_span(meta))
@@ -267,7 +277,7 @@ class _ToAst(Transformer):
             if value in (float("inf"), float("-inf")):
                 raise _SyntaxProblem(f"number {text} is too large", _meta_span(meta))
         else:
-            value = int(text)
+            value = _int(text, children[0])
         return ast.Literal(value, _meta_span(meta))
 
     def true(self, meta, children):
@@ -311,7 +321,7 @@ def _diagnose(exc: UnexpectedInput, text: str) -> Diagnostic:
     if isinstance(exc, UnexpectedToken) and exc.token.type == "$END":
         exc = UnexpectedEOF(exc.expected)  # Lark reports a premature end as a token; say it plainly
     if isinstance(exc, UnexpectedEOF):
-        lines = text.splitlines() or [""]
+        lines = source_lines(text) or [""]
         span = Span.point(len(lines), len(lines[-1]) + 1)
         return Diagnostic("error", "unexpected end of file", span, f"expected {_expected_words(exc.expected)}")
     if isinstance(exc, UnexpectedToken):
@@ -325,8 +335,7 @@ def _diagnose(exc: UnexpectedInput, text: str) -> Diagnostic:
                 return Diagnostic("error", f"unknown keyword '{value}'", span, f"did you mean '{close[0]}'?")
         return Diagnostic("error", f"unexpected '{value}'", span, f"expected {_expected_words(expected)}")
     if isinstance(exc, UnexpectedCharacters):
-        lines = text.splitlines()
-        ch = lines[exc.line - 1][exc.column - 1] if 0 < exc.line <= len(lines) else "?"
+        ch = exc.char
         help = None
         if ch == "'":
             help = "strings are written in double quotes"

@@ -21,7 +21,7 @@ from dsl import ast
 from dsl.checker import check
 from dsl.compiler import CompiledRule, Env, RuleIndex, compile_rule, requirements_of
 from dsl.decision import Decision, DefaultEffect, RuleOutcome, decide
-from dsl.errors import Diagnostic, PolicyError, PolicyInputError
+from dsl.errors import Diagnostic, PolicyError, PolicyInputError, Span, source_lines
 from dsl.parser import parse
 from dsl.values import EvalError
 
@@ -72,8 +72,6 @@ class Policy:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             line = data[: exc.start].count(b"\n") + 1
-            from dsl.errors import Span
-
             raise PolicyError(str(path), "", (Diagnostic("error", "the file is not valid UTF-8", Span.point(line, 1)),)) from None
         return cls.from_text(text, name=str(path), default_name=path.stem, source_bytes=data)
 
@@ -90,6 +88,7 @@ class Policy:
 
         Raises `PolicyError` on a syntax error or any check error.
         """
+        _refuse_surrogates(text, name)
         tree = parse(text, name)
         diagnostics = check(tree)
         errors = [d for d in diagnostics if d.severity == "error"]
@@ -101,7 +100,7 @@ class Policy:
             g.name: tuple(dict.fromkeys(i.value for i in g.members.items))
             for g in tree.of_type(ast.GroupDecl)
         }
-        lines = text.splitlines()
+        lines = source_lines(text)
         rules = [compile_rule(i, rule, groups, lines) for i, rule in enumerate(tree.of_type(ast.Rule))]
         _deduplicate_ids(rules)
         default = DefaultEffect()
@@ -185,6 +184,18 @@ def _deduplicate_ids(rules: list[CompiledRule]) -> None:
         seen[rule.rule_id] = n
         if n > 1:
             object.__setattr__(rules[i], "rule_id", f"{rule.rule_id}.{n}")
+
+
+def _refuse_surrogates(text: str, name: str) -> None:
+    """A str holding a lone surrogate (U+D800..U+DFFF) has no UTF-8 bytes, so it has no digest.
+    Such text cannot come from a file; refuse it with a diagnostic rather than a UnicodeEncodeError."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        before = text[: exc.start]
+        line = before.count("\n") + 1
+        column = exc.start - (before.rfind("\n") + 1) + 1
+        raise PolicyError(name, text, (Diagnostic("error", "the policy text holds a lone surrogate, which is not valid Unicode", Span.point(line, column)),)) from None
 
 
 def _json_kind(value: Any) -> str:
