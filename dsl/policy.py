@@ -101,8 +101,9 @@ class Policy:
             for g in tree.of_type(ast.GroupDecl)
         }
         lines = source_lines(text)
-        rules = [compile_rule(i, rule, groups, lines) for i, rule in enumerate(tree.of_type(ast.Rule))]
-        _deduplicate_ids(rules)
+        rule_nodes = tree.of_type(ast.Rule)
+        rules = [compile_rule(i, rule, groups, lines) for i, rule in enumerate(rule_nodes)]
+        _deduplicate_ids(rules, [any(isinstance(c, ast.IdClause) for c in r.clauses) for r in rule_nodes])
         default = DefaultEffect()
         for d in tree.of_type(ast.DefaultDecl):
             reason = d.reason or next((c.text for c in d.clauses if isinstance(c, ast.ReasonClause)), None)
@@ -176,14 +177,21 @@ class Policy:
         return f"Policy(name={self.name!r}, rules={len(self.rules)}, digest={self.digest[:12]})"
 
 
-def _deduplicate_ids(rules: list[CompiledRule]) -> None:
-    """Give rules without an `id` clause that share a line distinct ids (`L3`, `L3.2`)."""
-    seen: dict[str, int] = {}
-    for i, rule in enumerate(rules):
-        n = seen.get(rule.rule_id, 0) + 1
-        seen[rule.rule_id] = n
-        if n > 1:
-            object.__setattr__(rules[i], "rule_id", f"{rule.rule_id}.{n}")
+def _deduplicate_ids(rules: list[CompiledRule], explicit: list[bool]) -> None:
+    """Give every rule without an `id` clause an id no other rule has: `L3`, then `L3.2`, `L3.3`
+    for more rules on line 3, skipping any id a rule declares itself. (Ids key the requirements
+    of ask rules, so two rules sharing one would silently swap requirements.) Explicit ids are
+    unique already: the checker refuses a repeated one. `explicit[i]`: rule i has an `id` clause."""
+    taken = {rule.rule_id for rule, own in zip(rules, explicit) if own}
+    for rule, own in zip(rules, explicit):
+        if own:
+            continue
+        base, candidate, n = rule.rule_id, rule.rule_id, 1
+        while candidate in taken:
+            n += 1
+            candidate = f"{base}.{n}"
+        taken.add(candidate)
+        object.__setattr__(rule, "rule_id", candidate)
 
 
 def _refuse_surrogates(text: str, name: str) -> None:
