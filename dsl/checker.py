@@ -120,7 +120,8 @@ class _Checker:
                 seen.add(item.value)
 
     def default(self, default: ast.DefaultDecl) -> None:
-        if default.effect == "deny" and not default.reason and not self.has(default.clauses, ast.ReasonClause):
+        reasons = [default.reason or ""] + [c.text for c in default.clauses if isinstance(c, ast.ReasonClause)]
+        if default.effect == "deny" and not any(r.strip() for r in reasons):
             self.error(
                 "a default deny needs a reason",
                 default.effect_span,
@@ -146,7 +147,7 @@ class _Checker:
             seen_patterns.add(selector.pattern)
         if rule.condition is not None:
             self.condition(rule.condition)
-        if rule.effect == "deny" and not self.has(rule.clauses, ast.ReasonClause):
+        if rule.effect == "deny" and not any(c.text.strip() for c in rule.clauses if isinstance(c, ast.ReasonClause)):
             self.error(
                 "a deny rule needs a reason",
                 rule.effect_span,
@@ -355,14 +356,9 @@ class _Checker:
             if right not in (LIST, STRING, ANY):
                 self.error(f"'{shown}' needs a list or a string on its right, not {_article(right)}", cmp.right.span)
             elif right == STRING and left not in (STRING, ANY):
-                self.error(f"'{shown}' a string looks for a substring; this is {_article(left)}", cmp.left.span)
-            elif isinstance(cmp.right, ast.ListLiteral) and left != ANY and cmp.right.items:
-                kinds = {literal_type(i.value) for i in cmp.right.items if isinstance(i, ast.Literal)}
-                if left not in kinds and NULL not in kinds and left != NULL:
-                    self.error(
-                        f"'{shown}' looks for {_article(left)} in a list of {' and '.join(sorted(kinds))} values",
-                        cmp.span,
-                    )
+                self.error(f"'{shown}' on a string looks for a substring; this is {_article(left)}", cmp.left.span)
+            elif isinstance(cmp.right, ast.ListLiteral):
+                self.membership(shown, left, cmp.right, cmp.span)
         elif op in ("startswith", "endswith"):
             for side, kind in ((cmp.left, left), (cmp.right, right)):
                 if kind not in (STRING, ANY):
@@ -372,12 +368,23 @@ class _Checker:
                 self.error(f"'contains' looks inside a string or a list, not {_article(left)}", cmp.left.span)
             elif left == STRING and right not in (STRING, ANY):
                 self.error(f"a string contains substrings, not {_article(right)}", cmp.right.span)
+            elif isinstance(cmp.left, ast.ListLiteral):  # `[...] contains x` is `x in [...]`
+                self.membership("contains", right, cmp.left, cmp.span)
         elif op == "glob":
             if left not in (STRING, ANY):
                 self.error(f"'glob' matches strings, not {_article(left)}", cmp.left.span)
             if not (isinstance(cmp.right, ast.Literal) and isinstance(cmp.right.value, str)):
                 self.error("a glob pattern must be a string literal", cmp.right.span, 'for example args.path glob "*.env"')
         return BOOL
+
+    def membership(self, shown: str, item: str, items: ast.ListLiteral, span: Span) -> None:
+        """A value of load-time type `item` looked up in a literal list: an error when no item of the
+        list could ever equal it (run time would raise the same error on every call)."""
+        if item == ANY or not items.items:
+            return
+        kinds = {literal_type(i.value) for i in items.items if isinstance(i, ast.Literal)}
+        if item not in kinds and NULL not in kinds and item != NULL:
+            self.error(f"'{shown}' looks for {_article(item)} in a list of {' and '.join(sorted(kinds))} values", span)
 
 
 def check(tree: ast.PolicyFile) -> list[Diagnostic]:
