@@ -33,6 +33,8 @@ class Env(NamedTuple):
 
 Fn = Callable[[Env], Any]
 
+_MISSING = object()
+
 
 @dataclass(frozen=True, slots=True)
 class CompiledRule:
@@ -147,14 +149,14 @@ def _compile_path(path: ast.Path) -> Fn:
         value = pick(env)
         for key, parent, here in steps:
             if type(key) is str:
-                if type(value) is not dict:
+                if not isinstance(value, dict):  # isinstance, as values.kind: a dict subclass is an object
                     raise EvalError(f"{parent} is {values._a(values.kind(value))}, so {here} does not exist")
-                try:
-                    value = value[key]
-                except KeyError:
-                    raise EvalError(f"missing field {here}") from None
+                # dict.get reads what is stored: a defaultdict must not invent a missing field
+                value = dict.get(value, key, _MISSING)
+                if value is _MISSING:
+                    raise EvalError(f"missing field {here}")
             else:
-                if type(value) is not list:
+                if not isinstance(value, (list, tuple)):  # what values.kind calls a list
                     raise EvalError(f"{parent} is {values._a(values.kind(value))}, so {here} does not exist")
                 try:
                     value = value[key]

@@ -76,6 +76,8 @@ def order(op: str, a: Any, b: Any) -> bool:
     ka, kb = kind(a), kind(b)
     if ka != kb or ka not in ("number", "string"):
         raise EvalError(f"'{op}' cannot order {_a(ka)} and {_a(kb)}")
+    if a != a or b != b:  # NaN (not JSON, but Python's json.loads accepts it) is false on every side
+        raise EvalError(f"'{op}' cannot order NaN")
     if op == "<":
         return a < b
     if op == "<=":
