@@ -1,0 +1,59 @@
+"""Timestamps as the ledger writes them: UTC, `YYYY-MM-DDTHH:MM:SS.ffffffZ`.
+
+Always six fractional digits and a `Z`, so that the text of two timestamps sorts as their times
+do and one instant has exactly one spelling. A clock is any callable returning an aware datetime;
+the Gate takes one so that tests and simulations control time.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+from typing import Callable
+
+Clock = Callable[[], datetime]
+
+TS_PATTERN = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z")
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def format_ts(moment: datetime) -> str:
+    """Format an aware datetime as the ledger's UTC timestamp. Raises ValueError if naive."""
+    if moment.tzinfo is None:
+        raise ValueError("timestamps must be timezone-aware (UTC)")
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_ts(text: str) -> datetime:
+    """Parse a ledger timestamp. Raises ValueError for any other spelling."""
+    if not TS_PATTERN.fullmatch(text):
+        raise ValueError(f"not a ledger timestamp (YYYY-MM-DDTHH:MM:SS.ffffffZ): {text!r}")
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+
+
+def add_seconds(text: str, seconds: float) -> str:
+    return format_ts(parse_ts(text) + timedelta(seconds=seconds))
+
+
+class ManualClock:
+    """A clock that moves only when told: `clock.advance(seconds)`, `clock.set(datetime)`."""
+
+    def __init__(self, start: datetime):
+        if start.tzinfo is None:
+            raise ValueError("the start must be timezone-aware")
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> datetime:
+        self.now += timedelta(seconds=seconds)
+        return self.now
+
+    def set(self, moment: datetime) -> None:
+        if moment.tzinfo is None:
+            raise ValueError("the time must be timezone-aware")
+        self.now = moment

@@ -1,0 +1,127 @@
+"""Digests of tool-call arguments, and their canonical JSON form.
+
+An approval binds to `args_digest(arguments)`. The digest is *structural* (in the spirit of Ben
+Laurie's objecthash and Amazon Ion's hash): every value is hashed from the digests of its parts,
+not from one serialization. That buys two things:
+
+* it depends only on the JSON value, never on key order, whitespace or escaping; and
+* a value inside the arguments can later be replaced by its own digest (redaction of personal
+  data) and the arguments' digest, which the hash chain covers, can still be recomputed.
+
+The definition, byte-exact, is in docs/ledger-format.md ("Argument digests"); in short, with
+H = SHA-256 and `||` concatenation:
+
+    D(null)   = H("n")                 D(true) = H("b1")      D(false) = H("b0")
+    D(number) = H("d" || canonical decimal text)
+    D(string) = H("s" || UTF-8 bytes)
+    D(list)   = H("l" || D(item1) || D(item2) || ...)
+    D(object) = H("o" || D(key1) || D(value1) || ...)   keys in ascending order of their UTF-8 bytes
+
+Arguments are stored beside the chained bytes as canonical JSON (`canonical_json`): keys sorted,
+no whitespace, UTF-8, produced by msgspec.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Any
+
+import msgspec
+
+_NULL = hashlib.sha256(b"n").digest()
+_TRUE = hashlib.sha256(b"b1").digest()
+_FALSE = hashlib.sha256(b"b0").digest()
+
+_encoder = msgspec.json.Encoder(order="sorted")
+
+
+class ArgumentsError(ValueError):
+    """The arguments are not a JSON value (NaN, infinity, a non-string key, an unknown type)."""
+
+
+def number_text(value: int | float) -> str:
+    """The canonical decimal text of a JSON number.
+
+    Integers, and floats with an integral value, are written as exact integers (`1.0` → `1`,
+    `1e3` → `1000`, `-0.0` → `0`). Other floats are written as Python's `repr`: the shortest digits
+    that round-trip, in exponent form (`1.5e-07`) below 1e-4. Raises ArgumentsError for NaN and
+    infinities, which JSON cannot carry.
+    """
+    if isinstance(value, bool):
+        raise ArgumentsError("a boolean is not a number")
+    if isinstance(value, int):
+        return str(value)
+    if not math.isfinite(value):
+        raise ArgumentsError(f"{value!r} is not a JSON number")
+    if value.is_integer():
+        return str(int(value))
+    return repr(value)
+
+
+def _digest(value: Any) -> bytes:
+    if value is None:
+        return _NULL
+    t = type(value)
+    if t is bool:
+        return _TRUE if value else _FALSE
+    if t is str:
+        return hashlib.sha256(b"s" + value.encode("utf-8")).digest()
+    if t is int or t is float:
+        return hashlib.sha256(b"d" + number_text(value).encode("ascii")).digest()
+    if t is list or t is tuple:
+        h = hashlib.sha256(b"l")
+        for item in value:
+            h.update(_digest(item))
+        return h.digest()
+    if t is dict:
+        h = hashlib.sha256(b"o")
+        items = []
+        for key, item in value.items():
+            if type(key) is not str:
+                raise ArgumentsError(f"object keys must be strings, not {type(key).__name__}")
+            items.append((key.encode("utf-8"), key, item))
+        items.sort(key=lambda entry: entry[0])
+        for _, key, item in items:
+            h.update(hashlib.sha256(b"s" + key.encode("utf-8")).digest())
+            h.update(_digest(item))
+        return h.digest()
+    # Subclasses (an IntEnum, an OrderedDict) are hashed as the JSON value they stand for.
+    for base in (bool, str, int, float, list, tuple, dict):
+        if isinstance(value, base):
+            return _digest(base(value))
+    raise ArgumentsError(f"{type(value).__name__} is not a JSON value")
+
+
+def value_digest(value: Any) -> str:
+    """The structural digest of any JSON value, as 64 lowercase hex digits."""
+    try:
+        return _digest(value).hex()
+    except RecursionError:
+        raise ArgumentsError("the value is nested too deeply") from None
+
+
+def args_digest(args: dict) -> str:
+    """The digest an approval binds to: `value_digest` of the arguments object (hex)."""
+    if not isinstance(args, dict):
+        raise ArgumentsError(f"the arguments must be a JSON object, not {type(args).__name__}")
+    return value_digest(args)
+
+
+def canonical_json(value: Any) -> bytes:
+    """Compact JSON with object keys sorted, as stored in the ledger. Raises ArgumentsError for
+    values JSON cannot carry."""
+    return encode_arguments(value)[1]
+
+
+def encode_arguments(args: Any) -> tuple[str, bytes]:
+    """`(value_digest(args), canonical_json(args))` in one pass of validation.
+
+    The digest is computed first because it rejects what msgspec would otherwise encode lossily
+    (NaN becomes null). Raises ArgumentsError.
+    """
+    digest = value_digest(args)
+    try:
+        return digest, _encoder.encode(args)
+    except (TypeError, ValueError, msgspec.EncodeError) as exc:
+        raise ArgumentsError(str(exc)) from None

@@ -1,0 +1,207 @@
+"""The events of a ledger: msgspec Structs forming one tagged union on the field `kind`.
+
+Every event carries `seq` (1, 2, 3, … with no gaps), `ts` (UTC, `YYYY-MM-DDTHH:MM:SS.ffffffZ`,
+always six fractional digits so that text order is time order) and `prev` (the previous event's
+hash; 64 zeros before the first event). The ledger fills these three in when it appends.
+
+A request is identified by the `seq` of its `proposed` event; every later event about it names
+that number in `request`. The life of a request:
+
+    proposed ─ allow ─────────────────────────────► execution_started ─► executed
+             ─ deny  (final)                        ▲
+             ─ ask ─► interrupted ─► approved* ─────┘ (once the quorum approves the current digest)
+                                  ─► edited ──► approved* ...
+                                  ─► rejected | responded | expired | cancelled   (final)
+
+Nothing a caller supplies as free-form JSON sits inside an event: `proposed` carries
+`args_digest` and `context_digest`, `edited` carries `args_digest`, and the arguments and context
+themselves are stored beside the event on the same line, in its `data` member (see
+docs/ledger-format.md). So every member name in an event comes from this module, none is named
+`hash`, and the line format can rely on that; and personal data can be redacted from `data`
+without touching the hashed bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+import msgspec
+
+from dsl.requirements import Requirements
+
+FORMAT = "countersign-ledger/1"
+GENESIS_PREV = "0" * 64
+
+
+class Event(msgspec.Struct, tag_field="kind", kw_only=True, frozen=True, forbid_unknown_fields=True):
+    """Fields every event has. `seq`, `ts` and `prev` are assigned by `Ledger.append`."""
+
+    seq: int = 0
+    ts: str = ""
+    prev: str = ""
+
+
+class RuleRef(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A rule that decided: its id and the line it starts on in the policy source."""
+
+    id: str
+    line: int
+
+
+class Genesis(Event, tag="genesis", kw_only=True, frozen=True):
+    """The first event of every ledger (seq 1): the format and a random ledger id, so that
+    two ledgers never share a chain."""
+
+    format: str
+    ledger_id: str
+
+
+class Proposed(Event, tag="proposed", kw_only=True, frozen=True):
+    """An agent proposed a tool call and the policy decided its effect.
+
+    `proposer` is the agent's identity from the caller's authenticated context; `run` groups the
+    calls of one agent run; `call_id` is the agent framework's id for the call (e.g. a tool_use_id),
+    used to make a retried proposal idempotent. `rules` are the rules that decided, `reasons` what
+    the agent or the reviewer reads.
+    """
+
+    run: str | None
+    proposer: str
+    call_id: str | None
+    tool: str
+    args_digest: str
+    context_digest: str
+    policy: str
+    policy_digest: str
+    effect: str
+    rules: tuple[RuleRef, ...]
+    reasons: tuple[str, ...]
+
+
+class Interrupted(Event, tag="interrupted", kw_only=True, frozen=True):
+    """An `ask` paused the call for a human: what a decision must meet, and when it expires (UTC)."""
+
+    request: int
+    requirements: Requirements
+    deadline: str
+
+
+class Approved(Event, tag="approved", kw_only=True, frozen=True):
+    """One approver approved the arguments whose digest they saw (`args_digest`)."""
+
+    request: int
+    approver: str
+    args_digest: str
+    comment: str | None
+
+
+class Edited(Event, tag="edited", kw_only=True, frozen=True):
+    """A reviewer changed the arguments. The edited call was decided again by the policy
+    (`effect`, `rules`); the edit counts as the editor's approval of the new digest, and
+    `requirements` are those now in force (the strictest of the original and the new ones)."""
+
+    request: int
+    editor: str
+    args_digest: str
+    replaces: str
+    policy_digest: str
+    effect: str
+    rules: tuple[RuleRef, ...]
+    requirements: Requirements
+    reason: str | None
+
+
+class Rejected(Event, tag="rejected", kw_only=True, frozen=True):
+    """A reviewer rejected the call. `reason` goes back to the agent as an instruction."""
+
+    request: int
+    approver: str
+    reason: str
+
+
+class Responded(Event, tag="responded", kw_only=True, frozen=True):
+    """A reviewer answered in place of the tool; `message` is returned to the agent as the result."""
+
+    request: int
+    approver: str
+    message: str
+
+
+class Expired(Event, tag="expired", kw_only=True, frozen=True):
+    """The deadline passed without a decision; the safe default (`outcome`, always reject) applied."""
+
+    request: int
+    outcome: str
+    message: str | None
+
+
+class Cancelled(Event, tag="cancelled", kw_only=True, frozen=True):
+    """The proposer (or an operator) withdrew the call before it ran."""
+
+    request: int
+    by: str
+    reason: str | None
+
+
+class ExecutionStarted(Event, tag="execution_started", kw_only=True, frozen=True):
+    """Written, and made durable, before the tool runs: the digest of the arguments it runs with.
+    A crash after this event and before `executed` leaves the outcome unknown, and the call is
+    never run again."""
+
+    request: int
+    args_digest: str
+    executor: str | None
+
+
+class Executed(Event, tag="executed", kw_only=True, frozen=True):
+    """The tool ran. `outcome` is "ok" or "error"; `result_digest` is the structural digest of a
+    JSON result (None when the result is not JSON), `error` the exception's type and message."""
+
+    request: int
+    args_digest: str
+    outcome: str
+    result_digest: str | None
+    error: str | None
+
+
+class Recovered(Event, tag="recovered", kw_only=True, frozen=True):
+    """A writer found a torn last line (a crash mid-write) and moved it aside. The fragment was
+    never acknowledged; its size and SHA-256 are kept here, the bytes in `quarantine`."""
+
+    segment: str
+    offset: int
+    fragment_bytes: int
+    fragment_sha256: str
+    quarantine: str
+
+
+AnyEvent = Union[
+    Genesis,
+    Proposed,
+    Interrupted,
+    Approved,
+    Edited,
+    Rejected,
+    Responded,
+    Expired,
+    Cancelled,
+    ExecutionStarted,
+    Executed,
+    Recovered,
+]
+
+KINDS = tuple(cls.__struct_config__.tag for cls in AnyEvent.__args__)
+WITH_DATA = (Proposed, Edited)  # the events whose line carries data (arguments, context)
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(AnyEvent)
+
+
+def encode_event(event: Event) -> bytes:
+    """The event's body bytes: compact JSON, `kind` first, then the fields in declaration order."""
+    return _encoder.encode(event)
+
+
+def decode_event(body: bytes) -> AnyEvent:
+    """Decode and validate body bytes. Raises msgspec.ValidationError or msgspec.DecodeError."""
+    return _decoder.decode(body)

@@ -1,0 +1,427 @@
+"""The Gate: the approval workflow over a policy and a ledger.
+
+    gate = Gate(Policy.load("samples/retail.policy"), "ledger-dir")
+    p = gate.propose("cancel_pending_order", {"order_id": "#W1", "reason": "ordered by mistake"},
+                     proposer="agent-7", run="run-42")
+    if p.effect == "ask":
+        gate.approve(p.request, approver="sup-1", digest=p.args_digest)
+    result = gate.execute(p.request, cancel_order)     # runs once, with the approved arguments
+
+Every step is first checked against the workflow rules (ledger.workflow); an illegal step raises
+that rule's Violation and appends nothing. A legal step is appended to the ledger, durably, before
+the Gate's state changes and before anything runs. Opening a Gate replays (and verifies) the
+ledger, so pending requests survive a restart.
+
+Identities (`proposer`, `approver`, `editor`) must come from the caller's authenticated context,
+never from the tool's arguments; the Gate records them and enforces four-eyes, but cannot
+authenticate them itself.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import msgspec
+
+from dsl import Decision, Policy
+from dsl.requirements import Requirements
+from ledger import events as ev
+from ledger.clock import Clock, add_seconds, format_ts, utc_now
+from ledger.digest import ArgumentsError, encode_arguments, value_digest
+from ledger.log import Ledger, LedgerCorrupt
+from ledger.verify import check_record
+from ledger.workflow import (
+    EditDenied,
+    RequestState,
+    UnknownRequest,
+    Violation,
+    Workflow,
+    combined_requirements,
+)
+
+DEFAULT_EXPIRY_MESSAGE = "No one decided in time; the call was not run. Do not retry it without asking the user."
+
+
+class GateError(Exception):
+    """Base of the Gate's own errors (workflow violations are `ledger.workflow.Violation`)."""
+
+
+class InvalidCall(GateError):
+    """A proposed call is malformed: empty tool name, arguments that are not a JSON object, ..."""
+
+
+class CallIdConflict(GateError):
+    """A call id was proposed again with different arguments or a different tool."""
+
+
+class ExecutionUnknown(GateError):
+    """The call was started but its outcome was never recorded (a crash while it ran). It is
+    never run again; someone must find out what happened."""
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """What `propose` returns. `request` is the id for every later step; `args_digest` is what an
+    approver must approve. `decision` is None for a repeated call id (`duplicate`)."""
+
+    request: int
+    tool: str
+    effect: str
+    status: str
+    args_digest: str
+    reasons: tuple[str, ...]
+    rules: tuple[str, ...]
+    requirements: Requirements | None
+    deadline: str | None
+    decision: Decision | None
+    duplicate: bool = False
+
+
+@dataclass(frozen=True)
+class Execution:
+    """What `execute` returns. `result` is the callable's return value on the run that executed
+    it, None when the outcome was replayed from the ledger (`replayed`). `error` is
+    "Type: message" when the callable raised; the exception itself is in `exception`."""
+
+    request: int
+    outcome: str
+    result_digest: str | None
+    error: str | None
+    replayed: bool
+    result: Any = None
+    exception: BaseException | None = None
+
+
+class Gate:
+    """Decides, pauses and records tool calls. See the module docstring for a tour.
+
+    `ledger` is a Ledger or a directory path (opened, created if missing). `clock` returns an aware
+    datetime (UTC); every event's `ts` comes from it. Raises LedgerCorrupt when the existing
+    ledger does not verify (a Gate never extends a tampered or unlawful history).
+    """
+
+    def __init__(self, policy: Policy, ledger: Ledger | str | Path, *, clock: Clock = utc_now):
+        self.policy = policy
+        self.clock = clock
+        self.ledger = ledger if isinstance(ledger, Ledger) else Ledger(ledger, clock=clock)
+        self.workflow = Workflow()
+        self._data: dict[int, dict] = {}  # request → {"args", "context"} while it can still run
+        self._lock = threading.RLock()
+        self._replay()
+
+    # --- replay -------------------------------------------------------------------------------
+
+    def _replay(self) -> None:
+        prev, expected = ev.GENESIS_PREV, 1
+        for record in self.ledger.records():
+            problem = check_record(record, expected, prev)
+            if problem is not None:
+                raise LedgerCorrupt(problem.seq, problem.message, problem.segment, problem.line)
+            try:
+                self.workflow.step(record.seq, record.event)
+            except Violation as exc:
+                raise LedgerCorrupt(record.seq, f"unlawful history: {exc.message}", record.segment, record.line) from None
+            self._remember(record.seq, record.event, record.data_value())
+            prev, expected = record.hash, expected + 1
+
+    def _remember(self, seq: int, event: ev.Event, data: dict | None) -> None:
+        if isinstance(event, ev.Proposed):
+            if event.effect != "deny":
+                self._data[seq] = data
+        elif isinstance(event, ev.Edited):
+            self._data[event.request]["args"] = data["args"]
+        elif hasattr(event, "request"):
+            state = self.workflow.requests.get(event.request)
+            if state is not None and state.final:
+                self._data.pop(event.request, None)
+
+    def _append(self, event: ev.Event, data: dict | bytes | None = None) -> int:
+        """Check, append durably, then apply. Returns the event's seq."""
+        self.workflow.check(event)
+        record = self.ledger.append(event, data)
+        self.workflow.apply(record.seq, record.event)
+        self._remember(record.seq, record.event, msgspec.json.decode(record.data) if data is not None else None)
+        return record.seq
+
+    def _now(self) -> str:
+        return format_ts(self.clock())
+
+    # --- proposing ----------------------------------------------------------------------------
+
+    def propose(
+        self,
+        tool: str,
+        args: dict,
+        *,
+        proposer: str,
+        run: str | None = None,
+        context: dict | None = None,
+        call_id: str | None = None,
+    ) -> Proposal:
+        """Decide a tool call and record it; an ask also records the interrupt and its deadline.
+
+        Raises InvalidCall for a malformed call and CallIdConflict when `call_id` was already
+        proposed with other arguments. A repeated `call_id` with the same call returns the first
+        Proposal (`duplicate=True`) and appends nothing.
+        """
+        if not isinstance(tool, str) or not tool:
+            raise InvalidCall("the tool name must be a non-empty string")
+        if not isinstance(proposer, str) or not proposer:
+            raise InvalidCall("the proposer must be a non-empty string (from the caller's authenticated context)")
+        if not isinstance(args, dict):
+            raise InvalidCall(f"the arguments must be a JSON object, not {type(args).__name__}")
+        if context is not None and not isinstance(context, dict):
+            raise InvalidCall(f"the context must be a JSON object, not {type(context).__name__}")
+        context = context or {}
+        try:
+            digest, args_json = encode_arguments(args)
+            context_digest, context_json = encode_arguments(context)
+        except ArgumentsError as exc:
+            raise InvalidCall(f"the call cannot be recorded: {exc}") from None
+        with self._lock:
+            if call_id is not None and call_id in self.workflow.by_call_id:
+                return self._repeat(call_id, tool, digest)
+            # The policy sees the arguments as stored, not the caller's objects, which it could change later.
+            stored_args = msgspec.json.decode(args_json)
+            decision = self.policy.evaluate(tool, stored_args, msgspec.json.decode(context_json))
+            ts = self._now()
+            request = self.ledger.head[0] + 1  # the Gate is the ledger's only writer
+            proposed = ev.Proposed(
+                ts=ts,
+                run=run,
+                proposer=proposer,
+                call_id=call_id,
+                tool=tool,
+                args_digest=digest,
+                context_digest=context_digest,
+                policy=decision.policy,
+                policy_digest=decision.policy_digest,
+                effect=decision.effect,
+                rules=self._rule_refs(decision),
+                reasons=decision.reasons,
+            )
+            data = b'{"args":' + args_json + b',"context":' + context_json + b"}"
+            items: list[tuple[ev.Event, Any]] = [(proposed, data)]
+            deadline = None
+            if decision.effect == "ask":
+                assert decision.requirements is not None
+                deadline = add_seconds(ts, decision.requirements.timeout_seconds)
+                items.append((ev.Interrupted(ts=ts, request=request, requirements=decision.requirements, deadline=deadline), None))
+            self.workflow.check(proposed)
+            records = self.ledger.append_batch(items)
+            assert records[0].seq == request
+            for record in records:
+                self.workflow.apply(record.seq, record.event)
+            if decision.effect != "deny":
+                self._data[request] = {"args": stored_args, "context": msgspec.json.decode(context_json)}
+            state = self.workflow.requests[request]
+            return Proposal(
+                request=request,
+                tool=tool,
+                effect=decision.effect,
+                status=state.status,
+                args_digest=digest,
+                reasons=decision.reasons,
+                rules=decision.deciding,
+                requirements=decision.requirements,
+                deadline=deadline,
+                decision=decision,
+            )
+
+    def _repeat(self, call_id: str, tool: str, digest: str) -> Proposal:
+        state = self.workflow.requests[self.workflow.by_call_id[call_id]]
+        if state.tool != tool or state.original_digest != digest:
+            raise CallIdConflict(f"call id {call_id!r} was proposed before (request {state.request}) with another call")
+        return Proposal(
+            request=state.request,
+            tool=state.tool,
+            effect=state.effect,
+            status=state.status,
+            args_digest=state.digest,
+            reasons=state.reasons,
+            rules=state.rules,
+            requirements=state.requirements,
+            deadline=state.deadline,
+            decision=None,
+            duplicate=True,
+        )
+
+    def _rule_refs(self, decision: Decision) -> tuple[ev.RuleRef, ...]:
+        lines = {o.rule: o.line for o in decision.outcomes}
+        return tuple(ev.RuleRef(id=rule, line=lines.get(rule, 0)) for rule in decision.deciding)
+
+    # --- deciding -----------------------------------------------------------------------------
+
+    def approve(self, request: int, *, approver: str, digest: str, comment: str | None = None) -> RequestState:
+        """Record one approval of the arguments whose digest the approver saw.
+
+        Raises a Violation: StaleDigest (the arguments changed), SelfApproval, NotAnApprover,
+        DuplicateApproval, DecisionNotAllowed, DeadlinePassed, NotPending, RequestFinal,
+        UnknownRequest. Returns the request's state; `status` is "approved" once the quorum is met.
+        """
+        with self._lock:
+            self._append(ev.Approved(ts=self._now(), request=request, approver=approver, args_digest=digest, comment=comment))
+            return self.get(request)
+
+    def edit(self, request: int, *, editor: str, args: dict, reason: str | None = None) -> RequestState:
+        """Replace the arguments. The edited call re-enters the policy: a deny refuses the edit
+        (EditDenied, nothing appended); otherwise the edit counts as the editor's approval of the
+        new arguments, under requirements never weaker than before. Other refusals as `approve`."""
+        if not isinstance(args, dict):
+            raise InvalidCall(f"the arguments must be a JSON object, not {type(args).__name__}")
+        try:
+            digest, args_json = encode_arguments(args)
+        except ArgumentsError as exc:
+            raise InvalidCall(f"the edit cannot be recorded: {exc}") from None
+        with self._lock:
+            state = self._open_state(request)
+            stored = msgspec.json.decode(args_json)
+            decision = self.policy.evaluate(state.tool, stored, self._data.get(request, {}).get("context"))
+            if decision.effect == "deny":
+                raise EditDenied("the policy denies the edited call: " + " ".join(decision.reasons), request)
+            assert state.requirements is not None or state.status != "pending"
+            requirements = combined_requirements(
+                state.requirements or Requirements(),
+                decision.requirements if decision.effect == "ask" else None,
+            )
+            if not requirements.satisfiable():
+                raise EditDenied("no one could approve the edited call under the combined requirements", request)
+            self._append(
+                ev.Edited(
+                    ts=self._now(),
+                    request=request,
+                    editor=editor,
+                    args_digest=digest,
+                    replaces=state.digest,
+                    policy_digest=decision.policy_digest,
+                    effect=decision.effect,
+                    rules=self._rule_refs(decision),
+                    requirements=requirements,
+                    reason=reason,
+                ),
+                b'{"args":' + args_json + b"}",
+            )
+            return self.get(request)
+
+    def reject(self, request: int, *, approver: str, reason: str) -> RequestState:
+        """Reject the call. `reason` is returned to the agent as an instruction, so it is required."""
+        if not isinstance(reason, str) or not reason.strip():
+            raise InvalidCall("a rejection needs a reason: it tells the agent what to do instead")
+        with self._lock:
+            self._append(ev.Rejected(ts=self._now(), request=request, approver=approver, reason=reason))
+            return self.get(request)
+
+    def respond(self, request: int, *, approver: str, message: str) -> RequestState:
+        """Answer in place of the tool; `message` goes back to the agent as the call's result."""
+        if not isinstance(message, str):
+            raise InvalidCall("a response is a string")
+        with self._lock:
+            self._append(ev.Responded(ts=self._now(), request=request, approver=approver, message=message))
+            return self.get(request)
+
+    def cancel(self, request: int, *, by: str, reason: str | None = None) -> RequestState:
+        """Withdraw a call that has not started running."""
+        with self._lock:
+            self._append(ev.Cancelled(ts=self._now(), request=request, by=by, reason=reason))
+            return self.get(request)
+
+    def expire(self) -> list[int]:
+        """Apply the timeout's safe default (reject) to every pending request whose deadline has
+        passed. Returns their ids. Silence never approves."""
+        with self._lock:
+            now = self._now()
+            due = [
+                s for s in self.workflow.requests.values()
+                if s.status == "pending" and s.deadline is not None and s.deadline <= now
+            ]
+            for state in due:
+                message = (state.requirements.timeout_message if state.requirements else None) or DEFAULT_EXPIRY_MESSAGE
+                self._append(ev.Expired(ts=now, request=state.request, outcome="reject", message=message))
+            return [s.request for s in due]
+
+    # --- executing ----------------------------------------------------------------------------
+
+    def execute(self, request: int, fn: Callable[[dict], Any], *, executor: str | None = None) -> Execution:
+        """Run `fn(arguments)` once, with the approved arguments, and record the outcome.
+
+        `execution_started` is durable before `fn` runs. A second call returns the recorded
+        outcome without running anything (`replayed=True`). An exception from `fn` is recorded
+        as outcome "error" and returned in the Execution, not raised. Raises NotApproved (and the
+        other Violations) when the request may not run, ExecutionUnknown when an earlier run
+        started and never recorded its outcome.
+        """
+        with self._lock:
+            state = self.workflow.requests.get(request)
+            if state is None:
+                raise UnknownRequest(f"request {request} was never proposed", request)
+            if state.status == "executed":
+                return Execution(request, state.outcome or "", state.result_digest, state.error, replayed=True)
+            if state.status == "executing":
+                raise ExecutionUnknown(
+                    f"request {request} started running and its outcome was never recorded; it will not run again"
+                )
+            self._append(ev.ExecutionStarted(ts=self._now(), request=request, args_digest=state.digest, executor=executor))
+            args = copy.deepcopy(self._data[request]["args"])
+            result, exception, error = None, None, None
+            try:
+                result = fn(args)
+                outcome = "ok"
+            except Exception as exc:  # the tool's failure is an outcome to record, not a Gate failure
+                outcome, exception, error = "error", exc, f"{type(exc).__name__}: {exc}"
+            try:
+                result_digest = value_digest(result) if outcome == "ok" else None
+            except ArgumentsError:
+                result_digest = None
+            self._append(
+                ev.Executed(
+                    ts=self._now(),
+                    request=request,
+                    args_digest=state.digest,
+                    outcome=outcome,
+                    result_digest=result_digest,
+                    error=error,
+                )
+            )
+            return Execution(request, outcome, result_digest, error, replayed=False, result=result, exception=exception)
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def _open_state(self, request: int) -> RequestState:
+        state = self.workflow.requests.get(request)
+        if state is None:
+            raise UnknownRequest(f"request {request} was never proposed", request)
+        return state
+
+    def get(self, request: int) -> RequestState:
+        """A snapshot of one request's state. Raises UnknownRequest."""
+        with self._lock:
+            state = self._open_state(request)
+            snapshot = copy.copy(state)
+            snapshot.approvals = dict(state.approvals)
+            snapshot.approvers = list(state.approvers)
+            return snapshot
+
+    def pending(self) -> list[RequestState]:
+        """Snapshots of the requests waiting for a human decision, oldest first."""
+        with self._lock:
+            return [self.get(s.request) for s in self.workflow.requests.values() if s.status == "pending"]
+
+    def arguments(self, request: int) -> dict:
+        """The current (possibly edited) arguments of a request that can still run. Raises
+        UnknownRequest, or KeyError when the request is final and its arguments were released."""
+        with self._lock:
+            self._open_state(request)
+            return copy.deepcopy(self._data[request]["args"])
+
+    def close(self) -> None:
+        self.ledger.close()
+
+    def __enter__(self) -> "Gate":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

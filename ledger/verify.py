@@ -1,0 +1,169 @@
+"""`verify`: prove a ledger's chain is intact and its history lawful.
+
+For every line, in order, it checks:
+1. the layout (ledger.lines) and that the body decodes as an event;
+2. `seq` is one more than the previous event's (the first is 1, and it is the genesis);
+3. `prev` is the previous event's hash (64 zeros for the first);
+4. the stored hash is SHA-256 of the body bytes *as stored*; nothing is re-encoded;
+5. `ts` is a ledger timestamp;
+6. the data beside the body: present exactly for proposed and edited events, and its arguments'
+   and context's digests equal those in the body;
+7. the workflow rules (ledger.workflow), through the same fold the Gate uses.
+It stops at the first problem and names its seq. `expect_head` additionally requires a hash an
+auditor saved earlier to be in the chain, which detects truncation and rewrites behind that point.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import msgspec
+
+from ledger import events as ev
+from ledger.clock import TS_PATTERN
+from ledger.digest import ArgumentsError, value_digest
+from ledger.log import LedgerCorrupt, LedgerReader, LedgerUnreadable, parse_line
+from ledger.workflow import Violation, Workflow
+
+EXIT_OK, EXIT_BAD, EXIT_UNREADABLE = 0, 1, 2
+
+
+class Problem(msgspec.Struct, frozen=True):
+    """The first thing wrong: the seq where it is, the kind (`format`, `chain`, `data`,
+    `workflow`, `head`), a rule code for workflow problems, and a message."""
+
+    seq: int | None
+    kind: str
+    message: str
+    code: str | None = None
+    segment: str | None = None
+    line: int | None = None
+
+
+class Report(msgspec.Struct):
+    """What verification found. `exit_code`: 0 intact and lawful, 1 tampered or unlawful,
+    2 unreadable. `head` is the last good event's hash; `count` how many events were good."""
+
+    path: str
+    count: int = 0
+    head: str = ev.GENESIS_PREV
+    problem: Problem | None = None
+    unreadable: str | None = None
+    warnings: list[str] = []
+    statuses: dict[str, int] = {}
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None and self.unreadable is None
+
+    @property
+    def exit_code(self) -> int:
+        if self.unreadable is not None:
+            return EXIT_UNREADABLE
+        return EXIT_OK if self.problem is None else EXIT_BAD
+
+
+def verify(path: str | Path, expect_head: str | None = None) -> Report:
+    """Verify the ledger at `path`. Never raises for a bad ledger; the Report says what is wrong."""
+    report = Report(path=str(path))
+    try:
+        reader = LedgerReader(path)
+    except LedgerUnreadable as exc:
+        report.unreadable = str(exc)
+        return report
+    workflow = Workflow()
+    prev, expected = ev.GENESIS_PREV, 1
+    head_seen_at: int | None = None
+    try:
+        for raw in reader.lines():
+            try:
+                record = parse_line(raw, expected)
+            except LedgerCorrupt as exc:
+                report.problem = Problem(expected, "format", exc.message, segment=raw.segment, line=raw.line)
+                return report
+            problem = check_record(record, expected, prev)
+            if problem is not None:
+                report.problem = problem
+                return report
+            try:
+                workflow.step(record.seq, record.event)
+            except Violation as exc:
+                report.problem = Problem(record.seq, "workflow", exc.message, exc.code, record.segment, record.line)
+                return report
+            prev, report.count, report.head = record.hash, record.seq, record.hash
+            if expect_head is not None and record.hash == expect_head:
+                head_seen_at = record.seq
+            expected += 1
+    except LedgerUnreadable as exc:
+        report.unreadable = str(exc)
+        return report
+    if report.count == 0:
+        report.problem = Problem(1, "format", "the ledger has no events")
+        return report
+    if reader.torn is not None:
+        t = reader.torn
+        report.warnings.append(
+            f"{t.segment} ends in a torn line ({len(t.fragment)} bytes at offset {t.offset}) that was never "
+            "acknowledged; the next writer moves it to quarantine/"
+        )
+    if expect_head is not None:
+        if head_seen_at is None:
+            report.problem = Problem(
+                None,
+                "head",
+                f"the expected head {expect_head} is not in this ledger: it was truncated or rewritten",
+            )
+            return report
+        if head_seen_at != report.count:
+            report.warnings.append(f"the expected head is seq {head_seen_at}; {report.count - head_seen_at} events follow it")
+    for state in workflow.requests.values():
+        report.statuses[state.status] = report.statuses.get(state.status, 0) + 1
+        if state.status == "interrupting":
+            report.warnings.append(f"request {state.request} is an ask with no interrupt recorded")
+    return report
+
+
+def check_record(record, expected: int, prev: str) -> Problem | None:
+    """Checks 2 to 6 of the module docstring for one Record; None when it passes."""
+    event, seq = record.event, record.seq
+
+    def problem(kind: str, message: str) -> Problem:
+        return Problem(expected, kind, message, segment=record.segment, line=record.line)
+
+    if seq != expected:
+        return problem("chain", f"seq is {seq}, expected {expected} (a gap, a duplicate or a reordering)")
+    if event.prev != prev:
+        return problem("chain", "prev is not the previous event's hash (an event was removed, inserted or changed before it)")
+    if hashlib.sha256(record.body).hexdigest() != record.hash:
+        return problem("chain", "the hash does not match the body: the event was changed after it was written")
+    if not TS_PATTERN.fullmatch(event.ts):
+        return problem("format", f"ts {event.ts!r} is not a UTC timestamp YYYY-MM-DDTHH:MM:SS.ffffffZ")
+    if (seq == 1) != isinstance(event, ev.Genesis):
+        return problem("format", "the first event, and only the first, is the genesis")
+    return _check_data(record, problem)
+
+
+def _check_data(record, problem) -> Problem | None:
+    event = record.event
+    try:
+        data = msgspec.json.decode(record.data)
+    except msgspec.DecodeError as exc:
+        return problem("data", f"the data beside the body is not JSON: {exc}")
+    if not isinstance(event, ev.WITH_DATA):
+        if data is not None:
+            return problem("data", f"a {event.__struct_config__.tag} event carries no data")
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("args"), dict):
+        return problem("data", "the data beside the body has no arguments object")
+    expected_keys = {"args", "context"} if isinstance(event, ev.Proposed) else {"args"}
+    if set(data) != expected_keys:
+        return problem("data", f"the data must hold exactly {sorted(expected_keys)}")
+    try:
+        if value_digest(data["args"]) != event.args_digest:
+            return problem("data", "the stored arguments do not match their digest in the chain")
+        if isinstance(event, ev.Proposed) and value_digest(data["context"]) != event.context_digest:
+            return problem("data", "the stored context does not match its digest in the chain")
+    except ArgumentsError as exc:
+        return problem("data", f"the stored data is not a JSON value: {exc}")
+    return None

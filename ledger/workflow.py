@@ -1,0 +1,330 @@
+"""The approval workflow as a fold over ledger events: the same code checks a live step and
+replays a ledger.
+
+`Workflow.check(event)` raises a `Violation` (a specific subclass per rule) when the event would
+break a rule, and changes nothing; `Workflow.apply(seq, event)` records an event that passed.
+The Gate calls `check`, appends, then `apply`; `ledger verify` calls both for every event, so
+a step the Gate refuses is exactly a step the verifier flags.
+
+The rules (each a Violation subclass, `code` in parentheses):
+- an event names a request that was proposed (unknown-request);
+- nothing happens to a request after it is final: denied, rejected, responded, expired,
+  cancelled or executed (request-final);
+- only an ask is interrupted, once (not-interruptible);
+- decisions (approve, edit, reject, respond) need a pending request (not-pending), a decision the
+  requirements allow (decision-not-allowed), an approver other than the proposer (self-approval)
+  who is among the allowed approvers (not-an-approver), and a time before the deadline
+  (deadline-passed);
+- an approval names the current arguments digest (stale-digest), once per approver and digest
+  (duplicate-approval); the quorum counts distinct approvers of the current digest;
+- an edit is one the policy did not deny (edit-denied);
+- expiry only at or after the deadline, of a pending request (not-expired);
+- execution starts only when the request is allowed or its quorum approved the current digest
+  (not-approved), with exactly the approved digest (digest-mismatch), at most once
+  (already-executed); `executed` follows its own `execution_started` with the same digest
+  (not-started, digest-mismatch).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dsl.requirements import Requirements, strictest
+from ledger import events as ev
+
+FINAL = ("denied", "rejected", "responded", "expired", "cancelled", "executed")
+
+
+class Violation(Exception):
+    """An event that breaks a workflow rule. `code` names the rule; `request` the request."""
+
+    code = "violation"
+
+    def __init__(self, message: str, request: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.request = request
+
+
+class UnknownRequest(Violation):
+    code = "unknown-request"
+
+
+class RequestFinal(Violation):
+    code = "request-final"
+
+
+class NotInterruptible(Violation):
+    code = "not-interruptible"
+
+
+class NotPending(Violation):
+    code = "not-pending"
+
+
+class DecisionNotAllowed(Violation):
+    code = "decision-not-allowed"
+
+
+class SelfApproval(Violation):
+    code = "self-approval"
+
+
+class NotAnApprover(Violation):
+    code = "not-an-approver"
+
+
+class DeadlinePassed(Violation):
+    code = "deadline-passed"
+
+
+class StaleDigest(Violation):
+    code = "stale-digest"
+
+
+class DuplicateApproval(Violation):
+    code = "duplicate-approval"
+
+
+class EditDenied(Violation):
+    code = "edit-denied"
+
+
+class NotExpired(Violation):
+    code = "not-expired"
+
+
+class NotApproved(Violation):
+    code = "not-approved"
+
+
+class DigestMismatch(Violation):
+    code = "digest-mismatch"
+
+
+class AlreadyExecuted(Violation):
+    code = "already-executed"
+
+
+class NotStarted(Violation):
+    code = "not-started"
+
+
+class MisplacedGenesis(Violation):
+    code = "misplaced-genesis"
+
+
+@dataclass
+class RequestState:
+    """Everything known about one request, folded from its events.
+
+    `status` is one of: allowed, denied, interrupting (an ask whose interrupt is not yet recorded),
+    pending, approved, executing, executed, rejected, responded, expired, cancelled.
+    Timestamps are ledger timestamps (UTC text).
+    """
+
+    request: int
+    tool: str
+    run: str | None
+    proposer: str
+    call_id: str | None
+    effect: str
+    rules: tuple[str, ...]
+    reasons: tuple[str, ...]
+    proposed_at: str
+    digest: str
+    original_digest: str
+    status: str
+    requirements: Requirements | None = None
+    deadline: str | None = None
+    approvals: dict[str, str] = field(default_factory=dict)  # approver → ts, for `digest` only
+    approvers: list[str] = field(default_factory=list)  # everyone who approved or edited, in order
+    edits: int = 0
+    decision: str | None = None  # approve, reject, respond, expire, cancel
+    decided_at: str | None = None
+    decided_by: str | None = None
+    reason: str | None = None  # a rejection reason, a response, an expiry or cancel message
+    executed_at: str | None = None
+    outcome: str | None = None
+    result_digest: str | None = None
+    error: str | None = None
+
+    @property
+    def final(self) -> bool:
+        return self.status in FINAL
+
+    @property
+    def executable(self) -> bool:
+        return self.status in ("allowed", "approved")
+
+
+class Workflow:
+    """The states of all requests of one ledger. `requests[seq]` is the request proposed at seq."""
+
+    def __init__(self) -> None:
+        self.requests: dict[int, RequestState] = {}
+        self.by_call_id: dict[str, int] = {}
+        self.seen_genesis = False
+
+    # --- checking -----------------------------------------------------------------------------
+
+    def _state(self, request: int) -> RequestState:
+        state = self.requests.get(request)
+        if state is None:
+            raise UnknownRequest(f"request {request} was never proposed", request)
+        if state.final:
+            raise RequestFinal(f"request {request} is already {state.status}", request)
+        return state
+
+    def _decider(self, state: RequestState, who: str, decision: str, ts: str) -> None:
+        if state.status != "pending":
+            raise NotPending(f"request {state.request} is {state.status}, not pending a decision", state.request)
+        reqs = state.requirements
+        assert reqs is not None
+        if decision not in reqs.decisions:
+            raise DecisionNotAllowed(
+                f"'{decision}' is not among the allowed decisions ({', '.join(reqs.decisions)})", state.request
+            )
+        if who == state.proposer:
+            raise SelfApproval(f"{who} proposed request {state.request} and cannot decide it", state.request)
+        if not reqs.allows(who):
+            raise NotAnApprover(f"{who} is not among the approvers of request {state.request}", state.request)
+        if state.deadline is not None and ts >= state.deadline:
+            raise DeadlinePassed(f"request {state.request} expired at {state.deadline}", state.request)
+
+    def check(self, event: ev.Event) -> None:
+        """Raise the Violation `event` would commit; change nothing."""
+        if isinstance(event, ev.Genesis):
+            if self.seen_genesis or self.requests:
+                raise MisplacedGenesis("a genesis event may only open the ledger")
+            return
+        if isinstance(event, (ev.Proposed, ev.Recovered)):
+            return
+        state = self._state(event.request)
+        if isinstance(event, ev.Interrupted):
+            if state.status != "interrupting":
+                raise NotInterruptible(f"request {state.request} is {state.status}; only a new ask is interrupted", state.request)
+        elif isinstance(event, ev.Approved):
+            self._decider(state, event.approver, "approve", event.ts)
+            if event.args_digest != state.digest:
+                raise StaleDigest(
+                    f"the approval is for arguments {event.args_digest[:12]}…, the request's are {state.digest[:12]}…",
+                    state.request,
+                )
+            if event.approver in state.approvals:
+                raise DuplicateApproval(f"{event.approver} already approved these arguments", state.request)
+        elif isinstance(event, ev.Edited):
+            self._decider(state, event.editor, "edit", event.ts)
+            if event.replaces != state.digest:
+                raise StaleDigest(f"the edit replaces {event.replaces[:12]}…, the request's arguments are {state.digest[:12]}…", state.request)
+            if event.effect == "deny":
+                raise EditDenied("the policy denies the edited call", state.request)
+        elif isinstance(event, ev.Rejected):
+            self._decider(state, event.approver, "reject", event.ts)
+        elif isinstance(event, ev.Responded):
+            self._decider(state, event.approver, "respond", event.ts)
+        elif isinstance(event, ev.Expired):
+            if state.status != "pending":
+                raise NotPending(f"request {state.request} is {state.status}; only a pending request expires", state.request)
+            if event.ts < (state.deadline or ""):
+                raise NotExpired(f"request {state.request} expires at {state.deadline}, not before", state.request)
+        elif isinstance(event, ev.Cancelled):
+            if state.status in ("executing",):
+                raise AlreadyExecuted(f"request {state.request} is already running", state.request)
+        elif isinstance(event, ev.ExecutionStarted):
+            if state.status == "executing":
+                raise AlreadyExecuted(f"request {state.request} was already started", state.request)
+            if not state.executable:
+                raise NotApproved(f"request {state.request} is {state.status}; it may not run", state.request)
+            if event.args_digest != state.digest:
+                raise DigestMismatch(
+                    f"execution uses arguments {event.args_digest[:12]}…, the approved ones are {state.digest[:12]}…",
+                    state.request,
+                )
+        elif isinstance(event, ev.Executed):
+            if state.status != "executing":
+                raise NotStarted(f"request {state.request} has no execution_started before its outcome", state.request)
+            if event.args_digest != state.digest:
+                raise DigestMismatch("the outcome names other arguments than the execution started with", state.request)
+
+    # --- applying -----------------------------------------------------------------------------
+
+    def apply(self, seq: int, event: ev.Event) -> None:
+        """Record an event that passed `check`. `seq` is the event's seq in the ledger."""
+        if isinstance(event, ev.Genesis):
+            self.seen_genesis = True
+            return
+        if isinstance(event, ev.Recovered):
+            return
+        if isinstance(event, ev.Proposed):
+            status = {"allow": "allowed", "deny": "denied", "ask": "interrupting"}.get(event.effect, "denied")
+            self.requests[seq] = RequestState(
+                request=seq,
+                tool=event.tool,
+                run=event.run,
+                proposer=event.proposer,
+                call_id=event.call_id,
+                effect=event.effect,
+                rules=tuple(r.id for r in event.rules),
+                reasons=event.reasons,
+                proposed_at=event.ts,
+                digest=event.args_digest,
+                original_digest=event.args_digest,
+                status=status,
+                decided_at=event.ts if status == "denied" else None,
+                decision="deny" if status == "denied" else None,
+            )
+            if event.call_id is not None:
+                self.by_call_id[event.call_id] = seq
+            return
+        state = self.requests[event.request]
+        if isinstance(event, ev.Interrupted):
+            state.requirements, state.deadline, state.status = event.requirements, event.deadline, "pending"
+        elif isinstance(event, ev.Approved):
+            state.approvals[event.approver] = event.ts
+            state.approvers.append(event.approver)
+            self._maybe_approved(state, event.ts, event.approver)
+        elif isinstance(event, ev.Edited):
+            state.digest = event.args_digest
+            state.edits += 1
+            state.requirements = event.requirements
+            # Earlier approvals were of other arguments; the edit is the editor's approval of the
+            # new ones, if the requirements now in force still admit the editor.
+            state.approvals = {event.editor: event.ts} if event.requirements.allows(event.editor) else {}
+            state.approvers.append(event.editor)
+            self._maybe_approved(state, event.ts, event.editor)
+        elif isinstance(event, ev.Rejected):
+            self._final(state, "rejected", "reject", event.ts, event.approver, event.reason)
+        elif isinstance(event, ev.Responded):
+            self._final(state, "responded", "respond", event.ts, event.approver, event.message)
+        elif isinstance(event, ev.Expired):
+            self._final(state, "expired", "expire", event.ts, None, event.message)
+        elif isinstance(event, ev.Cancelled):
+            self._final(state, "cancelled", "cancel", event.ts, event.by, event.reason)
+        elif isinstance(event, ev.ExecutionStarted):
+            state.status = "executing"
+        elif isinstance(event, ev.Executed):
+            state.status = "executed"
+            state.executed_at, state.outcome = event.ts, event.outcome
+            state.result_digest, state.error = event.result_digest, event.error
+
+    @staticmethod
+    def _maybe_approved(state: RequestState, ts: str, who: str) -> None:
+        assert state.requirements is not None
+        if len(state.approvals) >= state.requirements.quorum:
+            state.status = "approved"
+            state.decision, state.decided_at, state.decided_by = "approve", ts, who
+
+    @staticmethod
+    def _final(state: RequestState, status: str, decision: str, ts: str, who: str | None, text: str | None) -> None:
+        state.status, state.decision, state.decided_at, state.decided_by, state.reason = status, decision, ts, who, text
+
+    def step(self, seq: int, event: ev.Event) -> None:
+        """`check` then `apply`: one event of a replay."""
+        self.check(event)
+        self.apply(seq, event)
+
+
+def combined_requirements(original: Requirements, reevaluated: Requirements | None) -> Requirements:
+    """Requirements after an edit: never weaker than those the request was interrupted with."""
+    return original if reevaluated is None else strictest([original, reevaluated])
