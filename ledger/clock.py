@@ -57,3 +57,14 @@ class ManualClock:
         if moment.tzinfo is None:
             raise ValueError("the time must be timezone-aware")
         self.now = moment
+
+
+_DURATION = re.compile(r"(?:(\d+)([smhd]))")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str) -> int:
+    """Seconds in a duration such as `90s`, `30m`, `4h`, `1h30m`, `2d`. Raises ValueError."""
+    if not text or not re.fullmatch(r"(?:\d+[smhd])+", text):
+        raise ValueError(f"not a duration (such as 30s, 15m, 4h, 1h30m, 2d): {text!r}")
+    return sum(int(n) * _UNITS[unit] for n, unit in _DURATION.findall(text))

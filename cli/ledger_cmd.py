@@ -1,0 +1,114 @@
+"""`countersign ledger ...`: commands for auditors."""
+
+from typing import Optional
+
+import typer
+
+from cli.output import EXIT_USAGE, echo_json, fail, table
+
+app = typer.Typer(no_args_is_help=True, help="Verify, query and summarize ledgers.")
+
+
+@app.command()
+def verify(
+    directory: str = typer.Argument(..., help="The ledger directory."),
+    expect_head: Optional[str] = typer.Option(None, "--expect-head", help="A head hash saved earlier; it must still be in the chain."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Check every link of the hash chain and every workflow rule.
+
+    Exit 0: intact and lawful. Exit 1: tampered or unlawful (the first bad seq is named).
+    Exit 2: unreadable.
+
+    Example: countersign ledger verify build/demo-ledger
+    """
+    from ledger.verify import verify as run_verify
+
+    report = run_verify(directory, expect_head=expect_head)
+    if as_json:
+        echo_json({**_report_dict(report), "ok": report.ok, "exit_code": report.exit_code})
+        raise typer.Exit(report.exit_code)
+    if report.unreadable is not None:
+        fail(report.unreadable, EXIT_USAGE)
+    for warning in report.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    p = report.problem
+    if p is not None:
+        where = f"seq {p.seq}" if p.seq is not None else "head"
+        code = f" [{p.code}]" if p.code else ""
+        typer.echo(f"{directory}: FAILED at {where}: {p.kind}{code}: {p.message}")
+        typer.echo(f"  {report.count} events before it verified; last good head {report.head}")
+        raise typer.Exit(report.exit_code)
+    statuses = ", ".join(f"{n} {s}" for s, n in sorted(report.statuses.items()))
+    typer.echo(f"{directory}: intact: {report.count} events, head {report.head}")
+    if statuses:
+        typer.echo(f"  requests: {statuses}")
+
+
+def _report_dict(report) -> dict:
+    import msgspec
+
+    return msgspec.to_builtins(report)
+
+
+@app.command()
+def query(
+    directory: str = typer.Argument(..., help="The ledger directory."),
+    sql: str = typer.Argument(..., help="One SQL statement over the views (events, requests, pending, ...)."),
+    fmt: str = typer.Option("table", "--format", help="table, csv or json."),
+) -> None:
+    """Run SQL over the ledger's DuckDB views.
+
+    Views: events, requests, pending, decision_times, rates_by_tool, rates_by_rule,
+    rates_by_approver, chain_breaks, violations.
+
+    Example: countersign ledger query build/demo-ledger "select tool, status from requests"
+    """
+    if fmt not in ("table", "csv", "json"):
+        fail(f"--format must be table, csv or json, not {fmt!r}")
+    from ledger.log import LedgerUnreadable
+    from ledger.views import query as run_query
+
+    try:
+        columns, rows = run_query(directory, sql)
+    except LedgerUnreadable as exc:
+        fail(str(exc))
+    except Exception as exc:  # DuckDB's errors: a user's SQL mistake, shown without a traceback
+        if type(exc).__module__.startswith("duckdb") or "duckdb" in type(exc).__module__.lower():
+            fail(f"query failed: {exc}")
+        raise
+    if fmt == "json":
+        echo_json([dict(zip(columns, row)) for row in rows])
+    elif fmt == "csv":
+        import csv
+        import sys
+
+        writer = csv.writer(sys.stdout)
+        writer.writerow(columns)
+        writer.writerows(rows)
+    else:
+        table(columns, rows)
+
+
+@app.command()
+def stats(
+    directory: str = typer.Argument(..., help="The ledger directory."),
+    as_json: bool = typer.Option(False, "--json", help="Print the statistics as JSON."),
+) -> None:
+    """The queue now, decisions by kind, time to decision (p50, p90) and the edit rate.
+
+    Example: countersign ledger stats build/demo-ledger
+    """
+    from ledger.log import LedgerUnreadable
+    from ledger.stats import stats as run_stats
+
+    try:
+        result = run_stats(directory)
+    except LedgerUnreadable as exc:
+        fail(str(exc))
+    if as_json:
+        echo_json(result)
+        return
+    from cli.render_stats import render
+
+    render(result)

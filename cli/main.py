@@ -1,0 +1,25 @@
+"""The `countersign` console script."""
+
+import typer
+
+from cli import ledger_cmd, policy_cmd, simulate_cmd
+
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    help=(
+        "countersign: a policy gate and a hash-chained ledger for AI agent tool calls that need a "
+        "person's approval."
+    ),
+)
+app.add_typer(policy_cmd.app, name="policy")
+app.add_typer(ledger_cmd.app, name="ledger")
+app.command("simulate")(simulate_cmd.simulate)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

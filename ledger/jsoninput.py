@@ -1,0 +1,49 @@
+"""Strict JSON input from users: no duplicate keys, no NaN or Infinity.
+
+A duplicate key is refused rather than resolved: if the policy saw one value and the tool the
+other, an approval would not bind to what runs. Python's json module is used because it can see
+duplicates (msgspec keeps the last value silently).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise ValueError(f"duplicate key {key!r} (which value counts would be ambiguous)")
+        seen.add(key)
+    return dict(pairs)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def json_kind(value: Any) -> str:
+    """'an object', 'a list', 'a string', 'a boolean', 'null' or 'a number'."""
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number"
+    )
+
+
+def parse_json(text: str, what: str) -> Any:
+    """Parse strict JSON. Raises ValueError naming `what` and the column of the problem."""
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{what} is not valid JSON: {exc.msg} at column {exc.colno}") from None
+    except ValueError as exc:
+        raise ValueError(f"{what}: {exc}") from None
+
+
+def parse_json_object(text: str, what: str) -> dict:
+    """Parse strict JSON that must be an object. Raises ValueError."""
+    value = parse_json(text, what)
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} must be a JSON object, not {json_kind(value)}")
+    return value

@@ -1,0 +1,323 @@
+"""Simulate the Gate on a trace of tool calls, with scripted reviewers and a simulated clock.
+
+The calls file is JSON Lines, one call per line: `{"tool": "...", "args": {...}}`. Optional fields
+used when present: `run` (else `task`) groups calls into agent runs, `proposer` (else the
+simulation's default), `context` (else `cwd` and `permission_mode` when present), `call_id`.
+Other fields are ignored. Blank lines are skipped.
+
+The reviewer file (JSON) scripts the humans; without one, every ask is approved by as many
+eligible reviewers as its quorum needs, two minutes after it was raised. Its shape:
+
+    {
+      "reviewers": ["reviewer-1", "reviewer-2"],   // who decides when a rule names no group
+      "default": {"decision": "approve"},
+      "rules": [                                   // the first rule that matches decides
+        {"tool": "cancel_*", "args": {"reason": "ordered by mistake"},
+         "decision": "reject", "reason": "Ask the customer to confirm first.", "after": "5m"},
+        {"tool": "return_*", "decision": "edit", "set": {"payment_method_id": "gift_card_1"}},
+        {"rule": "desk-confirms-change", "decision": "timeout"},
+        {"tool": "get_store_hours", "decision": "respond", "message": "9 to 5."},
+        {"tool": "modify_user_address", "decision": "leave"}
+      ]
+    }
+
+A rule matches on `tool` (a glob), `rule` (a deciding rule id) and `args` (top-level values the
+call's arguments must equal), all optional. Decisions: approve, edit (`set` replaces arguments,
+then the remaining quorum approves), reject (`reason`), respond (`message`), timeout (the clock
+moves past the deadline and the Gate expires the request), leave (nobody decides; the request
+stays pending). `by` lists who decides, in order (default: the eligible reviewers, never the
+proposer); `after` is how long the reviewer takes (default 2m).
+
+Time starts at `start` and moves `gap` seconds between calls and `after` for each review. Every
+file is read and validated before the ledger is touched: a bad line is reported with its number
+and nothing is written.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+from dsl import Policy
+from ledger.clock import ManualClock, parse_duration
+from ledger.gate import Gate, GateError
+from ledger.jsoninput import json_kind, parse_json_object
+from ledger.workflow import RequestState, Violation
+
+DEFAULT_START = datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)
+DEFAULT_REVIEWERS = ["reviewer-1", "reviewer-2", "reviewer-3"]
+
+
+class InputFileError(ValueError):
+    """A calls or reviewer file is malformed. `line` is 1-based (None for whole-file problems)."""
+
+    def __init__(self, path: str, line: int | None, message: str):
+        where = f"{path}:{line}" if line is not None else path
+        super().__init__(f"{where}: {message}")
+        self.path, self.line, self.message = path, line, message
+
+
+class Call(msgspec.Struct, frozen=True):
+    """One call of a trace: where it was in the file and what to propose."""
+
+    line: int
+    tool: str
+    args: dict[str, Any]
+    run: str | None = None
+    proposer: str | None = None
+    context: dict[str, Any] = {}
+    call_id: str | None = None
+
+
+class ReviewRule(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    decision: Literal["approve", "edit", "reject", "respond", "timeout", "leave"]
+    tool: str = "*"
+    rule: str | None = None
+    args: dict[str, Any] = {}
+    by: list[str] | None = None
+    after: str = "2m"
+    reason: str | None = None
+    message: str | None = None
+    set: dict[str, Any] = {}
+
+
+class Reviewers(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    reviewers: list[str] = msgspec.field(default_factory=lambda: list(DEFAULT_REVIEWERS))
+    default: ReviewRule = ReviewRule(decision="approve")
+    rules: list[ReviewRule] = []
+
+
+class Summary(msgspec.Struct):
+    """What a simulation did. Counts are of calls; `refused` lists review steps the Gate refused
+    (each `line: message`), which a reviewer file can provoke on purpose."""
+
+    calls: int = 0
+    effects: dict[str, int] = {}
+    outcomes: dict[str, int] = {}
+    executed: int = 0
+    edited: int = 0
+    refused: list[str] = []
+    events: int = 0
+    head: str = ""
+    started: str = ""
+    ended: str = ""
+
+
+# --- reading inputs ---------------------------------------------------------------------------
+
+
+def read_calls(path: str | Path) -> list[Call]:
+    """Every call of a JSON Lines trace. Raises InputFileError at the first malformed line."""
+    path = str(path)
+    try:
+        handle = open(path, encoding="utf-8")
+    except OSError as exc:
+        raise InputFileError(path, None, exc.strerror or str(exc)) from None
+    calls = []
+    with handle:
+        try:
+            for number, text in enumerate(handle, start=1):
+                if not text.strip():
+                    continue
+                calls.append(_call(path, number, text))
+        except UnicodeDecodeError:
+            raise InputFileError(path, len(calls) + 1, "the file is not valid UTF-8") from None
+    return calls
+
+
+def _call(path: str, number: int, text: str) -> Call:
+    try:
+        item = parse_json_object(text, "the line")
+    except ValueError as exc:
+        raise InputFileError(path, number, str(exc)) from None
+    tool = item.get("tool")
+    if not isinstance(tool, str) or not tool:
+        raise InputFileError(path, number, 'every call needs "tool", a non-empty string')
+    if "args" not in item:
+        raise InputFileError(path, number, 'every call needs "args", a JSON object')
+    args = item["args"]
+    if not isinstance(args, dict):
+        raise InputFileError(path, number, f'"args" must be a JSON object, not {json_kind(args)}')
+    run = item.get("run", item.get("task"))
+    context = item.get("context")
+    if context is None:
+        context = {k: item[k] for k in ("cwd", "permission_mode") if k in item}
+    if not isinstance(context, dict):
+        raise InputFileError(path, number, f'"context" must be a JSON object, not {json_kind(context)}')
+    proposer = item.get("proposer")
+    if proposer is not None and (not isinstance(proposer, str) or not proposer):
+        raise InputFileError(path, number, '"proposer" must be a non-empty string')
+    call_id = item.get("call_id")
+    return Call(
+        line=number,
+        tool=tool,
+        args=args,
+        run=str(run) if run is not None else None,
+        proposer=proposer,
+        context=context,
+        call_id=str(call_id) if call_id is not None else None,
+    )
+
+
+def read_reviewers(path: str | Path | None) -> Reviewers:
+    """The reviewer script, or the default (approve everything) when `path` is None."""
+    if path is None:
+        return Reviewers()
+    path = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise InputFileError(path, None, exc.strerror or str(exc)) from None
+    try:
+        spec = msgspec.json.decode(data, type=Reviewers)
+    except msgspec.DecodeError as exc:
+        raise InputFileError(path, None, f"not a valid reviewer file: {exc}") from None
+    for rule in [spec.default, *spec.rules]:
+        try:
+            parse_duration(rule.after)
+        except ValueError as exc:
+            raise InputFileError(path, None, str(exc)) from None
+        if rule.decision == "reject" and not (rule.reason or "").strip():
+            raise InputFileError(path, None, "a reject needs a reason (it is what the agent reads)")
+        if rule.decision == "respond" and rule.message is None:
+            raise InputFileError(path, None, "a respond needs a message")
+    if not spec.reviewers:
+        raise InputFileError(path, None, '"reviewers" cannot be empty')
+    return spec
+
+
+# --- running ----------------------------------------------------------------------------------
+
+
+def _matches(rule: ReviewRule, state: RequestState, args: dict) -> bool:
+    if not fnmatch.fnmatchcase(state.tool, rule.tool):
+        return False
+    if rule.rule is not None and rule.rule not in state.rules:
+        return False
+    return all(k in args and args[k] == v for k, v in rule.args.items())
+
+
+def _eligible(state: RequestState, spec: Reviewers, rule: ReviewRule) -> list[str]:
+    if rule.by is not None:
+        return list(rule.by)
+    reqs = state.requirements
+    pool = list(reqs.approvers) if reqs is not None and reqs.approvers is not None else list(spec.reviewers)
+    return [who for who in pool if who != state.proposer]
+
+
+class Simulation:
+    """Runs calls through a Gate. `run(calls)` returns a Summary; the Gate stays open until
+    `close()` so callers can inspect it."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        ledger_path: str | Path,
+        reviewers: Reviewers | None = None,
+        *,
+        start: datetime = DEFAULT_START,
+        gap_seconds: float = 20,
+        proposer: str = "agent",
+    ):
+        self.clock = ManualClock(start)
+        self.gate = Gate(policy, ledger_path, clock=self.clock)
+        self.spec = reviewers or Reviewers()
+        self.gap = gap_seconds
+        self.proposer = proposer
+        self.summary = Summary()
+
+    def run(self, calls: list[Call]) -> Summary:
+        summary = self.summary
+        summary.started = self.clock().isoformat()
+        for call in calls:
+            self.clock.advance(self.gap)
+            self.gate.expire()
+            self._one(call)
+        summary.events, summary.head = self.gate.ledger.head
+        summary.ended = self.clock().isoformat()
+        return summary
+
+    def _count(self, table: dict[str, int], key: str) -> None:
+        table[key] = table.get(key, 0) + 1
+
+    def _one(self, call: Call) -> None:
+        s = self.summary
+        s.calls += 1
+        proposal = self.gate.propose(
+            call.tool,
+            call.args,
+            proposer=call.proposer or self.proposer,
+            run=call.run,
+            context=call.context,
+            call_id=call.call_id,
+        )
+        self._count(s.effects, proposal.effect)
+        if proposal.duplicate:
+            self._count(s.outcomes, "duplicate")
+            return
+        if proposal.effect == "ask":
+            self._review(call, proposal.request)
+        state = self.gate.get(proposal.request)
+        if state.executable:
+            self.gate.execute(proposal.request, lambda args: None, executor="simulate-noop")
+            s.executed += 1
+            state = self.gate.get(proposal.request)
+        if state.edits:
+            s.edited += 1
+        self._count(s.outcomes, state.status)
+
+    def _review(self, call: Call, request: int) -> None:
+        state = self.gate.get(request)
+        args = self.gate.arguments(request)
+        rule = next((r for r in self.spec.rules if _matches(r, state, args)), self.spec.default)
+        if rule.decision == "leave":
+            return
+        if rule.decision == "timeout":
+            assert state.deadline is not None
+            deadline = datetime.strptime(state.deadline, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+            self.clock.set(max(self.clock(), deadline + timedelta(seconds=1)))
+            self.gate.expire()
+            return
+        delay = parse_duration(rule.after)
+        people = _eligible(state, self.spec, rule)
+        try:
+            if not people:
+                raise GateError("no eligible reviewer for this request")
+            self.clock.advance(delay)
+            if rule.decision == "reject":
+                self.gate.reject(request, approver=people[0], reason=rule.reason or "")
+            elif rule.decision == "respond":
+                self.gate.respond(request, approver=people[0], message=rule.message or "")
+            else:
+                if rule.decision == "edit":
+                    self.gate.edit(request, editor=people[0], args={**args, **rule.set}, reason=rule.reason)
+                    people = people[1:]
+                for who in people:
+                    if self.gate.get(request).status != "pending":
+                        break
+                    self.clock.advance(30)
+                    self.gate.approve(request, approver=who, digest=self.gate.get(request).digest)
+        except (Violation, GateError) as exc:
+            self.summary.refused.append(f"line {call.line}: {call.tool}: {exc}")
+
+    def close(self) -> None:
+        self.gate.close()
+
+
+def simulate(
+    policy: Policy,
+    calls: list[Call],
+    ledger_path: str | Path,
+    reviewers: Reviewers | None = None,
+    **options: Any,
+) -> Summary:
+    """Run `calls` through a Gate over `ledger_path` (created if missing, appended to if not)."""
+    sim = Simulation(policy, ledger_path, reviewers, **options)
+    try:
+        return sim.run(calls)
+    finally:
+        sim.close()
