@@ -114,6 +114,11 @@ def canonical_json(value: Any) -> bytes:
     return encode_arguments(value)[1]
 
 
+def canonical_spelling(value: Any) -> bytes:
+    """The canonical JSON bytes of an already-validated value (no checks; see canonical_json)."""
+    return _encoder.encode(value)
+
+
 def encode_arguments(args: Any) -> tuple[str, bytes]:
     """`(value_digest(args), canonical_json(args))` in one pass of validation.
 

@@ -6,8 +6,8 @@ For every line, in order, it checks:
 3. `prev` is the previous event's hash (64 zeros for the first);
 4. the stored hash is SHA-256 of the body bytes *as stored*; nothing is re-encoded;
 5. `ts` is a ledger timestamp;
-6. the data beside the body: present exactly for proposed and edited events, and its arguments'
-   and context's digests equal those in the body;
+6. the data beside the body: present exactly for proposed and edited events, its arguments'
+   and context's digests equal those in the body, and it is spelled canonically;
 7. the workflow rules (ledger.workflow), through the same fold the Gate uses.
 It stops at the first problem and names its seq. `expect_head` additionally requires a hash an
 auditor saved earlier to be in the chain, which detects truncation and rewrites behind that point.
@@ -22,7 +22,7 @@ import msgspec
 
 from ledger import events as ev
 from ledger.clock import TS_PATTERN
-from ledger.digest import ArgumentsError, value_digest
+from ledger.digest import ArgumentsError, canonical_spelling, value_digest
 from ledger.log import LedgerCorrupt, LedgerReader, LedgerUnreadable, parse_line
 from ledger.workflow import Violation, Workflow
 
@@ -166,4 +166,8 @@ def _check_data(record, problem) -> Problem | None:
             return problem("data", "the stored context does not match its digest in the chain")
     except ArgumentsError as exc:
         return problem("data", f"the stored data is not a JSON value: {exc}")
+    # The chain covers values, not spellings; requiring the one canonical spelling also catches
+    # an edit that keeps every value (1e22 → 1E22), so no stored byte changes unnoticed.
+    if canonical_spelling(data) != record.data:
+        return problem("data", "the stored data is not in its canonical spelling: it was changed after it was written")
     return None

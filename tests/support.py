@@ -1,0 +1,75 @@
+"""Shared builders for ledger and Gate tests: a small policy, a manual clock, a mixed ledger."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+from dsl import Policy
+from ledger.clock import ManualClock
+from ledger.gate import Gate
+
+START = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+
+POLICY_TEXT = """
+policy "test"
+default ask "No rule covers this tool."
+group sups = ["sup-1", "sup-2", "sup-3"]
+
+allow read_thing
+deny drop_thing reason "Never drop things; archive them instead."
+
+ask small_change
+  reason "A person checks small changes."
+  timeout 1h
+  id "small"
+
+ask big_change
+  reason "Two supervisors check big changes."
+  approvers 2 from sups
+  decisions approve, edit, reject, respond
+  timeout 4h
+  id "big"
+deny big_change when args.amount > 1000
+  reason "Changes above 1000 are not made by agents."
+"""
+
+
+def policy() -> Policy:
+    return Policy.from_text(POLICY_TEXT, "test.policy")
+
+
+def gate(path: Path, clock: ManualClock | None = None) -> Gate:
+    return Gate(policy(), path, clock=clock or ManualClock(START))
+
+
+def build_mixed_ledger(path: Path) -> tuple[Gate, ManualClock]:
+    """A ledger with every kind of step: allow+execute, deny, ask approved, an edit approved by a
+    quorum of two, a reject, a respond, an expiry, a cancel and an execution that failed. Returns
+    the open Gate (the caller closes it) and its clock."""
+    clock = ManualClock(START)
+    g = gate(path, clock)
+    a = g.propose("read_thing", {"id": 1}, proposer="agent", run="r1")
+    g.execute(a.request, lambda args: {"found": True})
+    g.propose("drop_thing", {"id": 2}, proposer="agent", run="r1")
+    b = g.propose("small_change", {"id": 3, "note": "é ✓"}, proposer="agent", run="r1", context={"cwd": "/srv"})
+    clock.advance(60)
+    g.approve(b.request, approver="alice", digest=b.args_digest)
+    g.execute(b.request, lambda args: None)
+    c = g.propose("big_change", {"amount": 500, "items": [1, 2.5, None, True]}, proposer="agent", run="r2")
+    clock.advance(120)
+    g.edit(c.request, editor="sup-1", args={"amount": 400, "items": [1, 2.5, None, True]}, reason="less")
+    clock.advance(60)
+    g.approve(c.request, approver="sup-2", digest=g.get(c.request).digest, comment="ok")
+    g.execute(c.request, lambda args: 1 / 0)
+    d = g.propose("small_change", {"id": 4}, proposer="agent", run="r2")
+    g.reject(d.request, approver="bob", reason="Ask the customer first.")
+    e = g.propose("big_change", {"amount": 10}, proposer="agent", run="r3")
+    g.respond(e.request, approver="sup-3", message="Done by hand.")
+    f = g.propose("unknown_tool", {}, proposer="agent", run="r3")
+    clock.advance(25 * 3600)
+    g.expire()
+    h = g.propose("small_change", {"id": 5}, proposer="agent", run="r3")
+    g.cancel(h.request, by="agent", reason="no longer needed")
+    assert f.effect == "ask"
+    return g, clock
