@@ -1,0 +1,185 @@
+"""The command line: exit codes, error messages without tracebacks, and nothing half-written."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cli.main import app
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "samples"
+runner = CliRunner()
+
+
+def run(*args: str):
+    result = runner.invoke(app, [str(a) for a in args])
+    assert "Traceback" not in (result.stdout + result.stderr)
+    return result
+
+
+@pytest.fixture(scope="module")
+def demo_ledger(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("demo") / "ledger"
+    result = run("simulate", "--policy", SAMPLES / "retail.policy", "--calls", SAMPLES / "demo-calls.jsonl",
+                 "--reviewer", SAMPLES / "demo-reviewer.json", "--ledger", path)
+    assert result.exit_code == 0, result.stderr
+    return path
+
+
+def test_help_does_not_import_duckdb():
+    code = "import sys, cli.main; print('duckdb' in sys.modules, 'lark' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT).stdout
+    assert out.split() == ["False", "False"]
+
+
+@pytest.mark.parametrize("name", ["retail", "airline", "coding-agent"])
+def test_the_sample_policies_check_clean(name):
+    result = run("policy", "check", SAMPLES / f"{name}.policy")
+    assert result.exit_code == 0 and ": ok:" in result.stdout
+    assert "warning" not in result.stderr
+
+
+def test_a_policy_error_points_at_file_line_and_column_and_exits_2(tmp_path):
+    bad = tmp_path / "bad.policy"
+    bad.write_text('policy "x"\nask refund when args.amount > 100\n  aprovers 2 from supervisors\n')
+    result = run("policy", "check", bad)
+    assert result.exit_code == 2
+    assert f"{bad}:3:3: error: unknown keyword 'aprovers'" in result.stderr
+    assert "  aprovers 2 from supervisors" in result.stderr and "^^^^^^^^" in result.stderr
+    assert "did you mean 'approvers'?" in result.stderr
+
+
+def test_every_check_error_is_reported_at_once(tmp_path):
+    bad = tmp_path / "bad.policy"
+    bad.write_text('deny a when arg.x == 1\nask b when "a" > 3\ngroup g = ["x"]\ngroup g = ["y"]\n')
+    result = run("policy", "check", bad)
+    assert result.exit_code == 2
+    for fragment in (":1:1: error: a deny rule needs a reason", ":1:13: error: unknown name 'arg'",
+                     ":2:12: error:", ":4:7: error: group 'g' is already defined"):
+        assert fragment in result.stderr, result.stderr
+    assert "4 errors" in result.stderr
+
+
+def test_a_missing_policy_file_is_a_clear_error(tmp_path):
+    result = run("policy", "check", tmp_path / "nope.policy")
+    assert result.exit_code == 2 and "cannot read" in result.stderr
+
+
+def test_eval_prints_the_effect_and_each_matching_rule_with_its_line():
+    args = json.dumps({"order_id": "#W1", "item_ids": ["1", "2", "3"], "payment_method_id": "x"})
+    result = run("policy", "eval", SAMPLES / "retail.policy", "--tool", "return_delivered_order_items", "--args", args)
+    assert result.exit_code == 0
+    assert "effect: ask" in result.stdout
+    assert "[supervisors-large-orders] ask: condition holds" in result.stdout
+    assert "needs 2 approval(s) from sup-1, sup-2, sup-3" in result.stdout
+
+
+def test_eval_explains_a_condition_that_could_not_be_evaluated():
+    result = run("policy", "eval", SAMPLES / "retail.policy", "--tool", "transfer_to_human_agents", "--args", "{}")
+    assert "effect: deny" in result.stdout
+    assert "could not be evaluated (missing field args.summary)" in result.stdout
+    assert "an allow never counts on an error" in result.stdout
+
+
+def test_eval_json_is_machine_readable():
+    result = run("policy", "eval", SAMPLES / "retail.policy", "--tool", "get_user_details", "--args", '{"user_id": "u"}',
+                 "--context", '{"run_id": "r"}', "--json")
+    decision = json.loads(result.stdout)
+    assert decision["effect"] == "allow" and decision["policy"] == "retail-support"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ("[1, 2]", "--args must be a JSON object, not a list"),
+        ("{oops", "--args is not valid JSON"),
+        ('{"a": 1, "a": 2}', "duplicate key 'a'"),
+        ('{"a": NaN}', "NaN is not a JSON number"),
+    ],
+)
+def test_eval_refuses_arguments_that_are_not_a_json_object(args, message):
+    result = run("policy", "eval", SAMPLES / "retail.policy", "--tool", "t", "--args", args)
+    assert result.exit_code == 2 and message in result.stderr
+
+
+def test_simulate_then_verify_the_demo(demo_ledger):
+    result = run("ledger", "verify", demo_ledger)
+    assert result.exit_code == 0
+    assert "intact" in result.stdout and "1 pending" in result.stdout
+
+
+def test_verify_names_the_seq_of_a_changed_byte(demo_ledger, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(demo_ledger, copy)
+    segment = next(copy.glob("events-*.jsonl"))
+    lines = segment.read_bytes().splitlines(keepends=True)
+    lines[9] = lines[9].replace(b'"ts":"2026', b'"ts":"2027', 1)
+    segment.write_bytes(b"".join(lines))
+    result = run("ledger", "verify", copy)
+    assert result.exit_code == 1 and "FAILED at seq 10" in result.stdout
+
+
+def test_verify_exit_2_for_an_unreadable_ledger(tmp_path):
+    result = run("ledger", "verify", tmp_path / "nothing-here")
+    assert result.exit_code == 2 and "no such ledger directory" in result.stderr
+
+
+def test_verify_json_report(demo_ledger):
+    result = run("ledger", "verify", demo_ledger, "--json")
+    report = json.loads(result.stdout)
+    assert report["ok"] is True and report["exit_code"] == 0 and report["count"] > 20
+
+
+@pytest.mark.parametrize(
+    "content, line, message",
+    [
+        ('{"tool": "a", "args": {}}\n{"tool": "b", "args": [1]}\n', 2, '"args" must be a JSON object, not a list'),
+        ('{"tool": "a", "args": {}}\n\n{"tool": "b", "args": {}\n', 3, "not valid JSON"),
+        ('{"args": {}}\n', 1, '"tool"'),
+        ('{"tool": "a"}\n', 1, '"args"'),
+        ('{"tool": "a", "args": {}, "context": "x"}\n', 1, '"context" must be a JSON object'),
+    ],
+)
+def test_a_malformed_calls_file_names_the_line_and_writes_nothing(tmp_path, content, line, message):
+    calls = tmp_path / "calls.jsonl"
+    calls.write_text(content)
+    ledger = tmp_path / "ledger"
+    result = run("simulate", "--policy", SAMPLES / "retail.policy", "--calls", calls, "--ledger", ledger)
+    assert result.exit_code == 2
+    assert f"{calls}:{line}:" in result.stderr and message in result.stderr
+    assert not ledger.exists()
+
+
+def test_a_malformed_reviewer_file_writes_nothing(tmp_path):
+    reviewer = tmp_path / "r.json"
+    reviewer.write_text('{"rules": [{"decision": "reject"}]}')
+    ledger = tmp_path / "ledger"
+    result = run("simulate", "--policy", SAMPLES / "retail.policy", "--calls", SAMPLES / "demo-calls.jsonl",
+                 "--reviewer", reviewer, "--ledger", ledger)
+    assert result.exit_code == 2 and "a reject needs a reason" in result.stderr
+    assert not ledger.exists()
+
+
+def test_simulate_json_summary_counts_every_call(tmp_path):
+    result = run("simulate", "--policy", SAMPLES / "retail.policy", "--calls", SAMPLES / "demo-calls.jsonl",
+                 "--ledger", tmp_path / "l", "--json")
+    summary = json.loads(result.stdout)
+    calls = sum(1 for line in (SAMPLES / "demo-calls.jsonl").read_text().splitlines() if line.strip())
+    assert summary["calls"] == calls == sum(summary["effects"].values()) == sum(summary["outcomes"].values())
+
+
+def test_a_second_simulation_cannot_write_while_a_writer_holds_the_ledger(tmp_path):
+    from ledger.log import Ledger
+
+    with Ledger(tmp_path / "l"):
+        result = run("simulate", "--policy", SAMPLES / "retail.policy", "--calls", SAMPLES / "demo-calls.jsonl",
+                     "--ledger", tmp_path / "l")
+    assert result.exit_code == 2 and "another writer holds the ledger's lock" in result.stderr
