@@ -1,0 +1,162 @@
+"""Summary numbers for a ledger, computed in SQL over the views of ledger.views.
+
+    s = stats("ledger-dir")
+    s.pending, s.oldest_pending_seconds, s.decision_p50_seconds, s.edit_rate
+
+Everything is derived from the `events`, `requests` and `decision_times` views, so the numbers
+are those of the history as recorded; run `verify` first to know that the history is intact and
+lawful. Units: counts are integers, durations are seconds (float), rates are fractions in [0, 1].
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import msgspec
+
+
+class ToolStats(msgspec.Struct, frozen=True, kw_only=True):
+    """Counts for one tool. `requests` = allowed + denied + asks (by the policy's effect); the
+    decision counts (approved, rejected, responded, expired, cancelled) and `edited` are over its
+    asks; `pending` are asks waiting for a decision now; `executed` / `failed` are requests whose
+    recorded outcome is "ok" / "error"."""
+
+    requests: int
+    allowed: int
+    denied: int
+    asks: int
+    approved: int
+    rejected: int
+    responded: int
+    expired: int
+    cancelled: int
+    edited: int
+    pending: int
+    executed: int
+    failed: int
+
+
+class Stats(msgspec.Struct, frozen=True, kw_only=True):
+    """What `stats()` returns.
+
+    - `events`: lines in the ledger (one event each when the ledger is intact).
+    - `requests`: proposed calls; `by_status`: status → count (the statuses of
+      ledger.workflow.RequestState).
+    - `pending`: requests waiting for a human decision; `oldest_pending_seconds`: how long the
+      oldest of them has waited since it was proposed, in seconds, measured at `as_of` (None when
+      nothing is pending).
+    - `as_of`: the instant ages are measured at: the `now` given, else the last event's ts (UTC).
+    - `decisions`: decision → count over all requests (approve, reject, respond, expire, cancel,
+      deny); a request approved and then cancelled counts as cancel, as in RequestState.
+    - `decided_asks`: asks with a decision; `decision_p50_seconds`, `decision_p90_seconds`: the
+      median and 90th percentile (linear interpolation) of their seconds from proposal to
+      decision (None when no ask was decided).
+    - `asks`, `edited_asks`, `edit_rate` = edited_asks / asks (None when there are no asks).
+    - `by_tool`: tool → ToolStats.
+    """
+
+    events: int
+    requests: int
+    by_status: dict[str, int]
+    pending: int
+    oldest_pending_seconds: float | None
+    as_of: datetime | None
+    decisions: dict[str, int]
+    decided_asks: int
+    decision_p50_seconds: float | None
+    decision_p90_seconds: float | None
+    asks: int
+    edited_asks: int
+    edit_rate: float | None
+    by_tool: dict[str, ToolStats]
+
+
+def stats(path: str | Path, now: datetime | None = None) -> Stats:
+    """Compute the Stats of the ledger directory at `path`.
+
+    `now` (a timezone-aware datetime) is the instant the queue's age is measured at; by default
+    the timestamp of the ledger's last event, so that the result depends only on the ledger.
+    Raises ValueError for a naive `now`, ledger.log.LedgerUnreadable when `path` is not a ledger.
+    """
+    from ledger.views import connect
+
+    if now is not None and now.tzinfo is None:
+        raise ValueError("now must be timezone-aware")
+    con = connect(path)
+    try:
+        return _stats(con, now)
+    finally:
+        con.close()
+
+
+_QUERY = """
+WITH r AS MATERIALIZED (
+    SELECT tool, effect, status, decision, edited, outcome, proposed_at,
+           (epoch_us(decided_at) - epoch_us(proposed_at)) / 1e6 AS seconds
+    FROM requests
+),
+tools AS (
+    SELECT tool,
+           struct_pack(
+               requests := count(*),
+               allowed := count(*) FILTER (WHERE effect = 'allow'),
+               denied := count(*) FILTER (WHERE effect = 'deny'),
+               asks := count(*) FILTER (WHERE effect = 'ask'),
+               approved := count(*) FILTER (WHERE effect = 'ask' AND decision = 'approve'),
+               rejected := count(*) FILTER (WHERE effect = 'ask' AND decision = 'reject'),
+               responded := count(*) FILTER (WHERE effect = 'ask' AND decision = 'respond'),
+               expired := count(*) FILTER (WHERE effect = 'ask' AND decision = 'expire'),
+               cancelled := count(*) FILTER (WHERE effect = 'ask' AND decision = 'cancel'),
+               edited := count(*) FILTER (WHERE effect = 'ask' AND edited),
+               pending := count(*) FILTER (WHERE status = 'pending'),
+               executed := count(*) FILTER (WHERE outcome = 'ok'),
+               failed := count(*) FILTER (WHERE outcome = 'error')
+           ) AS counts
+    FROM r GROUP BY tool
+)
+SELECT
+    (SELECT count(*) FROM events) AS events,
+    (SELECT ts FROM events WHERE valid AND ts IS NOT NULL ORDER BY position DESC LIMIT 1) AS last_ts,
+    (SELECT count(*) FROM r) AS requests,
+    (SELECT list(struct_pack(k := status, n := n)) FROM (SELECT status, count(*) AS n FROM r GROUP BY status)) AS by_status,
+    (SELECT list(struct_pack(k := decision, n := n))
+       FROM (SELECT decision, count(*) AS n FROM r WHERE decision IS NOT NULL GROUP BY decision)) AS decisions,
+    (SELECT count(*) FROM r WHERE status = 'pending') AS pending,
+    (SELECT min(proposed_at) FROM r WHERE status = 'pending') AS oldest_pending,
+    (SELECT count(*) FROM r WHERE effect = 'ask' AND decision IS NOT NULL) AS decided_asks,
+    (SELECT quantile_cont(seconds, 0.5) FROM r WHERE effect = 'ask' AND decision IS NOT NULL) AS p50,
+    (SELECT quantile_cont(seconds, 0.9) FROM r WHERE effect = 'ask' AND decision IS NOT NULL) AS p90,
+    (SELECT count(*) FROM r WHERE effect = 'ask') AS asks,
+    (SELECT count(*) FROM r WHERE effect = 'ask' AND edited) AS edited_asks,
+    (SELECT list(struct_pack(k := tool, v := counts)) FROM tools) AS by_tool
+"""
+
+
+def _stats(con, now: datetime | None) -> Stats:
+    cursor = con.execute(_QUERY)
+    names = [d[0] for d in cursor.description]
+    row = dict(zip(names, cursor.fetchone()))
+    as_of = now if now is not None else row["last_ts"]
+    if as_of is not None:
+        as_of = as_of.astimezone(timezone.utc)
+    oldest_seconds = None
+    if row["pending"] and row["oldest_pending"] is not None and as_of is not None:
+        oldest_seconds = (as_of - row["oldest_pending"]).total_seconds()
+    asks, edited = row["asks"], row["edited_asks"]
+    return Stats(
+        events=row["events"],
+        requests=row["requests"],
+        by_status={e["k"]: e["n"] for e in sorted(row["by_status"] or [], key=lambda e: e["k"])},
+        pending=row["pending"],
+        oldest_pending_seconds=oldest_seconds,
+        as_of=as_of,
+        decisions={e["k"]: e["n"] for e in sorted(row["decisions"] or [], key=lambda e: e["k"])},
+        decided_asks=row["decided_asks"],
+        decision_p50_seconds=row["p50"],
+        decision_p90_seconds=row["p90"],
+        asks=asks,
+        edited_asks=edited,
+        edit_rate=(edited / asks) if asks else None,
+        by_tool={e["k"]: ToolStats(**e["v"]) for e in sorted(row["by_tool"] or [], key=lambda e: e["k"])},
+    )

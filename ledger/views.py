@@ -1,0 +1,911 @@
+"""SQL over a ledger: DuckDB views that read the JSON Lines segments in place.
+
+    con = connect("ledger-dir")
+    con.sql("SELECT tool, status, count(*) FROM requests GROUP BY ALL").show()
+    columns, rows = query("ledger-dir", "SELECT * FROM chain_breaks")
+
+Nothing is converted or copied into tables: every view is a (temporary) SQL view over
+`read_blob('<dir>/events-*.jsonl')`, so each query reads the files as they are at that moment,
+including segments started after `connect`. Every column has an explicit type: the event bodies
+are parsed with a structure derived from the event Structs in ledger.events, never with DuckDB's
+type sampling, so a member that first appears after millions of lines is still a column.
+
+How a line is read, byte-exactly (docs/ledger-format.md; ledger.lines):
+the segment is read as a BLOB and cast to VARCHAR, which writes every byte that is not printable
+ASCII, and every backslash, as the four characters `\\xHH`. In that text a newline byte can only
+appear as `\\x0A`, so splitting on it yields the lines, and casting a piece back to BLOB restores
+its bytes exactly. BODY is cut out as ledger.lines.split does (after `{"body":`, up to the first
+`,"hash":"`), hashed with SHA-256 as stored, decoded as UTF-8 and checked against the event
+Structs (kinds, required members, member types, no unknown members), the same checks
+`msgspec` makes when ledger.events.decode_event reads the line.
+
+Views (each documented in `VIEW_DOCS`, columns in `describe <view>`):
+
+- `ledger_lines`: one row per complete line: where it is and its layout pieces.
+- `torn_tail`: the bytes after the last newline of the last segment (a crash mid-write), if any.
+- `events`: one row per line, every body member of every kind as a typed column.
+- `requests`: one row per request (a `proposed` event): its state folded from its events.
+- `pending`, `decision_times`, `rates_by_tool`, `rates_by_rule`, `rates_by_approver`.
+- `chain_breaks`: one row per problem with the chain or the line format (what `verify` calls
+  kind "chain" or "format").
+- `violations`: the workflow rules of ledger.workflow written in SQL, one row per offending event.
+
+Times are TIMESTAMPTZ (UTC; a connection made here has TimeZone set to UTC), durations are
+seconds (DOUBLE), shares are fractions in [0, 1].
+
+Requires DuckDB >= 1.3 (`try()`). duckdb is imported only inside the functions of this module.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import msgspec.inspect as mi
+
+from ledger import events as ev
+from ledger.lines import DATA_MARK, HASH_MARK, PREFIX, SUFFIX
+from ledger.log import SEGMENT_GLOB, LedgerUnreadable, list_segments
+from ledger.workflow import FINAL
+
+VIEWS = (
+    "ledger_lines",
+    "torn_tail",
+    "events",
+    "requests",
+    "pending",
+    "decision_times",
+    "rates_by_tool",
+    "rates_by_rule",
+    "rates_by_approver",
+    "chain_breaks",
+    "violations",
+)
+
+VIEW_DOCS = {
+    "ledger_lines": "one row per complete line of every segment, in order: position (1-based over the "
+    "whole ledger, the seq the line should have), segment_file, line (1-based within the segment), "
+    "file_offset (bytes), raw (BLOB, without the newline), body (VARCHAR, NULL when not UTF-8), "
+    "hash (the stored hash text), body_sha256, data (VARCHAR), layout_error",
+    "torn_tail": "bytes after the last newline of the last segment: segment_file, file_offset, "
+    "fragment_bytes, fragment_sha256; never acknowledged, so not a line (verify only warns)",
+    "events": "one row per line; see EVENT_COLUMNS",
+    "requests": "one row per request: the state ledger.workflow folds from its events",
+    "pending": "requests whose status is 'pending' (waiting for a human decision), oldest first",
+    "decision_times": "decided asks: seconds from the proposal to the decision",
+    "rates_by_tool": "per tool: counts of effects and of the asks' decisions and edits, shares of asks",
+    "rates_by_rule": "per (policy, deciding rule): like rates_by_tool; a request decided by two rules counts for both",
+    "rates_by_approver": "per reviewer identity: approvals, edits, rejections, responses and their shares",
+    "chain_breaks": "one row per chain or format problem: seq (= the line's position, the expected seq), "
+    "problem, kind ('format' or 'chain', as verify names it), detail, segment_file, line",
+    "violations": "one row per event that breaks a workflow rule: seq, request, code (the "
+    "Violation subclass's code), detail (the message verify gives), kind, segment_file, line",
+}
+
+# Extra problems chain_breaks reports besides seq-gap, prev-mismatch, hash-mismatch, unparseable.
+CHAIN_PROBLEMS = ("unparseable", "seq-gap", "prev-mismatch", "hash-mismatch", "bad-ts", "genesis-misplaced", "no-events")
+
+TS_REGEX = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z"
+
+
+# --- the event schema, derived from ledger.events -------------------------------------------------
+
+
+def _lit(text: str) -> str:
+    """A SQL string literal (DuckDB does not process backslashes in '...')."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _list_lit(items) -> str:
+    return "[" + ", ".join(_lit(i) for i in items) + "]::VARCHAR[]"
+
+
+def _jpath(*names: str) -> str:
+    return "$" + "".join('."' + n + '"' for n in names)
+
+
+_EVENT_TYPES: list[mi.StructType] = list(mi.type_info(ev.AnyEvent).types)
+_BASE = ("seq", "ts", "prev")
+
+
+def _scalar_kinds(t: mi.Type) -> list[str] | None:
+    """The json_type() names a scalar type (or a union of scalars) accepts; None if not scalar."""
+    if isinstance(t, mi.StrType):
+        return ["VARCHAR"]
+    if isinstance(t, mi.IntType):
+        return ["BIGINT", "UBIGINT"]
+    if isinstance(t, mi.BoolType):
+        return ["BOOLEAN"]
+    if isinstance(t, mi.NoneType):
+        return ["NULL"]
+    if isinstance(t, mi.UnionType):
+        out: list[str] = []
+        for part in t.types:
+            kinds = _scalar_kinds(part)
+            if kinds is None:
+                return None
+            out.extend(kinds)
+        return out
+    return None
+
+
+def _sql_type(t: mi.Type) -> Any:
+    """The from_json structure (a JSON-able value) of a member type."""
+    if isinstance(t, mi.StrType):
+        return "VARCHAR"
+    if isinstance(t, mi.IntType):
+        return "BIGINT"
+    if isinstance(t, mi.BoolType):
+        return "BOOLEAN"
+    if isinstance(t, mi.UnionType):
+        parts = [p for p in t.types if not isinstance(p, mi.NoneType)]
+        shapes = {json.dumps(_sql_type(p)) for p in parts}
+        if len(shapes) != 1:
+            raise NotImplementedError(f"no single SQL type for {t}")
+        return _sql_type(parts[0])
+    if isinstance(t, mi.VarTupleType) or isinstance(t, mi.ListType):
+        return [_sql_type(t.item_type)]
+    if isinstance(t, mi.StructType):
+        return {f.encode_name: _sql_type(f.type) for f in t.fields}
+    raise NotImplementedError(f"no SQL type for {t}")
+
+
+class _Paths:
+    """Registers the JSON paths whose json_type() the validation needs, so that one call
+    `json_type(body, [...])` parses each body once for all of them."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+
+    def t(self, path: str) -> str:
+        if path not in self.paths:
+            self.paths.append(path)
+        return f"_t[{self.paths.index(path) + 1}]"
+
+
+def _type_ok(t: mi.Type, names: tuple[str, ...], paths: _Paths) -> str:
+    """SQL: the (present) member at `names` has type `t`."""
+    path = _jpath(*names)
+    jt = paths.t(path)
+    kinds = _scalar_kinds(t)
+    if kinds is not None:
+        return f"({jt} IN ({', '.join(map(_lit, kinds))}))"
+    if isinstance(t, mi.UnionType):
+        return "(" + " OR ".join(_type_ok(p, names, paths) for p in t.types) + ")"
+    if isinstance(t, (mi.VarTupleType, mi.ListType)):
+        item = t.item_type
+        item_kinds = _scalar_kinds(item)
+        if item_kinds is not None:
+            return f"({jt} = 'ARRAY' AND list_has_all({_list_lit(item_kinds)}, json_type(body, {_lit(path + '[*]')})))"
+        if isinstance(item, mi.StructType):
+            return _struct_array_ok(item, path, jt)
+        raise NotImplementedError(f"no validation for {t}")
+    if isinstance(t, mi.StructType):
+        keys = f"json_keys(body, {_lit(path)})"
+        checks = [
+            f"{jt} = 'OBJECT'",
+            f"list_has_all({_list_lit([f.encode_name for f in t.fields])}, {keys})",
+            f"len({keys}) = len(list_distinct({keys}))",
+        ]
+        checks += [_member_ok(f, names, paths) for f in t.fields]
+        return "(" + " AND ".join(checks) + ")"
+    raise NotImplementedError(f"no validation for {t}")
+
+
+def _struct_array_ok(item: mi.StructType, path: str, jt: str) -> str:
+    """An array of objects whose members are all required scalars (RuleRef): every element an
+    object, each member present in every element with its type, no other or repeated members."""
+    if not all(f.required and _scalar_kinds(f.type) is not None for f in item.fields):
+        raise NotImplementedError(f"no validation for arrays of {item.cls.__name__}")
+    n = f"json_array_length(body, {_lit(path)})"
+    checks = [f"{jt} = 'ARRAY'", f"list_has_all(['OBJECT']::VARCHAR[], json_type(body, {_lit(path + '[*]')}))"]
+    for f in item.fields:
+        member = json_type = f"json_type(body, {_lit(path + '[*].' + chr(34) + f.encode_name + chr(34))})"
+        checks.append(f"len({member}) = {n}")
+        checks.append(f"list_has_all({_list_lit(_scalar_kinds(f.type))}, {json_type})")
+    keys = f"flatten(json_keys(body, {_lit(path + '[*]')}))"
+    names = [f.encode_name for f in item.fields]
+    # Every element has each member once at least (the counts above); so exactly `len(names)`
+    # keys per element, all known, means no element has a repeated or an unknown member.
+    checks.append(f"list_has_all({_list_lit(names)}, {keys})")
+    checks.append(f"len({keys}) = {len(names)} * {n}")
+    return "(" + " AND ".join(checks) + ")"
+
+
+def _member_ok(f: mi.Field, parent: tuple[str, ...], paths: _Paths) -> str:
+    names = parent + (f.encode_name,)
+    missing = "false" if f.required else "true"
+    return f"(CASE WHEN {paths.t(_jpath(*names))} IS NULL THEN {missing} ELSE {_type_ok(f.type, names, paths)} END)"
+
+
+def _invalid_reason_sql(paths: _Paths) -> str:
+    """SQL CASE giving why a body (UTF-8 text holding a JSON object) is not a valid event, or
+    NULL: the kind's members (none unknown, every required one present), then each member's type.
+    A member has the same type in every kind that has it (checked by `_columns`), so the types are
+    checked once per member name, whatever the kind."""
+    kind_t = paths.t(_jpath("kind"))
+    branches = []
+    for st in _EVENT_TYPES:
+        allowed = ["kind"] + [f.encode_name for f in st.fields]
+        whens = [f"WHEN NOT list_has_all({_list_lit(allowed)}, _keys) THEN 'unknown member in a {st.tag} event'"]
+        whens += [
+            f"WHEN {paths.t(_jpath(f.encode_name))} IS NULL THEN {_lit(f'missing required member `{f.encode_name}`')}"
+            for f in st.fields
+            if f.required
+        ]
+        branches.append(f"WHEN {_lit(st.tag)} THEN CASE {' '.join(whens)} END")
+    types = [
+        f"WHEN {paths.t(_jpath(name))} IS NOT NULL AND NOT coalesce({_type_ok(t, (name,), paths)}, false) "
+        f"THEN {_lit(f'`{name}` has the wrong type')}"
+        for name, t in _MEMBERS.items()
+    ]
+    return (
+        "CASE "
+        f"WHEN {kind_t} IS NULL THEN 'the body is not a valid event: missing required member `kind`' "
+        f"WHEN {kind_t} <> 'VARCHAR' THEN 'the body is not a valid event: `kind` is not a string' "
+        f"WHEN json_extract_string(body, '$.\"kind\"') NOT IN ({', '.join(_lit(st.tag) for st in _EVENT_TYPES)}) "
+        "THEN 'the body is not a valid event: unknown kind' "
+        "ELSE 'the body is not a valid event: ' || coalesce("
+        f"CASE json_extract_string(body, '$.\"kind\"') {' '.join(branches)} END, "
+        f"CASE {' '.join(types)} END) END"
+    )
+
+
+def _columns() -> tuple[dict[str, mi.Type], list[str]]:
+    """Every body member of every kind (first declaration order), and the from_json structure."""
+    members: dict[str, mi.Type] = {}
+    shapes: dict[str, str] = {}
+    for st in _EVENT_TYPES:
+        for f in st.fields:
+            shape = json.dumps(_sql_type(f.type))
+            if f.encode_name in shapes and shapes[f.encode_name] != shape:
+                raise NotImplementedError(f"member {f.encode_name} has two SQL types")
+            shapes[f.encode_name] = shape
+            members.setdefault(f.encode_name, f.type)
+    return members, list(members)
+
+
+_MEMBERS, _MEMBER_ORDER = _columns()
+_STRUCTURE = json.dumps({"kind": "VARCHAR", **{name: _sql_type(t) for name, t in _MEMBERS.items()}}, separators=(",", ":"))
+
+
+def _default_sql(value: Any, shape: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return _lit(value)
+    if isinstance(value, tuple) and shape == ["VARCHAR"]:
+        return _list_lit(value)
+    raise NotImplementedError(f"no SQL literal for the default {value!r}")
+
+
+def _member_sql(name: str) -> str:
+    """The typed column for a body member, with nested struct defaults applied (a missing
+    `quorum` is 1, as msgspec decodes it)."""
+    t = _MEMBERS[name]
+    if isinstance(t, mi.StructType):
+        parts = []
+        for f in t.fields:
+            ref = f"j.{name}.{f.encode_name}"
+            if f.required or f.default is None:
+                parts.append(f"{f.encode_name} := {ref}")
+            else:
+                parts.append(f"{f.encode_name} := coalesce({ref}, {_default_sql(f.default, _sql_type(f.type))})")
+        return f"CASE WHEN j.{name} IS NULL THEN NULL ELSE struct_pack({', '.join(parts)}) END"
+    return f"j.{name}"
+
+
+def _body_columns() -> list[str]:
+    out = []
+    for m in _MEMBER_ORDER:
+        if m in ("seq", "ts", "prev", "request"):
+            continue
+        out.append(m)
+        if m == "deadline":
+            out.append("deadline_text")
+    return out
+
+
+EVENT_COLUMNS = (
+    ["position", "seq", "ts", "ts_text", "kind", "request"]
+    + _body_columns()
+    + ["prev", "hash", "body_sha256", "hash_ok", "valid", "invalid_reason", "data", "args", "context", "body",
+       "segment_file", "line", "file_offset"]
+)
+"""The columns of the `events` view, in order."""
+
+
+# --- the SQL ----------------------------------------------------------------------------------------
+
+
+def _source(path: Path) -> str:
+    """read_blob's argument: a glob over the directory (so later segments are seen), or the
+    segment list when the directory's own name contains glob characters."""
+    text = str(path)
+    if any(c in text for c in "*?[]{}"):
+        return "[" + ", ".join(_lit(str(p)) for p in list_segments(path)) + "]"
+    return _lit(str(path / SEGMENT_GLOB))
+
+
+def _escaped(con, raw: bytes) -> str:
+    """How DuckDB's BLOB → VARCHAR cast writes these bytes (ASCII markers; `\\n`)."""
+    return con.execute("SELECT CAST(CAST(? AS BLOB) AS VARCHAR)", [raw.decode("ascii")]).fetchone()[0]
+
+
+def _view_sql(con, path: Path) -> list[str]:
+    nl = _escaped(con, b"\n")
+    p, h, d, s = (_escaped(con, m) for m in (PREFIX, HASH_MARK, DATA_MARK, SUFFIX))
+    paths = _Paths()
+    reason = _invalid_reason_sql(paths)
+    types_call = "json_type(body, [" + ", ".join(map(_lit, paths.paths)) + "])"
+    ts_re = _lit(TS_REGEX)
+    final = ", ".join(map(_lit, FINAL))
+    sql: list[str] = []
+
+    sql.append(f"""
+CREATE OR REPLACE TEMP VIEW _ledger_pieces AS
+WITH segs AS (
+    SELECT parse_filename(filename) AS segment_file, CAST(content AS VARCHAR) AS esc
+    FROM read_blob({_source(path)})
+),
+split AS (
+    SELECT segment_file, string_split(esc, {_lit(nl)}) AS parts,
+           segment_file = max(segment_file) OVER () AS last_segment
+    FROM segs
+),
+pieces AS (
+    SELECT segment_file, last_segment, len(parts) AS n,
+           unnest(parts) AS esc_line, generate_subscripts(parts, 1) AS line
+    FROM split
+),
+raw AS (
+    SELECT *, CAST(esc_line AS BLOB) AS raw FROM pieces
+)
+SELECT segment_file, line, esc_line, raw,
+       coalesce(sum(octet_length(raw) + 1) OVER (
+           PARTITION BY segment_file ORDER BY line ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)::BIGINT AS file_offset,
+       CASE WHEN line < n THEN 'line' WHEN esc_line = '' THEN 'end' WHEN last_segment THEN 'torn' ELSE 'line' END AS piece
+FROM raw
+""")
+
+    sql.append("""
+CREATE OR REPLACE TEMP VIEW torn_tail AS
+SELECT segment_file, file_offset, octet_length(raw)::BIGINT AS fragment_bytes, sha256(raw) AS fragment_sha256
+FROM _ledger_pieces WHERE piece = 'torn'
+""")
+
+    sql.append(_lines_sql(p, h, d, s))
+
+    member_cols = []
+    for m in _MEMBER_ORDER:
+        if m in ("seq", "ts", "prev", "request"):
+            continue
+        if m == "deadline":
+            member_cols.append(
+                f"CASE WHEN regexp_full_match(j.deadline, {ts_re}) THEN TRY_CAST(j.deadline AS TIMESTAMPTZ) END AS deadline"
+            )
+            member_cols.append("j.deadline AS deadline_text")
+        else:
+            member_cols.append(f"{_member_sql(m)} AS \"{m}\"")
+    members_sql = ",\n       ".join(member_cols)
+
+    sql.append(f"""
+CREATE OR REPLACE TEMP VIEW events AS
+WITH a AS (
+    SELECT *,
+           CASE WHEN layout_error IS NULL AND body IS NOT NULL AND json_valid(body) THEN body END AS jbody
+    FROM ledger_lines
+),
+b AS (
+    SELECT *,
+           CASE
+               WHEN layout_error IS NOT NULL THEN layout_error
+               WHEN body IS NULL THEN 'the body is not valid UTF-8'
+               WHEN jbody IS NULL THEN 'the body is not JSON'
+               -- DuckDB's parser accepts trailing commas, msgspec does not: look for one outside strings.
+               WHEN regexp_matches(body, ',[ \\t\\n\\r]*[\\]}}]')
+                    AND regexp_matches(regexp_replace(body, '"(?:[^"\\\\]|\\\\.)*"', '""', 'g'), ',[ \\t\\n\\r]*[\\]}}]')
+                   THEN 'the body is not JSON'
+               WHEN json_type(jbody) <> 'OBJECT' THEN 'the body is not a JSON object'
+           END AS early_reason
+    FROM a
+),
+c AS (
+    SELECT *,
+           CASE WHEN early_reason IS NULL THEN {types_call} END AS _t,
+           CASE WHEN early_reason IS NULL THEN json_keys(body) END AS _keys
+    FROM b
+),
+d AS (
+    SELECT *,
+           coalesce(early_reason,
+                    CASE WHEN len(_keys) <> len(list_distinct(_keys))
+                         THEN 'the body has a member twice (readers would disagree on its value)' END,
+                    {reason}) AS invalid_reason
+    FROM c
+),
+e AS (
+    SELECT *, CASE WHEN invalid_reason IS NULL THEN from_json(body, {_lit(_STRUCTURE)}) END AS j
+    FROM d
+)
+SELECT position,
+       CASE WHEN j IS NULL THEN NULL ELSE coalesce(j.seq, 0) END AS seq,
+       CASE WHEN regexp_full_match(j.ts, {ts_re}) THEN TRY_CAST(j.ts AS TIMESTAMPTZ) END AS ts,
+       CASE WHEN j IS NULL THEN NULL ELSE coalesce(j.ts, '') END AS ts_text,
+       j.kind AS kind,
+       CASE WHEN j.kind = 'proposed' THEN coalesce(j.seq, 0) ELSE j.request END AS request,
+       {members_sql},
+       CASE WHEN j IS NULL THEN NULL ELSE coalesce(j.prev, '') END AS prev,
+       hash,
+       body_sha256,
+       hash IS NOT NULL AND body_sha256 = hash AS hash_ok,
+       invalid_reason IS NULL AS valid,
+       invalid_reason,
+       CASE WHEN data IS NOT NULL AND json_valid(data) THEN data::JSON END AS data,
+       CASE WHEN data IS NOT NULL AND json_valid(data) THEN json_extract(data, '$.args') END AS args,
+       CASE WHEN data IS NOT NULL AND json_valid(data) THEN json_extract(data, '$.context') END AS context,
+       body,
+       segment_file,
+       line,
+       file_offset
+FROM e
+""")
+
+    sql.append(_chain_sql(ts_re))
+    sql.append(_timeline_sql(final))
+    sql.append(_violations_sql(final))
+    sql.extend(_request_sql())
+    return sql
+
+
+def _lines_sql(p: str, h: str, d: str, s: str) -> str:
+    lp, lh, ld, ls = len(p), len(h), len(d), len(s)
+    return (
+        """
+CREATE OR REPLACE TEMP VIEW ledger_lines AS
+WITH l AS (
+    SELECT segment_file, line, file_offset, esc_line, raw,
+           row_number() OVER (ORDER BY segment_file, line) AS position,
+           starts_with(esc_line, @P) AS has_prefix,
+           instr(substr(esc_line, @LP1), @H) AS cut
+    FROM _ledger_pieces WHERE piece = 'line'
+),
+m AS (
+    SELECT *,
+           CASE WHEN has_prefix AND cut > 0 THEN substr(esc_line, @LP1, cut - 1) END AS body_esc,
+           CASE WHEN has_prefix AND cut > 0 THEN substr(esc_line, @LP + cut + @LH) END AS tail
+    FROM l
+),
+n AS (
+    SELECT *, left(tail, 64) AS hash_esc, substr(tail, 65) AS after FROM m
+),
+o AS (
+    SELECT *,
+           CASE
+               WHEN NOT has_prefix THEN 'the line does not start with {"body":'
+               WHEN cut = 0 THEN 'the line has no ,"hash":" after the body'
+               WHEN NOT regexp_full_match(hash_esc, '[0-9a-f]{64}') THEN 'the hash is not 64 lowercase hex digits'
+               WHEN NOT starts_with(after, @D) THEN 'the hash is not followed by ,"data":'
+               WHEN NOT ends_with(after, @S) THEN 'the line does not end with }'
+           END AS layout_error
+    FROM n
+)
+SELECT position, segment_file, line, file_offset, raw,
+       CASE WHEN body_esc IS NOT NULL THEN try(decode(CAST(body_esc AS BLOB))) END AS body,
+       CASE WHEN layout_error IS NULL THEN hash_esc END AS hash,
+       CASE WHEN body_esc IS NOT NULL THEN sha256(CAST(body_esc AS BLOB)) END AS body_sha256,
+       CASE WHEN layout_error IS NULL
+            THEN try(decode(CAST(substr(after, @LD1, len(after) - @LDS) AS BLOB))) END AS data,
+       layout_error
+FROM o
+""".replace("@LP1", str(lp + 1))
+        .replace("@LP", str(lp))
+        .replace("@LH", str(lh))
+        .replace("@LD1", str(ld + 1))
+        .replace("@LDS", str(ld + ls))
+        .replace("@P", _lit(p))
+        .replace("@H", _lit(h))
+        .replace("@D", _lit(d))
+        .replace("@S", _lit(s))
+    )
+
+
+def _chain_sql(ts_re: str) -> str:
+    return f"""
+CREATE OR REPLACE TEMP VIEW chain_breaks AS
+WITH l AS (
+    SELECT position, seq, prev, hash, body_sha256, ts_text, kind, valid, invalid_reason, segment_file, line,
+           lag(seq) OVER (ORDER BY position) AS pred_seq,
+           lag(hash) OVER (ORDER BY position) AS pred_hash
+    FROM events
+),
+p AS (
+    SELECT position AS seq, 1 AS ord, 'unparseable' AS problem, 'format' AS kind, invalid_reason AS detail, segment_file, line
+    FROM l WHERE NOT valid
+    UNION ALL
+    SELECT position, 2, 'seq-gap', 'chain',
+           format('seq is {{}}, expected {{}} (a gap, a duplicate or a reordering)', seq, coalesce(pred_seq + 1, position)),
+           segment_file, line
+    FROM l WHERE valid AND seq <> coalesce(pred_seq + 1, position)
+    UNION ALL
+    SELECT position, 3, 'prev-mismatch', 'chain',
+           'prev is not the previous event''s hash (an event was removed, inserted or changed before it)', segment_file, line
+    FROM l WHERE valid AND ((position = 1 AND prev <> {_lit(ev.GENESIS_PREV)}) OR (pred_hash IS NOT NULL AND prev <> pred_hash))
+    UNION ALL
+    SELECT position, 4, 'hash-mismatch', 'chain',
+           'the hash does not match the body: the event was changed after it was written', segment_file, line
+    FROM l WHERE hash IS NOT NULL AND body_sha256 <> hash
+    UNION ALL
+    SELECT position, 5, 'bad-ts', 'format',
+           format('ts {{}} is not a UTC timestamp YYYY-MM-DDTHH:MM:SS.ffffffZ', ts_text), segment_file, line
+    FROM l WHERE valid AND NOT regexp_full_match(ts_text, {ts_re})
+    UNION ALL
+    SELECT position, 6, 'genesis-misplaced', 'format',
+           'the first event, and only the first, is the genesis', segment_file, line
+    FROM l WHERE valid AND ((seq = 1) <> (kind = 'genesis'))
+    UNION ALL
+    SELECT 1, 7, 'no-events', 'format', 'the ledger has no events', NULL, NULL
+    WHERE NOT EXISTS (SELECT 1 FROM ledger_lines)
+)
+SELECT seq::BIGINT AS seq, problem, kind, detail, segment_file, line::BIGINT AS line, ord AS check_order FROM p
+"""
+
+
+def _timeline_sql(final: str) -> str:
+    """`_timeline`: every valid event about a request (its `proposed` event included), with the
+    request's state before and after it, folded as ledger.workflow applies events ("as recorded":
+    every earlier event of the request counts, lawful or not)."""
+    return f"""
+CREATE OR REPLACE TEMP VIEW _timeline AS
+WITH valid_events AS MATERIALIZED (
+    SELECT * EXCLUDE (body, data, args, context, invalid_reason, body_sha256)
+    FROM events WHERE valid
+),
+ev AS (
+    SELECT * FROM valid_events
+),
+props AS (
+    SELECT position AS p_position, seq AS p_seq, proposer AS p_proposer
+    FROM valid_events WHERE kind = 'proposed'
+    QUALIFY row_number() OVER (PARTITION BY seq ORDER BY position DESC) = 1
+),
+t0 AS (
+    SELECT ev.*, props.p_position IS NOT NULL AS known, props.p_proposer AS request_proposer,
+           CASE kind WHEN 'approved' THEN approver WHEN 'edited' THEN editor WHEN 'rejected' THEN approver
+                     WHEN 'responded' THEN approver WHEN 'cancelled' THEN "by" END AS actor,
+           CASE kind WHEN 'approved' THEN 'approve' WHEN 'edited' THEN 'edit' WHEN 'rejected' THEN 'reject'
+                     WHEN 'responded' THEN 'respond' END AS decision_word,
+           CASE WHEN kind IN ('proposed', 'edited') THEN args_digest END AS digest_set,
+           CASE WHEN kind IN ('interrupted', 'edited') THEN requirements END AS reqs_set,
+           CASE WHEN kind = 'interrupted' THEN deadline_text END AS deadline_set,
+           coalesce(sum(CASE WHEN kind IN ('genesis', 'proposed') THEN 1 ELSE 0 END) OVER (
+               ORDER BY position ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) > 0 AS opened_before
+    FROM ev LEFT JOIN props ON props.p_seq = ev.request AND props.p_position <= ev.position
+),
+t1 AS (
+    SELECT *,
+           sum(CASE WHEN kind = 'edited' THEN 1 ELSE 0 END) OVER w_upto AS epoch,
+           last_value(digest_set IGNORE NULLS) OVER w_before AS digest_before,
+           last_value(reqs_set IGNORE NULLS) OVER w_before AS reqs_before,
+           last_value(reqs_set IGNORE NULLS) OVER w_upto AS reqs_now,
+           last_value(deadline_set IGNORE NULLS) OVER w_before AS deadline_before
+    FROM t0
+    WINDOW w_before AS (PARTITION BY request, known ORDER BY position ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
+           w_upto AS (PARTITION BY request, known ORDER BY position ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+),
+t2 AS (
+    SELECT *,
+           known AND (kind = 'approved'
+                      OR (kind = 'edited' AND (reqs_now.approvers IS NULL OR list_contains(reqs_now.approvers, editor))))
+               AS approving
+    FROM t1
+),
+t3 AS (
+    SELECT *,
+           CASE WHEN approving THEN row_number() OVER (PARTITION BY request, known, epoch, approving, actor ORDER BY position) END
+               AS approval_rank
+    FROM t2
+),
+t4 AS (
+    SELECT *,
+           sum(CASE WHEN approval_rank = 1 THEN 1 ELSE 0 END) OVER (
+               PARTITION BY request, known, epoch ORDER BY position ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+           ) AS approvals_after
+    FROM t3
+),
+t5 AS (
+    SELECT *,
+           kind IN ('approved', 'edited') AND approvals_after >= reqs_now.quorum AS reaches_quorum
+    FROM t4
+),
+t6 AS (
+    SELECT *,
+           CASE WHEN NOT known THEN NULL
+                WHEN kind = 'proposed' THEN CASE effect WHEN 'allow' THEN 'allowed' WHEN 'ask' THEN 'interrupting' ELSE 'denied' END
+                WHEN kind = 'interrupted' THEN 'pending'
+                WHEN kind IN ('approved', 'edited') THEN CASE WHEN reaches_quorum THEN 'approved' END
+                WHEN kind = 'rejected' THEN 'rejected'
+                WHEN kind = 'responded' THEN 'responded'
+                WHEN kind = 'expired' THEN 'expired'
+                WHEN kind = 'cancelled' THEN 'cancelled'
+                WHEN kind = 'execution_started' THEN 'executing'
+                WHEN kind = 'executed' THEN 'executed'
+           END AS status_set
+    FROM t5
+),
+t7 AS (
+    SELECT *,
+           last_value(status_set IGNORE NULLS) OVER w_before AS status_before,
+           last_value(status_set IGNORE NULLS) OVER w_upto AS status_after,
+           CASE WHEN kind = 'proposed' AND status_set = 'denied' THEN 'deny'
+                WHEN reaches_quorum THEN 'approve'
+                WHEN kind = 'rejected' THEN 'reject'
+                WHEN kind = 'responded' THEN 'respond'
+                WHEN kind = 'expired' THEN 'expire'
+                WHEN kind = 'cancelled' THEN 'cancel'
+           END AS decision_set
+    FROM t6
+    WINDOW w_before AS (PARTITION BY request, known ORDER BY position ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
+           w_upto AS (PARTITION BY request, known ORDER BY position ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+)
+SELECT *,
+       CASE
+           WHEN kind = 'genesis' THEN CASE WHEN opened_before THEN 'misplaced-genesis' END
+           WHEN kind IN ('proposed', 'recovered') THEN NULL
+           WHEN NOT known THEN 'unknown-request'
+           WHEN status_before IN ({final}) THEN 'request-final'
+           WHEN kind = 'interrupted' THEN CASE WHEN status_before <> 'interrupting' THEN 'not-interruptible' END
+           WHEN kind IN ('approved', 'edited', 'rejected', 'responded') THEN CASE
+               WHEN status_before <> 'pending' THEN 'not-pending'
+               WHEN NOT list_contains(reqs_before.decisions, decision_word) THEN 'decision-not-allowed'
+               WHEN actor = request_proposer THEN 'self-approval'
+               WHEN reqs_before.approvers IS NOT NULL AND NOT list_contains(reqs_before.approvers, actor) THEN 'not-an-approver'
+               WHEN deadline_before IS NOT NULL AND ts_text >= deadline_before THEN 'deadline-passed'
+               WHEN kind = 'approved' AND args_digest <> digest_before THEN 'stale-digest'
+               WHEN kind = 'approved' AND approval_rank > 1 THEN 'duplicate-approval'
+               WHEN kind = 'edited' AND replaces <> digest_before THEN 'stale-digest'
+               WHEN kind = 'edited' AND effect = 'deny' THEN 'edit-denied'
+           END
+           WHEN kind = 'expired' THEN CASE
+               WHEN status_before <> 'pending' THEN 'not-pending'
+               WHEN ts_text < coalesce(deadline_before, '') THEN 'not-expired'
+           END
+           WHEN kind = 'cancelled' THEN CASE WHEN status_before = 'executing' THEN 'already-executed' END
+           WHEN kind = 'execution_started' THEN CASE
+               WHEN status_before = 'executing' THEN 'already-executed'
+               WHEN status_before NOT IN ('allowed', 'approved') THEN 'not-approved'
+               WHEN args_digest <> digest_before THEN 'digest-mismatch'
+           END
+           WHEN kind = 'executed' THEN CASE
+               WHEN status_before <> 'executing' THEN 'not-started'
+               WHEN args_digest <> digest_before THEN 'digest-mismatch'
+           END
+       END AS violation
+FROM t7
+"""
+
+
+def _violations_sql(final: str) -> str:
+    return """
+CREATE OR REPLACE TEMP VIEW violations AS
+WITH t AS (
+    SELECT seq, request, violation AS code, kind, segment_file, line, position,
+           CASE violation
+               WHEN 'unknown-request' THEN format('request {} was never proposed', request)
+               WHEN 'request-final' THEN format('request {} is already {}', request, status_before)
+               WHEN 'not-interruptible' THEN format('request {} is {}; only a new ask is interrupted', request, status_before)
+               WHEN 'not-pending' THEN CASE WHEN kind = 'expired'
+                   THEN format('request {} is {}; only a pending request expires', request, status_before)
+                   ELSE format('request {} is {}, not pending a decision', request, status_before) END
+               WHEN 'decision-not-allowed' THEN format('''{}'' is not among the allowed decisions ({})',
+                                                       decision_word, array_to_string(reqs_before.decisions, ', '))
+               WHEN 'self-approval' THEN format('{} proposed request {} and cannot decide it', actor, request)
+               WHEN 'not-an-approver' THEN format('{} is not among the approvers of request {}', actor, request)
+               WHEN 'deadline-passed' THEN format('request {} expired at {}', request, deadline_before)
+               WHEN 'stale-digest' THEN CASE WHEN kind = 'approved'
+                   THEN format('the approval is for arguments {}…, the request''s are {}…', left(args_digest, 12), left(digest_before, 12))
+                   ELSE format('the edit replaces {}…, the request''s arguments are {}…', left(replaces, 12), left(digest_before, 12)) END
+               WHEN 'duplicate-approval' THEN format('{} already approved these arguments', actor)
+               WHEN 'edit-denied' THEN 'the policy denies the edited call'
+               WHEN 'not-expired' THEN format('request {} expires at {}, not before', request, deadline_before)
+               WHEN 'already-executed' THEN CASE WHEN kind = 'cancelled'
+                   THEN format('request {} is already running', request)
+                   ELSE format('request {} was already started', request) END
+               WHEN 'not-approved' THEN format('request {} is {}; it may not run', request, status_before)
+               WHEN 'digest-mismatch' THEN CASE WHEN kind = 'execution_started'
+                   THEN format('execution uses arguments {}…, the approved ones are {}…', left(args_digest, 12), left(digest_before, 12))
+                   ELSE 'the outcome names other arguments than the execution started with' END
+               WHEN 'not-started' THEN format('request {} has no execution_started before its outcome', request)
+               WHEN 'misplaced-genesis' THEN 'a genesis event may only open the ledger'
+           END AS detail
+    FROM _timeline WHERE violation IS NOT NULL
+)
+SELECT seq, request, code, detail, kind, segment_file, line, position FROM t
+"""
+
+
+def _request_sql() -> list[str]:
+    requests = """
+CREATE OR REPLACE TEMP VIEW requests AS
+WITH tl AS MATERIALIZED (
+    SELECT * FROM _timeline WHERE known
+),
+t AS (
+    SELECT *,
+           max(epoch) OVER (PARTITION BY request) AS last_epoch,
+           position = max(CASE WHEN decision_set IS NOT NULL THEN position END) OVER (PARTITION BY request) AS last_decision,
+           position = max(CASE WHEN kind IN ('rejected', 'responded', 'expired', 'cancelled') THEN position END)
+               OVER (PARTITION BY request) AS last_final,
+           position = max(CASE WHEN reqs_set IS NOT NULL THEN position END) OVER (PARTITION BY request) AS last_reqs,
+           position = max(CASE WHEN kind = 'interrupted' THEN position END) OVER (PARTITION BY request) AS last_interrupt,
+           position = max(CASE WHEN kind = 'execution_started' THEN position END) OVER (PARTITION BY request) AS last_start,
+           position = max(CASE WHEN kind = 'executed' THEN position END) OVER (PARTITION BY request) AS last_executed,
+           position = max(CASE WHEN status_set IS NOT NULL THEN position END) OVER (PARTITION BY request) AS last_status,
+           position = max(CASE WHEN digest_set IS NOT NULL THEN position END) OVER (PARTITION BY request) AS last_digest
+    FROM _timeline WHERE known
+),
+agg AS (
+    SELECT request,
+           any_value(status_set) FILTER (WHERE last_status) AS status,
+           any_value(decision_set) FILTER (WHERE last_decision) AS decision,
+           any_value(ts) FILTER (WHERE last_decision) AS decided_at,
+           any_value(CASE WHEN kind = 'expired' OR (kind = 'proposed') THEN NULL ELSE actor END) FILTER (WHERE last_decision) AS decided_by,
+           any_value(CASE kind WHEN 'rejected' THEN reason WHEN 'responded' THEN message
+                               WHEN 'expired' THEN message WHEN 'cancelled' THEN reason END) FILTER (WHERE last_final) AS reason,
+           coalesce(list(actor ORDER BY position) FILTER (WHERE kind IN ('approved', 'edited')), []::VARCHAR[]) AS approvers,
+           coalesce(list(actor ORDER BY position) FILTER (WHERE approval_rank = 1 AND epoch = last_epoch), []::VARCHAR[]) AS approved_by,
+           count(*) FILTER (WHERE kind = 'edited') AS edits,
+           any_value(reqs_set) FILTER (WHERE last_reqs) AS requirements,
+           any_value(deadline) FILTER (WHERE last_interrupt) AS deadline,
+           any_value(deadline_text) FILTER (WHERE last_interrupt) AS deadline_text,
+           any_value(ts) FILTER (WHERE last_interrupt) AS interrupted_at,
+           any_value(digest_set) FILTER (WHERE last_digest) AS digest,
+           any_value(ts) FILTER (WHERE last_start) AS execution_started_at,
+           any_value(executor) FILTER (WHERE last_start) AS executor,
+           any_value(ts) FILTER (WHERE last_executed) AS executed_at,
+           any_value(outcome) FILTER (WHERE last_executed) AS outcome,
+           any_value(result_digest) FILTER (WHERE last_executed) AS result_digest,
+           any_value(error) FILTER (WHERE last_executed) AS error,
+           count(*) AS events,
+           max(ts) AS last_event_at
+    FROM t GROUP BY request
+)
+SELECT p.request,
+       p.tool,
+       p.run,
+       p.proposer,
+       p.call_id,
+       p.policy,
+       p.policy_digest,
+       p.effect,
+       p.rules[1].id AS rule,
+       [r.id FOR r IN p.rules] AS rules,
+       p.reasons,
+       p.ts AS proposed_at,
+       p.ts_text AS proposed_at_text,
+       agg.status,
+       agg.decision,
+       agg.decided_at,
+       agg.decided_by,
+       agg.reason,
+       agg.approvers,
+       agg.approved_by,
+       len(agg.approved_by)::BIGINT AS approvals,
+       agg.requirements.quorum AS quorum,
+       agg.requirements,
+       agg.deadline,
+       agg.deadline_text,
+       agg.interrupted_at,
+       agg.edits > 0 AS edited,
+       agg.edits,
+       agg.digest,
+       p.args_digest AS original_digest,
+       agg.execution_started_at,
+       agg.executor,
+       agg.executed_at,
+       agg.outcome,
+       agg.result_digest,
+       agg.error,
+       agg.events,
+       agg.last_event_at
+FROM agg JOIN tl p ON p.request = agg.request AND p.kind = 'proposed'
+"""
+    # list comprehension syntax needs DuckDB >= 1.2; list_transform keeps 1.x happy too.
+    requests = requests.replace("[r.id FOR r IN p.rules]", "list_transform(p.rules, lambda r: r.id)")
+    pending = """
+CREATE OR REPLACE TEMP VIEW pending AS
+SELECT request, tool, run, proposer, rule, proposed_at, interrupted_at, deadline,
+       quorum, approvals, greatest(quorum - approvals, 0) AS approvals_needed, approved_by,
+       requirements.approvers AS eligible, requirements.decisions AS decisions, edits, digest
+FROM requests WHERE status = 'pending'
+"""
+    decision_times = """
+CREATE OR REPLACE TEMP VIEW decision_times AS
+SELECT request, tool, rule, decision, decided_by, proposed_at, decided_at,
+       (epoch_us(decided_at) - epoch_us(proposed_at)) / 1e6 AS seconds
+FROM requests WHERE effect = 'ask' AND decision IS NOT NULL
+"""
+    rate_cols = """
+       count(*) AS requests,
+       count(*) FILTER (WHERE effect = 'allow') AS allowed,
+       count(*) FILTER (WHERE effect = 'deny') AS denied,
+       count(*) FILTER (WHERE effect = 'ask') AS asks,
+       count(*) FILTER (WHERE effect = 'ask' AND decision = 'approve') AS approve,
+       count(*) FILTER (WHERE effect = 'ask' AND decision = 'reject') AS reject,
+       count(*) FILTER (WHERE effect = 'ask' AND edited) AS edit,
+       count(*) FILTER (WHERE effect = 'ask' AND decision = 'respond') AS respond,
+       count(*) FILTER (WHERE effect = 'ask' AND decision = 'expire') AS expire,
+       count(*) FILTER (WHERE effect = 'ask' AND decision = 'cancel') AS cancel,
+       count(*) FILTER (WHERE status = 'pending') AS pending,
+       count(*) FILTER (WHERE effect = 'ask' AND decision = 'approve') / nullif(count(*) FILTER (WHERE effect = 'ask'), 0) AS approve_share,
+       count(*) FILTER (WHERE effect = 'ask' AND decision = 'reject') / nullif(count(*) FILTER (WHERE effect = 'ask'), 0) AS reject_share,
+       count(*) FILTER (WHERE effect = 'ask' AND edited) / nullif(count(*) FILTER (WHERE effect = 'ask'), 0) AS edit_share,
+       count(*) FILTER (WHERE effect = 'ask' AND decision = 'respond') / nullif(count(*) FILTER (WHERE effect = 'ask'), 0) AS respond_share,
+       count(*) FILTER (WHERE effect = 'ask' AND decision = 'expire') / nullif(count(*) FILTER (WHERE effect = 'ask'), 0) AS expire_share"""
+    by_tool = f"""
+CREATE OR REPLACE TEMP VIEW rates_by_tool AS
+SELECT tool,{rate_cols}
+FROM requests GROUP BY tool
+"""
+    by_rule = f"""
+CREATE OR REPLACE TEMP VIEW rates_by_rule AS
+SELECT policy, rule,{rate_cols}
+FROM (SELECT * EXCLUDE (rule), unnest(rules) AS rule FROM requests) GROUP BY policy, rule
+"""
+    by_approver = """
+CREATE OR REPLACE TEMP VIEW rates_by_approver AS
+SELECT actor AS approver,
+       count(DISTINCT request) AS requests,
+       count(*) AS actions,
+       count(*) FILTER (WHERE kind = 'approved') AS approve,
+       count(*) FILTER (WHERE kind = 'rejected') AS reject,
+       count(*) FILTER (WHERE kind = 'edited') AS edit,
+       count(*) FILTER (WHERE kind = 'responded') AS respond,
+       count(*) FILTER (WHERE kind = 'approved') / count(*) AS approve_share,
+       count(*) FILTER (WHERE kind = 'rejected') / count(*) AS reject_share,
+       count(*) FILTER (WHERE kind = 'edited') / count(*) AS edit_share,
+       count(*) FILTER (WHERE kind = 'responded') / count(*) AS respond_share
+FROM _timeline WHERE known AND decision_word IS NOT NULL GROUP BY actor
+"""
+    return [requests, pending, decision_times, by_tool, by_rule, by_approver]
+
+
+# --- entry points -----------------------------------------------------------------------------------
+
+
+def connect(path: str | Path, *, con=None):
+    """Register the views over the ledger directory at `path` and return the connection.
+
+    `con` is an existing duckdb connection to add them to (as TEMP views, which replace views of
+    the same names); by default a new in-memory connection with TimeZone set to UTC. Raises
+    LedgerUnreadable when `path` is not a ledger directory with at least one segment.
+    """
+    import duckdb
+
+    path = Path(path)
+    if not path.is_dir():
+        raise LedgerUnreadable(f"{path}: no such ledger directory")
+    if not list_segments(path):
+        raise LedgerUnreadable(f"{path}: no ledger segments ({SEGMENT_GLOB}) in this directory")
+    if con is None:
+        con = duckdb.connect(":memory:")
+        con.execute("SET TimeZone = 'UTC'")
+    for statement in _view_sql(con, path.resolve()):
+        con.execute(statement)
+    return con
+
+
+def query(path: str | Path, sql: str) -> tuple[list[str], list[tuple]]:
+    """Run one SQL statement over the views of the ledger at `path`: `(column names, rows)`."""
+    con = connect(path)
+    try:
+        cursor = con.execute(sql)
+        columns = [d[0] for d in cursor.description] if cursor.description else []
+        return columns, cursor.fetchall()
+    finally:
+        con.close()
