@@ -389,6 +389,33 @@ def test_the_rule_cache_never_changes_an_answer():
     assert first.deciding == ("del",)
 
 
+def test_the_examples_in_the_language_reference_load():
+    """Every untagged code block in docs/policy-language.md is policy text and must load; a block
+    that starts with '# alternatives' must load line by line."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "policy-language.md").read_text(encoding="utf-8")
+    blocks, current, tag = [], None, None
+    for line in doc.splitlines():
+        if line.startswith("```"):
+            if current is None:
+                current, tag = [], line[3:].strip()
+            else:
+                if not tag:
+                    blocks.append("\n".join(current) + "\n")
+                current = None
+        elif current is not None:
+            current.append(line)
+    assert len(blocks) >= 5
+    for block in blocks:
+        if block.startswith("# alternatives"):
+            pieces = [line for line in block.splitlines()[1:] if line.strip()]
+        else:
+            pieces = [block]
+        for piece in pieces:
+            Policy.from_text(piece, "doc-example.policy")
+
+
 # --- properties: an error never allows, and evaluation is deterministic -----------------------
 
 CATALOGUE = [
