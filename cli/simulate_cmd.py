@@ -27,6 +27,7 @@ def simulate(
     Example: countersign simulate --policy samples/retail.policy --calls samples/demo-calls.jsonl
     --reviewer samples/demo-reviewer.json --ledger build/demo-ledger
     """
+    from ledger.gate import GateError
     from ledger.log import LedgerError
     from ledger.simulate import InputFileError, read_calls, read_reviewers
     from ledger.simulate import simulate as run
@@ -47,7 +48,7 @@ def simulate(
         fail(str(exc), EXIT_USAGE)
     try:
         summary = run(the_policy, trace, ledger, script, start=moment, gap_seconds=gap, proposer=proposer)
-    except LedgerError as exc:
+    except (LedgerError, GateError) as exc:
         fail(str(exc), EXIT_USAGE)
     if as_json:
         echo_json(summary)

@@ -7,7 +7,7 @@ every rule admits, only decisions every rule allows, the earliest timeout.
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Annotated, Iterable, Literal
 
 import msgspec
 
@@ -15,6 +15,10 @@ DECISIONS = ("approve", "edit", "reject", "respond")
 DEFAULT_DECISIONS = ("approve", "edit", "reject")
 DEFAULT_TIMEOUT_SECONDS = 24 * 3600
 TIMEOUT_OUTCOMES = ("reject",)
+
+
+Decision = Literal["approve", "edit", "reject", "respond"]
+Positive = Annotated[int, msgspec.Meta(ge=1)]
 
 
 class Requirements(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -30,12 +34,12 @@ class Requirements(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     - `timeout_message`: the text the agent receives on expiry, if the author wrote one.
     """
 
-    quorum: int = 1
+    quorum: Positive = 1
     approvers: tuple[str, ...] | None = None
     groups: tuple[str, ...] = ()
-    decisions: tuple[str, ...] = DEFAULT_DECISIONS
-    timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS
-    on_timeout: str = "reject"
+    decisions: tuple[Decision, ...] = DEFAULT_DECISIONS
+    timeout_seconds: Positive = DEFAULT_TIMEOUT_SECONDS
+    on_timeout: Literal["reject"] = "reject"
     timeout_message: str | None = None
 
     def satisfiable(self) -> bool:

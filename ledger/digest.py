@@ -59,6 +59,13 @@ def number_text(value: int | float) -> str:
     return repr(value)
 
 
+def _utf8(text: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ArgumentsError("a string holds a lone surrogate (\\ud800-\\udfff), which is not Unicode text") from None
+
+
 def _digest(value: Any) -> bytes:
     if value is None:
         return _NULL
@@ -66,7 +73,7 @@ def _digest(value: Any) -> bytes:
     if t is bool:
         return _TRUE if value else _FALSE
     if t is str:
-        return hashlib.sha256(b"s" + value.encode("utf-8")).digest()
+        return hashlib.sha256(b"s" + _utf8(value)).digest()
     if t is int or t is float:
         return hashlib.sha256(b"d" + number_text(value).encode("ascii")).digest()
     if t is list or t is tuple:
@@ -80,10 +87,10 @@ def _digest(value: Any) -> bytes:
         for key, item in value.items():
             if type(key) is not str:
                 raise ArgumentsError(f"object keys must be strings, not {type(key).__name__}")
-            items.append((key.encode("utf-8"), key, item))
+            items.append((_utf8(key), key, item))
         items.sort(key=lambda entry: entry[0])
-        for _, key, item in items:
-            h.update(hashlib.sha256(b"s" + key.encode("utf-8")).digest())
+        for encoded, key, item in items:
+            h.update(hashlib.sha256(b"s" + encoded).digest())
             h.update(_digest(item))
         return h.digest()
     # Subclasses (an IntEnum, an OrderedDict) are hashed as the JSON value they stand for.

@@ -23,7 +23,7 @@ without touching the hashed bytes.
 
 from __future__ import annotations
 
-from typing import Union
+from typing import Annotated, Literal, Union
 
 import msgspec
 
@@ -32,27 +32,33 @@ from dsl.requirements import Requirements
 FORMAT = "countersign-ledger/1"
 GENESIS_PREV = "0" * 64
 
+# Field types with their rules, so that decoding a body validates it (docs/ledger-format.md, 3).
+Hex64 = Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$")]
+Timestamp = Annotated[str, msgspec.Meta(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")]
+Seq = Annotated[int, msgspec.Meta(ge=1)]
+Effect = Literal["allow", "deny", "ask"]
+
 
 class Event(msgspec.Struct, tag_field="kind", kw_only=True, frozen=True, forbid_unknown_fields=True):
     """Fields every event has. `seq`, `ts` and `prev` are assigned by `Ledger.append`."""
 
     seq: int = 0
     ts: str = ""
-    prev: str = ""
+    prev: str = ""  # checked by the verifier (a hash, or 64 zeros before the first event)
 
 
 class RuleRef(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A rule that decided: its id and the line it starts on in the policy source."""
 
     id: str
-    line: int
+    line: Annotated[int, msgspec.Meta(ge=0)]
 
 
 class Genesis(Event, tag="genesis", kw_only=True, frozen=True):
     """The first event of every ledger (seq 1): the format and a random ledger id, so that
     two ledgers never share a chain."""
 
-    format: str
+    format: Literal["countersign-ledger/1"]
     ledger_id: str
 
 
@@ -69,11 +75,11 @@ class Proposed(Event, tag="proposed", kw_only=True, frozen=True):
     proposer: str
     call_id: str | None
     tool: str
-    args_digest: str
-    context_digest: str
+    args_digest: Hex64
+    context_digest: Hex64
     policy: str
-    policy_digest: str
-    effect: str
+    policy_digest: Hex64
+    effect: Effect
     rules: tuple[RuleRef, ...]
     reasons: tuple[str, ...]
 
@@ -81,17 +87,17 @@ class Proposed(Event, tag="proposed", kw_only=True, frozen=True):
 class Interrupted(Event, tag="interrupted", kw_only=True, frozen=True):
     """An `ask` paused the call for a human: what a decision must meet, and when it expires (UTC)."""
 
-    request: int
+    request: Seq
     requirements: Requirements
-    deadline: str
+    deadline: Timestamp
 
 
 class Approved(Event, tag="approved", kw_only=True, frozen=True):
     """One approver approved the arguments whose digest they saw (`args_digest`)."""
 
-    request: int
+    request: Seq
     approver: str
-    args_digest: str
+    args_digest: Hex64
     comment: str | None
 
 
@@ -100,12 +106,12 @@ class Edited(Event, tag="edited", kw_only=True, frozen=True):
     (`effect`, `rules`); the edit counts as the editor's approval of the new digest, and
     `requirements` are those now in force (the strictest of the original and the new ones)."""
 
-    request: int
+    request: Seq
     editor: str
-    args_digest: str
-    replaces: str
-    policy_digest: str
-    effect: str
+    args_digest: Hex64
+    replaces: Hex64
+    policy_digest: Hex64
+    effect: Effect
     rules: tuple[RuleRef, ...]
     requirements: Requirements
     reason: str | None
@@ -114,7 +120,7 @@ class Edited(Event, tag="edited", kw_only=True, frozen=True):
 class Rejected(Event, tag="rejected", kw_only=True, frozen=True):
     """A reviewer rejected the call. `reason` goes back to the agent as an instruction."""
 
-    request: int
+    request: Seq
     approver: str
     reason: str
 
@@ -122,7 +128,7 @@ class Rejected(Event, tag="rejected", kw_only=True, frozen=True):
 class Responded(Event, tag="responded", kw_only=True, frozen=True):
     """A reviewer answered in place of the tool; `message` is returned to the agent as the result."""
 
-    request: int
+    request: Seq
     approver: str
     message: str
 
@@ -130,15 +136,15 @@ class Responded(Event, tag="responded", kw_only=True, frozen=True):
 class Expired(Event, tag="expired", kw_only=True, frozen=True):
     """The deadline passed without a decision; the safe default (`outcome`, always reject) applied."""
 
-    request: int
-    outcome: str
+    request: Seq
+    outcome: Literal["reject"]
     message: str | None
 
 
 class Cancelled(Event, tag="cancelled", kw_only=True, frozen=True):
     """The proposer (or an operator) withdrew the call before it ran."""
 
-    request: int
+    request: Seq
     by: str
     reason: str | None
 
@@ -148,8 +154,8 @@ class ExecutionStarted(Event, tag="execution_started", kw_only=True, frozen=True
     A crash after this event and before `executed` leaves the outcome unknown, and the call is
     never run again."""
 
-    request: int
-    args_digest: str
+    request: Seq
+    args_digest: Hex64
     executor: str | None
 
 
@@ -157,10 +163,10 @@ class Executed(Event, tag="executed", kw_only=True, frozen=True):
     """The tool ran. `outcome` is "ok" or "error"; `result_digest` is the structural digest of a
     JSON result (None when the result is not JSON), `error` the exception's type and message."""
 
-    request: int
-    args_digest: str
-    outcome: str
-    result_digest: str | None
+    request: Seq
+    args_digest: Hex64
+    outcome: Literal["ok", "error"]
+    result_digest: Hex64 | None
     error: str | None
 
 
@@ -169,9 +175,9 @@ class Recovered(Event, tag="recovered", kw_only=True, frozen=True):
     never acknowledged; its size and SHA-256 are kept here, the bytes in `quarantine`."""
 
     segment: str
-    offset: int
-    fragment_bytes: int
-    fragment_sha256: str
+    offset: Annotated[int, msgspec.Meta(ge=0)]
+    fragment_bytes: Annotated[int, msgspec.Meta(ge=1)]
+    fragment_sha256: Hex64
     quarantine: str
 
 

@@ -1,4 +1,5 @@
-"""Strict JSON input from users: no duplicate keys, no NaN or Infinity.
+"""Strict JSON input from users: no duplicate keys, no NaN or Infinity, no number too large for a
+double (Python's json module would read 1e400 as infinity).
 
 A duplicate key is refused rather than resolved: if the policy saw one value and the tool the
 other, an approval would not bind to what runs. Python's json module is used because it can see
@@ -24,6 +25,13 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text} is too large for a number (an IEEE 754 double)")
+    return value
+
+
 def json_kind(value: Any) -> str:
     """'an object', 'a list', 'a string', 'a boolean', 'null' or 'a number'."""
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
@@ -34,7 +42,9 @@ def json_kind(value: Any) -> str:
 def parse_json(text: str, what: str) -> Any:
     """Parse strict JSON. Raises ValueError naming `what` and the column of the problem."""
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+        return json.loads(
+            text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant, parse_float=_finite_float
+        )
     except json.JSONDecodeError as exc:
         raise ValueError(f"{what} is not valid JSON: {exc.msg} at column {exc.colno}") from None
     except ValueError as exc:

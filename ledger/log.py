@@ -17,6 +17,7 @@ import errno
 import fcntl
 import hashlib
 import os
+import re
 import threading
 import uuid
 from pathlib import Path
@@ -32,6 +33,7 @@ from ledger.events import FORMAT, GENESIS_PREV, AnyEvent, Event, Genesis, Recove
 SEGMENT_PREFIX = "events-"
 SEGMENT_SUFFIX = ".jsonl"
 SEGMENT_GLOB = f"{SEGMENT_PREFIX}*{SEGMENT_SUFFIX}"
+SEGMENT_NAME = re.compile(r"events-(\d{8})\.jsonl")
 DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
 LOCK_FILE = "LOCK"
 QUARANTINE_DIR = "quarantine"
@@ -101,8 +103,8 @@ def segment_name(number: int) -> str:
 
 
 def list_segments(path: Path) -> list[Path]:
-    """The segment files of a ledger directory, in order."""
-    return sorted(p for p in path.glob(SEGMENT_GLOB) if p.is_file())
+    """The segment files of a ledger directory (named exactly `events-NNNNNNNN.jsonl`), in order."""
+    return sorted(p for p in path.glob(SEGMENT_GLOB) if SEGMENT_NAME.fullmatch(p.name) and p.is_file())
 
 
 def _fsync_dir(path: Path) -> None:
@@ -135,9 +137,15 @@ class LedgerReader:
         self.torn: TornTail | None = None
 
     def lines(self) -> Iterator[RawLine]:
-        """Every complete line of every segment, without its newline."""
+        """Every complete line of every segment, without its newline.
+
+        Raises LedgerCorrupt (with `seq` None; the caller knows how many lines came before) when
+        the segment numbers have a gap or a segment before the last does not end in a line feed.
+        """
         last = len(self.segments) - 1
         for i, segment in enumerate(self.segments):
+            if segment.name != segment_name(i + 1):
+                raise LedgerCorrupt(None, f"segment {segment_name(i + 1)} is missing (the next one is {segment.name})")
             try:
                 handle = segment.open("rb")
             except OSError as exc:
@@ -151,8 +159,9 @@ class LedgerReader:
                             return
                         # A segment before the last one was cut short: that is not a crash of the
                         # current writer, so it is reported as corruption, not quarantined.
-                        yield RawLine(segment.name, number, offset, text)
-                        break
+                        raise LedgerCorrupt(
+                            None, f"{segment.name} ends without a line feed but is not the last segment", segment.name, number
+                        )
                     yield RawLine(segment.name, number, offset, text[:-1])
                     offset += len(text)
 

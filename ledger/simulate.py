@@ -44,6 +44,7 @@ import msgspec
 
 from dsl import Policy
 from ledger.clock import ManualClock, parse_duration
+from ledger.digest import ArgumentsError, encode_arguments
 from ledger.gate import Gate, GateError
 from ledger.jsoninput import json_kind, parse_json_object
 from ledger.workflow import RequestState, Violation
@@ -148,6 +149,11 @@ def _call(path: str, number: int, text: str) -> Call:
         context = {k: item[k] for k in ("cwd", "permission_mode") if k in item}
     if not isinstance(context, dict):
         raise InputFileError(path, number, f'"context" must be a JSON object, not {json_kind(context)}')
+    try:
+        encode_arguments(args)
+        encode_arguments(context)
+    except ArgumentsError as exc:
+        raise InputFileError(path, number, f"the call cannot be recorded: {exc}") from None
     proposer = item.get("proposer")
     if proposer is not None and (not isinstance(proposer, str) or not proposer):
         raise InputFileError(path, number, '"proposer" must be a non-empty string')

@@ -1,11 +1,13 @@
 """`verify`: prove a ledger's chain is intact and its history lawful.
 
 For every line, in order, it checks:
-1. the layout (ledger.lines) and that the body decodes as an event;
+1. the layout (ledger.lines), that the body decodes as an event whose members have the documented
+   types and values, and that it is in its one canonical layout (member order, no spacing, no
+   repeated member), which only msgspec's own encoding of the event has;
 2. `seq` is one more than the previous event's (the first is 1, and it is the genesis);
 3. `prev` is the previous event's hash (64 zeros for the first);
 4. the stored hash is SHA-256 of the body bytes *as stored*; nothing is re-encoded;
-5. `ts` is a ledger timestamp;
+5. `ts` (and an interrupt's `deadline`) is a real UTC time in the ledger's spelling;
 6. the data beside the body: present exactly for proposed and edited events, its arguments'
    and context's digests equal those in the body, and it is spelled canonically;
 7. the workflow rules (ledger.workflow), through the same fold the Gate uses.
@@ -21,8 +23,9 @@ from pathlib import Path
 import msgspec
 
 from ledger import events as ev
-from ledger.clock import TS_PATTERN
+from ledger.clock import parse_ts
 from ledger.digest import ArgumentsError, canonical_spelling, value_digest
+from ledger.events import encode_event
 from ledger.log import LedgerCorrupt, LedgerReader, LedgerUnreadable, parse_line
 from ledger.workflow import Violation, Workflow
 
@@ -76,7 +79,7 @@ def verify(path: str | Path, expect_head: str | None = None) -> Report:
     prev, expected = ev.GENESIS_PREV, 1
     head_seen_at: int | None = None
     try:
-        for raw in reader.lines():
+        for raw in reader.lines():  # raises LedgerCorrupt for a gap between segments
             try:
                 record = parse_line(raw, expected)
             except LedgerCorrupt as exc:
@@ -97,6 +100,9 @@ def verify(path: str | Path, expect_head: str | None = None) -> Report:
             expected += 1
     except LedgerUnreadable as exc:
         report.unreadable = str(exc)
+        return report
+    except LedgerCorrupt as exc:
+        report.problem = Problem(expected, "format", exc.message, segment=exc.segment, line=exc.line)
         return report
     if report.count == 0:
         report.problem = Problem(1, "format", "the ledger has no events")
@@ -137,8 +143,15 @@ def check_record(record, expected: int, prev: str) -> Problem | None:
         return problem("chain", "prev is not the previous event's hash (an event was removed, inserted or changed before it)")
     if hashlib.sha256(record.body).hexdigest() != record.hash:
         return problem("chain", "the hash does not match the body: the event was changed after it was written")
-    if not TS_PATTERN.fullmatch(event.ts):
-        return problem("format", f"ts {event.ts!r} is not a UTC timestamp YYYY-MM-DDTHH:MM:SS.ffffffZ")
+    if encode_event(event) != record.body:
+        return problem("format", "the body is not in its one canonical layout (member order, spacing or a repeated member)")
+    for name in ("ts", "deadline"):
+        text = getattr(event, name, None)
+        if text is not None:
+            try:
+                parse_ts(text)
+            except ValueError:
+                return problem("format", f"{name} {text!r} is not a UTC time YYYY-MM-DDTHH:MM:SS.ffffffZ")
     if (seq == 1) != isinstance(event, ev.Genesis):
         return problem("format", "the first event, and only the first, is the genesis")
     return _check_data(record, problem)

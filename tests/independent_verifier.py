@@ -8,20 +8,21 @@ Standard library only; it imports nothing from the project. Entry point:
 expected seq of the first failing line, or None when the ledger is intact or is unreadable as a
 whole (no directory, no segments).  A torn tail is reported in `message` but does not fail.
 
-Readings of points the document leaves open (each also listed in the report that came with it):
-- numbers: "exact integer value" is taken literally (1.5e300 -> 15 and 299 zeros, no double);
-- member order is not checked (section 6 step 1 says "exactly the members"); duplicates fail;
-- listed values are checked: format, effect, outcome, on_timeout, decisions; deadline is a ts;
-- DATA is checked by the digests of its values only, never by its spelling (section 5);
+Points where the document once left a choice (now settled in it):
+- numbers: integers are read exactly, other numbers as the nearest double (1.5e300 is a double);
+- member order, single occurrence and listed values are checked; deadline is a ts;
+- DATA is checked by the digests of its values only; its spelling is left to the project's own
+  verifier, as section 5 permits;
 - segments must be numbered 00000001.. without gaps; an empty ledger fails at seq 1;
-- "approves one digest at most once" holds for the whole request, across edits;
-- `cancelled` needs only a request that is not final.
+- an approver approves the current arguments at most once; an edit starts the count afresh;
+- `cancelled` needs a request that is not final and has not started executing.
 """
 
 import hashlib
 import json
+import math
 import re
-from decimal import Decimal
+from datetime import datetime
 from pathlib import Path
 
 ZERO = "0" * 64
@@ -45,15 +46,12 @@ def _H(b: bytes) -> bytes:
 
 
 def N(v) -> str:
-    """Canonical text of a JSON number (int, or Decimal as parsed by `loads`, or float)."""
+    """Canonical text of a JSON number: an int (read exactly) or a float (the nearest double)."""
     if isinstance(v, int):
         return str(v)
-    d = Decimal(v) if isinstance(v, float) else v
-    if d == d.to_integral_value():
-        if d.adjusted() >= 4300:  # Python's int/str digit limit; the document sets none
-            raise ValueError("integral number too large to spell exactly")
-        return str(int(d))  # exact integer value: 1.0 -> 1, -0.0 -> 0, 1e3 -> 1000
-    return repr(float(d))  # nearest double, shortest round-trip text
+    if v.is_integer():
+        return str(int(v))  # exact integer value of the double: 1.0 -> 1, -0.0 -> 0, 1e3 -> 1000
+    return repr(v)  # shortest round-trip text
 
 
 def D(v) -> bytes:
@@ -61,7 +59,7 @@ def D(v) -> bytes:
         return _H(b"n")
     if v is True or v is False:
         return _H(b"b1" if v else b"b0")
-    if isinstance(v, (int, float, Decimal)):
+    if isinstance(v, (int, float)):
         return _H(b"d" + N(v).encode("ascii"))
     if isinstance(v, str):
         return _H(b"s" + v.encode("utf-8"))
@@ -83,9 +81,16 @@ def _no_constant(name):
     raise ValueError(f"{name} is not JSON")
 
 
+def _double(text):
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"{text} has no finite nearest double")
+    return value
+
+
 def loads(b: bytes):
-    """Parse JSON: numbers with a fraction or exponent become exact Decimals, objects _Obj."""
-    return json.loads(b.decode("utf-8"), parse_float=Decimal, parse_constant=_no_constant,
+    """Parse JSON: integers exactly, other numbers as the nearest double, objects as _Obj."""
+    return json.loads(b.decode("utf-8"), parse_float=_double, parse_constant=_no_constant,
                       object_pairs_hook=_Obj)
 
 
@@ -104,12 +109,25 @@ def _opt(v): return v is None or isinstance(v, str)
 def _int(v): return isinstance(v, int) and not isinstance(v, bool)
 def _strs(v): return isinstance(v, list) and all(map(_str, v))
 def _one_of(*xs): return lambda v: isinstance(v, str) and v in xs
-def _ts(v): return isinstance(v, str) and TS.fullmatch(v) is not None
+def _pos(v): return _int(v) and v >= 1
+def _nat(v): return _int(v) and v >= 0
+def _hex(v): return isinstance(v, str) and HEX64.fullmatch(v.encode()) is not None
+def _opt_hex(v): return v is None or _hex(v)
+
+
+def _ts(v):
+    if not (isinstance(v, str) and TS.fullmatch(v)):
+        return False
+    try:
+        datetime.strptime(v, "%Y-%m-%dT%H:%M:%S.%fZ")  # a real date and time
+    except ValueError:
+        return False
+    return True
 
 
 def _members(v, spec):
-    """Exactly the listed members, each once (order is not checked: see section 6, step 1)."""
-    return isinstance(v, _Obj) and len(v.names) == len(spec) and set(v.names) == set(spec)
+    """Exactly the listed members, in the listed order, each once (section 6, step 1)."""
+    return isinstance(v, _Obj) and v.names == list(spec)
 
 
 def _obj(spec):
@@ -118,33 +136,33 @@ def _obj(spec):
     return check
 
 
-RULES = lambda v: isinstance(v, list) and all(map(_obj({"id": _str, "line": _int}), v))
+RULES = lambda v: isinstance(v, list) and all(map(_obj({"id": _str, "line": _nat}), v))
 DECISIONS = ("approve", "edit", "reject", "respond")
 REQUIREMENTS = _obj({
-    "quorum": _int, "approvers": lambda v: v is None or _strs(v), "groups": _strs,
-    "decisions": lambda v: _strs(v) and set(v) <= set(DECISIONS), "timeout_seconds": _int,
+    "quorum": _pos, "approvers": lambda v: v is None or _strs(v), "groups": _strs,
+    "decisions": lambda v: _strs(v) and set(v) <= set(DECISIONS), "timeout_seconds": _pos,
     "on_timeout": _one_of("reject"), "timeout_message": _opt})
 EFFECT = _one_of("allow", "deny", "ask")
 COMMON = {"kind": _str, "seq": _int, "ts": _ts, "prev": _str}
 KINDS = {
     "genesis": {"format": _one_of(FORMAT), "ledger_id": _str},
     "proposed": {"run": _opt, "proposer": _str, "call_id": _opt, "tool": _str,
-                 "args_digest": _str, "context_digest": _str, "policy": _str,
-                 "policy_digest": _str, "effect": EFFECT, "rules": RULES, "reasons": _strs},
-    "interrupted": {"request": _int, "requirements": REQUIREMENTS, "deadline": _ts},
-    "approved": {"request": _int, "approver": _str, "args_digest": _str, "comment": _opt},
-    "edited": {"request": _int, "editor": _str, "args_digest": _str, "replaces": _str,
-               "policy_digest": _str, "effect": EFFECT, "rules": RULES,
+                 "args_digest": _hex, "context_digest": _hex, "policy": _str,
+                 "policy_digest": _hex, "effect": EFFECT, "rules": RULES, "reasons": _strs},
+    "interrupted": {"request": _pos, "requirements": REQUIREMENTS, "deadline": _ts},
+    "approved": {"request": _pos, "approver": _str, "args_digest": _hex, "comment": _opt},
+    "edited": {"request": _pos, "editor": _str, "args_digest": _hex, "replaces": _hex,
+               "policy_digest": _hex, "effect": EFFECT, "rules": RULES,
                "requirements": REQUIREMENTS, "reason": _opt},
-    "rejected": {"request": _int, "approver": _str, "reason": _str},
-    "responded": {"request": _int, "approver": _str, "message": _str},
-    "expired": {"request": _int, "outcome": _one_of("reject"), "message": _opt},
-    "cancelled": {"request": _int, "by": _str, "reason": _opt},
-    "execution_started": {"request": _int, "args_digest": _str, "executor": _opt},
-    "executed": {"request": _int, "args_digest": _str, "outcome": _one_of("ok", "error"),
-                 "result_digest": _opt, "error": _opt},
-    "recovered": {"segment": _str, "offset": _int, "fragment_bytes": _int,
-                  "fragment_sha256": _str, "quarantine": _str},
+    "rejected": {"request": _pos, "approver": _str, "reason": _str},
+    "responded": {"request": _pos, "approver": _str, "message": _str},
+    "expired": {"request": _pos, "outcome": _one_of("reject"), "message": _opt},
+    "cancelled": {"request": _pos, "by": _str, "reason": _opt},
+    "execution_started": {"request": _pos, "args_digest": _hex, "executor": _opt},
+    "executed": {"request": _pos, "args_digest": _hex, "outcome": _one_of("ok", "error"),
+                 "result_digest": _opt_hex, "error": _opt},
+    "recovered": {"segment": _str, "offset": _nat, "fragment_bytes": _pos,
+                  "fragment_sha256": _hex, "quarantine": _str},
 }
 
 
@@ -197,7 +215,7 @@ def check_data(body, data):
         if data is not None:
             raise Bad(f"data of {kind} must be null")
         return
-    if not _members(data, want):
+    if not (isinstance(data, _Obj) and sorted(data.names) == sorted(want)):  # any order: section 5
         raise Bad(f"data of {kind} must be an object with members {want}")
     if not all(isinstance(data[k], dict) for k in want):
         raise Bad("args and context must be JSON objects")
@@ -225,7 +243,7 @@ class Workflow:
             self.req[seq] = dict(
                 proposer=e["proposer"], effect=e["effect"], digest=e["args_digest"],
                 final=e["effect"] == "deny", interrupted=False, requirements=None,
-                deadline=None, votes=set(), ever=set(), approved=False, started=None)
+                deadline=None, votes=set(), approved=False, started=None)
             return
         if "request" not in e:
             return  # genesis, recovered
@@ -267,6 +285,8 @@ class Workflow:
                 raise Bad("expired needs a pending request past its deadline")
             r["final"] = True
         elif kind == "cancelled":
+            if r["started"] is not None:
+                raise Bad("cancelled after execution started")
             r["final"] = True
         elif kind == "execution_started":
             if not (r["effect"] == "allow" or r["approved"]):
@@ -285,9 +305,8 @@ class Workflow:
 
     @staticmethod
     def vote(r, who, d):
-        if (who, d) in r["ever"]:
-            raise Bad(f"{who} already approved this digest")
-        r["ever"].add((who, d))
+        if who in r["votes"]:  # votes hold approvals of the current arguments only
+            raise Bad(f"{who} already approved these arguments")
         r["votes"].add(who)
         if len(r["votes"]) >= r["requirements"]["quorum"]:
             r["approved"] = True
