@@ -84,9 +84,39 @@ VIEW_DOCS = {
 }
 
 # Extra problems chain_breaks reports besides seq-gap, prev-mismatch, hash-mismatch, unparseable.
-CHAIN_PROBLEMS = ("unparseable", "seq-gap", "prev-mismatch", "hash-mismatch", "bad-ts", "genesis-misplaced", "no-events")
+# chain_breaks.problem, in the order verify checks a line (one line may have several).
+CHAIN_PROBLEMS = (
+    "segment-missing",  # format: the segment numbers have a gap before this line
+    "unterminated",  # format: a segment before the last ends without a line feed
+    "unparseable",  # format: not the line layout, not UTF-8, not JSON, not a valid event
+    "seq-gap",  # chain: seq is not the previous line's seq + 1 (the first is 1)
+    "prev-mismatch",  # chain: prev is not the previous line's stored hash
+    "hash-mismatch",  # chain: the stored hash is not SHA-256 of the body bytes
+    "not-canonical",  # format: the body is not msgspec's own encoding of the event
+    "bad-ts",  # format: ts or deadline is not a real UTC time in the ledger's spelling
+    "genesis-misplaced",  # format: the first event, and only it, is the genesis
+    "no-events",  # format: the ledger has no lines at all
+)
 
-TS_REGEX = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z"
+# A ledger timestamp that is a real time: ledger.clock.parse_ts (strptime) refuses hour 24 and
+# year 0, which DuckDB's cast would accept, and the cast refuses day 30 of February.
+TS_REGEX = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{6}Z"
+SEGMENT_REGEX = r"events-\p{Nd}{8}\.jsonl"  # ledger.log.SEGMENT_NAME (Python's \d is any Unicode digit)
+
+# The escapes msgspec writes in a JSON string: \" \\ \b \t \n \f \r and \u00XX (lowercase) for
+# the other control characters; every other character is written as itself (UTF-8).
+_CANONICAL_ESCAPE = r'\\(?:["\\bfnrt]|u00(?:0[0-7bef]|1[0-9a-f]))'
+_JSON_STRING = r'"(?:[^"\\]|\\.)*"'
+# Outside strings a canonical body has no spacing and only plain integers.
+_NOT_CANONICAL_OUTSIDE_STRINGS = r"[ \t\n\r]|-0|[^0-9]0[0-9]|[.+]|[0-9][eE]"
+
+
+def _ts_sql(expr: str) -> str:
+    """SQL: the TIMESTAMPTZ a ledger timestamp text stands for, NULL when it is not one."""
+    return (
+        f"CASE WHEN regexp_full_match({expr}, {_lit(TS_REGEX)}) AND NOT starts_with({expr}, '0000') "
+        f"THEN TRY_CAST({expr} AS TIMESTAMPTZ) END"
+    )
 
 
 # --- the event schema, derived from ledger.events -------------------------------------------------
@@ -106,28 +136,34 @@ def _jpath(*names: str) -> str:
 
 
 _EVENT_TYPES: list[mi.StructType] = list(mi.type_info(ev.AnyEvent).types)
-_BASE = ("seq", "ts", "prev")
+_JSON_INTS = ("BIGINT", "UBIGINT")
 
 
-def _scalar_kinds(t: mi.Type) -> list[str] | None:
-    """The json_type() names a scalar type (or a union of scalars) accepts; None if not scalar."""
-    if isinstance(t, mi.StrType):
-        return ["VARCHAR"]
-    if isinstance(t, mi.IntType):
-        return ["BIGINT", "UBIGINT"]
-    if isinstance(t, mi.BoolType):
-        return ["BOOLEAN"]
-    if isinstance(t, mi.NoneType):
-        return ["NULL"]
-    if isinstance(t, mi.UnionType):
-        out: list[str] = []
-        for part in t.types:
-            kinds = _scalar_kinds(part)
-            if kinds is None:
-                return None
-            out.extend(kinds)
-        return out
-    return None
+def _re2(pattern: str) -> str:
+    r"""A msgspec `pattern` (Python `re`, matched with re.search) as an RE2 pattern with the same
+    meaning: `\d` is any Unicode decimal digit in Python, and a final `$` also matches just before
+    a final newline. Raises NotImplementedError for constructs not translated here."""
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            nxt = pattern[i + 1 : i + 2]
+            if nxt == "d":
+                out.append(r"\p{Nd}")
+            elif nxt and nxt in ".^$*+?()[]{}|\\-/":
+                out.append(c + nxt)
+            else:
+                raise NotImplementedError(f"pattern {pattern!r}: no RE2 translation for \\{nxt}")
+            i += 2
+            continue
+        if c == "$":
+            if i != len(pattern) - 1:
+                raise NotImplementedError(f"pattern {pattern!r}: '$' before the end")
+            out.append(r"\n?$")
+        else:
+            out.append(c)
+        i += 1
+    return "".join(out)
 
 
 def _sql_type(t: mi.Type) -> Any:
@@ -138,13 +174,20 @@ def _sql_type(t: mi.Type) -> Any:
         return "BIGINT"
     if isinstance(t, mi.BoolType):
         return "BOOLEAN"
+    if isinstance(t, mi.LiteralType):
+        kinds = {type(v) for v in t.values}
+        if kinds == {str}:
+            return "VARCHAR"
+        if kinds == {int}:
+            return "BIGINT"
+        raise NotImplementedError(f"no single SQL type for {t}")
     if isinstance(t, mi.UnionType):
         parts = [p for p in t.types if not isinstance(p, mi.NoneType)]
         shapes = {json.dumps(_sql_type(p)) for p in parts}
         if len(shapes) != 1:
             raise NotImplementedError(f"no single SQL type for {t}")
         return _sql_type(parts[0])
-    if isinstance(t, mi.VarTupleType) or isinstance(t, mi.ListType):
+    if isinstance(t, (mi.VarTupleType, mi.ListType)):
         return [_sql_type(t.item_type)]
     if isinstance(t, mi.StructType):
         return {f.encode_name: _sql_type(f.type) for f in t.fields}
@@ -152,8 +195,8 @@ def _sql_type(t: mi.Type) -> Any:
 
 
 class _Paths:
-    """Registers the JSON paths whose json_type() the validation needs, so that one call
-    `json_type(body, [...])` parses each body once for all of them."""
+    """Registers the JSON paths (into `body`) whose json_type() the validation needs, so that one
+    call `json_type(body, [...])` parses each body once for all of them."""
 
     def __init__(self) -> None:
         self.paths: list[str] = []
@@ -164,66 +207,110 @@ class _Paths:
         return f"_t[{self.paths.index(path) + 1}]"
 
 
-def _type_ok(t: mi.Type, names: tuple[str, ...], paths: _Paths) -> str:
-    """SQL: the (present) member at `names` has type `t`."""
-    path = _jpath(*names)
-    jt = paths.t(path)
-    kinds = _scalar_kinds(t)
-    if kinds is not None:
-        return f"({jt} IN ({', '.join(map(_lit, kinds))}))"
-    if isinstance(t, mi.UnionType):
-        return "(" + " OR ".join(_type_ok(p, names, paths) for p in t.types) + ")"
-    if isinstance(t, (mi.VarTupleType, mi.ListType)):
-        item = t.item_type
-        item_kinds = _scalar_kinds(item)
-        if item_kinds is not None:
-            return f"({jt} = 'ARRAY' AND list_has_all({_list_lit(item_kinds)}, json_type(body, {_lit(path + '[*]')})))"
-        if isinstance(item, mi.StructType):
-            return _struct_array_ok(item, path, jt)
-        raise NotImplementedError(f"no validation for {t}")
-    if isinstance(t, mi.StructType):
-        keys = f"json_keys(body, {_lit(path)})"
-        checks = [
-            f"{jt} = 'OBJECT'",
-            f"list_has_all({_list_lit([f.encode_name for f in t.fields])}, {keys})",
-            f"len({keys}) = len(list_distinct({keys}))",
-        ]
-        checks += [_member_ok(f, names, paths) for f in t.fields]
-        return "(" + " AND ".join(checks) + ")"
-    raise NotImplementedError(f"no validation for {t}")
+class _At:
+    """A JSON value in SQL: `path` inside the JSON expression `base` (`body`, or the variable of
+    a lambda over array elements)."""
+
+    def __init__(self, base: str, path: str, paths: _Paths | None = None):
+        self.base, self.path, self.paths = base, path, paths
+
+    def child(self, name: str) -> "_At":
+        return _At(self.base, self.path + '."' + name + '"', self.paths)
+
+    @property
+    def jt(self) -> str:
+        if self.paths is not None and self.base == "body":
+            return self.paths.t(self.path)
+        return f"json_type({self.base}, {_lit(self.path)})"
+
+    @property
+    def text(self) -> str:
+        return f"json_extract_string({self.base}, {_lit(self.path)})"
 
 
-def _struct_array_ok(item: mi.StructType, path: str, jt: str) -> str:
-    """An array of objects whose members are all required scalars (RuleRef): every element an
-    object, each member present in every element with its type, no other or repeated members."""
-    if not all(f.required and _scalar_kinds(f.type) is not None for f in item.fields):
-        raise NotImplementedError(f"no validation for arrays of {item.cls.__name__}")
-    n = f"json_array_length(body, {_lit(path)})"
-    checks = [f"{jt} = 'ARRAY'", f"list_has_all(['OBJECT']::VARCHAR[], json_type(body, {_lit(path + '[*]')}))"]
-    for f in item.fields:
-        member = json_type = f"json_type(body, {_lit(path + '[*].' + chr(34) + f.encode_name + chr(34))})"
-        checks.append(f"len({member}) = {n}")
-        checks.append(f"list_has_all({_list_lit(_scalar_kinds(f.type))}, {json_type})")
-    keys = f"flatten(json_keys(body, {_lit(path + '[*]')}))"
-    names = [f.encode_name for f in item.fields]
-    # Every element has each member once at least (the counts above); so exactly `len(names)`
-    # keys per element, all known, means no element has a repeated or an unknown member.
-    checks.append(f"list_has_all({_list_lit(names)}, {keys})")
-    checks.append(f"len({keys}) = {len(names)} * {n}")
+def _all(checks: list[str]) -> str:
     return "(" + " AND ".join(checks) + ")"
 
 
-def _member_ok(f: mi.Field, parent: tuple[str, ...], paths: _Paths) -> str:
-    names = parent + (f.encode_name,)
-    missing = "false" if f.required else "true"
-    return f"(CASE WHEN {paths.t(_jpath(*names))} IS NULL THEN {missing} ELSE {_type_ok(f.type, names, paths)} END)"
+def _value_ok(t: mi.Type, at: _At, depth: int = 0) -> str:
+    """SQL boolean: the JSON value at `at` (known to be present) is one msgspec decodes as `t`,
+    with the same constraints (Meta pattern, lengths, bounds; Literal values)."""
+    if isinstance(t, mi.StrType):
+        checks = [f"{at.jt} = 'VARCHAR'"]
+        if t.pattern is not None:
+            checks.append(f"regexp_matches({at.text}, {_lit(_re2(t.pattern))})")
+        if t.min_length is not None:
+            checks.append(f"length({at.text}) >= {t.min_length}")
+        if t.max_length is not None:
+            checks.append(f"length({at.text}) <= {t.max_length}")
+        return _all(checks)
+    if isinstance(t, mi.IntType):
+        checks = [f"{at.jt} IN ({', '.join(map(_lit, _JSON_INTS))})"]
+        number = f"TRY_CAST({at.text} AS HUGEINT)"
+        for bound, op in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
+            if getattr(t, bound) is not None:
+                checks.append(f"{number} {op} {int(getattr(t, bound))}")
+        if t.multiple_of is not None:
+            checks.append(f"{number} % {int(t.multiple_of)} = 0")
+        return _all(checks)
+    if isinstance(t, mi.BoolType):
+        return f"({at.jt} = 'BOOLEAN')"
+    if isinstance(t, mi.NoneType):
+        return f"({at.jt} = 'NULL')"
+    if isinstance(t, mi.LiteralType):
+        strs = [v for v in t.values if isinstance(v, str)]
+        ints = [v for v in t.values if isinstance(v, int) and not isinstance(v, bool)]
+        if len(strs) + len(ints) != len(t.values):
+            raise NotImplementedError(f"no validation for {t}")
+        parts = []
+        if strs:
+            parts.append(f"({at.jt} = 'VARCHAR' AND {at.text} IN ({', '.join(map(_lit, strs))}))")
+        if ints:
+            parts.append(f"({at.jt} IN ({', '.join(map(_lit, _JSON_INTS))}) AND TRY_CAST({at.text} AS HUGEINT) IN ({', '.join(map(str, ints))}))")
+        return "(" + " OR ".join(parts) + ")"
+    if isinstance(t, mi.UnionType):
+        return "(" + " OR ".join(_value_ok(p, at, depth) for p in t.types) + ")"
+    if isinstance(t, (mi.VarTupleType, mi.ListType)):
+        var = f"x{depth}"
+        item_ok = _value_ok(t.item_type, _At(var, "$"), depth + 1)
+        elements = f"json_extract({at.base}, {_lit(at.path + '[*]')})"
+        checks = [f"{at.jt} = 'ARRAY'", f"coalesce(list_bool_and(list_transform({elements}, lambda {var}: {item_ok})), true)"]
+        length = f"json_array_length({at.base}, {_lit(at.path)})"
+        if t.min_length is not None:
+            checks.append(f"{length} >= {t.min_length}")
+        if t.max_length is not None:
+            checks.append(f"{length} <= {t.max_length}")
+        return _all(checks)
+    if isinstance(t, mi.StructType):
+        if t.tag_field is not None or t.array_like:
+            raise NotImplementedError(f"no validation for {t.cls.__name__}")
+        keys = f"json_keys({at.base}, {_lit(at.path)})"
+        names = [f.encode_name for f in t.fields]
+        checks = [f"{at.jt} = 'OBJECT'", f"list_has_all({_list_lit(names)}, {keys})", f"len({keys}) = len(list_distinct({keys}))"]
+        for f in t.fields:
+            member = at.child(f.encode_name)
+            missing = "false" if f.required else "true"
+            checks.append(f"(CASE WHEN {member.jt} IS NULL THEN {missing} ELSE {_value_ok(f.type, member, depth)} END)")
+        return _all(checks)
+    raise NotImplementedError(f"no validation for {t}")
 
 
 def _invalid_reason_sql(paths: _Paths) -> str:
     """SQL CASE giving why a body (UTF-8 text holding a JSON object) is not a valid event, or
-    NULL: the kind's members (none unknown, every required one present), then each member's type.
-    A member has the same type in every kind that has it (checked by `_columns`), so the types are
-    checked once per member name, whatever the kind."""
+    NULL: as msgspec decodes ledger.events.AnyEvent, the kind must be known, no member unknown or
+    missing, and every member of its type and constraints. A member whose type is the same in every
+    kind that has it is checked once, whatever the kind; the others in their kind's branch."""
+    types_by_name: dict[str, list[mi.Type]] = {}
+    for st in _EVENT_TYPES:
+        for f in st.fields:
+            if f.type not in types_by_name.setdefault(f.encode_name, []):
+                types_by_name[f.encode_name].append(f.type)
+    shared = {name: ts[0] for name, ts in types_by_name.items() if len(ts) == 1}
+
+    def wrong_type(name: str, t: mi.Type) -> str:
+        at = _At("body", _jpath(name), paths)
+        return f"WHEN {at.jt} IS NOT NULL AND NOT coalesce({_value_ok(t, at)}, false) THEN {_lit(f'`{name}` has the wrong type or value')}"
+
     kind_t = paths.t(_jpath("kind"))
     branches = []
     for st in _EVENT_TYPES:
@@ -234,22 +321,64 @@ def _invalid_reason_sql(paths: _Paths) -> str:
             for f in st.fields
             if f.required
         ]
+        whens += [wrong_type(f.encode_name, f.type) for f in st.fields if f.encode_name not in shared]
         branches.append(f"WHEN {_lit(st.tag)} THEN CASE {' '.join(whens)} END")
-    types = [
-        f"WHEN {paths.t(_jpath(name))} IS NOT NULL AND NOT coalesce({_type_ok(t, (name,), paths)}, false) "
-        f"THEN {_lit(f'`{name}` has the wrong type')}"
-        for name, t in _MEMBERS.items()
-    ]
+    types = [wrong_type(name, t) for name, t in shared.items()]
+    kind = "json_extract_string(body, '$.\"kind\"')"
     return (
         "CASE "
         f"WHEN {kind_t} IS NULL THEN 'the body is not a valid event: missing required member `kind`' "
         f"WHEN {kind_t} <> 'VARCHAR' THEN 'the body is not a valid event: `kind` is not a string' "
-        f"WHEN json_extract_string(body, '$.\"kind\"') NOT IN ({', '.join(_lit(st.tag) for st in _EVENT_TYPES)}) "
+        f"WHEN {kind} NOT IN ({', '.join(_lit(st.tag) for st in _EVENT_TYPES)}) "
         "THEN 'the body is not a valid event: unknown kind' "
         "ELSE 'the body is not a valid event: ' || coalesce("
-        f"CASE json_extract_string(body, '$.\"kind\"') {' '.join(branches)} END, "
+        f"CASE {kind} {' '.join(branches)} END, "
         f"CASE {' '.join(types)} END) END"
     )
+
+
+def _layout_ok(t: mi.Type, at: _At, depth: int = 0) -> str | None:
+    """SQL boolean: the objects inside the (valid) value at `at` have exactly msgspec's member
+    order, every member present once; None when `t` holds no object."""
+    if isinstance(t, mi.StructType):
+        checks = [f"json_keys({at.base}, {_lit(at.path)}) = {_list_lit([f.encode_name for f in t.fields])}"]
+        for f in t.fields:
+            inner = _layout_ok(f.type, at.child(f.encode_name), depth)
+            if inner is not None:
+                checks.append(inner)
+        return _all(checks)
+    if isinstance(t, (mi.VarTupleType, mi.ListType)):
+        var = f"x{depth}"
+        inner = _layout_ok(t.item_type, _At(var, "$"), depth + 1)
+        if inner is None:
+            return None
+        elements = f"json_extract({at.base}, {_lit(at.path + '[*]')})"
+        return f"coalesce(list_bool_and(list_transform({elements}, lambda {var}: {inner})), true)"
+    if isinstance(t, mi.UnionType):
+        if any(_layout_ok(p, at, depth) is not None for p in t.types):
+            raise NotImplementedError(f"no layout check for {t}")
+        return None
+    return None
+
+
+def _canonical_sql() -> str:
+    """SQL boolean for a valid event: the body is byte for byte what ledger.events.encode_event
+    writes for it (`kind` first, then every member in declaration order, no spacing, plain
+    integers, msgspec's string escapes), the check verify makes with encode_event(event) == body."""
+    branches = []
+    for st in _EVENT_TYPES:
+        checks = [f"_keys = {_list_lit(['kind'] + [f.encode_name for f in st.fields])}"]
+        for f in st.fields:
+            inner = _layout_ok(f.type, _At("body", _jpath(f.encode_name)))
+            if inner is not None:
+                checks.append(inner)
+        branches.append(f"WHEN {_lit(st.tag)} THEN {_all(checks)}")
+    layout = f"CASE json_extract_string(body, '$.\"kind\"') {' '.join(branches)} ELSE false END"
+    spelling = (
+        f"NOT regexp_matches(regexp_replace(body, {_lit(_JSON_STRING)}, '\"\"', 'g'), {_lit(_NOT_CANONICAL_OUTSIDE_STRINGS)}) "
+        f"AND NOT contains(regexp_replace(body, {_lit(_CANONICAL_ESCAPE)}, '', 'g'), '\\')"
+    )
+    return f"({layout} AND {spelling})"
 
 
 def _columns() -> tuple[dict[str, mi.Type], list[str]]:
@@ -314,7 +443,7 @@ def _body_columns() -> list[str]:
 EVENT_COLUMNS = (
     ["position", "seq", "ts", "ts_text", "kind", "request"]
     + _body_columns()
-    + ["prev", "hash", "body_sha256", "hash_ok", "valid", "invalid_reason", "data", "args", "context", "body",
+    + ["prev", "hash", "body_sha256", "hash_ok", "valid", "invalid_reason", "canonical", "data", "args", "context", "body",
        "segment_file", "line", "file_offset"]
 )
 """The columns of the `events` view, in order."""
@@ -343,7 +472,6 @@ def _view_sql(con, path: Path) -> list[str]:
     paths = _Paths()
     reason = _invalid_reason_sql(paths)
     types_call = "json_type(body, [" + ", ".join(map(_lit, paths.paths)) + "])"
-    ts_re = _lit(TS_REGEX)
     final = ", ".join(map(_lit, FINAL))
     sql: list[str] = []
 
@@ -352,25 +480,39 @@ CREATE OR REPLACE TEMP VIEW _ledger_pieces AS
 WITH segs AS (
     SELECT parse_filename(filename) AS segment_file, CAST(content AS VARCHAR) AS esc
     FROM read_blob({_source(path)})
+    WHERE regexp_full_match(parse_filename(filename), {_lit(SEGMENT_REGEX)})
 ),
 split AS (
     SELECT segment_file, string_split(esc, {_lit(nl)}) AS parts,
+           row_number() OVER (ORDER BY segment_file) AS ordinal,
            segment_file = max(segment_file) OVER () AS last_segment
     FROM segs
 ),
 pieces AS (
-    SELECT segment_file, last_segment, len(parts) AS n,
+    SELECT segment_file, ordinal, last_segment, len(parts) AS n,
            unnest(parts) AS esc_line, generate_subscripts(parts, 1) AS line
     FROM split
 ),
 raw AS (
     SELECT *, CAST(esc_line AS BLOB) AS raw FROM pieces
 )
-SELECT segment_file, line, esc_line, raw,
+SELECT segment_file, ordinal, line, esc_line, raw,
        coalesce(sum(octet_length(raw) + 1) OVER (
            PARTITION BY segment_file ORDER BY line ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)::BIGINT AS file_offset,
-       CASE WHEN line < n THEN 'line' WHEN esc_line = '' THEN 'end' WHEN last_segment THEN 'torn' ELSE 'line' END AS piece
+       CASE WHEN line < n THEN 'line' WHEN esc_line = '' THEN 'end' WHEN last_segment THEN 'torn' ELSE 'unterminated' END AS piece
 FROM raw
+""")
+
+    sql.append("""
+CREATE OR REPLACE TEMP VIEW _segments AS
+WITH s AS (
+    SELECT segment_file, ordinal,
+           'events-' || lpad(CAST(ordinal AS VARCHAR), 8, '0') || '.jsonl' AS expected_name,
+           count(*) FILTER (WHERE piece IN ('line', 'unterminated')) AS lines
+    FROM _ledger_pieces GROUP BY segment_file, ordinal
+)
+SELECT *, coalesce(sum(lines) OVER (ORDER BY ordinal ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) + 1 AS first_position
+FROM s
 """)
 
     sql.append("""
@@ -387,7 +529,7 @@ FROM _ledger_pieces WHERE piece = 'torn'
             continue
         if m == "deadline":
             member_cols.append(
-                f"CASE WHEN regexp_full_match(j.deadline, {ts_re}) THEN TRY_CAST(j.deadline AS TIMESTAMPTZ) END AS deadline"
+                f"{_ts_sql('j.deadline')} AS deadline"
             )
             member_cols.append("j.deadline AS deadline_text")
         else:
@@ -430,12 +572,14 @@ d AS (
     FROM c
 ),
 e AS (
-    SELECT *, CASE WHEN invalid_reason IS NULL THEN from_json(body, {_lit(_STRUCTURE)}) END AS j
+    SELECT *,
+           CASE WHEN invalid_reason IS NULL THEN from_json(body, {_lit(_STRUCTURE)}) END AS j,
+           CASE WHEN invalid_reason IS NULL THEN {_canonical_sql()} END AS canonical
     FROM d
 )
 SELECT position,
        CASE WHEN j IS NULL THEN NULL ELSE coalesce(j.seq, 0) END AS seq,
-       CASE WHEN regexp_full_match(j.ts, {ts_re}) THEN TRY_CAST(j.ts AS TIMESTAMPTZ) END AS ts,
+       {_ts_sql('j.ts')} AS ts,
        CASE WHEN j IS NULL THEN NULL ELSE coalesce(j.ts, '') END AS ts_text,
        j.kind AS kind,
        CASE WHEN j.kind = 'proposed' THEN coalesce(j.seq, 0) ELSE j.request END AS request,
@@ -446,6 +590,7 @@ SELECT position,
        hash IS NOT NULL AND body_sha256 = hash AS hash_ok,
        invalid_reason IS NULL AS valid,
        invalid_reason,
+       canonical,
        CASE WHEN data IS NOT NULL AND json_valid(data) THEN data::JSON END AS data,
        CASE WHEN data IS NOT NULL AND json_valid(data) THEN json_extract(data, '$.args') END AS args,
        CASE WHEN data IS NOT NULL AND json_valid(data) THEN json_extract(data, '$.context') END AS context,
@@ -456,7 +601,7 @@ SELECT position,
 FROM e
 """)
 
-    sql.append(_chain_sql(ts_re))
+    sql.append(_chain_sql())
     sql.append(_timeline_sql(final))
     sql.append(_violations_sql(final))
     sql.extend(_request_sql())
@@ -469,11 +614,11 @@ def _lines_sql(p: str, h: str, d: str, s: str) -> str:
         """
 CREATE OR REPLACE TEMP VIEW ledger_lines AS
 WITH l AS (
-    SELECT segment_file, line, file_offset, esc_line, raw,
+    SELECT segment_file, line, file_offset, esc_line, raw, piece = 'unterminated' AS unterminated,
            row_number() OVER (ORDER BY segment_file, line) AS position,
            starts_with(esc_line, @P) AS has_prefix,
            instr(substr(esc_line, @LP1), @H) AS cut
-    FROM _ledger_pieces WHERE piece = 'line'
+    FROM _ledger_pieces WHERE piece IN ('line', 'unterminated')
 ),
 m AS (
     SELECT *,
@@ -495,7 +640,7 @@ o AS (
            END AS layout_error
     FROM n
 )
-SELECT position, segment_file, line, file_offset, raw,
+SELECT position, segment_file, line, file_offset, unterminated, raw,
        CASE WHEN body_esc IS NOT NULL THEN try(decode(CAST(body_esc AS BLOB))) END AS body,
        CASE WHEN layout_error IS NULL THEN hash_esc END AS hash,
        CASE WHEN body_esc IS NOT NULL THEN sha256(CAST(body_esc AS BLOB)) END AS body_sha256,
@@ -515,45 +660,81 @@ FROM o
     )
 
 
-def _chain_sql(ts_re: str) -> str:
+def _chain_sql() -> str:
+    """`chain_breaks`: every check of verify's kinds "format" and "chain", for every line at once.
+    A link is checked against the line before it (not against the line's position), so a removed
+    or inserted line gives rows where it happened, not at every line after it."""
+    order = {name: i for i, name in enumerate(CHAIN_PROBLEMS)}
     return f"""
 CREATE OR REPLACE TEMP VIEW chain_breaks AS
 WITH l AS (
-    SELECT position, seq, prev, hash, body_sha256, ts_text, kind, valid, invalid_reason, segment_file, line,
+    SELECT position, seq, prev, hash, body_sha256, ts_text, ts, deadline_text, deadline, kind, valid, invalid_reason,
+           canonical, segment_file, line,
            lag(seq) OVER (ORDER BY position) AS pred_seq,
            lag(hash) OVER (ORDER BY position) AS pred_hash
     FROM events
 ),
+u AS (
+    SELECT position, segment_file, line FROM ledger_lines WHERE unterminated
+),
 p AS (
-    SELECT position AS seq, 1 AS ord, 'unparseable' AS problem, 'format' AS kind, invalid_reason AS detail, segment_file, line
+    SELECT first_position AS seq, {order["segment-missing"]} AS ord, 'segment-missing' AS problem, 'format' AS kind,
+           format('segment {{}} is missing (the next one is {{}})', expected_name, segment_file) AS detail,
+           NULL::VARCHAR AS segment_file, NULL::BIGINT AS line
+    FROM _segments WHERE segment_file <> expected_name
+    QUALIFY ordinal = min(ordinal) OVER ()
+    UNION ALL
+    SELECT position, {order["unterminated"]}, 'unterminated', 'format',
+           format('{{}} ends without a line feed but is not the last segment', segment_file), segment_file, line
+    FROM u
+    UNION ALL
+    SELECT position, {order["unparseable"]}, 'unparseable', 'format', invalid_reason, segment_file, line
     FROM l WHERE NOT valid
     UNION ALL
-    SELECT position, 2, 'seq-gap', 'chain',
+    SELECT position, {order["seq-gap"]}, 'seq-gap', 'chain',
            format('seq is {{}}, expected {{}} (a gap, a duplicate or a reordering)', seq, coalesce(pred_seq + 1, position)),
            segment_file, line
     FROM l WHERE valid AND seq <> coalesce(pred_seq + 1, position)
     UNION ALL
-    SELECT position, 3, 'prev-mismatch', 'chain',
+    SELECT position, {order["prev-mismatch"]}, 'prev-mismatch', 'chain',
            'prev is not the previous event''s hash (an event was removed, inserted or changed before it)', segment_file, line
     FROM l WHERE valid AND ((position = 1 AND prev <> {_lit(ev.GENESIS_PREV)}) OR (pred_hash IS NOT NULL AND prev <> pred_hash))
     UNION ALL
-    SELECT position, 4, 'hash-mismatch', 'chain',
+    SELECT position, {order["hash-mismatch"]}, 'hash-mismatch', 'chain',
            'the hash does not match the body: the event was changed after it was written', segment_file, line
     FROM l WHERE hash IS NOT NULL AND body_sha256 <> hash
     UNION ALL
-    SELECT position, 5, 'bad-ts', 'format',
-           format('ts {{}} is not a UTC timestamp YYYY-MM-DDTHH:MM:SS.ffffffZ', ts_text), segment_file, line
-    FROM l WHERE valid AND NOT regexp_full_match(ts_text, {ts_re})
+    SELECT position, {order["not-canonical"]}, 'not-canonical', 'format',
+           'the body is not in its one canonical layout (member order, spacing or a repeated member)', segment_file, line
+    FROM l WHERE valid AND NOT canonical
     UNION ALL
-    SELECT position, 6, 'genesis-misplaced', 'format',
+    SELECT position, {order["bad-ts"]}, 'bad-ts', 'format',
+           CASE WHEN ts IS NULL THEN format('ts {{}} is not a UTC time YYYY-MM-DDTHH:MM:SS.ffffffZ', ts_text)
+                ELSE format('deadline {{}} is not a UTC time YYYY-MM-DDTHH:MM:SS.ffffffZ', deadline_text) END,
+           segment_file, line
+    FROM l WHERE valid AND (ts IS NULL OR (deadline_text IS NOT NULL AND deadline IS NULL))
+    UNION ALL
+    SELECT position, {order["genesis-misplaced"]}, 'genesis-misplaced', 'format',
            'the first event, and only the first, is the genesis', segment_file, line
     FROM l WHERE valid AND ((seq = 1) <> (kind = 'genesis'))
     UNION ALL
-    SELECT 1, 7, 'no-events', 'format', 'the ledger has no events', NULL, NULL
+    SELECT 1, {order["no-events"]}, 'no-events', 'format', 'the ledger has no events', NULL, NULL
     WHERE NOT EXISTS (SELECT 1 FROM ledger_lines)
 )
 SELECT seq::BIGINT AS seq, problem, kind, detail, segment_file, line::BIGINT AS line, ord AS check_order FROM p
 """
+
+
+# The columns of `events` that `_timeline` carries (the others stay behind, for smaller plans).
+_TIMELINE_COLUMNS = ", ".join(
+    '"' + c + '"'
+    for c in (
+        "position", "seq", "ts", "ts_text", "kind", "request", "run", "proposer", "call_id", "tool", "args_digest",
+        "policy", "policy_digest", "effect", "rules", "reasons", "requirements", "deadline", "deadline_text",
+        "approver", "comment", "editor", "replaces", "reason", "message", "outcome", "by", "executor",
+        "result_digest", "error", "segment_file", "line",
+    )
+)
 
 
 def _timeline_sql(final: str) -> str:
@@ -563,7 +744,7 @@ def _timeline_sql(final: str) -> str:
     return f"""
 CREATE OR REPLACE TEMP VIEW _timeline AS
 WITH valid_events AS MATERIALIZED (
-    SELECT * EXCLUDE (body, data, args, context, invalid_reason, body_sha256)
+    SELECT {_TIMELINE_COLUMNS}
     FROM events WHERE valid
 ),
 ev AS (

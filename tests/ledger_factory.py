@@ -1,0 +1,237 @@
+"""Forge ledgers for tests: well-formed, hash-chained lines whose history may break any rule.
+
+`Forge` writes through ledger.log.Ledger.append, which stamps seq/ts/prev and hashes the body but
+does not check the workflow, so a test can write exactly the history it needs:
+
+    with Forge(tmp_path / "l") as f:
+        r, digest = f.ask(quorum=2, approvers=["sup-1", "sup-2"])
+        f.approve(r, "sup-1", digest)
+        f.approve(r, "sup-1", digest)          # duplicate-approval, at the seq this returns
+
+Every method returns the seq of the event it appended. Time moves one second per event (see
+`step`) unless a test moves `clock` itself. The line-level helpers below (`read_lines`,
+`write_lines`, `rebody`, `rechain`) tamper with the bytes of an existing ledger.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from dsl.requirements import Requirements
+from ledger import events as ev
+from ledger.clock import ManualClock, add_seconds, format_ts
+from ledger.digest import value_digest
+from ledger.lines import compose, split
+from ledger.log import Ledger, list_segments
+
+START = datetime(2026, 2, 1, 9, 0, tzinfo=timezone.utc)
+
+
+class Forge:
+    """A ledger writer with one method per event kind and no workflow checks."""
+
+    def __init__(self, path: Path, *, start: datetime = START, step: float = 1.0, segment_bytes: int | None = None):
+        self.clock = ManualClock(start)
+        self.step = step
+        kwargs = {"segment_bytes": segment_bytes} if segment_bytes else {}
+        self.ledger = Ledger(path, clock=self.clock, **kwargs)
+        self.path = Path(path)
+        self.requirements: dict[int, Requirements] = {}
+
+    # --- plumbing -------------------------------------------------------------------------------
+
+    def append(self, event: ev.Event, data: dict | None = None) -> int:
+        self.clock.advance(self.step)
+        return self.ledger.append(event, data).seq
+
+    def now(self) -> str:
+        return format_ts(self.clock())
+
+    def close(self) -> None:
+        self.ledger.close()
+
+    def __enter__(self) -> "Forge":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # --- events ---------------------------------------------------------------------------------
+
+    def propose(
+        self,
+        tool: str = "refund",
+        args: dict | None = None,
+        *,
+        proposer: str = "agent",
+        effect: str = "ask",
+        run: str | None = "run-1",
+        call_id: str | None = None,
+        rules: tuple[tuple[str, int], ...] = (("rule-1", 1),),
+        reasons: tuple[str, ...] = ("a person checks this",),
+        context: dict | None = None,
+    ) -> tuple[int, str]:
+        """Append a `proposed` event; returns (request, args digest)."""
+        args = {"amount": 10} if args is None else args
+        context = {} if context is None else context
+        digest = value_digest(args)
+        seq = self.append(
+            ev.Proposed(
+                run=run,
+                proposer=proposer,
+                call_id=call_id,
+                tool=tool,
+                args_digest=digest,
+                context_digest=value_digest(context),
+                policy="forged",
+                policy_digest="f" * 64,
+                effect=effect,
+                rules=tuple(ev.RuleRef(id=i, line=n) for i, n in rules),
+                reasons=reasons,
+            ),
+            {"args": args, "context": context},
+        )
+        return seq, digest
+
+    def interrupt(self, request: int, requirements: Requirements | None = None, *, deadline: str | None = None, **kw: Any) -> int:
+        """Append an `interrupted` event. `kw` builds Requirements (quorum=, approvers=, ...)
+        when `requirements` is not given; the deadline defaults to now + timeout_seconds."""
+        if requirements is None:
+            if "approvers" in kw and kw["approvers"] is not None:
+                kw["approvers"] = tuple(sorted(kw["approvers"]))
+            if "decisions" in kw:
+                kw["decisions"] = tuple(kw["decisions"])
+            requirements = Requirements(**kw)
+        self.requirements[request] = requirements
+        self.clock.advance(self.step)
+        ts = self.now()
+        deadline = deadline or add_seconds(ts, requirements.timeout_seconds)
+        return self.ledger.append(ev.Interrupted(ts=ts, request=request, requirements=requirements, deadline=deadline)).seq
+
+    def ask(self, tool: str = "refund", args: dict | None = None, *, proposer: str = "agent", **requirements: Any) -> tuple[int, str]:
+        """`propose` (effect ask) then `interrupt`; returns (request, args digest)."""
+        request, digest = self.propose(tool, args, proposer=proposer, effect="ask")
+        self.interrupt(request, **requirements)
+        return request, digest
+
+    def approve(self, request: int, approver: str, digest: str, comment: str | None = None) -> int:
+        return self.append(ev.Approved(request=request, approver=approver, args_digest=digest, comment=comment))
+
+    def edit(
+        self,
+        request: int,
+        editor: str,
+        args: dict,
+        replaces: str,
+        *,
+        effect: str = "ask",
+        requirements: Requirements | None = None,
+        reason: str | None = None,
+    ) -> tuple[int, str]:
+        """Append an `edited` event; returns (seq, new args digest). Requirements default to
+        those the request was interrupted with."""
+        requirements = requirements or self.requirements.get(request) or Requirements()
+        self.requirements[request] = requirements
+        digest = value_digest(args)
+        seq = self.append(
+            ev.Edited(
+                request=request,
+                editor=editor,
+                args_digest=digest,
+                replaces=replaces,
+                policy_digest="f" * 64,
+                effect=effect,
+                rules=(ev.RuleRef(id="rule-1", line=1),),
+                requirements=requirements,
+                reason=reason,
+            ),
+            {"args": args},
+        )
+        return seq, digest
+
+    def reject(self, request: int, approver: str, reason: str = "no") -> int:
+        return self.append(ev.Rejected(request=request, approver=approver, reason=reason))
+
+    def respond(self, request: int, approver: str, message: str = "done by hand") -> int:
+        return self.append(ev.Responded(request=request, approver=approver, message=message))
+
+    def expire(self, request: int, message: str | None = "too late") -> int:
+        return self.append(ev.Expired(request=request, outcome="reject", message=message))
+
+    def cancel(self, request: int, by: str = "agent", reason: str | None = None) -> int:
+        return self.append(ev.Cancelled(request=request, by=by, reason=reason))
+
+    def start(self, request: int, digest: str, executor: str | None = None) -> int:
+        return self.append(ev.ExecutionStarted(request=request, args_digest=digest, executor=executor))
+
+    def executed(self, request: int, digest: str, outcome: str = "ok", error: str | None = None) -> int:
+        result = value_digest({"ok": True}) if outcome == "ok" else None
+        return self.append(ev.Executed(request=request, args_digest=digest, outcome=outcome, result_digest=result, error=error))
+
+    def genesis(self) -> int:
+        return self.append(ev.Genesis(format=ev.FORMAT, ledger_id="f" * 32))
+
+    def recovered(self) -> int:
+        return self.append(
+            ev.Recovered(
+                segment="events-00000001.jsonl",
+                offset=123,
+                fragment_bytes=45,
+                fragment_sha256=hashlib.sha256(b"x").hexdigest(),
+                quarantine="quarantine/events-00000001.jsonl.123.torn",
+            )
+        )
+
+
+# --- tampering with the bytes of a ledger ---------------------------------------------------------
+
+
+def read_lines(path: Path) -> list[tuple[Path, list[bytes]]]:
+    """Every segment with its lines (each with its newline, the torn tail without)."""
+    return [(seg, seg.read_bytes().splitlines(keepends=True)) for seg in list_segments(Path(path))]
+
+
+def write_lines(segments: list[tuple[Path, list[bytes]]]) -> None:
+    for seg, lines in segments:
+        seg.write_bytes(b"".join(lines))
+
+
+def all_lines(path: Path) -> list[bytes]:
+    return [line for _, lines in read_lines(path) for line in lines]
+
+
+def rewrite(path: Path, lines: list[bytes]) -> None:
+    """Replace the whole ledger by one segment holding `lines`."""
+    segments = list_segments(Path(path))
+    for seg in segments[1:]:
+        seg.unlink()
+    segments[0].write_bytes(b"".join(lines))
+
+
+def body_of(line: bytes) -> dict:
+    body, _, _ = split(line)
+    return msgspec.json.decode(body)
+
+
+def rebody(line: bytes, body: bytes) -> bytes:
+    """The line with `body` in place of its body and a hash that matches it (a careful forger)."""
+    _, _, data = split(line)
+    return compose(body, data)[1]
+
+
+def rechain(lines: list[bytes], start: int = 0) -> list[bytes]:
+    """Renumber and rehash every line from index `start` on so the chain is intact again: seq =
+    index + 1, prev = the previous line's hash. Bodies are re-encoded in msgspec's field order."""
+    out = list(lines[:start])
+    prev = split(out[-1])[1] if out else ev.GENESIS_PREV
+    for index in range(start, len(lines)):
+        body, _, data = split(lines[index])
+        event = msgspec.structs.replace(ev.decode_event(body), seq=index + 1, prev=prev)
+        prev, line = compose(ev.encode_event(event), data)
+        out.append(line)
+    return out
