@@ -135,6 +135,8 @@ class _Checker:
             )
         if default.reason and self.has(default.clauses, ast.ReasonClause):
             self.error("the default has two reasons", self.first(default.clauses, ast.ReasonClause).span)
+        if self.has(default.clauses, ast.IdClause):
+            self.error("'id' names a rule; the default has no id", self.first(default.clauses, ast.IdClause).span)
         self.clauses(default.effect, default.clauses, default.effect_span)
 
     def rule(self, rule: ast.Rule) -> None:

@@ -274,7 +274,7 @@ class RuleIndex:
         for rule in rules:
             for selector in rule.selectors:
                 if "*" in selector or "?" in selector:
-                    self._globs.append((values.glob_regex(selector), rule))
+                    self._globs.append((values.selector_regex(selector), rule))
                 else:
                     self._exact.setdefault(selector, []).append(rule)
         self._cache: dict[str, tuple[CompiledRule, ...]] = {}

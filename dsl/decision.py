@@ -4,6 +4,8 @@ Every rule whose selector covers the tool is evaluated; each yields a `RuleOutco
 then combines the ones that count: deny beats ask beats allow, and when nothing counts the
 policy's default applies. A condition that errored counts as matched for deny and ask and as not
 matched for allow, so an error can never lead to allow; the outcome records the error either way.
+For the same reason a default allow never applies to a call for which some rule errored: that
+call is denied.
 """
 
 from __future__ import annotations
@@ -107,6 +109,19 @@ def decide(
         if winners:
             break
     else:
+        errors = [o for o in outcomes if o.error is not None]
+        if default.effect == "allow" and errors:
+            # The rules that speak about this tool could not be evaluated; a default allow would
+            # turn that error into an allow. Fail closed instead, and say why.
+            return Decision(
+                effect="deny",
+                policy=policy,
+                policy_digest=policy_digest,
+                reasons=tuple(_reason(o) for o in errors)
+                + ("The policy's default is allow, but a rule for this tool could not be evaluated, so the call is denied.",),
+                outcomes=tuple(outcomes),
+                by_default=True,
+            )
         reason = default.reason or (DEFAULT_REASON if default.effect != "allow" else None)
         return Decision(
             effect=default.effect,

@@ -96,16 +96,21 @@ def member(item: Any, container: Any) -> bool:
         return item in container
     if kc != "list":
         raise EvalError(f"'in' needs a list or a string, not {_a(kc)}")
+    # `x in [a, b]` means `x == a or x == b` under the language's three-valued `or`: an equal
+    # item makes it true; otherwise an item `==` would refuse to compare makes it an error.
     ki = kind(item)
-    comparable = False
+    mismatch = None
     for x in container:
         kx = kind(x)
-        if ki == "null" or kx == "null" or kx == ki:
-            comparable = True
-            if (ki == kx == "null") or (kx == ki and _deep_equal(item, x)):
+        if ki == "null" or kx == "null":
+            if ki == kx:
                 return True
-    if not comparable and container:
-        raise EvalError(f"looks for {_a(ki)} in a list with no {ki} values")
+        elif kx != ki:
+            mismatch = mismatch or kx
+        elif _deep_equal(item, x):
+            return True
+    if mismatch is not None:
+        raise EvalError(f"compares {_a(ki)} with {_a(mismatch)} in the list")
     return False
 
 
@@ -126,6 +131,14 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
     """A compiled, case-sensitive glob: `*` any run of characters (including `/`), `?` one
     character, `[abc]` a class, as Python's `fnmatch.fnmatchcase`."""
     return re.compile(fnmatch.translate(pattern), re.DOTALL)
+
+
+@lru_cache(maxsize=4096)
+def selector_regex(pattern: str) -> re.Pattern[str]:
+    """A compiled tool selector: `*` any run of characters, `?` one character, and every other
+    character itself (brackets included, unlike `glob`)."""
+    parts = [".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern]
+    return re.compile("".join(parts) + r"\Z", re.DOTALL)
 
 
 def glob(text: Any, regex: re.Pattern[str]) -> bool:

@@ -246,12 +246,11 @@ def test_exists_never_errors():
     assert verdict("not exists(context.user)", {}) == "true"
 
 
-@pytest.mark.xfail(strict=True, reason="v0 membership skips list items of another type instead of failing like '=='; see the report")
 def test_membership_in_a_mixed_list_is_as_strict_as_equality():
     """`x in [a, b]` reads as `x == a or x == b`. With x a string, `x == 1` is an error, so Kleene
     `or` gives false-or-error = error, and `allow ... when args.x not in ["rm", 1]` must not allow
-    x = "ls". v0 answers false/true here (it only compares items of x's own type, or errors when
-    there are none), so the allow goes through. Remove the xfail when membership follows ==."""
+    x = "ls"; an equal item still makes it true."""
+    assert verdict('args.x in ["ls", 1]', {"x": "ls"}) == "true"
     assert verdict('args.x not in ["rm", 1]', {"x": "ls"}) == "error"
     assert verdict('args.x not in ["rm", null]', {"x": 5}) == "error"
 
