@@ -19,7 +19,7 @@ its bytes exactly. BODY is cut out as ledger.lines.split does (after `{"body":`,
 Structs (kinds, required members, member types, no unknown members), the same checks
 `msgspec` makes when ledger.events.decode_event reads the line.
 
-Views (each documented in `VIEW_DOCS`, columns in `describe <view>`):
+Views (every column, with its type and unit, in `COLUMNS`):
 
 - `ledger_lines`: one row per complete line: where it is and its layout pieces.
 - `torn_tail`: the bytes after the last newline of the last segment (a crash mid-write), if any.
@@ -29,6 +29,14 @@ Views (each documented in `VIEW_DOCS`, columns in `describe <view>`):
 - `chain_breaks`: one row per problem with the chain or the line format (what `verify` calls
   kind "chain" or "format").
 - `violations`: the workflow rules of ledger.workflow written in SQL, one row per offending event.
+
+`requests` and `violations` fold each request's events in SQL (window functions) the way
+ledger.workflow.Workflow applies them. On a lawful ledger `requests` equals the replayed
+RequestStates; on an unlawful one the first `violations` row (by seq) is the Violation verify
+reports, and later rows judge each event against the history as recorded before it, unlawful
+events included (the Python fold stops at the first). Likewise the first `chain_breaks` row by
+(seq, check_order) is verify's chain or format problem; links are checked line to line, so a
+removed line gives rows where it was, not at every later line.
 
 Times are TIMESTAMPTZ (UTC; a connection made here has TimeZone set to UTC), durations are
 seconds (DOUBLE), shares are fractions in [0, 1].
@@ -63,27 +71,124 @@ VIEWS = (
     "violations",
 )
 
-VIEW_DOCS = {
-    "ledger_lines": "one row per complete line of every segment, in order: position (1-based over the "
-    "whole ledger, the seq the line should have), segment_file, line (1-based within the segment), "
-    "file_offset (bytes), raw (BLOB, without the newline), body (VARCHAR, NULL when not UTF-8), "
-    "hash (the stored hash text), body_sha256, data (VARCHAR), layout_error",
-    "torn_tail": "bytes after the last newline of the last segment: segment_file, file_offset, "
-    "fragment_bytes, fragment_sha256; never acknowledged, so not a line (verify only warns)",
-    "events": "one row per line; see EVENT_COLUMNS",
-    "requests": "one row per request: the state ledger.workflow folds from its events",
-    "pending": "requests whose status is 'pending' (waiting for a human decision), oldest first",
-    "decision_times": "decided asks: seconds from the proposal to the decision",
-    "rates_by_tool": "per tool: counts of effects and of the asks' decisions and edits, shares of asks",
-    "rates_by_rule": "per (policy, deciding rule): like rates_by_tool; a request decided by two rules counts for both",
-    "rates_by_approver": "per reviewer identity: approvals, edits, rejections, responses and their shares",
-    "chain_breaks": "one row per chain or format problem: seq (= the line's position, the expected seq), "
-    "problem, kind ('format' or 'chain', as verify names it), detail, segment_file, line",
-    "violations": "one row per event that breaks a workflow rule: seq, request, code (the "
-    "Violation subclass's code), detail (the message verify gives), kind, segment_file, line",
+_T = "TIMESTAMPTZ (UTC)"
+_RATES = {
+    "requests": "BIGINT: requests (proposed calls)",
+    "allowed": "BIGINT: requests the policy allowed",
+    "denied": "BIGINT: requests the policy denied",
+    "asks": "BIGINT: requests the policy sent to a person",
+    "approve": "BIGINT: asks whose decision is approve",
+    "reject": "BIGINT: asks whose decision is reject",
+    "edit": "BIGINT: asks whose arguments were edited (any decision)",
+    "respond": "BIGINT: asks a reviewer answered in place of the tool",
+    "expire": "BIGINT: asks that expired",
+    "cancel": "BIGINT: asks withdrawn (also after an approval)",
+    "pending": "BIGINT: asks waiting for a decision now",
+    "approve_share": "DOUBLE: approve / asks (NULL without asks)",
+    "reject_share": "DOUBLE: reject / asks",
+    "edit_share": "DOUBLE: edit / asks",
+    "respond_share": "DOUBLE: respond / asks",
+    "expire_share": "DOUBLE: expire / asks",
+    "cancel_share": "DOUBLE: cancel / asks",
 }
 
-# Extra problems chain_breaks reports besides seq-gap, prev-mismatch, hash-mismatch, unparseable.
+COLUMNS: dict[str, dict[str, str]] = {
+    "ledger_lines": {
+        "position": "BIGINT: 1-based over the whole ledger in segment order; the seq the line should have",
+        "segment_file": "VARCHAR: the segment's file name (events-NNNNNNNN.jsonl)",
+        "line": "BIGINT: 1-based line number within the segment",
+        "file_offset": "BIGINT: bytes from the start of the segment to the line",
+        "unterminated": "BOOLEAN: the last line of a segment before the last, without a line feed",
+        "raw": "BLOB: the line's bytes, without the line feed",
+        "body": "VARCHAR: BODY (the hashed bytes) as text; NULL when the layout is broken or it is not UTF-8",
+        "hash": "VARCHAR: the stored hash (64 hex digits); NULL when the layout is broken",
+        "body_sha256": "VARCHAR: SHA-256 (hex) of the BODY bytes as stored",
+        "data": "VARCHAR: DATA, the unchained bytes beside the body, as text",
+        "layout_error": "VARCHAR: why the line is not {\"body\":…,\"hash\":\"…\",\"data\":…}, or NULL",
+    },
+    "torn_tail": {
+        "segment_file": "VARCHAR: the last segment",
+        "file_offset": "BIGINT: bytes before the fragment",
+        "fragment_bytes": "BIGINT: the fragment's length in bytes",
+        "fragment_sha256": "VARCHAR: SHA-256 (hex) of the fragment",
+    },
+    "events": {},  # filled below from ledger.events
+    "requests": {
+        "request": "BIGINT: the seq of the proposed event",
+        "tool": "VARCHAR", "run": "VARCHAR", "proposer": "VARCHAR", "call_id": "VARCHAR",
+        "policy": "VARCHAR: the policy's name", "policy_digest": "VARCHAR: SHA-256 (hex) of the policy source",
+        "effect": "VARCHAR: allow, deny or ask",
+        "rule": "VARCHAR: the first deciding rule id", "rules": "VARCHAR[]: the deciding rule ids",
+        "reasons": "VARCHAR[]: what the agent or reviewer reads",
+        "proposed_at": _T, "proposed_at_text": "VARCHAR: proposed_at as the ledger spells it",
+        "status": "VARCHAR: allowed, denied, interrupting, pending, approved, executing, executed, rejected, "
+        "responded, expired or cancelled (ledger.workflow.RequestState.status)",
+        "decision": "VARCHAR: approve, reject, respond, expire, cancel, deny or NULL (the last one, as RequestState)",
+        "decided_at": _T + ": when `decision` was taken (the proposal's time for deny)",
+        "decided_by": "VARCHAR: who took it (NULL for deny and expire)",
+        "reason": "VARCHAR: the rejection reason, response, expiry message or cancel reason",
+        "approvers": "VARCHAR[]: everyone who approved or edited, in order (repeats kept)",
+        "approved_by": "VARCHAR[]: the approvals of the current arguments (RequestState.approvals), in order",
+        "approvals": "BIGINT: len(approved_by)",
+        "quorum": "BIGINT: approvals the current requirements need",
+        "requirements": "STRUCT(quorum, approvers, groups, decisions, timeout_seconds, on_timeout, "
+        "timeout_message): those in force (the interrupt's, or the last edit's)",
+        "deadline": _T, "deadline_text": "VARCHAR: deadline as the ledger spells it",
+        "interrupted_at": _T,
+        "edited": "BOOLEAN: edits > 0", "edits": "BIGINT: edited events",
+        "digest": "VARCHAR: the current arguments' digest", "original_digest": "VARCHAR: the proposed arguments' digest",
+        "execution_started_at": _T, "executor": "VARCHAR",
+        "executed_at": _T, "outcome": "VARCHAR: ok or error", "result_digest": "VARCHAR", "error": "VARCHAR",
+        "events": "BIGINT: events about the request, its proposal included",
+        "last_event_at": _T,
+    },
+    "pending": {
+        "request": "BIGINT", "tool": "VARCHAR", "run": "VARCHAR", "proposer": "VARCHAR",
+        "rule": "VARCHAR: the first deciding rule", "proposed_at": _T, "interrupted_at": _T, "deadline": _T,
+        "quorum": "BIGINT", "approvals": "BIGINT: approvals of the current arguments",
+        "approvals_needed": "BIGINT: quorum - approvals, at least 0", "approved_by": "VARCHAR[]",
+        "eligible": "VARCHAR[]: who may decide (NULL: anyone but the proposer)",
+        "decisions": "VARCHAR[]: the decisions allowed", "edits": "BIGINT",
+        "digest": "VARCHAR: the digest an approval must name",
+    },
+    "decision_times": {
+        "request": "BIGINT", "tool": "VARCHAR", "rule": "VARCHAR", "decision": "VARCHAR", "decided_by": "VARCHAR",
+        "proposed_at": _T, "decided_at": _T,
+        "seconds": "DOUBLE: seconds from the proposal to the decision",
+    },
+    "rates_by_tool": {"tool": "VARCHAR", **_RATES},
+    "rates_by_rule": {"policy": "VARCHAR: the policy's name", "rule": "VARCHAR: a deciding rule id", **_RATES},
+    "rates_by_approver": {
+        "approver": "VARCHAR: a reviewer identity (approver or editor)",
+        "requests": "BIGINT: requests the reviewer acted on",
+        "actions": "BIGINT: approvals + rejections + edits + responses",
+        "approve": "BIGINT: approved events", "reject": "BIGINT: rejected events",
+        "edit": "BIGINT: edited events", "respond": "BIGINT: responded events",
+        "approve_share": "DOUBLE: approve / actions", "reject_share": "DOUBLE: reject / actions",
+        "edit_share": "DOUBLE: edit / actions", "respond_share": "DOUBLE: respond / actions",
+    },
+    "chain_breaks": {
+        "seq": "BIGINT: the line's position, the seq it should have (verify's Problem.seq)",
+        "problem": "VARCHAR: one of CHAIN_PROBLEMS",
+        "kind": "VARCHAR: format or chain, as verify's Problem.kind",
+        "detail": "VARCHAR: what is wrong",
+        "segment_file": "VARCHAR", "line": "BIGINT: 1-based within the segment",
+        "check_order": "INTEGER: the order verify checks in; the first row by (seq, check_order) is verify's problem",
+    },
+    "violations": {
+        "seq": "BIGINT: the offending event's seq",
+        "request": "BIGINT: the request it names (NULL for a genesis)",
+        "code": "VARCHAR: the ledger.workflow.Violation subclass's code",
+        "detail": "VARCHAR: the message verify gives",
+        "kind": "VARCHAR: the event's kind",
+        "segment_file": "VARCHAR", "line": "BIGINT: 1-based within the segment",
+        "position": "BIGINT: the line's position",
+    },
+}
+"""view → column → "SQL TYPE: meaning and unit". The first row of `violations` by seq, and of
+`chain_breaks` by (seq, check_order), is the problem verify reports; later rows judge each event
+against the history as recorded before it, unlawful steps included."""
+
 # chain_breaks.problem, in the order verify checks a line (one line may have several).
 CHAIN_PROBLEMS = (
     "segment-missing",  # format: the segment numbers have a gap before this line
@@ -438,6 +543,38 @@ def _body_columns() -> list[str]:
         if m == "deadline":
             out.append("deadline_text")
     return out
+
+
+def _kinds_with(member: str) -> str:
+    return ", ".join(st.tag for st in _EVENT_TYPES if any(f.encode_name == member for f in st.fields))
+
+
+COLUMNS["events"] = {
+    "position": "BIGINT: the line's position (the seq it should have)",
+    "seq": "BIGINT: the seq in the body",
+    "ts": _T + ": the body's ts (NULL when it is not a real ledger time)",
+    "ts_text": "VARCHAR: ts as stored",
+    "kind": "VARCHAR: the event kind",
+    "request": "BIGINT: the request the event is about (a proposed event's own seq)",
+    **{
+        m: f"{json.dumps(_sql_type(_MEMBERS[m]))}: the body member of {_kinds_with(m)} events"
+        for m in _MEMBER_ORDER
+        if m not in ("seq", "ts", "prev", "request", "deadline")
+    },
+    "deadline": _T + ": an interrupt's deadline",
+    "deadline_text": "VARCHAR: deadline as stored",
+    "prev": "VARCHAR: the previous event's hash, from the body",
+    "hash": "VARCHAR: the stored hash",
+    "body_sha256": "VARCHAR: SHA-256 (hex) of the body bytes as stored",
+    "hash_ok": "BOOLEAN: hash = body_sha256",
+    "valid": "BOOLEAN: the body decodes as an event (ledger.events.decode_event would accept it)",
+    "invalid_reason": "VARCHAR: why not, or NULL",
+    "canonical": "BOOLEAN: the body is exactly encode_event(decoded body); NULL when not valid",
+    "data": "JSON: DATA ({args, context} for proposed, {args} for edited, else null)",
+    "args": "JSON: the call's arguments", "context": "JSON: the call's context",
+    "body": "VARCHAR: the body text", "segment_file": "VARCHAR", "line": "BIGINT: 1-based within the segment",
+    "file_offset": "BIGINT: bytes before the line in its segment",
+}
 
 
 EVENT_COLUMNS = (
@@ -1027,7 +1164,8 @@ FROM requests WHERE effect = 'ask' AND decision IS NOT NULL
        count(*) FILTER (WHERE effect = 'ask' AND decision = 'reject') / nullif(count(*) FILTER (WHERE effect = 'ask'), 0) AS reject_share,
        count(*) FILTER (WHERE effect = 'ask' AND edited) / nullif(count(*) FILTER (WHERE effect = 'ask'), 0) AS edit_share,
        count(*) FILTER (WHERE effect = 'ask' AND decision = 'respond') / nullif(count(*) FILTER (WHERE effect = 'ask'), 0) AS respond_share,
-       count(*) FILTER (WHERE effect = 'ask' AND decision = 'expire') / nullif(count(*) FILTER (WHERE effect = 'ask'), 0) AS expire_share"""
+       count(*) FILTER (WHERE effect = 'ask' AND decision = 'expire') / nullif(count(*) FILTER (WHERE effect = 'ask'), 0) AS expire_share,
+       count(*) FILTER (WHERE effect = 'ask' AND decision = 'cancel') / nullif(count(*) FILTER (WHERE effect = 'ask'), 0) AS cancel_share"""
     by_tool = f"""
 CREATE OR REPLACE TEMP VIEW rates_by_tool AS
 SELECT tool,{rate_cols}

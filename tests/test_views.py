@@ -160,6 +160,18 @@ def gate_ledger(tmp_path_factory) -> tuple[Path, dict[str, int]]:
     return path, ids
 
 
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    """One ledger directory and one connection for the many small ledgers below: the views read
+    the files at every query, so each test writes its ledger there and queries the same views
+    (which also checks that nothing is cached between queries)."""
+    path = tmp_path_factory.mktemp("workspace") / "ledger"
+    Forge(path).close()
+    con = connect(path)
+    yield path, con
+    con.close()
+
+
 def replay(path: Path) -> tuple[Workflow, list]:
     workflow, records = Workflow(), list(LedgerReader(path).records())
     for record in records:
@@ -393,14 +405,16 @@ def test_query_returns_columns_and_rows(gate_ledger):
         query(path / "missing", "SELECT 1")
 
 
-def test_every_view_has_a_description_and_binds(gate_ledger):
-    from ledger.views import VIEW_DOCS
+def test_every_column_of_every_view_is_documented(gate_ledger):
+    from ledger.views import COLUMNS
 
     path, _ = gate_ledger
     con = connect(path)
+    assert set(COLUMNS) == set(VIEWS)
     for view in VIEWS:
-        assert view in VIEW_DOCS
-        con.execute(f"SELECT * FROM {view} LIMIT 1").fetchall()
+        columns = [row[0] for row in con.execute(f"DESCRIBE {view}").fetchall()]
+        assert set(columns) == set(COLUMNS[view]), view
+        assert all(COLUMNS[view][c] for c in columns)
 
 
 def test_views_read_the_files_live(tmp_path):
@@ -713,16 +727,16 @@ TAMPERINGS = [
 
 
 @pytest.mark.parametrize("tamper", TAMPERINGS, ids=lambda f: f.__name__[2:])
-def test_chain_breaks_agree_with_verify(gate_ledger, tmp_path, tamper):
+def test_chain_breaks_agree_with_verify(gate_ledger, workspace, tamper):
     source, _ = gate_ledger
-    path = tmp_path / "ledger"
+    path, con = workspace
+    shutil.rmtree(path)
     shutil.copytree(source, path)
     segments = read_lines(path)
     problem, seq = tamper(segments)
     write_lines([(seg, lines) for seg, lines in segments if seg.exists()])
 
     report = verify(path)
-    con = connect(path)
     breaks = rows(con, "SELECT * FROM chain_breaks ORDER BY seq, check_order")
     if report.problem is not None and report.problem.kind in ("chain", "format"):
         assert breaks, f"verify found {report.problem}, chain_breaks nothing"
@@ -989,8 +1003,9 @@ def _lawful_tail(f: Forge) -> None:
 
 
 @pytest.mark.parametrize("code,forge", CASES, ids=[forge.__name__[2:] for _, forge in CASES])
-def test_violations_agree_with_verify(tmp_path, code, forge):
-    path = tmp_path / "ledger"
+def test_violations_agree_with_verify(workspace, code, forge):
+    path, con = workspace
+    shutil.rmtree(path)
     with Forge(path) as f:
         f.propose(effect="allow")  # a lawful head
         seq = forge(f)
@@ -998,7 +1013,6 @@ def test_violations_agree_with_verify(tmp_path, code, forge):
     report = verify(path)
     assert report.problem is not None and report.problem.kind == "workflow", report.problem
     assert (report.problem.seq, report.problem.code) == (seq, code)
-    con = connect(path)
     assert rows(con, "SELECT * FROM chain_breaks") == []
     found = rows(con, "SELECT * FROM violations ORDER BY seq")
     assert found, "the views found no violation"
