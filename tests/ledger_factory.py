@@ -235,3 +235,92 @@ def rechain(lines: list[bytes], start: int = 0) -> list[bytes]:
         prev, line = compose(ev.encode_event(event), data)
         out.append(line)
     return out
+
+
+# --- random histories ---------------------------------------------------------------------------------
+
+PEOPLE = ("agent", "sup-1", "sup-2", "sup-3", "x")
+
+
+def _random_event(rng, workflow, now: str, next_seq: int) -> tuple[ev.Event, dict | None]:
+    """One plausible next event (lawful or not) for the requests `workflow` knows."""
+    states = list(workflow.requests.values())
+    if not states or rng.random() < 0.2:
+        args = {"n": rng.randint(0, 3)}
+        return (
+            ev.Proposed(
+                ts=now, run="r", proposer=rng.choice(["agent", "agent", "sup-1"]), call_id=None, tool=rng.choice(["a", "b"]),
+                args_digest=value_digest(args), context_digest=value_digest({}), policy="p", policy_digest="f" * 64,
+                effect=rng.choice(["ask", "ask", "ask", "allow", "deny"]), rules=(ev.RuleRef(id=rng.choice(["r1", "r2"]), line=1),),
+                reasons=(),
+            ),
+            {"args": args, "context": {}},
+        )
+    state = rng.choice(states)
+    request = state.request if rng.random() < 0.97 else rng.randint(1, next_seq)
+    digest = state.digest if rng.random() < 0.9 else rng.choice([state.original_digest, "1" * 64])
+    who = rng.choice(PEOPLE)
+    kind = rng.choice(["interrupt"] * 3 + ["approve"] * 5 + ["edit"] * 2 + ["reject", "respond", "expire", "cancel"] + ["start", "executed"] * 2)
+    if kind == "interrupt":
+        req = Requirements(
+            quorum=rng.choice([1, 1, 2, 3]),
+            approvers=rng.choice([None, ("sup-1", "sup-2"), ("sup-1", "sup-2", "sup-3")]),
+            decisions=rng.choice([("approve", "edit", "reject"), ("approve", "edit", "reject", "respond"), ("approve", "reject")]),
+            timeout_seconds=rng.choice([60, 3600]),
+        )
+        return ev.Interrupted(ts=now, request=request, requirements=req, deadline=add_seconds(now, req.timeout_seconds)), None
+    if kind == "approve":
+        return ev.Approved(ts=now, request=request, approver=who, args_digest=digest, comment=None), None
+    if kind == "edit":
+        args = {"n": rng.randint(4, 40)}
+        base = state.requirements or Requirements()
+        other = Requirements(
+            quorum=rng.choice([1, 2]), approvers=rng.choice([None, ("sup-2",), ("sup-1", "sup-2")]),
+            decisions=base.decisions, timeout_seconds=base.timeout_seconds,
+        )
+        return (
+            ev.Edited(
+                ts=now, request=request, editor=who, args_digest=value_digest(args), replaces=digest, policy_digest="f" * 64,
+                effect=rng.choice(["ask", "ask", "allow", "deny"]), rules=(), requirements=rng.choice([base, base, other]), reason=None,
+            ),
+            {"args": args},
+        )
+    if kind == "reject":
+        return ev.Rejected(ts=now, request=request, approver=who, reason="no"), None
+    if kind == "respond":
+        return ev.Responded(ts=now, request=request, approver=who, message="m"), None
+    if kind == "expire":
+        return ev.Expired(ts=now, request=request, outcome="reject", message=None), None
+    if kind == "cancel":
+        return ev.Cancelled(ts=now, request=request, by=who, reason=None), None
+    if kind == "start":
+        return ev.ExecutionStarted(ts=now, request=request, args_digest=digest, executor=None), None
+    return ev.Executed(ts=now, request=request, args_digest=digest, outcome=rng.choice(["ok", "error"]), result_digest=None, error=None), None
+
+
+def random_history(path: Path, rng, *, steps: int, unlawful_end: bool, segment_bytes: int | None = None) -> None:
+    """Write a random history of `steps` events after the genesis, every one lawful (checked with
+    ledger.workflow.Workflow) except, when `unlawful_end`, the last, which breaks some rule."""
+    from ledger.workflow import Violation, Workflow
+
+    clock = ManualClock(START)
+    kwargs = {"segment_bytes": segment_bytes} if segment_bytes else {}
+    with Ledger(path, clock=clock, **kwargs) as ledger:
+        workflow = Workflow()
+        workflow.apply(1, next(iter(ledger.records())).event)
+        for step in range(steps):
+            clock.advance(rng.choice([0, 1, 30, 61, 600, 4000]))
+            now = format_ts(clock())
+            want_lawful = not (unlawful_end and step == steps - 1)
+            for _ in range(50):
+                event, data = _random_event(rng, workflow, now, ledger.head[0] + 1)
+                try:
+                    workflow.check(event)
+                    lawful = True
+                except Violation:
+                    lawful = False
+                if lawful == want_lawful:
+                    record = ledger.append(event, data)
+                    if lawful:
+                        workflow.apply(record.seq, record.event)
+                    break

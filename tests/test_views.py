@@ -33,7 +33,7 @@ from ledger.stats import Stats, stats
 from ledger.verify import verify
 from ledger.views import EVENT_COLUMNS, VIEWS, connect, query
 from ledger.workflow import Workflow
-from tests.ledger_factory import Forge, body_of, read_lines, rebody, rechain, write_lines
+from tests.ledger_factory import Forge, body_of, random_history, read_lines, rebody, rechain, write_lines
 
 START = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -1053,6 +1053,39 @@ def test_lawful_forged_histories_have_no_violations(tmp_path):
     want = {s.request: (s.status, s.decision, list(s.approvals), s.approvers, s.edits) for s in workflow.requests.values()}
     assert got == want
     assert [s for s, *_ in got.values()] == ["executed", "cancelled", "approved", "expired"]
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_random_histories_agree_with_the_replay_and_verify(workspace, seed):
+    """Random histories of lawful steps (chosen with the Python Workflow), half of them ending in
+    one unlawful step: `requests` equals the replay, or `violations` starts where verify stops."""
+    import random
+
+    rng = random.Random(seed)
+    path, con = workspace
+    shutil.rmtree(path)
+    random_history(path, rng, steps=rng.randint(5, 40), unlawful_end=seed % 2 == 1, segment_bytes=rng.choice([None, 2500]))
+    report = verify(path)
+    assert rows(con, "SELECT * FROM chain_breaks") == []
+    found = rows(con, "SELECT seq, code, detail FROM violations ORDER BY seq LIMIT 1")
+    if seed % 2 == 1:
+        assert report.problem is not None and report.problem.kind == "workflow"
+        assert found == [{"seq": report.problem.seq, "code": report.problem.code, "detail": report.problem.message}]
+        return
+    assert report.ok and found == []
+    workflow, _ = replay(path)
+    got = {
+        r["request"]: (r["status"], r["decision"], ts_text(r["decided_at"]), r["decided_by"], r["reason"], r["approved_by"],
+                       r["approvers"], r["edits"], r["digest"], r["requirements"], r["deadline_text"], ts_text(r["executed_at"]),
+                       r["outcome"])
+        for r in rows(con, "SELECT * FROM requests")
+    }
+    want = {
+        s.request: (s.status, s.decision, s.decided_at, s.decided_by, s.reason, list(s.approvals), s.approvers, s.edits,
+                    s.digest, plain(s.requirements), s.deadline, s.executed_at, s.outcome)
+        for s in workflow.requests.values()
+    }
+    assert got == want
 
 
 # --- scale: a member first seen after 25,000 events ---------------------------------------------------
