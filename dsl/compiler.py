@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
 from dsl import ast, values
-from dsl.requirements import DEFAULT_DECISIONS, Requirements
+from dsl.requirements import DEFAULT_DECISIONS, Quorum, Requirements
 from dsl.values import EvalError
 
 
@@ -218,12 +218,13 @@ def requirements_of(clauses: tuple[ast.Clause, ...], groups: dict[str, tuple[str
     fields: dict[str, Any] = {}
     for clause in clauses:
         if isinstance(clause, ast.ApproversClause):
-            fields["quorum"] = clause.count
             if clause.group is not None:
-                fields["approvers"] = tuple(sorted(set(groups[clause.group])))
-                fields["groups"] = (clause.group,)
+                quorum = Quorum(clause.count, tuple(sorted(set(groups[clause.group]))), clause.group)
             elif clause.members is not None:
-                fields["approvers"] = tuple(sorted({i.value for i in clause.members.items}))
+                quorum = Quorum(clause.count, tuple(sorted({i.value for i in clause.members.items})))
+            else:
+                quorum = Quorum(clause.count)
+            fields["quorums"] = (quorum,)
         elif isinstance(clause, ast.DecisionsClause):
             names = {name for name, _ in clause.names}
             fields["decisions"] = tuple(d for d in ("approve", "edit", "reject", "respond") if d in names) or DEFAULT_DECISIONS

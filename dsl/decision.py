@@ -74,9 +74,8 @@ class Decision(msgspec.Struct, frozen=True, omit_defaults=True):
             lines.append(f" {mark} line {o.line} [{o.rule}] {o.effect}: {why}")
         if self.requirements is not None:
             r = self.requirements
-            who = ", ".join(r.approvers) if r.approvers is not None else "anyone but the proposer"
             lines.append(
-                f"  needs {r.quorum} approval(s) from {who}; decisions {', '.join(r.decisions)}; "
+                f"  needs approval by {r.describe()}; decisions {', '.join(r.decisions)}; "
                 f"expires after {r.timeout_seconds}s as {r.on_timeout}"
             )
         if len({o.effect for o in self.outcomes if o.counted}) > 1:
@@ -137,14 +136,9 @@ def decide(
     requirements = None
     if effect == "ask":
         requirements = strictest(requirements_by_rule[o.rule] for o in winners)
-        if not requirements.satisfiable():
+        if not requirements.satisfiable():  # only a hand-built Requirements can get here
             effect = "deny"
-            who = ", ".join(requirements.approvers or ())
-            reasons += (
-                f"The matching ask rules together need {requirements.quorum} approvals but only "
-                f"{len(requirements.approvers or ())} identities ({who or 'none'}) may give them; "
-                "no one can approve this call.",
-            )
+            reasons += (f"No one can approve this call: it needs {requirements.describe()}.",)
             requirements = None
     return Decision(
         effect=effect,

@@ -5,7 +5,7 @@ Loading runs the whole pipeline (parse → check → compile) and refuses a file
     policy = Policy.load("samples/retail.policy")
     decision = policy.evaluate("cancel_pending_order", {"order_id": "#W1", "reason": "no longer needed"})
     decision.effect        # "ask"
-    decision.requirements  # Requirements(quorum=1, ...)
+    decision.requirements  # Requirements(quorums=(Quorum(count=1, approvers=('desk-1', ...)),), ...)
 
 A Policy is immutable and its `evaluate` is pure: the same call gives the same Decision on every
 replay. `digest` (SHA-256 of the source bytes, hex) identifies the exact text that decided.

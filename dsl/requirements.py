@@ -1,13 +1,18 @@
 """What an `ask` needs before a call may run, and how several of them combine.
 
-When more than one `ask` rule matches a call, the request must satisfy all of them at once, so
-their requirements combine to the strictest (`strictest`): the largest quorum, only approvers
-every rule admits, only decisions every rule allows, the earliest timeout.
+An ask rule asks for a *quorum*: a number of distinct approvers, optionally from a set of
+identities (`approvers 2 from finance`). When several ask rules match one call, every one of them
+must be satisfied, so their requirements combine (`strictest`) by keeping *all* their quorums
+(a call that needs two people from finance and one from security needs both), allowing only the
+decisions every rule allows, and expiring at the earliest timeout. One approval counts towards
+every quorum whose set admits the approver. This is how multi-party review works in practice
+(every matching owner group must approve), and it never makes a call impossible to approve just
+because two rules name different groups.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Iterable, Literal
+from typing import Annotated, Collection, Iterable, Literal
 
 import msgspec
 
@@ -16,38 +21,94 @@ DEFAULT_DECISIONS = ("approve", "edit", "reject")
 DEFAULT_TIMEOUT_SECONDS = 24 * 3600
 TIMEOUT_OUTCOMES = ("reject",)
 
-
 Decision = Literal["approve", "edit", "reject", "respond"]
 Positive = Annotated[int, msgspec.Meta(ge=1)]
+
+
+class Quorum(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`count` distinct approvers (≥ 1) from `approvers` (sorted identities; None: anyone but the
+    proposer). `group` is the group name the rule wrote, for display."""
+
+    count: Positive = 1
+    approvers: tuple[str, ...] | None = None
+    group: str | None = None
+
+    def admits(self, who: str) -> bool:
+        return self.approvers is None or who in self.approvers
+
+    def met_by(self, approvers: Collection[str]) -> bool:
+        return sum(1 for who in set(approvers) if self.admits(who)) >= self.count
+
+    def implied_by(self, other: "Quorum") -> bool:
+        """True when every set of approvals that meets `other` also meets this quorum."""
+        if other.count < self.count:
+            return False
+        if self.approvers is None:
+            return True
+        return other.approvers is not None and set(other.approvers) <= set(self.approvers)
+
+    def describe(self) -> str:
+        who = (
+            "anyone but the proposer"
+            if self.approvers is None
+            else (f"{self.group} (" if self.group else "") + ", ".join(self.approvers) + (")" if self.group else "")
+        )
+        return f"{self.count} from {who}"
 
 
 class Requirements(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The conditions a human decision must meet.
 
-    - `quorum`: how many distinct approvers must approve the same arguments digest (≥ 1). The
+    - `quorums`: every one must be met by the distinct approvers of the current arguments; the
       proposer never counts (four-eyes).
-    - `approvers`: the identities allowed to decide, sorted; `None` means anyone but the proposer.
-    - `groups`: the group names the approvers came from, for display only.
     - `decisions`: the decisions a reviewer may give, a subset of approve, edit, reject, respond.
     - `timeout_seconds`: seconds from the interrupt until the request expires.
     - `on_timeout`: what expiry means; always "reject" (silence never approves).
     - `timeout_message`: the text the agent receives on expiry, if the author wrote one.
     """
 
-    quorum: Positive = 1
-    approvers: tuple[str, ...] | None = None
-    groups: tuple[str, ...] = ()
+    quorums: tuple[Quorum, ...] = (Quorum(),)
     decisions: tuple[Decision, ...] = DEFAULT_DECISIONS
     timeout_seconds: Positive = DEFAULT_TIMEOUT_SECONDS
     on_timeout: Literal["reject"] = "reject"
     timeout_message: str | None = None
 
-    def satisfiable(self) -> bool:
-        """False when fewer identities may approve than the quorum needs."""
-        return self.approvers is None or len(self.approvers) >= self.quorum
+    @classmethod
+    def single(
+        cls, count: int = 1, approvers: Iterable[str] | None = None, group: str | None = None, **rest
+    ) -> "Requirements":
+        """Requirements with one quorum: `count` approvers from `approvers` (None: anyone)."""
+        members = tuple(sorted(set(approvers))) if approvers is not None else None
+        return cls(quorums=(Quorum(count, members, group),), **rest)
 
-    def allows(self, approver: str) -> bool:
-        return self.approvers is None or approver in self.approvers
+    def satisfiable(self) -> bool:
+        """False when some quorum needs more approvers than its set holds."""
+        return bool(self.quorums) and all(q.approvers is None or len(q.approvers) >= q.count for q in self.quorums)
+
+    def allows(self, who: str) -> bool:
+        """May `who` decide (approve, edit, reject, respond)? True when some quorum admits them."""
+        return any(q.admits(who) for q in self.quorums)
+
+    def met_by(self, approvers: Collection[str]) -> bool:
+        """True when the distinct `approvers` meet every quorum."""
+        return all(q.met_by(approvers) for q in self.quorums)
+
+    def describe(self) -> str:
+        return " and ".join(q.describe() for q in self.quorums)
+
+
+def combine_quorums(quorums: Iterable[Quorum]) -> tuple[Quorum, ...]:
+    """All the quorums, without duplicates and without those another one implies, in order."""
+    items: list[Quorum] = []
+    for q in quorums:
+        if q not in items:
+            items.append(q)
+    kept = []
+    for i, q in enumerate(items):
+        if any(j != i and q.implied_by(other) and not (other.implied_by(q) and j > i) for j, other in enumerate(items)):
+            continue
+        kept.append(q)
+    return tuple(kept)
 
 
 def strictest(items: Iterable[Requirements]) -> Requirements:
@@ -60,20 +121,12 @@ def strictest(items: Iterable[Requirements]) -> Requirements:
         raise ValueError("strictest() needs at least one Requirements")
     if len(reqs) == 1:
         return reqs[0]
-    approvers: set[str] | None = None
-    groups: list[str] = []
-    for r in reqs:
-        if r.approvers is not None:
-            approvers = set(r.approvers) if approvers is None else approvers & set(r.approvers)
-        groups.extend(g for g in r.groups if g not in groups)
     allowed = set(reqs[0].decisions)
     for r in reqs[1:]:
         allowed &= set(r.decisions)
     earliest = min(reqs, key=lambda r: r.timeout_seconds)
     return Requirements(
-        quorum=max(r.quorum for r in reqs),
-        approvers=tuple(sorted(approvers)) if approvers is not None else None,
-        groups=tuple(groups),
+        quorums=combine_quorums(q for r in reqs for q in r.quorums),
         decisions=tuple(d for d in DECISIONS if d in allowed),
         timeout_seconds=earliest.timeout_seconds,
         on_timeout="reject",

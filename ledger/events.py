@@ -33,8 +33,11 @@ FORMAT = "countersign-ledger/1"
 GENESIS_PREV = "0" * 64
 
 # Field types with their rules, so that decoding a body validates it (docs/ledger-format.md, 3).
-Hex64 = Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$")]
-Timestamp = Annotated[str, msgspec.Meta(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")]
+# Exact lengths as well as patterns: a pattern's `$` also matches before a final newline.
+Hex64 = Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$", min_length=64, max_length=64)]
+Timestamp = Annotated[
+    str, msgspec.Meta(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$", min_length=27, max_length=27)
+]
 Seq = Annotated[int, msgspec.Meta(ge=1)]
 Effect = Literal["allow", "deny", "ask"]
 

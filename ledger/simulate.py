@@ -210,8 +210,11 @@ def _matches(rule: ReviewRule, state: RequestState, args: dict) -> bool:
 def _eligible(state: RequestState, spec: Reviewers, rule: ReviewRule) -> list[str]:
     if rule.by is not None:
         return list(rule.by)
-    reqs = state.requirements
-    pool = list(reqs.approvers) if reqs is not None and reqs.approvers is not None else list(spec.reviewers)
+    pool: list[str] = []
+    for quorum in state.requirements.quorums if state.requirements is not None else ():
+        for who in quorum.approvers if quorum.approvers is not None else spec.reviewers:
+            if who not in pool:
+                pool.append(who)
     return [who for who in pool if who != state.proposer]
 
 

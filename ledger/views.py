@@ -50,6 +50,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import msgspec.inspect as mi
 
 from ledger import events as ev
@@ -130,9 +131,10 @@ COLUMNS: dict[str, dict[str, str]] = {
         "approvers": "VARCHAR[]: everyone who approved or edited, in order (repeats kept)",
         "approved_by": "VARCHAR[]: the approvals of the current arguments (RequestState.approvals), in order",
         "approvals": "BIGINT: len(approved_by)",
-        "quorum": "BIGINT: approvals the current requirements need",
-        "requirements": "STRUCT(quorum, approvers, groups, decisions, timeout_seconds, on_timeout, "
-        "timeout_message): those in force (the interrupt's, or the last edit's)",
+        "quorum": "BIGINT: the most approvals any one quorum needs (every quorum must be met)",
+        "quorums": "STRUCT(count, approvers, group)[]: the quorums in force, all of which must be met",
+        "requirements": "STRUCT(quorums, decisions, timeout_seconds, on_timeout, timeout_message): "
+        "those in force (the interrupt's, or the last edit's)",
         "deadline": _T, "deadline_text": "VARCHAR: deadline as the ledger spells it",
         "interrupted_at": _T,
         "edited": "BOOLEAN: edits > 0", "edits": "BIGINT: edited events",
@@ -145,9 +147,13 @@ COLUMNS: dict[str, dict[str, str]] = {
     "pending": {
         "request": "BIGINT", "tool": "VARCHAR", "run": "VARCHAR", "proposer": "VARCHAR",
         "rule": "VARCHAR: the first deciding rule", "proposed_at": _T, "interrupted_at": _T, "deadline": _T,
-        "quorum": "BIGINT", "approvals": "BIGINT: approvals of the current arguments",
-        "approvals_needed": "BIGINT: quorum - approvals, at least 0", "approved_by": "VARCHAR[]",
-        "eligible": "VARCHAR[]: who may decide (NULL: anyone but the proposer)",
+        "quorum": "BIGINT: the most approvals any one quorum needs",
+        "quorums": "STRUCT(count, approvers, group)[]: all must be met",
+        "approvals": "BIGINT: approvals of the current arguments",
+        "approvals_needed": "BIGINT: approvals still missing, summed over the quorums (an approver who "
+        "counts for several quorums may cover more than one)",
+        "approved_by": "VARCHAR[]",
+        "eligible": "VARCHAR[]: who may decide, sorted (NULL: anyone but the proposer)",
         "decisions": "VARCHAR[]: the decisions allowed", "edits": "BIGINT",
         "digest": "VARCHAR: the digest an approval must name",
     },
@@ -515,6 +521,8 @@ def _default_sql(value: Any, shape: Any) -> str:
         return _lit(value)
     if isinstance(value, tuple) and shape == ["VARCHAR"]:
         return _list_lit(value)
+    if isinstance(value, (tuple, msgspec.Struct)):  # e.g. the default quorums: typed by from_json
+        return f"from_json({_lit(json.dumps(msgspec.to_builtins(value)))}, {_lit(json.dumps(shape))})"
     raise NotImplementedError(f"no SQL literal for the default {value!r}")
 
 
@@ -919,7 +927,7 @@ t1 AS (
 t2 AS (
     SELECT *,
            known AND (kind = 'approved'
-                      OR (kind = 'edited' AND (reqs_now.approvers IS NULL OR list_contains(reqs_now.approvers, editor))))
+                      OR (kind = 'edited' AND list_bool_or(list_transform(reqs_now.quorums, lambda q: q.approvers IS NULL OR list_contains(q.approvers, editor)))))
                AS approving
     FROM t1
 ),
@@ -931,14 +939,18 @@ t3 AS (
 ),
 t4 AS (
     SELECT *,
-           sum(CASE WHEN approval_rank = 1 THEN 1 ELSE 0 END) OVER (
-               PARTITION BY request, known, epoch ORDER BY position ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-           ) AS approvals_after
+           sum(CASE WHEN approval_rank = 1 THEN 1 ELSE 0 END) OVER w_epoch AS approvals_after,
+           list_filter(list(CASE WHEN approval_rank = 1 THEN actor END) OVER w_epoch, lambda a: a IS NOT NULL)
+               AS approvers_after
     FROM t3
+    WINDOW w_epoch AS (PARTITION BY request, known, epoch ORDER BY position ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
 ),
 t5 AS (
     SELECT *,
-           kind IN ('approved', 'edited') AND approvals_after >= reqs_now.quorum AS reaches_quorum
+           -- every quorum counts the distinct approvers of the current arguments that it admits
+           kind IN ('approved', 'edited') AND list_bool_and(list_transform(reqs_now.quorums, lambda q:
+               len(list_filter(approvers_after, lambda a: q.approvers IS NULL OR list_contains(q.approvers, a))) >= q.count
+           )) AS reaches_quorum
     FROM t4
 ),
 t6 AS (
@@ -982,7 +994,7 @@ SELECT *,
                WHEN status_before <> 'pending' THEN 'not-pending'
                WHEN NOT list_contains(reqs_before.decisions, decision_word) THEN 'decision-not-allowed'
                WHEN actor = request_proposer THEN 'self-approval'
-               WHEN reqs_before.approvers IS NOT NULL AND NOT list_contains(reqs_before.approvers, actor) THEN 'not-an-approver'
+               WHEN NOT list_bool_or(list_transform(reqs_before.quorums, lambda q: q.approvers IS NULL OR list_contains(q.approvers, actor))) THEN 'not-an-approver'
                WHEN deadline_before IS NOT NULL AND ts_text >= deadline_before THEN 'deadline-passed'
                WHEN kind = 'approved' AND args_digest <> digest_before THEN 'stale-digest'
                WHEN kind = 'approved' AND approval_rank > 1 THEN 'duplicate-approval'
@@ -1114,7 +1126,8 @@ SELECT p.request,
        agg.approvers,
        agg.approved_by,
        len(agg.approved_by)::BIGINT AS approvals,
-       agg.requirements.quorum AS quorum,
+       list_max(list_transform(agg.requirements.quorums, lambda q: q.count)) AS quorum,
+       agg.requirements.quorums AS quorums,
        agg.requirements,
        agg.deadline,
        agg.deadline_text,
@@ -1138,8 +1151,14 @@ FROM agg JOIN tl p ON p.request = agg.request AND p.kind = 'proposed'
     pending = """
 CREATE OR REPLACE TEMP VIEW pending AS
 SELECT request, tool, run, proposer, rule, proposed_at, interrupted_at, deadline,
-       quorum, approvals, greatest(quorum - approvals, 0) AS approvals_needed, approved_by,
-       requirements.approvers AS eligible, requirements.decisions AS decisions, edits, digest
+       quorum, quorums, approvals,
+       list_sum(list_transform(quorums, lambda q: greatest(
+           q.count - len(list_filter(approved_by, lambda a: q.approvers IS NULL OR list_contains(q.approvers, a))), 0
+       )))::BIGINT AS approvals_needed,
+       approved_by,
+       CASE WHEN list_bool_or(list_transform(quorums, lambda q: q.approvers IS NULL)) THEN NULL
+            ELSE list_sort(list_distinct(flatten(list_transform(quorums, lambda q: q.approvers)))) END AS eligible,
+       requirements.decisions AS decisions, edits, digest
 FROM requests WHERE status = 'pending'
 """
     decision_times = """

@@ -16,7 +16,8 @@ The rules (each a Violation subclass, `code` in parentheses):
   who is among the allowed approvers (not-an-approver), and a time before the deadline
   (deadline-passed);
 - an approval names the current arguments digest (stale-digest), once per approver and digest
-  (duplicate-approval); the quorum counts distinct approvers of the current digest;
+  (duplicate-approval); every quorum of the requirements counts the distinct approvers of the
+  current digest that it admits;
 - an edit is one the policy did not deny (edit-denied);
 - expiry only at or after the deadline, of a pending request (not-expired);
 - execution starts only when the request is allowed or its quorum approved the current digest
@@ -311,7 +312,7 @@ class Workflow:
     @staticmethod
     def _maybe_approved(state: RequestState, ts: str, who: str) -> None:
         assert state.requirements is not None
-        if len(state.approvals) >= state.requirements.quorum:
+        if state.requirements.met_by(state.approvals):
             state.status = "approved"
             state.decision, state.decided_at, state.decided_by = "approve", ts, who
 

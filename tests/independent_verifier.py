@@ -138,8 +138,9 @@ def _obj(spec):
 
 RULES = lambda v: isinstance(v, list) and all(map(_obj({"id": _str, "line": _nat}), v))
 DECISIONS = ("approve", "edit", "reject", "respond")
+QUORUM = _obj({"count": _pos, "approvers": lambda v: v is None or _strs(v), "group": _opt})
 REQUIREMENTS = _obj({
-    "quorum": _pos, "approvers": lambda v: v is None or _strs(v), "groups": _strs,
+    "quorums": lambda v: isinstance(v, list) and len(v) >= 1 and all(map(QUORUM, v)),
     "decisions": lambda v: _strs(v) and set(v) <= set(DECISIONS), "timeout_seconds": _pos,
     "on_timeout": _one_of("reject"), "timeout_message": _opt})
 EFFECT = _one_of("allow", "deny", "ask")
@@ -301,14 +302,16 @@ class Workflow:
 
     @staticmethod
     def admits(r, q, who):
-        return who != r["proposer"] and (q["approvers"] is None or who in q["approvers"])
+        return who != r["proposer"] and any(
+            quorum["approvers"] is None or who in quorum["approvers"] for quorum in q["quorums"])
 
     @staticmethod
     def vote(r, who, d):
         if who in r["votes"]:  # votes hold approvals of the current arguments only
             raise Bad(f"{who} already approved these arguments")
         r["votes"].add(who)
-        if len(r["votes"]) >= r["requirements"]["quorum"]:
+        if all(len([v for v in r["votes"] if q["approvers"] is None or v in q["approvers"]]) >= q["count"]
+               for q in r["requirements"]["quorums"]):
             r["approved"] = True
 
 

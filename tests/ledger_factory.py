@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from dsl.requirements import Requirements
+from dsl.requirements import Quorum, Requirements
 from ledger import events as ev
 from ledger.clock import ManualClock, add_seconds, format_ts
 from ledger.digest import value_digest
@@ -99,14 +99,13 @@ class Forge:
         return seq, digest
 
     def interrupt(self, request: int, requirements: Requirements | None = None, *, deadline: str | None = None, **kw: Any) -> int:
-        """Append an `interrupted` event. `kw` builds Requirements (quorum=, approvers=, ...)
-        when `requirements` is not given; the deadline defaults to now + timeout_seconds."""
+        """Append an `interrupted` event. `kw` builds one-quorum Requirements (quorum=,
+        approvers=, decisions=, ...) when `requirements` is not given; the deadline defaults to
+        now + timeout_seconds."""
         if requirements is None:
-            if "approvers" in kw and kw["approvers"] is not None:
-                kw["approvers"] = tuple(sorted(kw["approvers"]))
             if "decisions" in kw:
                 kw["decisions"] = tuple(kw["decisions"])
-            requirements = Requirements(**kw)
+            requirements = Requirements.single(kw.pop("quorum", 1), kw.pop("approvers", None), **kw)
         self.requirements[request] = requirements
         self.clock.advance(self.step)
         ts = self.now()
@@ -262,9 +261,12 @@ def _random_event(rng, workflow, now: str, next_seq: int) -> tuple[ev.Event, dic
     who = rng.choice(PEOPLE)
     kind = rng.choice(["interrupt"] * 3 + ["approve"] * 5 + ["edit"] * 2 + ["reject", "respond", "expire", "cancel"] + ["start", "executed"] * 2)
     if kind == "interrupt":
+        quorums = [
+            Quorum(rng.choice([1, 1, 2, 3]), rng.choice([None, ("sup-1", "sup-2"), ("sup-1", "sup-2", "sup-3")]))
+            for _ in range(rng.choice([1, 1, 1, 2]))  # sometimes two quorums, both to be met
+        ]
         req = Requirements(
-            quorum=rng.choice([1, 1, 2, 3]),
-            approvers=rng.choice([None, ("sup-1", "sup-2"), ("sup-1", "sup-2", "sup-3")]),
+            quorums=tuple(quorums),
             decisions=rng.choice([("approve", "edit", "reject"), ("approve", "edit", "reject", "respond"), ("approve", "reject")]),
             timeout_seconds=rng.choice([60, 3600]),
         )
@@ -275,7 +277,7 @@ def _random_event(rng, workflow, now: str, next_seq: int) -> tuple[ev.Event, dic
         args = {"n": rng.randint(4, 40)}
         base = state.requirements or Requirements()
         other = Requirements(
-            quorum=rng.choice([1, 2]), approvers=rng.choice([None, ("sup-2",), ("sup-1", "sup-2")]),
+            quorums=(Quorum(rng.choice([1, 2]), rng.choice([None, ("sup-2",), ("sup-1", "sup-2")])),),
             decisions=base.decisions, timeout_seconds=base.timeout_seconds,
         )
         return (

@@ -32,6 +32,10 @@ ask big_change
   id "big"
 deny big_change when args.amount > 1000
   reason "Changes above 1000 are not made by agents."
+
+# A large wire needs both quorums: two supervisors and one account owner.
+ask wire approvers 2 from sups timeout 4h id "wire-sups"
+ask wire when args.amount > 100 approvers 1 from ["alice", "bob"] id "wire-owner"
 """
 
 

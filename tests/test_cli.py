@@ -77,7 +77,7 @@ def test_eval_prints_the_effect_and_each_matching_rule_with_its_line():
     assert result.exit_code == 0
     assert "effect: ask" in result.stdout
     assert "[supervisors-large-orders] ask: condition holds" in result.stdout
-    assert "needs 2 approval(s) from sup-1, sup-2, sup-3" in result.stdout
+    assert "needs approval by 2 from supervisors (sup-1, sup-2, sup-3)" in result.stdout
 
 
 def test_eval_explains_a_condition_that_could_not_be_evaluated():

@@ -32,7 +32,11 @@ An *evaluation* case loads the policy (it must load without errors) and evaluate
     "reason"        optional: a substring of one of the Decision's reasons
     "no_reasons"    optional: true when the Decision carries no reason at all
     "requirements"  optional: an object; each key present must equal that field of the Decision's
-                    requirements (lists compare with tuples); null means the Decision has none
+                    requirements as JSON (`quorums` is a list of {"count", "approvers", "group"});
+                    null means the Decision has none
+    "met_by"        optional: a list of approver sets (lists of identities) each of which meets
+                    every quorum of the Decision's requirements
+    "not_met_by"    optional: a list of approver sets none of which does
 
 An *error* case asserts that the policy does not load:
 
@@ -55,6 +59,7 @@ import json
 import re
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from dsl import Policy, PolicyError
@@ -65,10 +70,10 @@ SOURCE_NAME = "case.policy"
 GROUP_KEYS = {"comment", "policy", "tool", "context", "cases"}
 EVAL_KEYS = {
     "comment", "policy", "tool", "args", "context", "effect", "deciding", "by_default", "errored",
-    "error_message", "reason", "no_reasons", "requirements",
+    "error_message", "reason", "no_reasons", "requirements", "met_by", "not_met_by",
 }
 DIAG_KEYS = {"comment", "policy", "line", "column", "help"}
-REQUIREMENT_FIELDS = {"quorum", "approvers", "groups", "decisions", "timeout_seconds", "on_timeout", "timeout_message"}
+REQUIREMENT_FIELDS = {"quorums", "decisions", "timeout_seconds", "on_timeout", "timeout_message"}
 
 
 def _slug(text: str) -> str:
@@ -195,10 +200,12 @@ def test_compliance(filename, group_index, case_index, group, case):
         else:
             assert decision.requirements is not None, f"{where}: the Decision has no requirements:\n{shown}"
             for field, value in expected.items():
-                actual = getattr(decision.requirements, field)
-                if isinstance(actual, tuple):
-                    actual = list(actual)
+                actual = msgspec.json.decode(msgspec.json.encode(getattr(decision.requirements, field)))
                 assert actual == value, f"{where}: requirements.{field} is {actual!r}, expected {value!r}"
+    for approvers in case.get("met_by", []):
+        assert decision.requirements.met_by(approvers), f"{where}: {approvers} should meet {decision.requirements.describe()}"
+    for approvers in case.get("not_met_by", []):
+        assert not decision.requirements.met_by(approvers), f"{where}: {approvers} should not meet {decision.requirements.describe()}"
 
 
 def test_compliance_suite_is_large_enough():

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from dsl import Decision, Policy, PolicyError, PolicyInputError, Requirements
 from dsl.compiler import Env
-from dsl.requirements import DECISIONS, strictest
+from dsl.requirements import DECISIONS, Quorum, strictest
 from dsl.values import EvalError
 
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -127,7 +127,10 @@ def test_without_a_default_an_uncovered_call_asks():
     assert decision.by_default
     assert decision.deciding == ()
     assert decision.requirements == Requirements(
-        quorum=1, approvers=None, groups=(), decisions=("approve", "edit", "reject"), timeout_seconds=86400, on_timeout="reject"
+        quorums=(Quorum(count=1, approvers=None, group=None),),
+        decisions=("approve", "edit", "reject"),
+        timeout_seconds=86400,
+        on_timeout="reject",
     )
 
 
@@ -148,20 +151,30 @@ def test_several_asks_combine_to_the_strictest_requirements():
         'ask t approvers 2 from b decisions approve, reject timeout 2h id "two"',
     )
     req = policy.evaluate("t", {}).requirements
-    assert req.quorum == 2
-    assert req.approvers == ("bob", "cat")
-    assert req.groups == ("a", "b")
+    assert req.quorums == (Quorum(1, ("ann", "bob", "cat"), "a"), Quorum(2, ("bob", "cat", "dan"), "b"))
     assert req.decisions == ("approve", "reject")
     assert (req.timeout_seconds, req.timeout_message, req.on_timeout) == (7200, None, "reject")
 
 
-def test_asks_that_no_one_can_approve_become_deny():
-    policy = load('ask t approvers 2 from ["ann", "bob"] id "x"', 'ask t approvers 1 from ["bob", "cat"] id "y"')
+def test_asks_naming_different_groups_need_a_quorum_from_each():
+    policy = load('ask t approvers 2 from ["ann", "bob"] id "x"', 'ask t approvers 1 from ["cat", "dan"] id "y"')
     decision = policy.evaluate("t", {})
-    assert decision.effect == "deny"
-    assert decision.requirements is None
-    assert decision.deciding == ("x", "y")
-    assert any("no one can approve" in r for r in decision.reasons)
+    assert decision.effect == "ask" and decision.deciding == ("x", "y")
+    req = decision.requirements
+    assert not req.met_by({"ann", "bob"}) and not req.met_by({"ann", "cat"})
+    assert req.met_by({"ann", "bob", "cat"})
+    assert req.allows("dan") and not req.allows("eve")
+
+
+def test_one_approval_counts_for_every_quorum_that_admits_the_approver():
+    policy = load('ask t approvers 1 from ["ann", "bob"]', 'ask t approvers 1 from ["bob", "cat"]')
+    req = policy.evaluate("t", {}).requirements
+    assert req.met_by({"bob"}) and not req.met_by({"ann"})
+
+
+def test_a_quorum_another_one_implies_is_dropped():
+    policy = load('ask t approvers 1', 'ask t approvers 2 from ["ann", "bob", "cat"]')
+    assert policy.evaluate("t", {}).requirements.quorums == (Quorum(2, ("ann", "bob", "cat")),)
 
 
 def test_a_timeout_never_approves():
@@ -171,11 +184,15 @@ def test_a_timeout_never_approves():
     assert load("ask t timeout 1h").evaluate("t", {}).requirements.on_timeout == "reject"
 
 
+QUORUMS = st.builds(
+    Quorum,
+    count=st.integers(1, 4),
+    approvers=st.none() | st.sets(st.sampled_from("abcdef"), min_size=1).map(lambda s: tuple(sorted(s))),
+    group=st.none() | st.sampled_from(["g1", "g2"]),
+)
 JSONISH_REQUIREMENTS = st.builds(
     Requirements,
-    quorum=st.integers(1, 4),
-    approvers=st.none() | st.sets(st.sampled_from("abcdef"), min_size=1).map(lambda s: tuple(sorted(s))),
-    groups=st.lists(st.sampled_from(["g1", "g2", "g3"]), unique=True).map(tuple),
+    quorums=st.lists(QUORUMS, min_size=1, max_size=3).map(tuple),
     decisions=st.sets(st.sampled_from(["approve", "edit", "respond"])).map(lambda s: tuple(d for d in DECISIONS if d in s or d == "reject")),
     timeout_seconds=st.integers(1, 10),
     timeout_message=st.none() | st.sampled_from(["m1", "m2"]),
@@ -187,23 +204,26 @@ JSONISH_REQUIREMENTS = st.builds(
 def test_strictest_requirements_meet_every_input_and_ignore_order(reqs, rnd):
     combined = strictest(reqs)
     for r in reqs:
-        assert combined.quorum >= r.quorum
-        if r.approvers is not None:
-            assert set(combined.approvers) <= set(r.approvers)
         assert set(combined.decisions) <= set(r.decisions)
         assert combined.timeout_seconds <= r.timeout_seconds
-    assert combined.quorum == max(r.quorum for r in reqs)
     assert combined.timeout_seconds == min(r.timeout_seconds for r in reqs)
     assert "reject" in combined.decisions
     assert combined.on_timeout == "reject"
-    admitted = [set(r.approvers) for r in reqs if r.approvers is not None]
-    assert combined.approvers == (tuple(sorted(set.intersection(*admitted))) if admitted else None)
+    # The combination is met by exactly the approvals that meet every input, and admits no
+    # decider that no input admits (a quorum another implies is dropped, so it may admit fewer).
+    people = "abcdefg"
+    for mask in range(2 ** len(people)):
+        approvals = {p for i, p in enumerate(people) if mask >> i & 1}
+        assert combined.met_by(approvals) == all(r.met_by(approvals) for r in reqs)
+    for who in people:
+        assert not combined.allows(who) or any(r.allows(who) for r in reqs)
     shuffled = list(reqs)
     rnd.shuffle(shuffled)
     again = strictest(shuffled)
-    # Only the message on a timeout tie and the order of group names may depend on rule order.
-    assert msgspec.structs.replace(again, timeout_message=None, groups=()) == msgspec.structs.replace(combined, timeout_message=None, groups=())
-    assert set(again.groups) == set(combined.groups)
+    # Only the message on a timeout tie, the order of the quorums and which of two equivalent
+    # quorums keeps its group name may depend on rule order.
+    assert msgspec.structs.replace(again, timeout_message=None, quorums=()) == msgspec.structs.replace(combined, timeout_message=None, quorums=())
+    assert {(q.count, q.approvers) for q in again.quorums} == {(q.count, q.approvers) for q in combined.quorums}
 
 
 # --- strict typing -----------------------------------------------------------------------------
@@ -311,7 +331,8 @@ def test_deeply_nested_arguments_fail_closed():
 def test_generated_rule_ids_never_take_a_declared_id():
     policy = load('ask a id "L2.2" approvers 1 from ["p"]', 'ask a  ask a approvers 1 from ["q"]')
     assert [r.rule_id for r in policy.rules] == ["L2.2", "L2", "L2.3"]
-    assert policy.evaluate("a", {}).effect == "deny"  # p and q cannot both be the only approver
+    requirements = policy.evaluate("a", {}).requirements  # each rule kept its own quorum
+    assert requirements.quorums == (Quorum(1, ("p",)), Quorum(1, ("q",)))
 
 
 def test_the_condition_text_is_recorded_as_written():

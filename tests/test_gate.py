@@ -270,3 +270,13 @@ def test_every_step_leaves_a_ledger_that_verifies(tmp_path):
     assert report.ok, report.problem
     assert (report.count, report.head) == head
     assert report.statuses == {"executed": 3, "denied": 1, "rejected": 1, "responded": 1, "expired": 1, "cancelled": 1}
+
+
+def test_a_call_two_ask_rules_match_needs_every_quorum(g):
+    p = g.propose("wire", {"amount": 500}, proposer="agent")
+    assert {(q.count, q.group) for q in p.requirements.quorums} == {(2, "sups"), (1, None)}
+    g.approve(p.request, approver="sup-1", digest=p.args_digest)
+    assert g.approve(p.request, approver="sup-2", digest=p.args_digest).status == "pending"  # no owner yet
+    refused(g, wf.NotApproved, g.execute, p.request, lambda a: pytest.fail("ran"))
+    refused(g, wf.NotAnApprover, g.approve, p.request, approver="carol", digest=p.args_digest)
+    assert g.approve(p.request, approver="bob", digest=p.args_digest).status == "approved"

@@ -336,10 +336,15 @@ def test_directory_without_segments_is_unreadable_for_both(tmp_path):
 
 # ---- workflow rules: lawful chains that record unlawful histories --------------------------------
 
-REQ = {"quorum": 1, "approvers": ["a", "b", "c"], "groups": ["g"],
-       "decisions": ["approve", "edit", "reject", "respond"], "timeout_seconds": 3600,
+def quorums(count, approvers=("a", "b", "c"), *more):
+    """Requirements' quorums: one of `count` from `approvers`, then (count, approvers) pairs."""
+    pairs = [(count, approvers), *more]
+    return [{"count": n, "approvers": list(a) if a is not None else None, "group": None} for n, a in pairs]
+
+
+REQ = {"quorums": quorums(1), "decisions": ["approve", "edit", "reject", "respond"], "timeout_seconds": 3600,
        "on_timeout": "reject", "timeout_message": None}
-R2 = {**REQ, "quorum": 2}
+R2 = {**REQ, "quorums": quorums(2)}
 DEADLINE = "2026-01-01T01:00:00.000000Z"
 DEFAULTS = {
     "genesis": dict(format="countersign-ledger/1", ledger_id="t"),
@@ -413,7 +418,7 @@ WORKFLOW = {
     "second_interrupt": ([P, I, I], 4),
     "decision_before_interrupt": ([P, A], 3),
     "decision_by_proposer_when_anyone_may": (
-        [P, E("interrupted", requirements={**REQ, "approvers": None}), E("approved", approver="agent")], 4),
+        [P, E("interrupted", requirements={**REQ, "quorums": quorums(1, None)}), E("approved", approver="agent")], 4),
     "decision_by_non_approver": ([P, I, E("approved", approver="z")], 4),
     "decision_kind_not_allowed": (
         [P, E("interrupted", requirements={**REQ, "decisions": ["approve"]}), E("responded")], 4),
@@ -432,7 +437,20 @@ WORKFLOW = {
     "editor_approving_own_edit_again": (
         [P, E("interrupted", requirements=R2), E("edited", requirements=R2), A], 5),
     "edit_not_admitting_editor_is_no_approval": (
-        [P, I, E("edited", requirements={**REQ, "approvers": ["b"]}), E("execution_started")], 5),
+        [P, I, E("edited", requirements={**REQ, "quorums": quorums(1, ["b"])}), E("execution_started")], 5),
+    "two_quorums_both_met": (
+        [P, E("interrupted", requirements={**REQ, "quorums": quorums(2, ["a", "b"], (1, ["c"]))}),
+         E("approved", approver="a"), E("approved", approver="b"), E("approved", approver="c"),
+         E("execution_started")], None),
+    "two_quorums_one_met": (
+        [P, E("interrupted", requirements={**REQ, "quorums": quorums(2, ["a", "b"], (1, ["c"]))}),
+         E("approved", approver="a"), E("approved", approver="b"), E("execution_started")], 6),
+    "one_approval_counts_for_both_quorums": (
+        [P, E("interrupted", requirements={**REQ, "quorums": quorums(1, ["a", "b"], (1, ["b", "c"]))}),
+         E("approved", approver="b"), E("execution_started")], None),
+    "decider_no_quorum_admits": (
+        [P, E("interrupted", requirements={**REQ, "quorums": quorums(1, ["a"], (1, ["b"]))}),
+         E("rejected", approver="c")], 4),
     "edit_requirements_govern_next_decision": (
         [P, E("interrupted", requirements=R2), E("edited", requirements={**R2, "decisions": ["edit"]}),
          E("approved", approver="b")], 5),
@@ -592,7 +610,7 @@ def test_both_reject_a_cancel_after_execution_started(tmp_path):
 
 
 def test_both_accept_a_new_approval_of_arguments_edited_back(tmp_path):
-    R3 = {**REQ, "quorum": 3}
+    R3 = {**REQ, "quorums": quorums(3)}
     led = build(tmp_path / "l", [P, E("interrupted", requirements=R3), E("approved", approver="b"),
                                  E("edited", requirements=R3),
                                  E("edited", editor="c", new_args={"x": 1}, requirements=R3),

@@ -141,7 +141,7 @@ def forged(path: Path, steps) -> None:
             elif step[0] == "interrupt":
                 from dsl.requirements import Requirements
 
-                led.append(ev.Interrupted(request=step[1], requirements=Requirements(quorum=step[2]), deadline="2099-01-01T00:00:00.000000Z"))
+                led.append(ev.Interrupted(request=step[1], requirements=Requirements.single(step[2]), deadline="2099-01-01T00:00:00.000000Z"))
             elif step[0] == "approve":
                 led.append(ev.Approved(request=step[1], approver=step[2], args_digest=empty, comment=None))
             elif step[0] == "start":

@@ -227,7 +227,8 @@ def test_requests_agree_with_the_replay_on_every_field(gate_ledger):
             "original_digest": state.original_digest,
             "status": state.status,
             "requirements": plain(state.requirements),
-            "quorum": state.requirements.quorum if state.requirements else None,
+            "quorum": max(q.count for q in state.requirements.quorums) if state.requirements else None,
+            "quorums": plain(state.requirements.quorums) if state.requirements else None,
             "deadline_text": state.deadline,
             "approved_by": list(state.approvals),
             "approvals": len(state.approvals),
@@ -920,7 +921,7 @@ def u_not_approved_short_of_quorum(f):
 def u_not_approved_editor_not_eligible(f):
     """The edit's requirements no longer admit the editor: the edit approves nothing."""
     r, d = f.ask(quorum=1, approvers=["sup-1", "sup-2"])
-    _, d2 = f.edit(r, "sup-1", {"amount": 5}, d, requirements=Requirements(quorum=1, approvers=("sup-2",)))
+    _, d2 = f.edit(r, "sup-1", {"amount": 5}, d, requirements=Requirements.single(1, ("sup-2",)))
     return f.start(r, d2)
 
 
@@ -1031,7 +1032,7 @@ def test_lawful_forged_histories_have_no_violations(tmp_path):
         f.start(r, d2)
         f.executed(r, d2, outcome="error", error="Boom: no")
         r, d = f.ask(quorum=1, approvers=["sup-1", "sup-2"])
-        _, d2 = f.edit(r, "sup-1", {"amount": 6}, d, requirements=Requirements(quorum=1, approvers=("sup-2",)))
+        _, d2 = f.edit(r, "sup-1", {"amount": 6}, d, requirements=Requirements.single(1, ("sup-2",)))
         f.approve(r, "sup-2", d2)  # the editor no longer counts; sup-2 does
         f.cancel(r, by="operator", reason="changed my mind")
         r, d = f.ask(quorum=3, approvers=["a", "b", "c", "d"])
