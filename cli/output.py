@@ -22,6 +22,8 @@ def echo_json(value: Any) -> None:
 
 def table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None) -> None:
     """Render rows as a Rich table on stdout."""
+    import sys
+
     from rich.console import Console
     from rich.table import Table
 
@@ -30,7 +32,8 @@ def table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str | No
         t.add_column(str(column))
     for row in rows:
         t.add_row(*("" if v is None else str(v) for v in row))
-    Console().print(t)
+    # Off a terminal Rich would squeeze the table into 80 columns; let it take what it needs.
+    Console(width=None if sys.stdout.isatty() else 240).print(t)
 
 
 def load_policy(path: str) -> Any:

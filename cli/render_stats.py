@@ -1,4 +1,4 @@
-"""Render a ledger.stats.Stats for a terminal: scalars as lines, mappings as small tables."""
+"""Render a ledger.stats.Stats for a terminal: the queue, decisions, timing, then one row a tool."""
 
 from typing import Any
 
@@ -7,31 +7,34 @@ import typer
 from cli.output import table
 
 
-def _label(name: str) -> str:
-    return name.replace("_", " ")
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f}m"
+    return f"{seconds / 3600:.1f}h"
 
 
-def render(stats: Any) -> None:
-    import msgspec
-
-    data = msgspec.to_builtins(stats)
-    tables = []
-    for key, value in data.items():
-        if isinstance(value, dict) and value and all(not isinstance(v, (dict, list)) for v in value.values()):
-            tables.append((key, value))
-        elif isinstance(value, (dict, list)):
-            tables.append((key, value))
-        else:
-            if isinstance(value, float):
-                value = f"{value:.1f}" if not key.endswith("rate") else f"{value:.1%}"
-            typer.echo(f"{_label(key)}: {'-' if value is None else value}")
-    for key, value in tables:
-        if isinstance(value, dict):
-            if value and all(isinstance(v, dict) for v in value.values()):
-                columns = sorted({c for v in value.values() for c in v})
-                table([key.split("_")[-1], *columns], [[k, *(v.get(c) for c in columns)] for k, v in value.items()], title=_label(key))
-            elif value:
-                table([_label(key), "count"], sorted(value.items(), key=lambda kv: -kv[1] if isinstance(kv[1], (int, float)) else 0), title=None)
-        elif value and isinstance(value[0], dict):
-            columns = list(value[0])
-            table(columns, [[row.get(c) for c in columns] for row in value], title=_label(key))
+def render(s: Any) -> None:
+    as_of = s.as_of.isoformat().replace("+00:00", "Z") if s.as_of else "-"
+    typer.echo(f"{s.events} events, {s.requests} requests, as of {as_of}")
+    typer.echo(f"queue now: {s.pending} pending, the oldest waiting {_duration(s.oldest_pending_seconds)}")
+    statuses = ", ".join(f"{n} {status}" for status, n in sorted(s.by_status.items(), key=lambda kv: -kv[1]))
+    typer.echo(f"requests by status: {statuses or '-'}")
+    decisions = ", ".join(f"{n} {d}" for d, n in sorted(s.decisions.items(), key=lambda kv: -kv[1]))
+    typer.echo(f"decisions: {decisions or '-'}")
+    typer.echo(
+        f"time to decision ({s.decided_asks} decided asks): p50 {_duration(s.decision_p50_seconds)}, "
+        f"p90 {_duration(s.decision_p90_seconds)}"
+    )
+    rate = f"{s.edit_rate:.1%}" if s.edit_rate is not None else "-"
+    typer.echo(f"edit rate: {rate} ({s.edited_asks} of {s.asks} asks edited)")
+    columns = ["tool", "requests", "allowed", "denied", "asks", "approved", "rejected", "responded", "expired", "edited", "pending", "failed"]
+    rows = [
+        [tool, *(getattr(t, c) for c in columns[1:])]
+        for tool, t in sorted(s.by_tool.items(), key=lambda kv: (-kv[1].requests, kv[0]))
+    ]
+    if rows:
+        table(columns, rows, title="by tool")
