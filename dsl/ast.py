@@ -60,17 +60,20 @@ class Path:
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """A function call: `len(x)`, `lower(x)`, `exists(path)`."""
+    """A function call: `len(x)`, `lower(x)`, `exists(path)`, `url(args.u).host` (`keys` are the
+    fields and indexes read from the result, as in a Path)."""
 
     name: str
     args: tuple["Expr", ...]
     span: Span
     name_span: Span
+    keys: tuple[str | int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class Compare:
-    """A binary test. `op` is one of `== != < <= > >= in not_in startswith endswith contains glob`."""
+    """A binary test. `op` is one of `== != < <= > >= in not_in startswith endswith contains glob
+    under`."""
 
     op: str
     left: "Expr"
@@ -96,7 +99,20 @@ class Or:
     span: Span
 
 
-Expr = Union[Literal, ListLiteral, Path, Call, Compare, Not, And, Or]
+@dataclass(frozen=True, slots=True)
+class Quantifier:
+    """`any NAME in SOURCE: BODY` or `all NAME in SOURCE: BODY`: BODY is tested with NAME bound to
+    each item of the list SOURCE."""
+
+    kind: str
+    var: str
+    var_span: Span
+    source: "Expr"
+    body: "Expr"
+    span: Span
+
+
+Expr = Union[Literal, ListLiteral, Path, Call, Compare, Not, And, Or, Quantifier]
 
 # --- rule clauses -----------------------------------------------------------------------------
 
@@ -193,12 +209,20 @@ class GroupDecl:
 
 
 @dataclass(frozen=True, slots=True)
+class HomeDecl:
+    """`home "/home/me"`: the home directory `~` stands for when the call's context has none."""
+
+    path: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class PolicyDecl:
     name: str
     span: Span
 
 
-Statement = Union[PolicyDecl, DefaultDecl, GroupDecl, Rule]
+Statement = Union[PolicyDecl, DefaultDecl, GroupDecl, HomeDecl, Rule]
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,14 +24,35 @@ from typing import Iterable
 from dsl import ast
 from dsl.errors import Diagnostic, Span
 from dsl.requirements import DECISIONS, TIMEOUT_OUTCOMES
+from dsl.subjects import Command, PathValue, UrlValue
 
 ROOTS = ("tool", "args", "context")
-FUNCTIONS = {"len": 1, "lower": 1, "exists": 1}
+FUNCTIONS = {"len": 1, "lower": 1, "exists": 1, "path": 1, "shell": 1, "url": 1}
 
-# Load-time types of expressions. "any" is a field whose type is only known at run time.
+# Load-time types of expressions. "any" is a field whose type is only known at run time. Lists may
+# carry their item type ("list[command]"); "list" alone is a list of unknown items. The normalized
+# subjects have their own types, with typed fields (dsl.subjects).
 STRING, NUMBER, BOOL, NULL, LIST, OBJECT, ANY = "string", "number", "bool", "null", "list", "object", "any"
+PATH, COMMAND, URL = "path", "command", "url"
+SUBJECT_FIELDS = {PATH: PathValue.FIELDS, COMMAND: Command.FIELDS, URL: UrlValue.FIELDS}
 
 _ORDERED = (NUMBER, STRING)
+_STRINGISH = (STRING, PATH, ANY)  # a path reads as its text where a string is expected
+
+
+def is_list(kind: str | None) -> bool:
+    return kind == LIST or (kind or "").startswith("list[")
+
+
+def item_type(kind: str) -> str:
+    return kind[5:-1] if kind.startswith("list[") else ANY
+
+
+def describe(kind: str) -> str:
+    """A type for a message: "a string", "an object", "a list of commands"."""
+    if kind.startswith("list["):
+        return f"a list of {item_type(kind)}s"
+    return _article(kind)
 
 # How deeply conditions may nest (`not not ...`, parentheses inside comparisons, calls inside
 # calls). The checker, the compiler and evaluation all recurse over a condition, so a limit far
@@ -45,7 +66,7 @@ def _suggest(name: str, choices: Iterable[str]) -> str | None:
 
 
 def _article(kind: str) -> str:
-    return ("an " if kind[0] in "aeiou" else "a ") + kind
+    return ("an " if kind[0] in "aeio" else "a ") + kind
 
 
 def literal_type(value) -> str:
@@ -63,6 +84,7 @@ class _Checker:
         self.diagnostics: list[Diagnostic] = []
         self.groups: dict[str, ast.GroupDecl] = {}
         self.depth = 0
+        self.scope: dict[str, str] = {}  # quantifier variables in force → their types
 
     def error(self, message: str, span: Span | None, help: str | None = None) -> None:
         self.diagnostics.append(Diagnostic("error", message, span, help))
@@ -78,6 +100,12 @@ class _Checker:
             self.error("a file declares one policy", extra.span, f"the first is at line {policies[0].span.line}")
         for group in tree.of_type(ast.GroupDecl):
             self.group(group)
+        homes = tree.of_type(ast.HomeDecl)
+        for extra in homes[1:]:
+            self.error("a policy has one home", extra.span, f"the first is at line {homes[0].span.line}")
+        for home in homes[:1]:
+            if not home.path.startswith("/"):
+                self.error("the home must be an absolute path", home.span, 'for example home "/home/me"')
         defaults = tree.of_type(ast.DefaultDecl)
         for extra in defaults[1:]:
             self.error("a policy has one default", extra.span, f"the first is at line {defaults[0].span.line}")
@@ -276,7 +304,8 @@ class _Checker:
                 if not isinstance(item, ast.Literal):
                     self.error("list items must be literal values", item.span)
                     ok = False
-            return LIST if ok else None
+            kinds = {literal_type(i.value) for i in expr.items if isinstance(i, ast.Literal)}
+            return (f"list[{kinds.pop()}]" if len(kinds) == 1 else LIST) if ok else None
         if isinstance(expr, ast.Path):
             return self.path(expr)
         if isinstance(expr, ast.Call):
@@ -291,31 +320,85 @@ class _Checker:
             return BOOL
         if isinstance(expr, ast.Compare):
             return self.compare(expr)
+        if isinstance(expr, ast.Quantifier):
+            return self.quantifier(expr)
         raise TypeError(f"unknown expression node {expr!r}")  # pragma: no cover
 
+    def quantifier(self, q: ast.Quantifier) -> str | None:
+        source = self.expr(q.source)
+        if source is not None and not is_list(source) and source != ANY:
+            self.error(f"'{q.kind}' goes over a list, not {describe(source)}", q.source.span)
+        if q.var in ROOTS or q.var in FUNCTIONS or q.var in self.scope:
+            self.error(f"the name '{q.var}' is already taken", q.var_span, "choose another name for the item")
+        outer = dict(self.scope)
+        self.scope[q.var] = item_type(source) if source is not None and is_list(source) else ANY
+        try:
+            self.boolean_operand(q.body, f"{q.kind} ...:")
+        finally:
+            self.scope = outer
+        return BOOL
+
     def path(self, path: ast.Path) -> str | None:
-        if path.root not in ROOTS:
-            hint = _suggest(path.root, ROOTS + tuple(FUNCTIONS)) or "conditions read tool, args.<field> or context.<field>"
+        if path.root in self.scope:
+            kind = self.scope[path.root]
+        elif path.root in ROOTS:
+            if path.root == "tool":
+                if path.keys:
+                    self.error("tool is the tool's name, a string; it has no fields", path.span, "fields are under args")
+                    return None
+                return STRING
+            kind = OBJECT
+        else:
+            choices = ROOTS + tuple(FUNCTIONS) + tuple(self.scope)
+            hint = _suggest(path.root, choices) or "conditions read tool, args.<field> or context.<field>"
             self.error(f"unknown name '{path.root}'", path.span, hint)
             return None
-        if path.root == "tool":
-            if path.keys:
-                self.error("tool is the tool's name, a string; it has no fields", path.span, "fields are under args")
+        for key in path.keys:
+            kind = self.step(kind, key, path)
+            if kind is None:
                 return None
-            return STRING
-        return ANY if path.keys else OBJECT
+        return kind
+
+    def step(self, kind: str, key: str | int, path: ast.Path | ast.Call) -> str | None:
+        """The type of `value[key]` for a value of type `kind`; None after reporting an error."""
+        if kind in SUBJECT_FIELDS:
+            fields = SUBJECT_FIELDS[kind]
+            if isinstance(key, str) and key in fields:
+                return fields[key]
+            shown = key if isinstance(key, str) else f"[{key}]"
+            hint = _suggest(str(key), fields) or f"its fields are {', '.join(fields)}"
+            self.error(f"{_article(kind)} has no field '{shown}'", path.span, hint)
+            return None
+        if kind in (STRING, NUMBER, BOOL, NULL):
+            self.error(f"{_article(kind)} has no fields or items", path.span)
+            return None
+        if is_list(kind):
+            if isinstance(key, str):
+                self.error(f"{describe(kind)} has items, not fields", path.span, "use an index: [0]")
+                return None
+            return item_type(kind)
+        return ANY
 
     def call(self, call: ast.Call) -> str | None:
+        kind = self.call_result(call)
+        for key in call.keys:
+            if kind is None:
+                return None
+            kind = self.step(kind, key, call)
+        return kind
+
+    def call_result(self, call: ast.Call) -> str | None:
         arity = FUNCTIONS.get(call.name)
         if arity is None:
-            self.error(f"unknown function '{call.name}'", call.name_span, _suggest(call.name, FUNCTIONS) or "the functions are len, lower, exists")
+            known = ", ".join(FUNCTIONS)
+            self.error(f"unknown function '{call.name}'", call.name_span, _suggest(call.name, FUNCTIONS) or f"the functions are {known}")
             return None
         if len(call.args) != arity:
             self.error(f"{call.name}() takes {arity} argument, not {len(call.args)}", call.span)
             return None
         (arg,) = call.args
         if call.name == "exists":
-            if not isinstance(arg, ast.Path) or arg.root not in ("args", "context"):
+            if not isinstance(arg, ast.Path) or (arg.root not in ("args", "context") and arg.root not in self.scope):
                 self.error("exists() takes a field path under args or context", arg.span, "for example exists(args.force)")
                 return None
             if not arg.keys:
@@ -325,14 +408,15 @@ class _Checker:
         if kind is None:
             return None
         if call.name == "len":
-            if kind not in (STRING, LIST, OBJECT, ANY):
-                self.error(f"len() takes a string, list or object, not {_article(kind)}", arg.span)
+            if kind not in (STRING, OBJECT, ANY) and not is_list(kind):
+                self.error(f"len() takes a string, list or object, not {describe(kind)}", arg.span)
                 return None
             return NUMBER
-        if kind not in (STRING, ANY):  # lower
-            self.error(f"lower() takes a string, not {_article(kind)}", arg.span)
+        expected = {"lower": (STRING, ANY), "path": (STRING, PATH, ANY), "shell": (STRING, ANY), "url": (STRING, ANY)}[call.name]
+        if kind not in expected:
+            self.error(f"{call.name}() takes a string, not {describe(kind)}", arg.span)
             return None
-        return STRING
+        return {"lower": STRING, "path": PATH, "shell": f"list[{COMMAND}]", "url": URL}[call.name]
 
     def compare(self, cmp: ast.Compare) -> str | None:
         left, right = self.expr(cmp.left), self.expr(cmp.right)
@@ -341,52 +425,76 @@ class _Checker:
         op = cmp.op
         shown = op.replace("_", " ")
         if op in ("==", "!="):
-            if left != right and ANY not in (left, right) and NULL not in (left, right):
+            if not _comparable(left, right):
                 self.error(
-                    f"'{shown}' compares {_article(left)} with {_article(right)}",
+                    f"'{shown}' compares {describe(left)} with {describe(right)}",
                     cmp.span,
                     "values of different types are never equal; a wrong type at run time is an error, which never allows",
                 )
         elif op in ("<", "<=", ">", ">="):
             for side, kind in ((cmp.left, left), (cmp.right, right)):
                 if kind not in _ORDERED + (ANY,):
-                    self.error(f"'{op}' orders numbers or strings, not {_article(kind)}", side.span)
+                    self.error(f"'{op}' orders numbers or strings, not {describe(kind)}", side.span)
                     return BOOL
             if left != right and ANY not in (left, right):
                 self.error(f"'{op}' compares {_article(left)} with {_article(right)}", cmp.span)
         elif op in ("in", "not_in"):
-            if right not in (LIST, STRING, ANY):
-                self.error(f"'{shown}' needs a list or a string on its right, not {_article(right)}", cmp.right.span)
-            elif right == STRING and left not in (STRING, ANY):
-                self.error(f"'{shown}' on a string looks for a substring; this is {_article(left)}", cmp.left.span)
+            if right not in (STRING, ANY) and not is_list(right):
+                self.error(f"'{shown}' needs a list or a string on its right, not {describe(right)}", cmp.right.span)
+            elif right == STRING and left not in _STRINGISH:
+                self.error(f"'{shown}' on a string looks for a substring; this is {describe(left)}", cmp.left.span)
             elif isinstance(cmp.right, ast.ListLiteral):
                 self.membership(shown, left, cmp.right, cmp.span)
+            elif is_list(right) and not _comparable(left, item_type(right)):
+                self.error(f"'{shown}' looks for {describe(left)} in {describe(right)}", cmp.span)
         elif op in ("startswith", "endswith"):
-            for side, kind in ((cmp.left, left), (cmp.right, right)):
-                if kind not in (STRING, ANY):
-                    self.error(f"'{op}' works on strings, not {_article(kind)}", side.span)
+            if is_list(left) or is_list(right):
+                for side, kind in ((cmp.left, left), (cmp.right, right)):
+                    if not is_list(kind) and kind != ANY:
+                        self.error(f"'{op}' compares a list with a list, not with {describe(kind)}", side.span)
+            else:
+                for side, kind in ((cmp.left, left), (cmp.right, right)):
+                    if kind not in _STRINGISH:
+                        self.error(f"'{op}' works on strings or lists, not {describe(kind)}", side.span)
         elif op == "contains":
-            if left not in (STRING, LIST, ANY):
-                self.error(f"'contains' looks inside a string or a list, not {_article(left)}", cmp.left.span)
-            elif left == STRING and right not in (STRING, ANY):
-                self.error(f"a string contains substrings, not {_article(right)}", cmp.right.span)
+            if left not in (STRING, ANY) and not is_list(left):
+                self.error(f"'contains' looks inside a string or a list, not {describe(left)}", cmp.left.span)
+            elif left == STRING and right not in _STRINGISH:
+                self.error(f"a string contains substrings, not {describe(right)}", cmp.right.span)
             elif isinstance(cmp.left, ast.ListLiteral):  # `[...] contains x` is `x in [...]`
                 self.membership("contains", right, cmp.left, cmp.span)
+            elif is_list(left) and not _comparable(item_type(left), right):
+                self.error(f"'contains' looks for {describe(right)} in {describe(left)}", cmp.span)
         elif op == "glob":
-            if left not in (STRING, ANY):
-                self.error(f"'glob' matches strings, not {_article(left)}", cmp.left.span)
+            if left not in _STRINGISH:
+                self.error(f"'glob' matches strings or paths, not {describe(left)}", cmp.left.span)
             if not (isinstance(cmp.right, ast.Literal) and isinstance(cmp.right.value, str)):
                 self.error("a glob pattern must be a string literal", cmp.right.span, 'for example args.path glob "*.env"')
+        elif op == "under":
+            for side, kind in ((cmp.left, left), (cmp.right, right)):
+                if kind not in _STRINGISH:
+                    self.error(f"'under' compares paths, not {describe(kind)}", side.span)
         return BOOL
 
     def membership(self, shown: str, item: str, items: ast.ListLiteral, span: Span) -> None:
         """A value of load-time type `item` looked up in a literal list: an error when no item of the
         list could ever equal it (run time would raise the same error on every call)."""
+        if item == PATH:
+            item = STRING  # a path is compared by its text
         if item == ANY or not items.items:
             return
         kinds = {literal_type(i.value) for i in items.items if isinstance(i, ast.Literal)}
         if item not in kinds and NULL not in kinds and item != NULL:
             self.error(f"'{shown}' looks for {_article(item)} in a list of {' and '.join(sorted(kinds))} values", span)
+
+
+def _comparable(a: str, b: str) -> bool:
+    """Could `==` ever compare values of these load-time types without an error?"""
+    if ANY in (a, b) or NULL in (a, b) or a == b:
+        return True
+    if {a, b} == {PATH, STRING}:
+        return True  # a path equals the string of its text
+    return is_list(a) and is_list(b)
 
 
 def check(tree: ast.PolicyFile) -> list[Diagnostic]:

@@ -18,17 +18,30 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
-from dsl import ast, values
+from dsl import ast, subjects, values
 from dsl.requirements import DEFAULT_DECISIONS, Quorum, Requirements
 from dsl.values import EvalError
 
+_NO_VARS: dict[str, Any] = {}
+
 
 class Env(NamedTuple):
-    """What a condition can see: the tool name, its arguments and the caller's context."""
+    """What a condition can see: the tool name, its arguments, the caller's context, the items a
+    quantifier has bound (`vars`) and the policy's `home` (used when the context has none)."""
 
     tool: str
     args: dict
     context: dict
+    vars: dict = _NO_VARS
+    home: str | None = None
+
+    def cwd(self) -> str | None:
+        cwd = self.context.get("cwd")
+        return cwd if isinstance(cwd, str) else None
+
+    def home_dir(self) -> str | None:
+        home = self.context.get("home")
+        return home if isinstance(home, str) else self.home
 
 
 Fn = Callable[[Env], Any]
@@ -93,7 +106,34 @@ def _compile(expr: ast.Expr) -> Fn:
         return _compile_or([_operand(o) for o in expr.operands])
     if isinstance(expr, ast.Compare):
         return _compile_compare(expr)
+    if isinstance(expr, ast.Quantifier):
+        return _compile_quantifier(expr)
     raise TypeError(f"cannot compile {expr!r}")  # pragma: no cover
+
+
+def _compile_quantifier(q: ast.Quantifier) -> Fn:
+    """`any` is the three-valued `or` of the body over the items, `all` the `and`: `any` over an
+    empty list is false, `all` is true; an item for which the body errors makes the answer an
+    error unless another item decides it (true for `any`, false for `all`)."""
+    source, body, var, deciding = _compile(q.source), _operand(q.body), q.var, q.kind == "any"
+
+    def test(env: Env) -> bool:
+        items = source(env)
+        if values.kind(items) != "list":
+            raise EvalError(f"'{q.kind}' goes over a list, not {values._a(values.kind(items))}")
+        error = None
+        for item in items:
+            scope = Env(env.tool, env.args, env.context, {**env.vars, var: item}, env.home)
+            try:
+                if body(scope) is deciding:
+                    return deciding
+            except EvalError as exc:
+                error = error or exc
+        if error is not None:
+            raise error
+        return not deciding
+
+    return test
 
 
 def _operand(expr: ast.Expr) -> Fn:
@@ -133,22 +173,24 @@ def _compile_or(fns: list[Fn]) -> Fn:
     return test
 
 
-def _compile_path(path: ast.Path) -> Fn:
-    root = path.root
-    if root == "tool":
-        return lambda env: env.tool
-    steps: list[tuple[str | int, str, str]] = []
-    text = root
-    for key in path.keys:
-        parent = text
-        text = ast.Path(root, path.keys[: len(steps) + 1], path.span).text
-        steps.append((key, parent, text))
-    pick = (lambda env: env.args) if root == "args" else (lambda env: env.context)
+def _key_text(base: str, keys: tuple[str | int, ...]) -> str:
+    return ast.Path(base, keys, None).text if base.isidentifier() else base + ast.Path("_", keys, None).text[1:]
 
-    def get(env: Env) -> Any:
-        value = pick(env)
+
+def _reader(base: str, keys: tuple[str | int, ...]) -> Callable[[Any], Any]:
+    """A function reading `keys` (fields and indexes) from a value, raising EvalError with the
+    source spelling (`args.items[0]`) of whatever is missing or of the wrong type."""
+    steps = [(key, _key_text(base, keys[:i]), _key_text(base, keys[: i + 1])) for i, key in enumerate(keys)]
+
+    def read(value: Any) -> Any:
         for key, parent, here in steps:
             if type(key) is str:
+                fields = getattr(type(value), "FIELDS", None)
+                if fields is not None:  # a normalized subject: a path, a command, a url
+                    if key not in fields:
+                        raise EvalError(f"{parent} has no field {key}")
+                    value = getattr(value, key)
+                    continue
                 if not isinstance(value, dict):  # isinstance, as values.kind: a dict subclass is an object
                     raise EvalError(f"{parent} is {values._a(values.kind(value))}, so {here} does not exist")
                 # dict.get reads what is stored: a defaultdict must not invent a missing field
@@ -164,10 +206,30 @@ def _compile_path(path: ast.Path) -> Fn:
                     raise EvalError(f"missing item {here} ({parent} has {len(value)})") from None
         return value
 
-    return get
+    return read
+
+
+def _compile_path(path: ast.Path) -> Fn:
+    root = path.root
+    if root == "tool":
+        return lambda env: env.tool
+    read = _reader(root, path.keys)
+    if root == "args":
+        return lambda env: read(env.args)
+    if root == "context":
+        return lambda env: read(env.context)
+    return lambda env: read(env.vars[root])  # a quantifier's item (the checker knows every other name)
 
 
 def _compile_call(call: ast.Call) -> Fn:
+    fn = _compile_call_result(call)
+    if not call.keys:
+        return fn
+    read = _reader(f"{call.name}(...)", call.keys)
+    return lambda env: read(fn(env))
+
+
+def _compile_call_result(call: ast.Call) -> Fn:
     (arg,) = call.args
     if call.name == "exists":
         get = _compile_path(arg)  # the checker guarantees a path under args or context
@@ -181,6 +243,12 @@ def _compile_call(call: ast.Call) -> Fn:
 
         return exists
     inner = _compile(arg)
+    if call.name == "path":
+        return lambda env: subjects.make_path(inner(env), env.cwd(), env.home_dir())
+    if call.name == "shell":
+        return lambda env: subjects.parse_shell(inner(env))
+    if call.name == "url":
+        return lambda env: subjects.parse_url(inner(env))
     if call.name == "len":
         return lambda env: values.length(inner(env))
     if call.name == "lower":
@@ -205,8 +273,23 @@ def _compile_compare(cmp: ast.Compare) -> Fn:
     if op in ("startswith", "endswith"):
         return lambda env: values.affix(op, left(env), right(env))
     if op == "glob":
-        regex = values.glob_regex(cmp.right.value)  # a string literal, checked at load
-        return lambda env: values.glob(left(env), regex)
+        pattern = cmp.right.value  # a string literal, checked at load
+        regex = values.glob_regex(pattern)
+
+        def glob(env: Env) -> bool:
+            value = left(env)
+            if isinstance(value, subjects.PathValue):  # path globs: * within a segment, ** across
+                return subjects.path_glob(value, pattern, env.cwd(), env.home_dir())
+            return values.glob(value, regex)
+
+        return glob
+    if op == "under":
+
+        def under(env: Env) -> bool:
+            cwd, home = env.cwd(), env.home_dir()
+            return subjects.under(subjects.make_path(left(env), cwd, home), subjects.make_path(right(env), cwd, home))
+
+        return under
     raise TypeError(f"unknown operator {op}")  # pragma: no cover
 
 

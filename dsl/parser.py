@@ -27,9 +27,9 @@ from dsl import ast
 from dsl.errors import Diagnostic, PolicyError, Span, source_lines
 from dsl.grammar import grammar_text
 
-STATEMENT_KEYWORDS = ("policy", "default", "group", "allow", "deny", "ask")
+STATEMENT_KEYWORDS = ("policy", "default", "group", "home", "allow", "deny", "ask")
 CLAUSE_KEYWORDS = ("when", "reason", "approvers", "decisions", "timeout", "id")
-OPERATOR_KEYWORDS = ("and", "or", "not", "in", "startswith", "endswith", "contains", "glob")
+OPERATOR_KEYWORDS = ("and", "or", "not", "in", "startswith", "endswith", "contains", "glob", "under", "any", "all")
 KEYWORDS = STATEMENT_KEYWORDS + CLAUSE_KEYWORDS + OPERATOR_KEYWORDS + ("from", "else")
 
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -247,12 +247,21 @@ class _ToAst(Transformer_NonRecursive):  # non-recursive: `not not ... x` or a l
     endswith = _binary("endswith")
     contains = _binary("contains")
     glob = _binary("glob")
+    under = _binary("under")
     del _binary
 
+    def quantifier(self, meta, children):
+        kind, name, source, body = children
+        return ast.Quantifier(str(kind), str(name), _token_span(name), source, body, _meta_span(meta))
+
+    def home_decl(self, meta, children):
+        return ast.HomeDecl(_decode_string(children[0]), _meta_span(meta))
+
     def call(self, meta, children):
-        name, *args = children
-        args = tuple(a for a in args if a is not None)
-        return ast.Call(str(name), args, _meta_span(meta), _token_span(name))
+        name, *rest = children
+        args = tuple(a for a in rest if a is not None and not isinstance(a, (str, int)))
+        keys = tuple(k for k in rest if isinstance(k, (str, int)) and not isinstance(k, bool))  # accessors
+        return ast.Call(str(name), args, _meta_span(meta), _token_span(name), keys)
 
     def path(self, meta, children):
         root, *keys = children
@@ -330,7 +339,9 @@ def _diagnose(exc: UnexpectedInput, text: str) -> Diagnostic:
         value = str(tok)
         expected = set(exc.expected)
         if value.isidentifier() and value not in KEYWORDS:
-            close = difflib.get_close_matches(value, KEYWORDS, n=1, cutoff=0.7)
+            # Suggest the keywords that may stand here, if one is close; else any close keyword.
+            here = [w for w in KEYWORDS if w.upper() in expected or w in _expected_words(expected)]
+            close = difflib.get_close_matches(value, here, n=1, cutoff=0.6) or difflib.get_close_matches(value, KEYWORDS, n=1, cutoff=0.7)
             if close:
                 return Diagnostic("error", f"unknown keyword '{value}'", span, f"did you mean '{close[0]}'?")
         return Diagnostic("error", f"unexpected '{value}'", span, f"expected {_expected_words(expected)}")

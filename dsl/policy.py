@@ -30,8 +30,9 @@ class Policy:
     """A checked, compiled policy.
 
     Attributes: `name` (from `policy "..."`, else the file's stem), `digest` (hex SHA-256 of the
-    source bytes), `rules` (file order), `default`, `groups` (name → identities), `warnings`
-    (diagnostics that did not stop loading), `source_name` and `source_text`.
+    source bytes), `rules` (file order), `default`, `groups` (name → identities), `home` (what `~`
+    stands for when a call's context has no `home`), `warnings` (diagnostics that did not stop
+    loading), `source_name` and `source_text`.
     """
 
     def __init__(
@@ -45,6 +46,7 @@ class Policy:
         default: DefaultEffect,
         groups: dict[str, tuple[str, ...]],
         warnings: list[Diagnostic],
+        home: str | None = None,
     ):
         self.name = name
         self.digest = digest
@@ -53,6 +55,7 @@ class Policy:
         self.rules = tuple(rules)
         self.default = default
         self.groups = groups
+        self.home = home
         self.warnings = warnings
         self._index = RuleIndex(rules)
         self._requirements = {r.rule_id: r.requirements for r in rules if r.requirements is not None}
@@ -120,6 +123,7 @@ class Policy:
             default=default,
             groups=groups,
             warnings=[d for d in diagnostics if d.severity == "warning"],
+            home=next((h.path for h in tree.of_type(ast.HomeDecl)), None),
         )
 
     # --- deciding -----------------------------------------------------------------------------
@@ -144,7 +148,7 @@ class Policy:
             context = {}
         elif not isinstance(context, dict):
             raise PolicyInputError(f"the context must be a JSON object, not {_json_kind(context)}")
-        env = Env(tool, args, context)
+        env = Env(tool, args, context, home=self.home)
         outcomes: list[RuleOutcome] = []
         for rule in self._index.candidates(tool):
             error = None

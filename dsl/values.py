@@ -47,7 +47,7 @@ def kind(value: Any) -> str:
         return "list"
     if isinstance(value, dict):
         return "object"
-    return type(value).__name__
+    return getattr(t, "KIND", None) or type(value).__name__
 
 
 def _deep_equal(a: Any, b: Any) -> bool:
@@ -61,8 +61,15 @@ def _deep_equal(a: Any, b: Any) -> bool:
     return a == b
 
 
+def _text(value: Any) -> Any:
+    """A normalized path stands for its text wherever a string is expected."""
+    return value.text if kind(value) == "path" else value
+
+
 def equal(a: Any, b: Any) -> bool:
-    """`==`. Null equals only null; otherwise both sides must have the same type."""
+    """`==`. Null equals only null; a path equals the string of its text; otherwise both sides
+    must have the same type."""
+    a, b = _text(a), _text(b)
     ka, kb = kind(a), kind(b)
     if ka == "null" or kb == "null":
         return ka == kb
@@ -89,6 +96,7 @@ def order(op: str, a: Any, b: Any) -> bool:
 
 def member(item: Any, container: Any) -> bool:
     """`item in container`: list membership, or a substring of a string."""
+    item = _text(item)
     kc = kind(container)
     if kc == "string":
         if kind(item) != "string":
@@ -120,9 +128,18 @@ def contains(container: Any, item: Any) -> bool:
 
 
 def affix(op: str, text: Any, part: Any) -> bool:
-    """`startswith` and `endswith` on two strings."""
-    if kind(text) != "string" or kind(part) != "string":
-        raise EvalError(f"'{op}' works on strings, not {_a(kind(text))} and {_a(kind(part))}")
+    """`startswith` and `endswith` on two strings (a path reads as its text), or on two lists
+    (`c.argv startswith ["git", "push"]`: the first items of the left list equal the right one)."""
+    text, part = _text(text), _text(part)
+    kt, kp = kind(text), kind(part)
+    if kt == kp == "list":
+        n = len(part)
+        if n > len(text):
+            return False
+        window = text[:n] if op == "startswith" else text[len(text) - n :]
+        return all(_deep_equal(x, y) for x, y in zip(window, part))
+    if kt != "string" or kp != "string":
+        raise EvalError(f"'{op}' works on two strings or two lists, not {_a(kt)} and {_a(kp)}")
     return text.startswith(part) if op == "startswith" else text.endswith(part)
 
 

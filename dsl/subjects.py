@@ -1,0 +1,677 @@
+"""Normalized subjects: turn a raw argument into what it means, so rules match meaning.
+
+Most bypasses of tool-call gates come from matching raw strings: a deny on `rm -rf /` misses
+`rm -fr /`, a rule on a relative path misses the absolute path the tool receives, a deny on `cat`
+misses `cd x && cat y`. Three functions of the policy language normalize instead:
+
+* `path(x)` → `PathValue`: absolute, `.` and `..` resolved lexically (no file system access), `~`
+  expanded against the caller's home, relative paths resolved against `context.cwd`.
+* `shell(x)` → a list of `Command`: every simple command in a shell string, after unwrapping
+  `sudo`, `timeout`, `env`, ..., including the commands nested in `$(...)`, backticks,
+  `bash -c '...'`, `eval`, `xargs` and a heredoc piped into a shell, with flags normalized so that
+  `-rf`, `-r -f`, `-fr` and `--recursive --force` give one set.
+* `url(x)` → `UrlValue`: scheme, host (lowercased, IDNA, trailing dot removed, userinfo
+  separated), port, path.
+
+All three are pure (the same input always gives the same value) and fail closed: input they
+cannot understand raises `EvalError`, which makes the condition error, and an error never allows.
+
+The shell parser is tree-sitter-bash (MIT, maintained by the tree-sitter project, the grammar GitHub
+uses for highlighting and navigation). It was chosen over bashlex (GPL-3.0, a port of bash 4's
+parser, little maintained) and over shlex (a tokenizer, not a parser: it knows nothing of `&&`,
+`$(...)` or heredocs). tree-sitter is error-tolerant by design; any ERROR or MISSING node in the
+tree is treated as "cannot parse" here.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Iterable
+
+from dsl.values import EvalError
+
+# --- paths ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PathValue:
+    """An absolute, lexically normalized POSIX path (`text` starts with "/", has no "." or ".."
+    segments, no repeated or trailing "/" except the root itself)."""
+
+    text: str
+
+    KIND = "path"
+    FIELDS = {"text": "string", "name": "string", "ext": "string", "parent": "path", "parts": "list[string]"}
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        return tuple(p for p in self.text.split("/") if p)
+
+    @property
+    def name(self) -> str:
+        parts = self.parts
+        return parts[-1] if parts else ""
+
+    @property
+    def ext(self) -> str:
+        name = self.name
+        dot = name.rfind(".")
+        return name[dot:] if dot > 0 else ""
+
+    @property
+    def parent(self) -> "PathValue":
+        parts = self.parts
+        return PathValue("/" + "/".join(parts[:-1])) if len(parts) > 1 else PathValue("/")
+
+    def __str__(self) -> str:
+        return self.text
+
+
+_WINDOWS = re.compile(r"^[A-Za-z]:|\\")
+
+
+def _lexical(parts: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    for part in parts:
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if out:
+                out.pop()
+            continue
+        out.append(part)
+    return out
+
+
+def _absolute(raw: str, cwd: str | None, home: str | None, what: str) -> list[str]:
+    """The normalized segments of `raw` made absolute. Raises EvalError."""
+    if not isinstance(raw, str):
+        raise EvalError(f"{what} must be a string")
+    if raw == "":
+        raise EvalError(f"{what} is empty")
+    if "\x00" in raw:
+        raise EvalError(f"{what} contains a NUL byte")
+    if "$" in raw or "`" in raw:
+        raise EvalError(f"{what} {raw!r} holds a shell expansion that is not expanded here")
+    if _WINDOWS.search(raw):
+        raise EvalError(f"{what} {raw!r} is not a POSIX path")
+    if raw == "~" or raw.startswith("~/"):
+        if not home:
+            raise EvalError(f"{what} {raw!r} starts with ~ but no home is known (context.home or the policy's home)")
+        base = _absolute(home, None, None, "the home directory")
+        return _lexical(base + raw[2:].split("/"))
+    if raw.startswith("~"):
+        raise EvalError(f"{what} {raw!r} names another user's home, which is not known here")
+    if raw.startswith("/"):
+        return _lexical(raw.split("/"))
+    if not cwd:
+        raise EvalError(f"{what} {raw!r} is relative and the call has no context.cwd")
+    base = _absolute(cwd, None, home, "context.cwd")
+    return _lexical(base + raw.split("/"))
+
+
+def make_path(raw: object, cwd: str | None, home: str | None) -> PathValue:
+    """`path(x)`: see the module docstring. Raises EvalError for what is not a usable path."""
+    if isinstance(raw, PathValue):
+        return raw
+    return PathValue("/" + "/".join(_absolute(raw, cwd, home, "the path")))
+
+
+def under(path: PathValue, base: PathValue) -> bool:
+    """True when `path` is `base` or inside it, segment by segment (not a string prefix)."""
+    parts, prefix = path.parts, base.parts
+    return parts[: len(prefix)] == prefix
+
+
+@lru_cache(maxsize=4096)
+def _path_glob_regex(segments: tuple[str, ...]) -> re.Pattern[str]:
+    out = ""
+    for seg in segments:
+        if seg == "**":
+            out += r"(?:/[^/]+)*"
+            continue
+        piece = ""
+        for ch in seg:
+            piece += "[^/]*" if ch == "*" else "[^/]" if ch == "?" else re.escape(ch)
+        out += "/" + piece
+    return re.compile((out or "/") + r"\Z" if out else r"/\Z", re.DOTALL)
+
+
+def path_glob(path: PathValue, pattern: str, cwd: str | None, home: str | None) -> bool:
+    """Match a path against a path pattern: `*` within one segment, `?` one character, `**` any
+    number of whole segments (including none). A relative pattern is anchored at `cwd`, one
+    starting with `~` at the home, like a path. Raises EvalError when the pattern cannot be
+    anchored."""
+    if pattern.startswith("**"):
+        if not cwd:
+            raise EvalError(f"the pattern {pattern!r} is relative and the call has no context.cwd")
+        segments = tuple(_absolute(cwd, None, home, "context.cwd")) + tuple(p for p in pattern.split("/") if p not in ("", "."))
+    else:
+        # Wildcards are kept as segments; only "." and ".." are resolved.
+        segments = tuple(_absolute(pattern, cwd, home, "the pattern"))
+    return _path_glob_regex(segments).match(path.text) is not None
+
+
+# --- shell ------------------------------------------------------------------------------------
+
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "fish"})
+
+# Equivalent spellings of common flags, so that `-r` and `--recursive` give the same set. A short
+# flag maps to its long name; both are added.
+FLAG_ALIASES: dict[str, dict[str, str]] = {
+    "rm": {"r": "recursive", "R": "recursive", "f": "force", "i": "interactive", "v": "verbose", "d": "dir"},
+    "cp": {"r": "recursive", "R": "recursive", "f": "force", "a": "archive", "v": "verbose", "n": "no-clobber"},
+    "mv": {"f": "force", "i": "interactive", "v": "verbose", "n": "no-clobber"},
+    "chmod": {"R": "recursive", "v": "verbose", "f": "silent"},
+    "chown": {"R": "recursive", "v": "verbose", "f": "silent"},
+    "chgrp": {"R": "recursive", "v": "verbose"},
+    "ln": {"s": "symbolic", "f": "force"},
+    "mkdir": {"p": "parents"},
+    "git": {"f": "force", "n": "dry-run"},
+    "curl": {"o": "output", "O": "remote-name", "L": "location", "k": "insecure", "X": "request", "d": "data", "s": "silent"},
+    "wget": {"O": "output-document", "q": "quiet"},
+    "sed": {"i": "in-place"},
+    "tar": {"x": "extract", "c": "create", "f": "file", "z": "gzip", "v": "verbose"},
+    "find": {},
+    "kill": {},
+}
+
+# Wrappers run the command that follows them. Each entry: options that take a value, and how many
+# leading operands (besides options) to skip before the wrapped command.
+_WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
+    "sudo": (frozenset({"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T", "--user", "--group", "--host", "--prompt"}), 0),
+    "doas": (frozenset({"-u", "-C"}), 0),
+    "timeout": (frozenset({"-s", "-k", "--signal", "--kill-after"}), 1),
+    "nice": (frozenset({"-n", "--adjustment"}), 0),
+    "ionice": (frozenset({"-c", "-n", "-p", "-t"}), 0),
+    "nohup": (frozenset(), 0),
+    "env": (frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}), 0),
+    "command": (frozenset(), 0),
+    "builtin": (frozenset(), 0),
+    "exec": (frozenset({"-a"}), 0),
+    "time": (frozenset({"-f", "-o"}), 0),
+    "stdbuf": (frozenset({"-i", "-o", "-e"}), 0),
+    "caffeinate": (frozenset({"-t", "-w"}), 0),
+}
+_XARGS_VALUE_OPTIONS = frozenset({"-I", "-i", "-n", "-P", "-L", "-l", "-s", "-d", "-E", "-e", "-a", "--max-args", "--max-procs", "--delimiter", "--arg-file", "--replace"})
+_SHELL_VALUE_OPTIONS = frozenset({"-o", "+o", "-O", "+O"})
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One simple command of a shell string.
+
+    - `program`: the basename of the command's first word (`rm` for `/bin/rm`); `path`: that word.
+    - `argv`: every word, the program first; `args`: the words that are not flags; `flags`: the
+      flag names, each short flag and long flag once, with known aliases added (see
+      FLAG_ALIASES), sorted.
+    - `redirects`: the targets of file redirections (`> out`, `>> log`, `< in`).
+    - `wrappers`: the wrappers that ran it (`sudo`, `timeout`, `env`, ...), outermost first.
+    - `assignments`: leading `NAME=value` words.
+    - `nested`: it runs inside another command: `$(...)`, backticks, `bash -c`, `eval`, `xargs`, a
+      heredoc fed to a shell.
+    - `dynamic`: some word holds an expansion (`$HOME`, `$(...)`, `*`), so its value at run time is
+      not known; its text is kept as written.
+    - `text`: the command's source text.
+    """
+
+    program: str
+    path: str
+    argv: tuple[str, ...]
+    args: tuple[str, ...]
+    flags: tuple[str, ...]
+    redirects: tuple[str, ...] = ()
+    wrappers: tuple[str, ...] = ()
+    assignments: tuple[str, ...] = ()
+    nested: bool = False
+    dynamic: bool = False
+    text: str = ""
+
+    KIND = "command"
+    FIELDS = {
+        "program": "string", "path": "string", "argv": "list[string]", "args": "list[string]",
+        "flags": "list[string]", "redirects": "list[string]", "wrappers": "list[string]",
+        "assignments": "list[string]", "nested": "bool", "dynamic": "bool", "text": "string",
+    }
+
+    def __str__(self) -> str:
+        return " ".join(self.argv)
+
+
+@dataclass
+class _Word:
+    value: str
+    dynamic: bool
+
+
+@lru_cache(maxsize=1)
+def _parser():
+    import tree_sitter_bash
+    from tree_sitter import Language, Parser
+
+    return Parser(Language(tree_sitter_bash.language()))
+
+
+def _unescape_unquoted(text: str) -> str:
+    return re.sub(r"\\(.)", r"\1", text.replace("\\\n", ""), flags=re.DOTALL)
+
+
+def _unescape_double(text: str) -> str:
+    return re.sub(r'\\([$`"\\\n])', lambda m: "" if m.group(1) == "\n" else m.group(1), text)
+
+
+class _Walker:
+    """Collects the simple commands of one parse tree."""
+
+    def __init__(self, source: bytes, depth: int):
+        self.source = source
+        self.depth = depth
+        self.commands: list[Command] = []
+
+    def text(self, node) -> str:
+        return self.source[node.start_byte : node.end_byte].decode("utf-8", "replace")
+
+    # words
+
+    def word(self, node) -> _Word:
+        kind = node.type
+        if kind == "word":
+            raw = self.text(node)
+            return _Word(_unescape_unquoted(raw), any(ch in raw for ch in "*?[") and "\\" not in raw)
+        if kind == "number":
+            return _Word(self.text(node), False)
+        if kind == "raw_string":
+            return _Word(self.text(node)[1:-1], False)
+        if kind == "ansi_c_string":
+            inner = self.text(node)[2:-1]
+            try:
+                return _Word(codecs.decode(inner.encode("latin-1", "backslashreplace"), "unicode_escape"), False)
+            except UnicodeDecodeError:
+                return _Word(inner, True)
+        if kind == "string":
+            value, dynamic = "", False
+            for child in node.children:
+                if child.type == '"':
+                    continue
+                if child.type == "string_content":
+                    value += _unescape_double(self.text(child))
+                else:
+                    self.nested_in(child)
+                    value += self.text(child)
+                    dynamic = True
+            return _Word(value, dynamic)
+        if kind == "concatenation":
+            parts = [self.word(child) for child in node.children]
+            return _Word("".join(p.value for p in parts), any(p.dynamic for p in parts))
+        # expansions, substitutions, brace expressions, arithmetic: unknown until run time
+        self.nested_in(node)
+        return _Word(self.text(node), True)
+
+    def nested_in(self, node) -> None:
+        """Collect the commands inside substitutions found under `node`."""
+        if node.type in ("command_substitution", "process_substitution"):
+            self.walk(node, nested=True)
+            return
+        for child in node.children:
+            self.nested_in(child)
+
+    # commands
+
+    def walk(self, node, nested: bool, redirects: tuple[str, ...] = ()) -> None:
+        kind = node.type
+        if kind == "command":
+            self.command(node, nested, redirects)
+            return
+        if kind == "redirected_statement":
+            targets = []
+            for child in node.children:
+                if child.type == "file_redirect":
+                    destination = child.child_by_field_name("destination")
+                    if destination is not None and child.children[0].type not in (">&", "<&") and not (
+                        len(child.children) > 1 and child.children[1].type in (">&", "<&")
+                    ):
+                        targets.append(self.word(destination).value)
+            body = node.child_by_field_name("body")
+            for child in node.children:
+                if child is body or (body is not None and child.id == body.id):
+                    self.walk(child, nested, redirects + tuple(targets))
+                elif child.type == "heredoc_redirect":
+                    self.heredoc(child, nested)
+                elif child.type not in ("file_redirect",):
+                    self.walk(child, nested)
+            return
+        if kind == "declaration_command":
+            words = [self.text(c) for c in node.children]
+            start = len(self.commands)
+            self.nested_in(node)
+            self.commands.insert(
+                start,
+                Command(program=words[0], path=words[0], argv=tuple(words), args=tuple(words[1:]), flags=(),
+                        nested=nested, dynamic=any("$" in w or "`" in w for w in words), text=self.text(node))
+            )
+            return
+        if kind in ("variable_assignment", "test_command"):
+            self.nested_in(node)
+            return
+        if kind == "heredoc_redirect":
+            self.heredoc(node, nested)
+            return
+        for child in node.children:
+            self.walk(child, nested)
+
+    def heredoc(self, node, nested: bool) -> None:
+        """A heredoc, possibly piped into more commands (`cat <<'EOF' | sh`). When a shell reads
+        it, its body is a script: parse it too."""
+        body_text = None
+        feeds_shell = False
+        for child in node.children:
+            if child.type == "heredoc_body":
+                body_text = self.text(child)
+            elif child.type in ("pipeline", "command", "list", "redirected_statement"):
+                before = len(self.commands)
+                self.walk(child, nested)
+                feeds_shell |= any(c.program in SHELLS for c in self.commands[before:])
+        if feeds_shell and body_text is not None:
+            self.script(body_text, nested=True)
+
+    def script(self, text: str, nested: bool) -> None:
+        if self.depth >= 8:
+            raise EvalError("the command nests shells more than 8 deep")
+        self.commands.extend(_parse(text, self.depth + 1, nested))
+
+    def command(self, node, nested: bool, redirects: tuple[str, ...]) -> None:
+        start = len(self.commands)  # commands nested in the words land here; they follow the outer one
+        assignments: list[str] = []
+        words: list[_Word] = []
+        for child in node.children:
+            if child.type == "variable_assignment":
+                self.nested_in(child)
+                assignments.append(self.text(child))
+            elif child.type == "command_name":
+                words.append(self.word(child.children[0]) if child.children else _Word(self.text(child), True))
+            elif child.type in ("file_redirect", "herestring_redirect"):
+                destination = child.child_by_field_name("destination")
+                if destination is not None:
+                    redirects = redirects + (self.word(destination).value,)
+            elif child.is_named:
+                words.append(self.word(child))
+        inner = self.commands[start:]
+        del self.commands[start:]
+        if words:
+            self.emit(words, tuple(assignments), redirects, nested, self.text(node), ())
+        self.commands.extend(inner)
+
+    def emit(self, words: list[_Word], assignments, redirects, nested, text, wrappers) -> None:
+        program_word = words[0]
+        program = program_word.value.rsplit("/", 1)[-1]
+        rest = words[1:]
+        if program in _WRAPPERS and not program_word.dynamic:
+            unwrapped = _unwrap(program, rest)
+            if unwrapped is not None:
+                inner, more_assignments = unwrapped
+                self.emit(inner, assignments + more_assignments, redirects, nested, text, wrappers + (program,))
+                return
+        argv = tuple(w.value for w in words)
+        dynamic = any(w.dynamic for w in words)
+        flags, args = _split_flags(program, [w.value for w in rest])
+        self.commands.append(
+            Command(program=program, path=program_word.value, argv=argv, args=args, flags=flags, redirects=redirects,
+                    wrappers=wrappers, assignments=assignments, nested=nested, dynamic=dynamic, text=text)
+        )
+        # Commands that run other commands.
+        if program in SHELLS:
+            script = _shell_script(rest)
+            if script is not None:
+                if script.dynamic:
+                    raise EvalError(f"{program} -c runs a script that is only known at run time")
+                self.script(script.value, nested=True)
+        elif program == "eval" and rest:
+            if any(w.dynamic for w in rest):
+                raise EvalError("eval runs a string that is only known at run time")
+            self.script(" ".join(w.value for w in rest), nested=True)
+        elif program == "xargs":
+            before = len(self.commands)
+            self.emit(_xargs_command(rest), (), (), True, text, ())
+            first = self.commands[before]
+            self.commands[before] = Command(**{**_as_dict(first), "dynamic": True})  # its arguments come from stdin
+
+
+def _as_dict(cmd: Command) -> dict:
+    return {name: getattr(cmd, name) for name in Command.__dataclass_fields__}
+
+
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def _unwrap(program: str, rest: list[_Word]) -> tuple[list[_Word], tuple[str, ...]] | None:
+    """The command a wrapper runs and the `NAME=value` words it set, or None when it runs none
+    (`sudo -l`, `command -v x`, `env` alone)."""
+    value_options, operands = _WRAPPERS[program]
+    assignments: list[str] = []
+    i = 0
+    while i < len(rest):
+        word = rest[i].value
+        if word == "--":
+            i += 1
+            break
+        if program in ("env", "sudo", "doas") and _ASSIGNMENT.match(word):
+            assignments.append(word)
+            i += 1
+            continue
+        if word.startswith("-") and len(word) > 1:
+            if program == "command" and word in ("-v", "-V"):
+                return None  # `command -v x` only looks x up
+            name = word.split("=", 1)[0]
+            i += 2 if name in value_options and "=" not in word else 1
+            continue
+        break
+    i += operands
+    inner = rest[i:]
+    return (inner, tuple(assignments)) if inner else None
+
+
+def _shell_script(rest: list[_Word]) -> _Word | None:
+    """The script of `sh -c SCRIPT` (options may come first, as in `bash -lc`)."""
+    i = 0
+    while i < len(rest):
+        word = rest[i].value
+        if word in _SHELL_VALUE_OPTIONS:
+            i += 2
+            continue
+        if word.startswith("-") and not word.startswith("--") and "c" in word[1:]:
+            return rest[i + 1] if i + 1 < len(rest) else None
+        if word.startswith("-") or word.startswith("+"):
+            i += 1
+            continue
+        return None
+    return None
+
+
+def _xargs_command(rest: list[_Word]) -> list[_Word]:
+    """The command xargs runs (echo when none is given)."""
+    i = 0
+    while i < len(rest):
+        word = rest[i].value
+        if word == "--":
+            i += 1
+            break
+        if word.startswith("-") and len(word) > 1:
+            takes_value = word.split("=", 1)[0] in _XARGS_VALUE_OPTIONS and "=" not in word
+            i += 2 if takes_value else 1
+            continue
+        break
+    return rest[i:] or [_Word("echo", False)]
+
+
+# Programs whose long options take one dash (`find -name x`, `java -jar x`).
+SINGLE_DASH_LONG = frozenset({"find", "java", "javac", "go", "gcc", "g++", "clang", "cc", "ld", "xcodebuild", "dig"})
+
+
+def _split_flags(program: str, words: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Flag names and positional words. Each flag adds its long name and every short spelling of
+    that long name, so `-r`, `-R` and `--recursive` give the same names for rm."""
+    aliases = FLAG_ALIASES.get(program, {})
+    spellings: dict[str, set[str]] = {}
+    for short, long in aliases.items():
+        spellings.setdefault(long, {long}).add(short)
+
+    def names(flag: str) -> set[str]:
+        long = aliases.get(flag, flag)
+        return spellings.get(long, {flag})
+
+    flags: set[str] = set()
+    args: list[str] = []
+    positional = False
+    for word in words:
+        if positional or word == "-" or not word.startswith("-"):
+            args.append(word)
+            continue
+        if word == "--":
+            positional = True
+            continue
+        if word.startswith("--") or (program in SINGLE_DASH_LONG and len(word) > 2):
+            flags |= names(word.lstrip("-").split("=", 1)[0])
+        else:
+            for ch in word[1:]:
+                flags |= names(ch)
+    return tuple(sorted(flags)), tuple(args)
+
+
+def _has_error(node) -> bool:
+    return node.has_error
+
+
+def _first_error(node):
+    if node.type == "ERROR" or node.is_missing:
+        return node
+    for child in node.children:
+        if child.has_error or child.is_missing:
+            found = _first_error(child)
+            if found is not None:
+                return found
+    return None
+
+
+def _parse(text: str, depth: int, nested: bool) -> list[Command]:
+    source = text.encode("utf-8", "surrogatepass")
+    tree = _parser().parse(source)
+    if _has_error(tree.root_node):
+        bad = _first_error(tree.root_node)
+        where = f" at byte {bad.start_byte}" if bad is not None else ""
+        raise EvalError(f"the command is not valid shell syntax{where}")
+    walker = _Walker(source, depth)
+    walker.walk(tree.root_node, nested)
+    return walker.commands
+
+
+@lru_cache(maxsize=8192)
+def _parse_cached(text: str) -> tuple[Command, ...]:
+    return tuple(_parse(text, 0, False))
+
+
+def parse_shell(text: object) -> list[Command]:
+    """`shell(x)`: the simple commands of a shell string, in source order (outer before the
+    commands nested in it). Raises EvalError for what is not a string or not valid shell."""
+    if not isinstance(text, str):
+        raise EvalError("shell() takes a string")
+    if "\x00" in text:
+        raise EvalError("the command contains a NUL byte")
+    return list(_parse_cached(text))
+
+
+# --- urls -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class UrlValue:
+    """A parsed absolute URL. `host` is lowercased, IDNA-encoded (UTS #46), without a trailing
+    dot; `port` is the explicit port or None; `userinfo` is what came before an `@` (never part
+    of the host)."""
+
+    scheme: str
+    host: str
+    port: int | None
+    path: str
+    query: str
+    fragment: str
+    userinfo: str | None
+    text: str
+
+    KIND = "url"
+    FIELDS = {
+        "scheme": "string", "host": "string", "port": "any", "path": "string", "query": "string",
+        "fragment": "string", "userinfo": "any", "text": "string",
+    }
+
+    def __str__(self) -> str:
+        return self.text
+
+
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
+
+
+def parse_url(text: object) -> UrlValue:
+    """`url(x)`. Raises EvalError for what is not an absolute URL with a host, and for spellings
+    that URL parsers disagree on (backslashes, whitespace, control characters)."""
+    if not isinstance(text, str):
+        raise EvalError("url() takes a string")
+    if any(ch in text for ch in "\\ \t\r\n") or any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in text):
+        raise EvalError(f"the URL {text!r} holds characters URL parsers read differently")
+    m = _SCHEME.match(text)
+    if not m:
+        raise EvalError(f"{text!r} is not an absolute URL (no scheme)")
+    scheme = m.group(1).lower()
+    rest = text[m.end() :]
+    if not rest.startswith("//"):
+        raise EvalError(f"{text!r} has no host")
+    rest = rest[2:]
+    end = min([i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i >= 0] or [len(rest)])
+    authority, tail = rest[:end], rest[end:]
+    userinfo = None
+    if "@" in authority:
+        userinfo, authority = authority.rsplit("@", 1)
+    port = None
+    if authority.startswith("["):
+        close = authority.find("]")
+        if close < 0:
+            raise EvalError(f"{text!r} has an unclosed IPv6 address")
+        host, after = authority[1:close].lower(), authority[close + 1 :]
+        if after:
+            if not after.startswith(":"):
+                raise EvalError(f"{text!r} has a malformed host")
+            port = _port(after[1:], text)
+    else:
+        host, sep, port_text = authority.partition(":")
+        if sep:
+            port = _port(port_text, text)
+        host = _host(host, text)
+    if not host:
+        raise EvalError(f"{text!r} has no host")
+    path, _, fragment = tail.partition("#")
+    path, _, query = path.partition("?")
+    return UrlValue(scheme, host, port, path or "/", query, fragment, userinfo, text)
+
+
+def _port(text: str, url: str) -> int | None:
+    if text == "":
+        return None
+    if not text.isdigit() or int(text) > 65535:
+        raise EvalError(f"{url!r} has an invalid port")
+    return int(text)
+
+
+def _host(host: str, url: str) -> str:
+    host = host.rstrip(".").lower()
+    if not host:
+        return ""
+    if re.fullmatch(r"[0-9.]+", host):
+        return host
+    try:
+        import idna
+
+        return idna.encode(host, uts46=True).decode("ascii")
+    except (idna.IDNAError, UnicodeError) as exc:
+        raise EvalError(f"{url!r} has a host that is not a valid domain name: {exc}") from None

@@ -1,0 +1,248 @@
+"""Normalized subjects: path(), shell() and url() mean what a person reading the call means, and
+anything they cannot understand is an error (which fails closed), never a crash."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dsl.subjects import Command, PathValue, make_path, parse_shell, parse_url, path_glob, under
+from dsl.values import EvalError
+
+FAST = settings(max_examples=300, deadline=None)
+
+
+def programs(text: str) -> list[str]:
+    return [c.program for c in parse_shell(text)]
+
+
+def only(text: str) -> Command:
+    (command,) = parse_shell(text)
+    return command
+
+
+# --- shell ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["rm -rf /", "rm -fr /", "rm -r -f /", "rm -f -r /", "rm --recursive --force /", "rm -R --force /", "rm --force -r /"],
+)
+def test_every_spelling_of_recursive_force_gives_one_flag_set(text):
+    assert set(only(text).flags) == {"r", "R", "recursive", "f", "force"}
+    assert only(text).args == ("/",)
+
+
+@pytest.mark.parametrize(
+    "text, wrappers",
+    [
+        ("timeout 5 rm -rf /", ("timeout",)),
+        ("sudo rm -rf /", ("sudo",)),
+        ("sudo -u root -- rm -rf /", ("sudo",)),
+        ("nice -n 10 nohup rm -rf /", ("nice", "nohup")),
+        ("env -i PATH=/bin rm -rf /", ("env",)),
+        ("command rm -rf /", ("command",)),
+        ("timeout -s KILL 5 sudo env A=1 rm -rf /", ("timeout", "sudo", "env")),
+    ],
+)
+def test_wrappers_are_unwrapped_to_the_command_they_run(text, wrappers):
+    command = only(text)
+    assert (command.program, command.args, command.wrappers) == ("rm", ("/",), wrappers)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("cd /tmp && rm -rf /", ["cd", "rm"]),
+        ("echo x; rm -rf /", ["echo", "rm"]),
+        ("false || rm -rf /", ["false", "rm"]),
+        ("ls | grep x | wc -l", ["ls", "grep", "wc"]),
+        ("ls\nrm -rf /", ["ls", "rm"]),
+        ("if true; then rm -rf /; fi", ["true", "rm"]),
+        ("for f in *; do rm $f; done", ["rm"]),
+        ("(cd x && make)", ["cd", "make"]),
+    ],
+)
+def test_lists_pipelines_and_compound_statements_are_split_into_commands(text, expected):
+    assert programs(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text, nested",
+    [
+        ('echo "$(rm -rf /)"', "rm"),
+        ("echo `rm -rf /`", "rm"),
+        ("bash -c 'rm -rf /'", "rm"),
+        ("sh -c \"cd /; rm -rf /\"", "rm"),
+        ("bash -lc 'rm -rf /'", "rm"),
+        ("eval 'rm -rf /'", "rm"),
+        ("find . | xargs rm -rf", "rm"),
+        ("cat <<'EOF' | sh\nrm -rf /\nEOF\n", "rm"),
+        ('export T="$(cat ~/.config/app/token)"', "cat"),
+        ("diff <(ls a) <(ls b)", "ls"),
+    ],
+)
+def test_commands_nested_in_substitutions_shells_eval_xargs_and_heredocs_are_found(text, nested):
+    found = [c for c in parse_shell(text) if c.program == nested]
+    assert found and all(c.nested for c in found)
+
+
+def test_a_heredoc_piped_into_a_shell_yields_the_shell_command():
+    assert "sh" in programs("cat <<'EOF' | sh\necho hi\nEOF\n")
+
+
+def test_exact_and_prefix_matching_are_distinct():
+    assert only("find").argv == ("find",)
+    assert only("find . -name x").argv[:1] == ("find",) and only("find . -name x").argv != ("find",)
+
+
+def test_quotes_and_escapes_are_removed_from_words():
+    assert only("r\\m '-rf' \"/\"").argv == ("rm", "-rf", "/")
+    assert only("echo $'a\\tb'").args == ("a\tb",)
+
+
+def test_expansions_are_kept_as_written_and_marked_dynamic():
+    command = only("rm -rf $HOME/*")
+    assert command.dynamic and command.args == ("$HOME/*",)
+    assert not only("rm -rf build").dynamic
+
+
+def test_redirect_targets_are_recorded():
+    assert only("echo x > /etc/passwd 2>&1").redirects == ("/etc/passwd",)
+    assert only("sort < in.txt >> out.txt").redirects == ("in.txt", "out.txt")
+
+
+@pytest.mark.parametrize("text", ["ls 'unterminated", "echo $((", "a && && b", "if then fi", "echo )"])
+def test_text_that_is_not_valid_shell_is_an_error(text):
+    with pytest.raises(EvalError, match="not valid shell syntax"):
+        parse_shell(text)
+
+
+def test_a_script_known_only_at_run_time_is_an_error():
+    with pytest.raises(EvalError):
+        parse_shell('bash -c "$SCRIPT"')
+    with pytest.raises(EvalError):
+        parse_shell("eval $CMD")
+
+
+@FAST
+@given(st.text(max_size=80))
+def test_any_text_is_commands_or_an_error(text):
+    try:
+        commands = parse_shell(text)
+    except EvalError:
+        return
+    for c in commands:
+        assert isinstance(c, Command) and c.program == c.path.rsplit("/", 1)[-1]
+        assert c.argv[0] == c.path and set(c.args) <= set(c.argv[1:])
+
+
+@FAST
+@given(st.lists(st.sampled_from(["rm", "-r", "-f", "-rf", "--force", "x", "'a b'", ";", "&&", "|", "sudo", "$(ls)", "bash -c 'ls'"]), max_size=10))
+def test_shell_token_soup_never_crashes(tokens):
+    try:
+        parse_shell(" ".join(tokens))
+    except EvalError:
+        pass
+
+
+# --- paths ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raw, cwd, home, expected",
+    [
+        ("/a/b/../c/./d", None, None, "/a/c/d"),
+        ("//a///b/", None, None, "/a/b"),
+        ("/..", None, None, "/"),
+        (".env", "/home/u/proj", None, "/home/u/proj/.env"),
+        ("../x", "/home/u/proj", None, "/home/u/x"),
+        ("~/.ssh/id_rsa", None, "/home/u", "/home/u/.ssh/id_rsa"),
+        ("~", None, "/home/u", "/home/u"),
+    ],
+)
+def test_paths_are_made_absolute_and_resolved_lexically(raw, cwd, home, expected):
+    assert make_path(raw, cwd, home).text == expected
+
+
+@pytest.mark.parametrize(
+    "raw, cwd, home, message",
+    [
+        ("rel/x", None, None, "no context.cwd"),
+        ("~/x", None, None, "no home is known"),
+        ("~bob/x", None, "/home/u", "another user's home"),
+        ("$HOME/x", "/", None, "shell expansion"),
+        ("C:\\Users\\x", "/", None, "not a POSIX path"),
+        ("", "/", None, "empty"),
+        (3, "/", None, "must be a string"),
+    ],
+)
+def test_a_path_that_cannot_be_resolved_is_an_error(raw, cwd, home, message):
+    with pytest.raises(EvalError, match=message):
+        make_path(raw, cwd, home)
+
+
+def test_containment_is_by_segment_not_by_string_prefix():
+    proj = make_path("/home/u/proj", None, None)
+    assert under(make_path("/home/u/proj/a/b", None, None), proj)
+    assert under(proj, proj)
+    assert not under(make_path("/home/u/projX", None, None), proj)
+    assert not under(make_path("/home/u/proj/../other", None, None), proj)
+
+
+@pytest.mark.parametrize(
+    "path, pattern, matches",
+    [
+        ("/dev/sda", "/dev/**", True),
+        ("/dev/disk/by-id/x", "/dev/**", True),
+        ("/home/u/dev/app.py", "/dev/**", False),
+        ("/etc/passwd", "/etc/*", True),
+        ("/etc/ssh/sshd_config", "/etc/*", False),
+        ("/home/u/proj/.env", ".env", True),
+        ("/home/u/proj/sub/.env", ".env", False),
+        ("/home/u/proj/sub/.env", "**/.env", True),
+        ("/home/u/.ssh/id_rsa", "~/.ssh/*", True),
+        ("/home/u/proj/a.pyc", "*.pyc", True),
+    ],
+)
+def test_path_globs_match_segments(path, pattern, matches):
+    assert path_glob(PathValue(path), pattern, "/home/u/proj", "/home/u") is matches
+
+
+@FAST
+@given(st.lists(st.sampled_from(["a", "b", ".", "..", "", "c.txt"]), max_size=8))
+def test_normalized_paths_are_absolute_without_dot_segments(parts):
+    p = make_path("/".join(parts) or ".", "/base/dir", None)
+    assert p.text.startswith("/")
+    assert not set(p.parts) & {".", ".."}
+    assert make_path(p.text, None, None) == p  # normalizing twice changes nothing
+
+
+# --- urls -------------------------------------------------------------------------------------
+
+
+def test_a_url_host_is_lowercased_idna_encoded_and_loses_its_trailing_dot():
+    u = parse_url("HTTPS://User:pw@Bücher.Example.COM.:8443/a?q=1#f")
+    assert (u.scheme, u.host, u.port, u.path, u.query, u.fragment, u.userinfo) == (
+        "https", "xn--bcher-kva.example.com", 8443, "/a", "q=1", "f", "User:pw")
+
+
+def test_userinfo_is_never_mistaken_for_the_host():
+    assert parse_url("https://example.com@evil.com/").host == "evil.com"
+
+
+@pytest.mark.parametrize("text", ["example.com", "mailto:x@y", "https://", "https://a.com:99999/", "https://evil.com\\@good.com", "https://a b.com", "https://[::1/"])
+def test_what_is_not_a_clear_absolute_url_is_an_error(text):
+    with pytest.raises(EvalError):
+        parse_url(text)
+
+
+@FAST
+@given(st.text(max_size=60))
+def test_any_text_is_a_url_or_an_error(text):
+    try:
+        u = parse_url(text)
+    except EvalError:
+        return
+    assert u.host and u.host == u.host.lower() and not u.host.endswith(".")
