@@ -262,6 +262,9 @@ class Ledger:
         return fd
 
     def _open_for_append(self, create: bool) -> None:
+        from ledger.checkpoint import refuse_if_behind_checkpoint  # never extend a ledger shorter than its checkpoint
+
+        refuse_if_behind_checkpoint(self.path)
         segments = list_segments(self.path)
         if not segments:
             if not create:

@@ -139,14 +139,22 @@ class TreeStream:
     """Leaf hashes fed one at a time; the tree's root (and chosen proofs) at the end.
 
     Keeps the stack of complete subtrees (a compact range: at most one per level, O(log n)).
-    Give `index` to be able to produce the inclusion proof of that leaf, `old_size` to be able
-    to produce the consistency proof from the tree of that size (and to learn that tree's root,
-    `old_root`): the stream then also keeps the few complete subtrees those proofs can need (the
-    ancestors of the leaf concerned and their siblings, at most two per level), whatever size the
-    stream reaches. `snapshot_sizes` records the root at each of those sizes in `roots`.
+    Give `index` (or several, `indices`) to be able to produce the inclusion proof of that leaf,
+    `old_size` to be able to produce the consistency proof from the tree of that size (and to
+    learn that tree's root, `old_root`): the stream then also keeps the few complete subtrees
+    those proofs can need (the ancestors of the leaf concerned and their siblings, at most two per
+    level), whatever size the stream reaches. `snapshot_sizes` records the root at each of those
+    sizes in `roots`.
     """
 
-    def __init__(self, *, index: int | None = None, old_size: int | None = None, snapshot_sizes: Iterable[int] = ()):
+    def __init__(
+        self,
+        *,
+        index: int | None = None,
+        indices: Iterable[int] = (),
+        old_size: int | None = None,
+        snapshot_sizes: Iterable[int] = (),
+    ):
         self.size = 0
         self._stack: list[tuple[int, int, bytes]] = []  # (level, index at that level, hash)
         self._wanted: set[tuple[int, int]] = set()
@@ -160,10 +168,11 @@ class TreeStream:
             self._snapshots.add(old_size)
             if old_size > 0:
                 self._want_path(old_size - 1)
-        if index is not None:
-            if index < 0:
+        self.indices = set(indices) | ({index} if index is not None else set())
+        for leaf in self.indices:
+            if leaf < 0:
                 raise ValueError("a leaf index is never negative")
-            self._want_path(index)
+            self._want_path(leaf)
         if 0 in self._snapshots:
             self.roots[0] = EMPTY_ROOT
 
@@ -224,11 +233,12 @@ class TreeStream:
                 return acc
         raise LookupError(f"the subtree [{start}, {end}) was not kept")  # a bug, never bad input
 
-    def inclusion_proof(self) -> list[bytes]:
-        """PATH(index, D[0:size]) for the `index` given at construction."""
-        if self.index is None:
-            raise ValueError("TreeStream(index=...) was not given")
-        return [self._range_hash(a, b) for a, b in inclusion_ranges(self.index, self.size)]
+    def inclusion_proof(self, index: int | None = None) -> list[bytes]:
+        """PATH(index, D[0:size]) for an index given at construction (default: `index`)."""
+        index = self.index if index is None else index
+        if index is None or index not in self.indices:
+            raise ValueError(f"TreeStream was not asked to keep the path of leaf {index}")
+        return [self._range_hash(a, b) for a, b in inclusion_ranges(index, self.size)]
 
     def consistency_proof(self) -> list[bytes]:
         """PROOF(old_size, D[0:size]) for the `old_size` given at construction."""
