@@ -14,14 +14,28 @@ def verify(
     directory: str = typer.Argument(..., help="The ledger directory."),
     expect_head: Optional[str] = typer.Option(None, "--expect-head", help="A head hash saved earlier; it must still be in the chain."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    checkpoint: Optional[str] = typer.Option(None, "--checkpoint", help="A signed checkpoint the ledger must extend (needs --pubkey)."),
+    pubkey: Optional[str] = typer.Option(None, "--pubkey", help="The public key the checkpoint must be signed with."),
+    from_checkpoint: bool = typer.Option(
+        False, "--from-checkpoint", help="Trust the checkpoint's events (checked against its root) and verify in full only what follows."
+    ),
 ) -> None:
     """Check every link of the hash chain and every workflow rule.
+
+    With --checkpoint and --pubkey, also check the checkpoint's signature and that the ledger
+    extends it (a consistency proof), which detects truncation, rollback and a rewrite with
+    recomputed hashes.
 
     Exit 0: intact and lawful. Exit 1: tampered or unlawful (the first bad seq is named).
     Exit 2: unreadable.
 
     Example: countersign ledger verify build/demo-ledger
     """
+    if checkpoint is not None or pubkey is not None or from_checkpoint:
+        from cli.checkpoint_cmd import verify_with_checkpoint
+
+        verify_with_checkpoint(directory, checkpoint, pubkey, from_checkpoint, expect_head, as_json)
+        return
     from ledger.verify import verify as run_verify
 
     report = run_verify(directory, expect_head=expect_head)

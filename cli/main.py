@@ -2,7 +2,7 @@
 
 import typer
 
-from cli import ledger_cmd, policy_cmd, simulate_cmd
+from cli import checkpoint_cmd, ledger_cmd, policy_cmd, simulate_cmd
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -15,6 +15,10 @@ app = typer.Typer(
 app.add_typer(policy_cmd.app, name="policy")
 app.add_typer(ledger_cmd.app, name="ledger")
 app.command("simulate")(simulate_cmd.simulate)
+ledger_cmd.app.command("keygen")(checkpoint_cmd.keygen)
+ledger_cmd.app.command("checkpoint")(checkpoint_cmd.checkpoint)
+ledger_cmd.app.command("prove")(checkpoint_cmd.prove)
+app.command("verify-proof")(checkpoint_cmd.verify_proof)
 
 
 def main() -> None:
