@@ -705,3 +705,31 @@ def test_a_proof_of_the_genesis_checks_its_ledger_id(ledger, key):
     cp, note = checkpoint(ledger, key)
     proof = make_proof(ledger, 1, cp)
     assert verify_proof(proof.encode(), note, key.public).record.event.ledger_id == cp.ledger_id
+
+
+# --- the documented example (docs/ledger-format.md, 9.7) ----------------------------------------
+
+
+def test_the_documented_example_checkpoint_verifies_and_its_values_are_recomputed():
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "ledger-format.md").read_text()
+    example = doc[doc.index("### 9.7 Example") :]
+    blocks, current = [], []
+    for line in example.split("\n"):
+        if line.startswith("    ") or (line == "" and current):
+            current.append(line[4:])
+        elif current:
+            blocks.append("\n".join(current).strip("\n"))
+            current = []
+    vkey, hashes, leaves, note = blocks[0], blocks[1].split(), blocks[2].split(), blocks[3] + "\n"
+    key = PublicKey.parse(vkey)
+    private = Ed25519PrivateKey.from_private_bytes(bytes(32))
+    raw = private.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    assert key.name == "countersign.example/signer" and key.key == raw
+    assert hashes == [hashlib.sha256(f"event {i}".encode()).hexdigest() for i in (1, 2, 3)]
+    assert leaves == [merkle.leaf_hash(bytes.fromhex(h)).hex() for h in hashes]
+    cp = verify_checkpoint(note.encode(), key)
+    assert cp.root == mth([bytes.fromhex(h) for h in hashes]) and cp.head == hashes[-1] and cp.size == 3
+    assert cp.root.hex() in example and merkle.node_hash(*map(bytes.fromhex, leaves[:2])).hex() in example
+    from ledger.checkpoint import SigningKey
+
+    assert sign_checkpoint(cp, SigningKey(key.name, private)) == note.encode()
