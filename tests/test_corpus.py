@@ -108,8 +108,16 @@ def test_every_coding_agent_call_through_the_coding_policy(tmp_path):
     assert report.ok, report.problem
     workflow = replay(ledger)
     assert_views_agree_with_replay(ledger, workflow, report.count)
-    # Spot checks of the policy on real calls: pushes wait for a maintainer, reads run.
-    by_tool_effect = collections.Counter((s.tool, s.effect) for s in workflow.requests.values())
-    assert by_tool_effect[("Read", "allow")] > 1000
-    pushes = [s for s in workflow.requests.values() if "push" in s.rules]
+    # Spot checks of the policy on real calls: reads of ordinary POSIX paths run, pushes and
+    # force-pushes never run unasked, recursive deletes of / are denied.
+    states = list(workflow.requests.values())
+    for call, state in zip(calls, states):
+        assert state.tool == call.tool
+        path = call.args.get("file_path", "")
+        if call.tool == "Read" and path.startswith("/") and not any(s in path for s in ("/.env", "/.ssh/", "/.aws/", ".pem", ".key", ".netrc")):
+            assert state.effect == "allow", (path, state.rules)
+        command = call.args.get("command", "") if call.tool in ("Bash", "bash") else ""
+        if "git push" in command:
+            assert state.effect in ("ask", "deny"), command
+    pushes = [s for s in states if "push" in s.rules]
     assert pushes and all(s.effect == "ask" for s in pushes)
