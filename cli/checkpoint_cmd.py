@@ -168,15 +168,18 @@ def verify_with_checkpoint(
 ) -> None:
     """`ledger verify DIR --checkpoint FILE --pubkey KEY [--from-checkpoint]`."""
     from ledger.checkpoint import CheckpointError, load_public_key, read_checkpoint, verify_against_checkpoint
+    from ledger.log import LedgerError
 
     if checkpoint_file is None or pubkey is None:
         fail("--checkpoint and --pubkey go together (and --from-checkpoint needs both)", EXIT_USAGE)
     try:
         key = load_public_key(pubkey)
         cp = read_checkpoint(checkpoint_file, key)
+        report, check = verify_against_checkpoint(directory, cp, expect_head=expect_head, incremental=from_checkpoint)
     except CheckpointError as exc:
         _fail(exc)
-    report, check = verify_against_checkpoint(directory, cp, expect_head=expect_head, incremental=from_checkpoint)
+    except LedgerError as exc:  # the ledger changed under the second pass (removed, cut short)
+        fail(str(exc), EXIT_USAGE)
     if as_json:
         import msgspec
 

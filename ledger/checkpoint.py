@@ -500,7 +500,10 @@ def refuse_if_behind_checkpoint(path: str | Path) -> None:
     if latest is None:
         return
     where, cp = latest
-    size, head, ledger_id = ledger_tail(path)
+    try:
+        size, head, ledger_id = ledger_tail(path)
+    except VerificationError as exc:
+        raise CheckpointConflict(f"{path}: {exc}; refusing to append") from None
     name = f"{CHECKPOINTS_DIR}/{where.name}"
     if size < cp.size:
         raise CheckpointConflict(

@@ -733,3 +733,31 @@ def test_the_documented_example_checkpoint_verifies_and_its_values_are_recompute
     from ledger.checkpoint import SigningKey
 
     assert sign_checkpoint(cp, SigningKey(key.name, private)) == note.encode()
+
+
+# --- property: checkpoints at random sizes ---------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), before=st.integers(0, 20), after=st.integers(0, 20))
+def test_any_rewrite_up_to_the_checkpoint_fails_and_every_proof_verifies_at_random_sizes(tmp_path_factory, key, data, before, after):
+    path = tmp_path_factory.mktemp("prop") / "l"
+    with Forge(path) as f:
+        for i in range(before):
+            f.propose(args={"n": i}, effect="deny")
+    cp, note = make_checkpoint(path, key, clock=CLOCK)
+    with Forge(path) as f:
+        for i in range(after):
+            f.propose(args={"n": 100 + i}, effect="deny")
+    assert check(path, cp)[0].ok and check(path, cp, incremental=True)[0].ok
+    seq = data.draw(st.integers(1, cp.size))
+    verify_proof(make_proof(path, seq, cp).encode(), note, key.public)
+    index = data.draw(st.integers(0, cp.size + after - 1))  # the line rewritten (0-based)
+    rewrite_with_recomputed_hashes(path, index, lambda e: msgspec.structs.replace(e, ts="2027-01-01T00:00:00.000000Z"))
+    assert verify(path).ok
+    for incremental in (False, True):
+        report, _ = check(path, cp, incremental=incremental)
+        assert report.ok == (index >= cp.size), (index, cp.size, report.problem)
