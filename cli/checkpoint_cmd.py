@@ -191,9 +191,9 @@ def verify_with_checkpoint(
         typer.echo(f"warning: {warning}", err=True)
     p = report.problem
     if p is not None:
-        where = f"seq {p.seq}" if p.seq is not None else "head"
+        where = f" at seq {p.seq}" if p.seq is not None else (" at head" if p.kind == "head" else "")
         code = f" [{p.code}]" if p.code else ""
-        typer.echo(f"{directory}: FAILED at {where}: {p.kind}{code}: {p.message}")
+        typer.echo(f"{directory}: FAILED{where}: {p.kind}{code}: {p.message}")
         typer.echo(f"  {report.count} events before it verified; last good head {report.head}")
         raise typer.Exit(EXIT_FAIL)
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(report.statuses.items()))
