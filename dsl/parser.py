@@ -15,8 +15,10 @@ parse tree into frozen AST nodes with source spans. Two choices a reader may que
 
 from __future__ import annotations
 
+import contextvars
 import difflib
 import json
+import re
 from functools import lru_cache
 
 from lark import Lark, Token, Tree, v_args
@@ -50,13 +52,39 @@ _TERMINAL_WORDS = {
 
 @lru_cache(maxsize=1)
 def _lark() -> Lark:
-    return Lark(
-        grammar_text(),
-        parser="lalr",
-        lexer="contextual",
-        propagate_positions=True,
-        maybe_placeholders=True,
-    )
+    options = dict(parser="lalr", lexer="contextual", propagate_positions=True, maybe_placeholders=True)
+    # Where only keywords may stand (after a rule's selectors, at the start of a statement), the
+    # contextual lexer would read `allowed` as `allow` + `ed` and `reasons` as `reason` + `s`:
+    # every word-like keyword gets a callback that refuses a keyword glued to the next letters.
+    plain = Lark(grammar_text(), **options)
+    words = [t.name for t in plain.terminals if t.pattern.type == "str" and re.fullmatch(r"[a-z]+", t.pattern.value)]
+    return Lark(grammar_text(), **options, lexer_callbacks={name: _whole_word for name in words})
+
+
+_SOURCE: contextvars.ContextVar[str] = contextvars.ContextVar("policy_source", default="")
+
+
+class _GluedKeyword(Exception):
+    """A keyword token that is only the start of a longer word (raised by the lexer callback)."""
+
+    def __init__(self, token: Token):
+        super().__init__(str(token))
+        self.token = token
+
+
+def _whole_word(tok: Token) -> Token:
+    text, end = _SOURCE.get(), tok.end_pos
+    if end is not None and end < len(text) and (text[end] == "_" or (text[end].isascii() and text[end].isalnum())):
+        raise _GluedKeyword(tok)
+    return tok
+
+
+def _glued(tok: Token, text: str) -> Diagnostic:
+    word = re.match(r"[A-Za-z0-9_]+", text[tok.start_pos :]).group(0)
+    span = Span(tok.line, tok.column, tok.line, tok.column + len(word) - 1)
+    close = difflib.get_close_matches(word, KEYWORDS, n=1, cutoff=0.75)
+    help = f"did you mean '{close[0]}'?" if close else f"'{tok}' is a keyword only as a whole word: write '{tok} {word[len(tok):]}' if that is meant"
+    return Diagnostic("error", f"unknown keyword '{word}'", span, help)
 
 
 class _SyntaxProblem(Exception):
@@ -69,10 +97,15 @@ class _SyntaxProblem(Exception):
 
 def parse(text: str, name: str = "<policy>") -> ast.PolicyFile:
     """Parse policy source text. Raises `PolicyError` (one diagnostic) on a syntax error."""
+    source = _SOURCE.set(text)
     try:
         tree = _lark().parse(text)
     except UnexpectedInput as exc:
         raise PolicyError(name, text, (_diagnose(exc, text),)) from None
+    except _GluedKeyword as exc:
+        raise PolicyError(name, text, (_glued(exc.token, text),)) from None
+    finally:
+        _SOURCE.reset(source)
     try:
         return _ToAst().transform(tree)
     except VisitError as exc:
