@@ -14,16 +14,25 @@ loading (see `dsl.policy.Policy.from_text`). What it catches:
 
 Field values are only known at run time; a path has type `any` here, and a wrong type at run
 time makes the condition error, which fails closed (see `dsl.compiler`).
+
+With tool schemas (`check(tree, tools=ToolSchemas)`, see `dsl.schema`) the checker also knows the
+tools and their arguments: a selector that names no known tool, an `args` path the schema of a
+tool the rule covers does not have, and a comparison of the wrong type or with a value outside the
+schema's `enum` are errors. A condition is then checked once for every tool its rule covers, with
+`args.*` typed from that tool's schema; a path guarded by `exists()` (`exists(args.x) and ...`,
+`not exists(args.x) or ...`) may be missing from some of them.
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 from typing import Iterable
 
 from dsl import ast
 from dsl.errors import Diagnostic, Span
 from dsl.requirements import DECISIONS, TIMEOUT_OUTCOMES
+from dsl.schema import ArgType, ToolSchemas, enum_allows
 from dsl.subjects import Command, PathValue, UrlValue
 
 ROOTS = ("tool", "args", "context")
@@ -80,11 +89,23 @@ def literal_type(value) -> str:
 
 
 class _Checker:
-    def __init__(self) -> None:
+    def __init__(self, tools: ToolSchemas | None = None) -> None:
         self.diagnostics: list[Diagnostic] = []
         self.groups: dict[str, ast.GroupDecl] = {}
         self.depth = 0
         self.scope: dict[str, str] = {}  # quantifier variables in force → their types
+        # With tool schemas: the tool whose schema types `args` while a condition is checked, the
+        # schemas of quantifier variables, the exists()-guarded paths in force, and what the
+        # per-tool passes found (reported once per rule, see `schema_condition`).
+        self.tools = tools
+        self.tool: str | None = None
+        self.args_schema: ArgType | None = None
+        self.scope_schemas: dict[str, ArgType | None] = {}
+        self.guards: tuple[tuple[str, tuple], ...] = ()
+        self.unknown: dict[tuple[Span, str, str, bool], dict[str, list[str]]] = {}
+        self.enum_errors: set[tuple[str, Span]] = set()
+        self.exists_unknown: dict[tuple[Span, str], dict[str, list[str]]] = {}
+        self.seen_types: dict[Span, tuple[str, str]] = {}
 
     def error(self, message: str, span: Span | None, help: str | None = None) -> None:
         self.diagnostics.append(Diagnostic("error", message, span, help))
@@ -175,8 +196,12 @@ class _Checker:
             elif selector.pattern in seen_patterns:
                 self.warning(f"tool '{selector.pattern}' is listed twice", selector.span)
             seen_patterns.add(selector.pattern)
+        covered = self.selected_tools(rule) if self.tools is not None else []
         if rule.condition is not None:
-            self.condition(rule.condition)
+            if covered:
+                self.schema_condition(rule.condition, covered)
+            else:
+                self.condition(rule.condition)
         if rule.effect == "deny" and not any(c.text.strip() for c in rule.clauses if isinstance(c, ast.ReasonClause)):
             self.error(
                 "a deny rule needs a reason",
@@ -271,6 +296,179 @@ class _Checker:
             hint = _suggest(clause.on_timeout, TIMEOUT_OUTCOMES) or "write 'else reject' (the default)"
             self.error(f"unknown timeout outcome '{clause.on_timeout}'", clause.on_timeout_span, hint)
 
+    # --- tool schemas (only with check(tree, tools=...)) ------------------------------------
+
+    def selected_tools(self, rule: ast.Rule) -> list[str]:
+        """The known tools a rule covers, in schema order; an error for each selector covering none."""
+        assert self.tools is not None
+        covered: dict[str, None] = {}
+        for selector in rule.selectors:
+            if not selector.pattern:
+                continue
+            names = self.tools.matching(selector.pattern)
+            if not names and selector.is_glob:
+                self.error(f"no tool matches '{selector.pattern}'", selector.span, f"no tool in {self.tools.origin} has a name it matches")
+            elif not names:
+                hint = _suggest(selector.pattern, self.tools.names()) or f"{self.tools.origin} has no tool of that name"
+                self.error(f"unknown tool '{selector.pattern}'", selector.span, hint)
+            covered.update(dict.fromkeys(names))
+        return list(covered)
+
+    def schema_condition(self, expr: ast.Expr, covered: list[str]) -> None:
+        """Check a rule's condition once as written, then once for each tool the rule covers with
+        `args` typed by that tool's schema. What only the schemas reveal is reported once, with the
+        tools it concerns and the types the schema gave."""
+        assert self.tools is not None
+        start = len(self.diagnostics)
+        self.condition(expr)
+        plain = {(d.severity, d.message, d.span) for d in self.diagnostics[start:]}
+        self.unknown, self.exists_unknown = {}, {}
+        found: dict[tuple, tuple[Diagnostic, list[str], list[str]]] = {}
+        for tool in covered:
+            self.tool, self.args_schema, self.seen_types = tool, self.tools.args_of(tool), {}
+            before = len(self.diagnostics)
+            try:
+                self.condition(expr)
+            finally:
+                self.tool, self.args_schema = None, None
+            new, self.diagnostics[before:] = self.diagnostics[before:], []
+            for d in new:
+                key = (d.severity, d.message, d.span)
+                if key in plain:
+                    continue
+                if key not in found:
+                    found[key] = (d, [], [])
+                found[key][1].append(tool)
+                notes = found[key][2]
+                for span, (text, kind) in sorted(self.seen_types.items(), key=lambda item: (item[0].line, item[0].column)):
+                    note = f"{text} is {describe(kind)}"
+                    if d.span is not None and _within(span, d.span) and note not in notes:
+                        notes.append(note)
+        for d, tools, notes in found.values():
+            where = f"the schema of {_names(tools)}"
+            if (d.message, d.span) in self.enum_errors or not notes:
+                help = f"{d.help}, according to {where}" if d.help else f"according to {where}"
+            else:
+                help = f"{'; '.join(notes)} in {where}"
+                if d.help and not d.help.startswith("values of different types"):
+                    help += f"; {d.help}"
+            self.diagnostics.append(Diagnostic(d.severity, d.message, d.span, help))
+        for (span, shown, key, top), by_tool in self.unknown.items():
+            tools = list(by_tool)
+            choices = list(dict.fromkeys(c for cs in by_tool.values() for c in cs))
+            message = f"{shown} is not an argument of {_names(tools)}" if top else f"{shown} is not in the schema of {_names(tools)}"
+            hint = _suggest(key, choices)
+            if hint is None:
+                listed = ", ".join(choices[:12]) + (", ..." if len(choices) > 12 else "")
+                hint = f"{'its arguments' if top else 'the fields there'} are {listed}" if choices else ("it takes no arguments" if top else "that object lists no fields")
+            if len(tools) < len(covered):
+                hint += f"; the rule's other tools have it: write exists({shown}) and ... to test it only where it is"
+            self.error(message, span, hint)
+        for (span, shown), by_tool in self.exists_unknown.items():
+            if len(by_tool) == len(covered):
+                choices = list(dict.fromkeys(c for cs in by_tool.values() for c in cs))
+                last = shown.rsplit(".", 1)[-1]
+                hint = _suggest(last, choices)
+                where = f"the schema of {_names(list(by_tool))}"
+                self.error(
+                    f"exists({shown}) is always false: no tool this rule covers has {shown}",
+                    span,
+                    f"{hint[:-1]} ({where})?" if hint else f"according to {where}",
+                )
+
+    def root_schema(self, root: str) -> ArgType | None:
+        """The schema of a path's root in the pass for one tool: `args`, or a quantifier's item."""
+        if root in self.scope:
+            return self.scope_schemas.get(root)
+        return self.args_schema if root == "args" else None
+
+    def walk(self, path: ast.Path, fields_at_miss: bool = False):
+        """The schema of `path` for the current tool, without reporting: None when it does not
+        exist there (an unknown field, a field of a string, an index of an object). With
+        `fields_at_miss`: the field names of the object where it went missing (for a hint)."""
+        node = self.root_schema(path.root)
+        for key in path.keys:
+            if node is None or node.kind == ANY:
+                return [] if fields_at_miss else node
+            child = None
+            if (node.kind == OBJECT and isinstance(key, str)) or (node.kind == LIST and isinstance(key, int)):
+                child = node.child(key)
+            if child is None:
+                return node.field_names() if fields_at_miss else None
+            node = child
+        return [] if fields_at_miss else node
+
+    def items_schema(self, source: ast.Expr) -> ArgType | None:
+        """The schema of the items a quantifier goes over, when it goes over a path with one."""
+        if self.tool is None or not isinstance(source, ast.Path):
+            return None
+        node = self.walk(source)
+        return node.items if node is not None and node.kind == LIST else None
+
+    def schema_path(self, path: ast.Path, node: ArgType) -> str | None:
+        """The type of `path` from the current tool's schema; records a field the schema does not
+        have (reported once per rule by `schema_condition`) unless an exists() guards it."""
+        for i, key in enumerate(path.keys):
+            if node.kind == ANY:
+                return ANY
+            here = ast.Path(path.root, path.keys[: i + 1], path.span).text
+            if node.kind == OBJECT and isinstance(key, int):
+                self.error(f"{ast.Path(path.root, path.keys[:i], path.span).text} is an object: it has fields, not items", path.span, 'read a field: .name or ["name"]')
+                return None
+            if node.kind == OBJECT or (node.kind == LIST and isinstance(key, int)):
+                child = node.child(key)
+                if child is None:
+                    if self.guarded(path.root, path.keys[: i + 1]):
+                        return ANY
+                    top = path.root == "args" and i == 0
+                    self.unknown.setdefault((path.span, here, str(key), top), {})[self.tool or ""] = node.field_names()
+                    return None
+                node = child
+                continue
+            prefix = ast.Path(path.root, path.keys[:i], path.span)
+            self.seen_types[prefix.span] = (prefix.text, node.type_name)
+            return self.step(node.type_name, key, path)  # a field of a scalar, a list read by name
+        self.seen_types[path.span] = (path.text, node.type_name)
+        return node.type_name
+
+    def guarded(self, root: str, missing: tuple) -> bool:
+        """Is a path whose prefix `missing` may not exist guarded by an exists() that is false
+        whenever it does not (`exists(args.x) and ...`, `not exists(args.x) or ...`)?"""
+        return any(r == root and keys[: len(missing)] == missing for r, keys in self.guards)
+
+    def enum_values(self, cmp: ast.Compare) -> None:
+        """A literal compared with a field whose schema lists its values must be one of them."""
+        pairs: list[tuple[ast.Expr, ast.Expr, bool]] = []  # (field, literal side, field is a list)
+        if cmp.op in ("==", "!="):
+            pairs = [(cmp.left, cmp.right, False), (cmp.right, cmp.left, False)]
+        elif cmp.op in ("in", "not_in"):
+            pairs = [(cmp.left, cmp.right, False), (cmp.right, cmp.left, True)]
+        elif cmp.op == "contains":
+            pairs = [(cmp.right, cmp.left, False), (cmp.left, cmp.right, True)]
+        for field_expr, other, of_items in pairs:
+            if not isinstance(field_expr, ast.Path) or self.root_schema(field_expr.root) is None:
+                continue
+            node = self.walk(field_expr)
+            if node is not None and of_items:
+                node = node.items if node.kind == LIST else None
+            if node is None or node.enum is None:
+                continue
+            if isinstance(other, ast.ListLiteral) and not of_items:
+                literals = [i for i in other.items if isinstance(i, ast.Literal)]
+            elif isinstance(other, ast.Literal):
+                literals = [other]
+            else:
+                literals = []
+            allowed = ", ".join(json.dumps(v, ensure_ascii=False) for v in node.enum[:10]) + (", ..." if len(node.enum) > 10 else "")
+            what = f"an item of {field_expr.text}" if of_items else field_expr.text
+            for lit in literals:
+                kinds = {literal_type(v) for v in node.enum if not isinstance(v, (list, dict))}
+                if literal_type(lit.value) in kinds and not enum_allows(node.enum, lit.value):  # another type: a type error
+                    shown = json.dumps(lit.value, ensure_ascii=False)
+                    message = f"{shown} is not a value {what} can have"
+                    self.enum_errors.add((message, lit.span))
+                    self.error(message, lit.span, f"{what} is one of {allowed}")
+
     # --- conditions ---------------------------------------------------------------------------
 
     def condition(self, expr: ast.Expr) -> None:
@@ -315,8 +513,13 @@ class _Checker:
             return BOOL
         if isinstance(expr, (ast.And, ast.Or)):
             word = "and" if isinstance(expr, ast.And) else "or"
-            for operand in expr.operands:
-                self.boolean_operand(operand, word)
+            outer = self.guards
+            self.guards = outer + _exists_guards(expr)
+            try:
+                for operand in expr.operands:
+                    self.boolean_operand(operand, word)
+            finally:
+                self.guards = outer
             return BOOL
         if isinstance(expr, ast.Compare):
             return self.compare(expr)
@@ -330,12 +533,13 @@ class _Checker:
             self.error(f"'{q.kind}' goes over a list, not {describe(source)}", q.source.span)
         if q.var in ROOTS or q.var in FUNCTIONS or q.var in self.scope:
             self.error(f"the name '{q.var}' is already taken", q.var_span, "choose another name for the item")
-        outer = dict(self.scope)
+        outer, outer_schemas = dict(self.scope), dict(self.scope_schemas)
         self.scope[q.var] = item_type(source) if source is not None and is_list(source) else ANY
+        self.scope_schemas[q.var] = self.items_schema(q.source)
         try:
             self.boolean_operand(q.body, f"{q.kind} ...:")
         finally:
-            self.scope = outer
+            self.scope, self.scope_schemas = outer, outer_schemas
         return BOOL
 
     def path(self, path: ast.Path) -> str | None:
@@ -353,6 +557,9 @@ class _Checker:
             hint = _suggest(path.root, choices) or "conditions read tool, args.<field> or context.<field>"
             self.error(f"unknown name '{path.root}'", path.span, hint)
             return None
+        schema = self.root_schema(path.root)
+        if schema is not None:
+            return self.schema_path(path, schema)
         for key in path.keys:
             kind = self.step(kind, key, path)
             if kind is None:
@@ -403,6 +610,8 @@ class _Checker:
                 return None
             if not arg.keys:
                 self.warning(f"exists({arg.root}) is always true", call.span)
+            elif self.tool is not None and self.root_schema(arg.root) is not None and self.walk(arg) is None:
+                self.exists_unknown.setdefault((arg.span, arg.text), {})[self.tool] = self.walk(arg, fields_at_miss=True)
             return BOOL
         kind = self.expr(arg)
         if kind is None:
@@ -424,6 +633,8 @@ class _Checker:
             return BOOL
         op = cmp.op
         shown = op.replace("_", " ")
+        if self.tool is not None and op in ("==", "!=", "in", "not_in", "contains"):
+            self.enum_values(cmp)
         if op in ("==", "!="):
             if not _comparable(left, right):
                 self.error(
@@ -488,6 +699,39 @@ class _Checker:
             self.error(f"'{shown}' looks for {_article(item)} in a list of {' and '.join(sorted(kinds))} values", span)
 
 
+def _exists_guards(expr: ast.And | ast.Or) -> tuple[tuple[str, tuple], ...]:
+    """The paths an `and` (its `exists(p)` operands) or an `or` (its `not exists(p)` operands)
+    guards: when p is missing, the guard alone settles the result (false and x = false, true or x
+    = true), so the other operands may read p."""
+    out = []
+    for operand in expr.operands:
+        if isinstance(expr, ast.Or):
+            if not isinstance(operand, ast.Not):
+                if isinstance(operand, ast.Or):
+                    out += _exists_guards(operand)
+                continue
+            operand = operand.operand
+        elif isinstance(operand, ast.And):
+            out += _exists_guards(operand)
+            continue
+        if isinstance(operand, ast.Call) and operand.name == "exists" and not operand.keys and len(operand.args) == 1:
+            (arg,) = operand.args
+            if isinstance(arg, ast.Path):
+                out.append((arg.root, arg.keys))
+    return tuple(out)
+
+
+def _within(inner: Span, outer: Span) -> bool:
+    return (outer.line, outer.column) <= (inner.line, inner.column) and (inner.end_line, inner.end_column) <= (outer.end_line, outer.end_column)
+
+
+def _names(names: list[str]) -> str:
+    """`a`, `a and b`, `a, b and c`, `a, b, c, d, e and 3 more`."""
+    if len(names) > 6:
+        return ", ".join(names[:5]) + f" and {len(names) - 5} more"
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def _comparable(a: str, b: str) -> bool:
     """Could `==` ever compare values of these load-time types without an error?"""
     if ANY in (a, b) or NULL in (a, b) or a == b:
@@ -497,6 +741,9 @@ def _comparable(a: str, b: str) -> bool:
     return is_list(a) and is_list(b)
 
 
-def check(tree: ast.PolicyFile) -> list[Diagnostic]:
-    """Every diagnostic for `tree`: errors first, then warnings, each group in source order."""
-    return _Checker().run(tree)
+def check(tree: ast.PolicyFile, tools: ToolSchemas | None = None) -> list[Diagnostic]:
+    """Every diagnostic for `tree`: errors first, then warnings, each group in source order.
+
+    With `tools` (see `dsl.schema`), also the errors only the tools' schemas reveal: unknown tools,
+    unknown argument paths, wrong types and values outside an enum."""
+    return _Checker(tools).run(tree)

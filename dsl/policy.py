@@ -63,11 +63,13 @@ class Policy:
     # --- loading ------------------------------------------------------------------------------
 
     @classmethod
-    def load(cls, path: str | Path) -> "Policy":
+    def load(cls, path: str | Path, *, tools: Any = None) -> "Policy":
         """Read, parse, check and compile a `.policy` file (UTF-8).
 
         Raises OSError when the file cannot be read and `PolicyError` (every diagnostic, each with
-        `file:line:col`) when it is not a valid policy.
+        `file:line:col`) when it is not a valid policy. With `tools` (a `dsl.schema.ToolSchemas`,
+        or the path of a tools file), the policy is also checked against the tools' argument
+        schemas, and an unknown tool, argument or wrong type is an error too.
         """
         path = Path(path)
         data = path.read_bytes()
@@ -76,7 +78,7 @@ class Policy:
         except UnicodeDecodeError as exc:
             line = data[: exc.start].count(b"\n") + 1
             raise PolicyError(str(path), "", (Diagnostic("error", "the file is not valid UTF-8", Span.point(line, 1)),)) from None
-        return cls.from_text(text, name=str(path), default_name=path.stem, source_bytes=data)
+        return cls.from_text(text, name=str(path), default_name=path.stem, source_bytes=data, tools=tools)
 
     @classmethod
     def from_text(
@@ -86,14 +88,19 @@ class Policy:
         *,
         default_name: str | None = None,
         source_bytes: bytes | None = None,
+        tools: Any = None,
     ) -> "Policy":
         """Parse, check and compile policy source. `name` is used in diagnostics.
 
-        Raises `PolicyError` on a syntax error or any check error.
+        Raises `PolicyError` on a syntax error or any check error. `tools`: as for `load`.
         """
         _refuse_surrogates(text, name)
         tree = parse(text, name)
-        diagnostics = check(tree)
+        if tools is not None:
+            from dsl.schema import as_tool_schemas
+
+            tools = as_tool_schemas(tools)
+        diagnostics = check(tree, tools)
         errors = [d for d in diagnostics if d.severity == "error"]
         if errors:
             raise PolicyError(name, text, diagnostics)
