@@ -1,0 +1,396 @@
+"""Static analysis of a checked policy: rules that can never fire or never change a decision,
+duplicates, allow and ask rules that overlap, and (given tool schemas) the tools no rule mentions.
+
+    from dsl.analysis import analyze
+    for finding in analyze(tree, tools):      # tree: dsl.parser.parse(text); tools: optional
+        print(finding.render("x.policy", text))
+
+`countersign policy check` runs it after the checks; its warnings do not stop a policy from loading
+(`--strict` makes them errors). Every finding names the rule it is about and, as `related` notes,
+the rules that cause it.
+
+What "covers" means here, and why the findings are never wrong (they may miss things):
+
+* **Effects.** Every rule that matches a call counts, and deny beats ask beats allow
+  (`dsl.decision.decide`). So an allow is shadowed by a deny or an ask that matches whenever it
+  does, and an ask by a deny. Two asks combine their requirements, so an ask never shadows an ask.
+* **Conditions.** A rule B matches whenever a rule A does only when B has no condition, or when
+  B's condition is *syntactically identical* to A's (same tree, literals of the same type and
+  value; spans and layout ignored). Nothing cleverer: `x > 5` does not cover `x > 6` here. (An
+  error counts as a match for deny and ask and never for allow, which keeps both cases sound:
+  identical conditions error together.)
+* **Selectors.** An exact name covers only itself. A glob covers an exact name when it matches it
+  (as the rule index does at run time). A glob covers another glob only when that is provable on
+  the patterns: every `*` of the inner glob must meet a `*` of the outer one, every `?` a `?` or a
+  `*`, every other character itself (`mcp__*` covers `mcp__github__*`; `*_order` does not cover
+  `get_*`, although every tool named so far might match both). Tool schemas are not used for this:
+  a call may name any tool, listed or not.
+
+Findings (`Finding.code`):
+
+| code | severity | what |
+|---|---|---|
+| `never-fires` | warning | an allow (or ask) that a stronger rule covers on every tool it names: it never decides a call |
+| `duplicate` | warning | the same effect, tools, condition (and, for ask, requirements) as an earlier rule |
+| `redundant` | warning | an allow (deny) that an unconditional allow (deny) on the same or broader tools makes pointless: it never changes an effect |
+| `shadowed-in-part` | note | as `never-fires`, but only for some of the rule's selectors |
+| `overlap` | note | an allow that a conditional ask overrides when the ask's condition holds |
+| `uncovered` | note | tools of the schemas that no rule mentions: they get the default |
+
+A rule reported as `never-fires` is never among the rules that decide a call (`Decision.deciding`).
+A `duplicate` or `redundant` rule may be listed among them, but removing it changes no effect.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from dsl import ast
+from dsl.errors import Diagnostic, Span
+from dsl.values import selector_regex
+
+_STRONGER = {"allow": ("deny", "ask"), "ask": ("deny",), "deny": ()}
+_RANK = {"deny": 0, "ask": 1, "allow": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class Related:
+    """Another place a finding points at: the rule that causes it."""
+
+    span: Span
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One analysis result about one rule (or, for `uncovered`, about the file)."""
+
+    severity: str  # "warning" or "note"
+    code: str
+    message: str
+    span: Span | None
+    help: str | None = None
+    related: tuple[Related, ...] = ()
+
+    def diagnostic(self, severity: str | None = None) -> Diagnostic:
+        return Diagnostic(severity or self.severity, self.message, self.span, self.help)  # type: ignore[arg-type]
+
+    def render(self, source_name: str, source_text: str, severity: str | None = None) -> str:
+        """The finding as the checker renders diagnostics, then a `note:` at each related rule."""
+        parts = [self.diagnostic(severity).render(source_name, source_text)]
+        for r in self.related:
+            parts.append(Diagnostic("note", r.message, r.span).render(source_name, source_text))  # type: ignore[arg-type]
+        return "\n".join(parts)
+
+
+# --- what the analysis compares -------------------------------------------------------------------
+
+
+def shape(expr: ast.Expr | None) -> Any:
+    """A condition as a hashable tree without spans: equal shapes evaluate equally on every call.
+    Literals keep their Python type (`1`, `1.0` and `true` differ), which is conservative."""
+    if expr is None:
+        return None
+    if isinstance(expr, ast.Literal):
+        return ("lit", type(expr.value).__name__, expr.value)
+    if isinstance(expr, ast.ListLiteral):
+        return ("list", tuple(shape(i) for i in expr.items))
+    if isinstance(expr, ast.Path):
+        return ("path", expr.root, tuple((type(k).__name__, k) for k in expr.keys))
+    if isinstance(expr, ast.Call):
+        return ("call", expr.name, tuple(shape(a) for a in expr.args), tuple((type(k).__name__, k) for k in expr.keys))
+    if isinstance(expr, ast.Compare):
+        return ("cmp", expr.op, shape(expr.left), shape(expr.right))
+    if isinstance(expr, ast.Not):
+        return ("not", shape(expr.operand))
+    if isinstance(expr, ast.And):
+        return ("and", tuple(shape(o) for o in expr.operands))
+    if isinstance(expr, ast.Or):
+        return ("or", tuple(shape(o) for o in expr.operands))
+    if isinstance(expr, ast.Quantifier):
+        return ("quant", expr.kind, expr.var, shape(expr.source), shape(expr.body))
+    raise TypeError(f"unknown expression node {expr!r}")  # pragma: no cover
+
+
+def requirements_shape(rule: ast.Rule) -> Any:
+    """An ask's requirement clauses without spans (reason and id are not requirements)."""
+    out = []
+    for c in rule.clauses:
+        if isinstance(c, ast.ApproversClause):
+            members = None if c.members is None else tuple(sorted({str(i.value) for i in c.members.items if isinstance(i, ast.Literal)}))
+            out.append(("approvers", c.count, c.group, members))
+        elif isinstance(c, ast.DecisionsClause):
+            out.append(("decisions", tuple(sorted({n for n, _ in c.names}))))
+        elif isinstance(c, ast.TimeoutClause):
+            out.append(("timeout", c.seconds, c.on_timeout or "reject", c.message))
+    return tuple(sorted(out, key=repr))
+
+
+def _is_glob(pattern: str) -> bool:
+    return "*" in pattern or "?" in pattern
+
+
+def covers(outer: str, inner: str) -> bool:
+    """Does the selector `outer` match every tool name the selector `inner` matches? Exact when
+    `inner` is a name; for two globs, True only when provable (see the module docstring)."""
+    if not _is_glob(inner):
+        return outer == inner if not _is_glob(outer) else selector_regex(outer).match(inner) is not None
+    if not _is_glob(outer):
+        return False
+    return _glob_covers(outer, inner)
+
+
+@lru_cache(maxsize=4096)
+def _glob_covers(outer: str, inner: str) -> bool:
+    # outer[i:] derives inner[j:] token by token: a `*` of outer absorbs any run of inner's tokens
+    # (wildcards included), a `?` one token that is not `*`, a character itself.
+    n, m = len(outer), len(inner)
+    seen: dict[tuple[int, int], bool] = {}
+    stack = [(0, 0)]
+    while stack:
+        i, j = stack.pop()
+        if (i, j) in seen:
+            continue
+        seen[(i, j)] = True
+        if i == n:
+            if j == m:
+                return True
+            continue
+        o = outer[i]
+        if o == "*":
+            stack.append((i + 1, j))
+            if j < m:
+                stack.append((i, j + 1))
+        elif j < m and inner[j] != "*" and (o == "?" or (inner[j] == o)):
+            stack.append((i + 1, j + 1))
+    return False
+
+
+@lru_cache(maxsize=4096)
+def intersects(a: str, b: str) -> bool:
+    """Could one tool name match both selectors?"""
+    if not _is_glob(a):
+        return covers(b, a)
+    if not _is_glob(b):
+        return covers(a, b)
+    n, m = len(a), len(b)
+    seen: set[tuple[int, int]] = set()
+    stack = [(0, 0)]
+    while stack:
+        i, j = stack.pop()
+        if (i, j) in seen:
+            continue
+        seen.add((i, j))
+        if i == n and j == m:
+            return True
+        if i < n and a[i] == "*":
+            stack.append((i + 1, j))  # the star matches nothing more
+            if j < m:
+                stack.append((i, j + 1))  # it takes the next character b produces (or b's star ends)
+        if j < m and b[j] == "*":
+            stack.append((i, j + 1))
+            if i < n:
+                stack.append((i + 1, j))
+        if i < n and j < m and a[i] != "*" and b[j] != "*" and (a[i] == "?" or b[j] == "?" or a[i] == b[j]):
+            stack.append((i + 1, j + 1))
+    return False
+
+
+# --- the analysis ---------------------------------------------------------------------------------
+
+
+def head_span(rule: ast.Rule) -> Span:
+    """The rule's effect and selectors: where a finding about the rule points."""
+    last = rule.selectors[-1].span if rule.selectors else rule.effect_span
+    return Span(rule.effect_span.line, rule.effect_span.column, last.end_line, last.end_column)
+
+
+def _at(rule: ast.Rule) -> str:
+    return f"the {rule.effect} at line {rule.span.line}"
+
+
+def _quoted(patterns: list[str]) -> str:
+    shown = [f"'{p}'" for p in patterns]
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
+
+
+class _Rule:
+    __slots__ = ("node", "index", "effect", "patterns", "shape", "requirements")
+
+    def __init__(self, node: ast.Rule, index: int):
+        self.node = node
+        self.index = index
+        self.effect = node.effect
+        self.patterns = [s.pattern for s in node.selectors if s.pattern]
+        self.shape = shape(node.condition)
+        self.requirements = requirements_shape(node) if node.effect == "ask" else None
+
+    def always_with(self, other: "_Rule") -> bool:
+        """Does this rule match (count) on every call on which `other` does, tools aside?"""
+        return self.shape is None or self.shape == other.shape
+
+    def covering(self, pattern: str) -> list[str]:
+        return [p for p in self.patterns if covers(p, pattern)]
+
+
+def analyze(tree: ast.PolicyFile, tools: Any = None) -> list[Finding]:
+    """Every finding for a checked policy, in source order (the `uncovered` note last).
+    `tools`: a `dsl.schema.ToolSchemas`, for the tools no rule mentions."""
+    rules = [_Rule(node, i) for i, node in enumerate(tree.of_type(ast.Rule))]
+    findings: list[Finding] = []
+    for r in rules:
+        if not r.patterns:
+            continue
+        never = _shadowed(r, rules, findings)
+        _duplicate(r, rules, findings)
+        if not never:
+            _redundant(r, rules, findings)
+            _overlap(r, rules, findings)
+    findings.sort(key=lambda f: (f.span.line, f.span.column) if f.span else (0, 0))
+    if tools is not None:
+        note = coverage_note(tree, tools)
+        if note is not None:
+            findings.append(note)
+    return findings
+
+
+def _shadowed(r: _Rule, rules: list[_Rule], out: list[Finding]) -> bool:
+    """never-fires / shadowed-in-part. Returns True when the rule never fires."""
+    stronger = _STRONGER[r.effect]
+    if not stronger:
+        return False
+    blockers: dict[str, _Rule] = {}
+    for pattern in r.patterns:
+        candidates = [b for b in rules if b is not r and b.effect in stronger and b.always_with(r) and b.covering(pattern)]
+        if candidates:
+            blockers[pattern] = min(candidates, key=lambda b: (_RANK[b.effect], b.index))
+    if not blockers:
+        return False
+    causes = list(dict.fromkeys(blockers.values()))
+    effects = {b.effect for b in causes}
+    beats = "deny beats ask beats allow" if len(effects) > 1 else f"{causes[0].effect} beats {r.effect}"
+    if len(causes) == 1:
+        who = _at(causes[0].node)
+    else:
+        who = "the rules at lines " + ", ".join(str(b.node.span.line) for b in causes[:-1]) + f" and {causes[-1].node.span.line}"
+    related = tuple(_cause(b, r, [p for p, x in blockers.items() if x is b]) for b in causes)
+    if len(blockers) == len(dict.fromkeys(r.patterns)):
+        out.append(Finding(
+            "warning", "never-fires",
+            f"this {r.effect} can never fire: {who} {'matches' if len(causes) == 1 else 'match'} every call it applies to ({beats})",
+            head_span(r.node),
+            _fix(r, causes),
+            related,
+        ))
+        return True
+    out.append(Finding(
+        "note", "shadowed-in-part",
+        f"this {r.effect} never fires for {_quoted(list(blockers))}: {who} {'matches' if len(causes) == 1 else 'match'} every such call ({beats})",
+        head_span(r.node),
+        None,
+        related,
+    ))
+    return False
+
+
+def _cause(b: _Rule, r: _Rule, patterns: list[str]) -> Related:
+    why = "has no condition" if b.shape is None else "has the same condition"
+    names = sorted({p for q in patterns for p in b.covering(q)})
+    return Related(head_span(b.node), f"this {b.effect} {why} and covers {_quoted(patterns)} (as {_quoted(names)})" if names != patterns else f"this {b.effect} {why} and covers {_quoted(patterns)}")
+
+
+def _fix(r: _Rule, causes: list[_Rule]) -> str:
+    if r.effect == "allow" and all(b.effect == "deny" for b in causes):
+        return "an allow made pointless by a broader deny: narrow the deny (a condition, fewer tools) or remove the allow"
+    if r.effect == "allow":
+        return "give the ask a condition that excludes what this allow means to let through, or remove the allow"
+    return "narrow the deny (a condition, fewer tools) or remove this ask"
+
+
+def _duplicate(r: _Rule, rules: list[_Rule], out: list[Finding]) -> None:
+    for e in rules[: r.index]:
+        if (e.effect == r.effect and set(e.patterns) == set(r.patterns) and e.shape == r.shape
+                and e.requirements == r.requirements):
+            out.append(Finding(
+                "warning", "duplicate",
+                f"duplicate rule: the same effect, tools and condition as {_at(e.node)}",
+                head_span(r.node),
+                "it never changes a decision; remove one (merge their reasons if both matter)",
+                (Related(head_span(e.node), "the first of the two"),),
+            ))
+            return
+
+
+def _same(a: _Rule, b: _Rule) -> bool:
+    return a.effect == b.effect and set(a.patterns) == set(b.patterns) and a.shape == b.shape and a.requirements == b.requirements
+
+
+def _redundant(r: _Rule, rules: list[_Rule], out: list[Finding]) -> None:
+    """An allow or deny that one rule of the same effect, unconditional or with the same
+    condition, covers on every tool: removing it changes no effect."""
+    if r.effect == "ask":
+        return  # asks combine their requirements: another ask never makes one pointless
+    for b in rules:
+        if b is r or b.effect != r.effect or _same(b, r) or not b.always_with(r):
+            continue
+        if not all(b.covering(p) for p in r.patterns):
+            continue
+        if b.index > r.index and r.always_with(b) and all(r.covering(p) for p in b.patterns):
+            continue  # each covers the other: report only the later one
+        verb = "denies" if r.effect == "deny" else "allows"
+        extra = " (its reason is still added to the decision)" if r.effect == "deny" else ""
+        out.append(Finding(
+            "warning", "redundant",
+            f"this {r.effect} never changes a decision: {_at(b.node)} already {verb} every call it applies to{extra}",
+            head_span(r.node),
+            "remove it, or narrow the broader rule",
+            (_cause(b, r, r.patterns),),
+        ))
+        return
+
+
+def _overlap(r: _Rule, rules: list[_Rule], out: list[Finding]) -> None:
+    """An allow and a conditional ask that can both apply to one call: the ask wins when its
+    condition holds."""
+    if r.effect != "allow":
+        return
+    for a in rules:
+        if a.effect != "ask" or a.always_with(r):
+            continue  # an ask that always matches with r was reported as shadowing it
+        shared = [p for p in r.patterns if any(intersects(p, q) for q in a.patterns)]
+        if not shared:
+            continue
+        out.append(Finding(
+            "note", "overlap",
+            f"when the condition of {_at(a.node)} holds, it overrides this allow for {_quoted(shared)} (ask beats allow)",
+            head_span(r.node),
+            None,
+            (Related(head_span(a.node), "this ask's condition decides which of the two applies"),),
+        ))
+
+
+def uncovered_tools(tree: ast.PolicyFile, tools: Any) -> list[str]:
+    """The tools in `tools` (a ToolSchemas) that no rule's selector matches: they get the default."""
+    patterns = [s.pattern for r in tree.of_type(ast.Rule) for s in r.selectors if s.pattern]
+    exact = {p for p in patterns if not _is_glob(p)}
+    globs = [selector_regex(p) for p in patterns if _is_glob(p)]
+    return [n for n in tools.names() if n not in exact and not any(g.match(n) for g in globs)]
+
+
+def coverage_note(tree: ast.PolicyFile, tools: Any) -> Finding | None:
+    missing = uncovered_tools(tree, tools)
+    if not missing:
+        return None
+    defaults = tree.of_type(ast.DefaultDecl)
+    effect = defaults[0].effect if defaults else "ask"
+    n = len(missing)
+    listed = textwrap.fill(", ".join(missing), width=96, initial_indent="    ", subsequent_indent="    ", break_on_hyphens=False)
+    return Finding(
+        "note", "uncovered",
+        f"{n} tool{'s' if n != 1 else ''} of {tools.origin} {'are' if n != 1 else 'is'} not mentioned by any rule "
+        f"and get{'s' if n == 1 else ''} the default ({effect}):\n{listed}",
+        None,
+    )
