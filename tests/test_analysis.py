@@ -1,0 +1,291 @@
+"""Static analysis (dsl.analysis): rules that can never fire, duplicates, redundant rules, allow and
+ask overlaps, coverage; selector covering; `policy check` warnings and --strict.
+
+The property tests hold the analysis to its promise against the evaluator itself: a rule reported
+as never firing is never among the deciding rules of any call, and a rule reported as a duplicate
+or redundant can be removed without changing any call's effect.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from cli.main import app
+from dsl import Policy
+from dsl.analysis import analyze, covers, intersects
+from dsl.parser import parse
+from dsl.schema import ToolSchemas
+from dsl.values import selector_regex
+
+ROOT = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+
+
+def findings(text: str, tools=None):
+    return analyze(parse(text, "t.policy"), tools)
+
+
+def codes(text: str) -> list[tuple[str, int]]:
+    """(code, line) of every finding."""
+    return [(f.code, f.span.line) for f in findings(text) if f.span is not None]
+
+
+# --- can never fire ---------------------------------------------------------------------------
+
+
+def test_an_allow_under_an_unconditional_deny_can_never_fire():
+    text = 'deny refund reason "never"\nallow refund when args.amount < 5\n'
+    (f,) = findings(text)
+    assert (f.severity, f.code, f.span.line) == ("warning", "never-fires", 2)
+    assert f.message == "this allow can never fire: the deny at line 1 matches every call it applies to (deny beats allow)"
+    assert f.help.startswith("an allow made pointless by a broader deny")
+    (r,) = f.related
+    assert r.span.line == 1 and r.message == "this deny has no condition and covers 'refund'"
+
+
+def test_the_deny_may_come_later_in_the_file_and_be_broader():
+    text = "allow mcp__github__get_issue\nask mcp__github__*\ndeny mcp__* reason \"no MCP\"\n"
+    assert codes(text) == [("never-fires", 1), ("never-fires", 2)]
+    f = findings(text)[0]
+    assert f.related[0].message == "this deny has no condition and covers 'mcp__github__get_issue' (as 'mcp__*')"
+
+
+def test_an_ask_under_a_deny_and_an_allow_under_an_ask_can_never_fire():
+    assert codes('deny t reason "r"\nask t when args.x == 1\n') == [("never-fires", 2)]
+    text = "ask t\nallow t when args.x == 1\n"
+    (f,) = findings(text)
+    assert f.code == "never-fires" and "(ask beats allow)" in f.message
+
+
+def test_identical_conditions_cover_each_other():
+    text = 'ask wire when args.x == 1 and args.y == "a"\nallow wire when args.x == 1 and args.y == "a"\n'
+    (f,) = findings(text)
+    assert f.code == "never-fires" and f.related[0].message == "this ask has the same condition and covers 'wire'"
+    # layout and spans do not matter, literal types do
+    assert codes('deny t when (args.x==1) reason "r"\nallow t when (args.x ==  1)\n') == [("never-fires", 2)]
+    assert ("never-fires", 2) not in codes('deny t when args.x == 1 reason "r"\nallow t when args.x == 1.0\n')
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'deny t when args.x > 5 reason "r"\nallow t when args.x > 6\n',  # implication is not attempted
+        'deny t when args.x == 1 reason "r"\nallow t\n',  # a conditional deny leaves the allow its other calls
+        'deny a* reason "r"\nallow b\n',
+        'deny *_order reason "r"\nallow get_*\n',  # no proof that every get_* ends in _order
+        'deny get_? reason "r"\nallow get_*\n',
+        'deny t, u when args.x == 1 reason "r"\nallow t when args.x == 1 and args.y\n',
+        'ask t when args.x == 1\nallow t\n',
+        "ask t\nask t when args.x == 1\n",  # asks combine their requirements
+        'deny t reason "r"\ndeny t when args.x reason "s"\n',  # redundant, but it does decide
+    ],
+)
+def test_no_never_fires_warning_when_the_rule_can_decide(text):
+    assert "never-fires" not in [c for c, _ in codes(text)]
+
+
+def test_a_rule_shadowed_for_some_of_its_tools_gets_a_note():
+    text = 'deny mcp__* reason "r"\nallow mcp__github__get_issue, other\n'
+    (f,) = findings(text)
+    assert (f.severity, f.code) == ("note", "shadowed-in-part")
+    assert f.message == "this allow never fires for 'mcp__github__get_issue': the deny at line 1 matches every such call (deny beats allow)"
+
+
+def test_several_blockers_together_can_cover_a_rule():
+    text = 'deny a reason "r"\nask b\nallow a, b\n'
+    (f,) = findings(text)
+    assert f.code == "never-fires" and "the rules at lines 1 and 2" in f.message and "deny beats ask beats allow" in f.message
+    assert [r.span.line for r in f.related] == [1, 2]
+
+
+# --- duplicates, redundant rules, overlaps ---------------------------------------------------
+
+
+def test_a_duplicate_rule_is_reported_at_the_second():
+    text = 'allow a, b when args.x == 1\nallow b, a when args.x == 1 reason "again"\n'
+    (f,) = findings(text)
+    assert (f.severity, f.code, f.span.line) == ("warning", "duplicate", 2)
+    assert f.message == "duplicate rule: the same effect, tools and condition as the allow at line 1"
+    assert f.related[0].span.line == 1
+
+
+def test_asks_with_different_requirements_are_not_duplicates():
+    text = 'group g = ["a", "b"]\nask t approvers 1\nask t approvers 2 from g\nask t approvers 1 id "x"\n'
+    assert codes(text) == [("duplicate", 4)]
+
+
+def test_an_allow_or_deny_under_a_broader_one_of_the_same_effect_is_redundant():
+    text = 'deny a when args.q reason "x"\ndeny a, b reason "y"\nallow get_order\nallow get_*\n'
+    assert codes(text) == [("redundant", 1), ("redundant", 3)]
+    f = findings(text)[0]
+    assert f.message == "this deny never changes a decision: the deny at line 2 already denies every call it applies to (its reason is still added to the decision)"
+    # two rules covering each other: only the later one is reported
+    assert codes("allow *\nallow *, x\n") == [("redundant", 2)]
+
+
+def test_a_conditional_ask_overlapping_an_allow_is_a_note():
+    text = "ask refund when args.amount > 100\nallow refund when args.amount <= 100\nallow other\n"
+    (f,) = findings(text)
+    assert (f.severity, f.code, f.span.line) == ("note", "overlap", 2)
+    assert f.message == "when the condition of the ask at line 1 holds, it overrides this allow for 'refund' (ask beats allow)"
+    assert codes("ask mcp__*__write when args.x\nallow mcp__github__*\n") == [("overlap", 2)]
+    assert codes("ask mcp__*__write when args.x\nallow mcp__github__read\n") == []
+
+
+def test_the_samples_have_no_warnings():
+    for name in ("retail", "airline", "coding-agent"):
+        text = (ROOT / "samples" / f"{name}.policy").read_text(encoding="utf-8")
+        assert [f for f in findings(text) if f.severity == "warning"] == [], name
+
+
+def test_coverage_lists_the_tools_no_rule_mentions():
+    tools = ToolSchemas.from_json([{"name": n} for n in ("get_a", "get_b", "put_a", "drop")], "tools.json")
+    text = 'default deny "no"\nallow get_*\nask put_a when args.x\n'
+    f = findings(text, tools)[-1]
+    assert f.code == "uncovered" and f.span is None
+    assert f.message == "1 tool of tools.json is not mentioned by any rule and gets the default (deny):\n    drop"
+
+
+# --- selector covering ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "outer, inner, expected",
+    [
+        ("a", "a", True), ("a", "b", False), ("a*", "a", True), ("a*", "ab", True), ("*", "x", True),
+        ("a*", "a*", True), ("mcp__*", "mcp__github__*", True), ("*", "a?b*", True), ("a?", "ab", True),
+        ("a?", "a*", False), ("a*", "*a", False), ("*_order", "get_*", False), ("a", "a*", False),
+        ("?*", "a*", True), ("a*b", "a*c*b", True), ("a*c*b", "a*b", False), ("tool_[ab]*", "tool_[ab]x", True),
+        ("tool_[ab]*", "tool_a", False),
+    ],
+)
+def test_covers(outer, inner, expected):
+    assert covers(outer, inner) is expected
+
+
+GLOB = st.text(alphabet="ab*?", min_size=0, max_size=5)
+NAMES = ["".join(p) for n in range(0, 6) for p in itertools.product("ab", repeat=n)]
+
+
+@settings(max_examples=400, deadline=None)
+@given(GLOB, GLOB)
+def test_covers_is_sound(outer, inner):
+    """Whenever covers() says so, every name the inner selector matches, the outer one matches."""
+    if covers(outer, inner):
+        o, i = selector_regex(outer), selector_regex(inner)
+        assert all(o.match(n) for n in NAMES if i.match(n))
+
+
+@settings(max_examples=400, deadline=None)
+@given(GLOB, GLOB)
+def test_intersects_finds_every_overlap(a, b):
+    ra, rb = selector_regex(a), selector_regex(b)
+    if any(ra.match(n) and rb.match(n) for n in NAMES):
+        assert intersects(a, b)
+
+
+# --- the promise, checked against the evaluator ----------------------------------------------
+
+TOOL_NAMES = ["a", "ab", "b", "mcp__x", "mcp__y", "zz"]
+SELECTORS = ["a", "ab", "b", "mcp__x", "a*", "*", "mcp__*", "?b", "mcp__?", "*b"]
+CONDITIONS = [None, "args.x == 1", "args.x > 2", "args.y", "exists(args.x)", "args.x == 1 and args.y", "not args.y", "args.x in [1, 3]"]
+X_VALUES = [None, 1, 3, "s"]  # None: the field is missing
+Y_VALUES = [None, True, False, 1]
+CALLS = [
+    (tool, {k: v for k, v in (("x", x), ("y", y)) if v is not None})
+    for tool in TOOL_NAMES for x in X_VALUES for y in Y_VALUES
+]
+
+RULE = st.tuples(
+    st.sampled_from(["allow", "deny", "ask"]),
+    st.lists(st.sampled_from(SELECTORS), min_size=1, max_size=3, unique=True),
+    st.sampled_from(CONDITIONS),
+)
+
+
+def render(rules, default: str) -> str:
+    lines = [f"default {default}" + (' "no"' if default == "deny" else "")]
+    for effect, selectors, condition in rules:
+        line = f"{effect} {', '.join(selectors)}"
+        if condition:
+            line += f" when {condition}"
+        if effect == "deny":
+            line += ' reason "r"'
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def effects(policy: Policy) -> list[str]:
+    return [policy.evaluate(tool, args).effect for tool, args in CALLS]
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(RULE, min_size=1, max_size=7), st.sampled_from(["ask", "deny", "allow"]))
+def test_never_fires_never_names_a_rule_that_decides_a_call(rules, default):
+    text = render(rules, default)
+    policy = Policy.from_text(text)
+    found = findings(text)
+    never = {f"L{f.span.line}" for f in found if f.code == "never-fires"}
+    for tool, args in CALLS:
+        decision = policy.evaluate(tool, args)
+        assert not never & set(decision.deciding), (text, tool, args, decision.deciding)
+    # a duplicate or redundant rule can go without changing any effect
+    before = effects(policy)
+    lines = text.splitlines()
+    for f in found:
+        if f.code in ("duplicate", "redundant"):
+            without = "\n".join(line for n, line in enumerate(lines, 1) if n != f.span.line) + "\n"
+            assert effects(Policy.from_text(without)) == before, (text, f.message)
+
+
+def test_the_property_sees_never_fires_findings():
+    """The generated policies do produce the findings the property is about."""
+    text = render([("deny", ["*"], None), ("allow", ["a", "mcp__*"], "args.x == 1"), ("ask", ["?b"], None)], "ask")
+    assert [c for c, _ in codes(text)] == ["never-fires", "never-fires"]
+
+
+# --- the command line -------------------------------------------------------------------------
+
+
+def run(*args):
+    result = runner.invoke(app, [str(a) for a in args])
+    assert "Traceback" not in result.stdout + result.stderr
+    return result
+
+
+def test_check_prints_warnings_with_both_locations_and_exits_0(tmp_path):
+    policy = tmp_path / "p.policy"
+    policy.write_text('policy "p"\ndeny refund reason "never"\n\nallow refund when args.amount < 5\n')
+    result = run("policy", "check", policy)
+    assert result.exit_code == 0 and ": ok:" in result.stdout
+    assert f"{policy}:4:1: warning: this allow can never fire: the deny at line 2" in result.stderr
+    assert f"{policy}:2:1: note: this deny has no condition and covers 'refund'" in result.stderr
+    assert "    4 | allow refund when args.amount < 5" in result.stderr
+    assert "    2 | deny refund" in result.stderr
+
+
+def test_strict_turns_warnings_into_errors(tmp_path):
+    policy = tmp_path / "p.policy"
+    policy.write_text('deny refund reason "never"\nallow refund when args.amount < 5\n')
+    result = run("policy", "check", policy, "--strict")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert f"{policy}:2:1: error: this allow can never fire" in result.stderr
+    assert "1 warning, errors under --strict" in result.stderr
+    # checker warnings count too; notes do not
+    policy.write_text("default allow\nallow t\n")
+    assert run("policy", "check", policy, "--strict").exit_code == 2
+    policy.write_text("ask t when args.x\nallow t\n")
+    result = run("policy", "check", policy, "--strict")
+    assert result.exit_code == 0 and "note: when the condition of the ask at line 1 holds" in result.stderr
+
+
+def test_strict_passes_the_samples():
+    for name in ("retail", "airline", "coding-agent"):
+        assert run("policy", "check", ROOT / "samples" / f"{name}.policy", "--strict").exit_code == 0
