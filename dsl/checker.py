@@ -513,13 +513,16 @@ class _Checker:
             return BOOL
         if isinstance(expr, (ast.And, ast.Or)):
             word = "and" if isinstance(expr, ast.And) else "or"
-            outer = self.guards
-            self.guards = outer + _exists_guards(expr)
+            outer = (self.guards, self.tool, self.args_schema, self.scope_schemas)
+            self.guards = self.guards + _exists_guards(expr)
+            if self.tool is not None and _settled_by_tool(expr, self.tool):
+                # `tool == "a" and ...` is false for any other tool: its schema does not apply here
+                self.tool, self.args_schema, self.scope_schemas = None, None, {}
             try:
                 for operand in expr.operands:
                     self.boolean_operand(operand, word)
             finally:
-                self.guards = outer
+                self.guards, self.tool, self.args_schema, self.scope_schemas = outer
             return BOOL
         if isinstance(expr, ast.Compare):
             return self.compare(expr)
@@ -719,6 +722,33 @@ def _exists_guards(expr: ast.And | ast.Or) -> tuple[tuple[str, tuple], ...]:
             if isinstance(arg, ast.Path):
                 out.append((arg.root, arg.keys))
     return tuple(out)
+
+
+def _settled_by_tool(expr: ast.And | ast.Or, tool: str) -> bool:
+    """Is this `and` false (this `or` true) for calls of `tool` whatever the arguments, because
+    one operand tests the tool's name (`tool == "a"`, `tool in ["a", "b"]`, `tool != "a"`)?"""
+    settles = not isinstance(expr, ast.And)  # an `and` is settled by a false operand, an `or` by a true one
+    for operand in expr.operands:
+        if not isinstance(operand, ast.Compare) or operand.op not in ("==", "!=", "in", "not_in"):
+            continue
+        left, right = operand.left, operand.right
+        if operand.op in ("==", "!=") and isinstance(left, ast.Literal):
+            left, right = right, left
+        if not (isinstance(left, ast.Path) and left.root == "tool" and not left.keys):
+            continue
+        if isinstance(right, ast.Literal) and isinstance(right.value, str) and operand.op in ("==", "!="):
+            holds = right.value == tool
+        elif isinstance(right, ast.ListLiteral) and operand.op in ("in", "not_in") and all(
+            isinstance(i, ast.Literal) and isinstance(i.value, str) for i in right.items
+        ):
+            holds = any(i.value == tool for i in right.items)
+        else:
+            continue
+        if operand.op in ("!=", "not_in"):
+            holds = not holds
+        if holds is settles:
+            return True
+    return False
 
 
 def _within(inner: Span, outer: Span) -> bool:

@@ -531,3 +531,12 @@ def test_toolemu_schemas_use_the_names_agents_call():
     )
     clean(text, tools)
     assert one_error("ask BankManagerTransferFunds when args.amout > 100\n", tools).help == "did you mean 'amount'?"
+
+
+def test_a_test_of_the_tool_name_limits_where_the_schema_applies(tools):
+    clean('deny think, calculate when tool == "think" and len(args.thought) > 5 reason "r"\n', tools)
+    clean('deny think, calculate when tool in ["think"] and len(args.thought) > 5 reason "r"\n', tools)
+    clean('deny think, calculate when tool != "think" or len(args.thought) > 5 reason "r"\n', tools)
+    clean('deny think, calculate when (tool == "think" and args.thought == "x") or (tool == "calculate" and args.expression == "y") reason "r"\n', tools)
+    d = one_error('deny think, calculate when tool == "think" or len(args.thought) > 5 reason "r"\n', tools)
+    assert d.message == "args.thought is not an argument of calculate"
