@@ -26,7 +26,13 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
-bench: $(STAMP)
+BENCH_STAMP := $(VENV)/.installed-bench
+
+$(BENCH_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	@touch $@
+
+bench: $(BENCH_STAMP)
 	$(BIN)/python -m bench
 
 clean:

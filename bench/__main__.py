@@ -1,0 +1,190 @@
+"""`python -m bench` (or `make bench`): load time and decision latency of generated policies of
+100, 1,000 and 10,000 rules on real corpus calls, with Cedar (cedarpy) side by side.
+
+    python -m bench                       # the full run (about 5 minutes), results in bench/results/
+    python -m bench --quick               # 100 and 1,000 rules, fewer rounds (about a minute)
+    python -m bench --sizes 1000 --no-cedar --label try
+
+Skips with a message (exit 0) when the shared corpus is absent; runs without the Cedar side (and
+says so) when cedarpy is not installed (`pip install -e '.[bench]'`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import sys
+from pathlib import Path
+
+from bench import corpus, decisions, generate, load
+from bench.timing import environment, loadavg, timer_overhead_ns
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+TARGETS = {
+    "decision_p50_1000": {
+        "what": "decision p50 for name-indexed tools at 1,000 rules",
+        "limit_ns": 3000,
+    },
+    "flat_100_to_10000": {
+        "what": "decision p50 for name-indexed tools nearly flat from 100 to 10,000 rules "
+        "(read here as: p50 at 10,000 rules at most 1.5 times p50 at 100 rules)",
+        "max_ratio": 1.5,
+    },
+    "load_1000": {
+        "what": "load (parse + check + compile, warm process, median) of 1,000 rules",
+        "limit_ms": 150,
+    },
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="100,1000,10000", help="rule counts, comma-separated")
+    ap.add_argument("--rounds", type=int, default=20, help="timed passes over the call mix (countersign)")
+    ap.add_argument("--cedar-budget", type=float, default=10.0, help="seconds of timed Cedar calls per size (at least one pass)")
+    ap.add_argument("--load-repeats", type=int, default=7, help="timed loads per size (3 at 10,000 rules and more)")
+    ap.add_argument("--no-cedar", action="store_true", help="leave out the Cedar side")
+    ap.add_argument("--no-cold", action="store_true", help="leave out the fresh-process load")
+    ap.add_argument("--quick", action="store_true", help="100 and 1,000 rules, 5 rounds, 2 s of Cedar")
+    ap.add_argument("--label", default="run", help="name of the results file: bench/results/<date>-<label>.json")
+    ap.add_argument("--no-write", action="store_true", help="print only")
+    opts = ap.parse_args(argv)
+    if opts.quick:
+        opts.sizes, opts.rounds, opts.cedar_budget = "100,1000", 5, 2.0
+    sizes = [int(s) for s in opts.sizes.split(",") if s.strip()]
+
+    try:
+        calls_by_source = corpus.load_calls()
+    except corpus.CorpusMissing as exc:
+        print(f"bench: skipped: {exc}")
+        return 0
+    with_cedar = not opts.no_cedar
+    if with_cedar:
+        try:
+            import cedarpy  # noqa: F401
+        except ImportError:
+            print("bench: cedarpy is not installed (pip install -e '.[bench]'); running without the Cedar side")
+            with_cedar = False
+
+    profiles, mix = generate.build_profiles(calls_by_source)
+    out = environment()
+    out["settings"] = {
+        "sizes": sizes,
+        "rounds": opts.rounds,
+        "cedar_budget_s": opts.cedar_budget if with_cedar else None,
+        "load_repeats": opts.load_repeats,
+        "mix_tools": mix,
+        "corpus": str(corpus.CORPUS),
+    }
+    out["timer_overhead_ns"] = timer_overhead_ns()
+    out["targets"] = TARGETS
+    out["sizes"] = {}
+    for size in sizes:
+        g = generate.generate(size, profiles, mix)
+        calls = generate.call_mix(calls_by_source, profiles, mix, g)
+        print(f"bench: {size} rules: loading", file=sys.stderr, flush=True)
+        from dsl import Policy
+
+        repeats = opts.load_repeats if size < 10_000 else min(opts.load_repeats, 3)
+        entry = {
+            "rules": len(g.rules),
+            "tools": len(g.tools),
+            "glob_rules": sum(r.globs for r in g.rules),
+            "subject_rules": sum(r.uses_subjects for r in g.rules),
+            "conditionless_rules": sum(r.condition is None for r in g.rules),
+            "policy_bytes": len(g.text.encode()),
+            "loadavg_before": loadavg(),
+            "load": load.warm(g.text, repeats),
+        }
+        if not opts.no_cold:
+            entry["load_fresh_process"] = load.cold(g.text)
+        policy = Policy.from_text(g.text, f"generated-{size}.policy")
+        print(f"bench: {size} rules: deciding {len(calls)} calls x {opts.rounds} rounds", file=sys.stderr, flush=True)
+        entry.update(
+            decisions.run(g, policy, calls, rounds=opts.rounds, cedar_budget_s=opts.cedar_budget, with_cedar=with_cedar)
+        )
+        if with_cedar:
+            from bench.cedar import translate
+
+            entry["cedar"]["load"] = load.cedar(translate(g.rules), repeats)
+        entry["loadavg_after"] = loadavg()
+        out["sizes"][str(size)] = entry
+        print(f"bench: {size} rules: done", file=sys.stderr, flush=True)
+
+    out["results"] = verdicts(out["sizes"])
+    print(table(out))
+    if not opts.no_write:
+        RESULTS.mkdir(exist_ok=True)
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
+        path = RESULTS / f"{stamp}-{opts.label}.json"
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+        print(f"\nbench: results written to {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}")
+    return 0
+
+
+def verdicts(sizes: dict) -> dict:
+    res = {}
+    s1000 = sizes.get("1000")
+    if s1000:
+        p50 = s1000["decision"]["name_indexed"]["p50_ns"]
+        res["decision_p50_1000"] = {"value_ns": p50, "limit_ns": 3000, "pass": p50 <= 3000}
+        ms = s1000["load"]["median_ms"]
+        res["load_1000"] = {"value_ms": ms, "limit_ms": 150, "pass": ms <= 150}
+    if "100" in sizes and "10000" in sizes:
+        a = sizes["100"]["decision"]["name_indexed"]["p50_ns"]
+        b = sizes["10000"]["decision"]["name_indexed"]["p50_ns"]
+        res["flat_100_to_10000"] = {"p50_100_ns": a, "p50_10000_ns": b, "ratio": round(b / a, 3), "max_ratio": 1.5, "pass": b / a <= 1.5}
+    return res
+
+
+def _us(ns) -> str:
+    return "-" if ns is None else f"{ns / 1000:.1f}"
+
+
+def table(out: dict) -> str:
+    """A Markdown summary of a run (what the README's Benchmarks section shows)."""
+    lines = [
+        f"{out['machine']['cpu']}, {out['machine']['cpus']} CPUs, Python {out['python']['version']}, "
+        f"{out['date'][:10]}, commit {out['versions']['countersign_commit']}"
+        + (" (modified)" if out["versions"]["dsl_or_bench_modified"] else "")
+        + f", load average at start {out['machine']['loadavg_at_start']}",
+        "",
+        "| rules | load ms (parse/check/compile) | fresh process ms | decision p50 / p99 µs: name-indexed | plain | shell/path | all calls | Cedar load ms | Cedar p50 / p99 µs (engine p50) | agree allow/deny (3-way) |",
+        "|---:|---|---:|---|---|---|---|---:|---|---|",
+    ]
+    for size, e in out["sizes"].items():
+        d = e["decision"]
+        ld = e["load"]
+        fresh = e.get("load_fresh_process", {}).get("first_load_ms")
+        c = e.get("cedar")
+        cedar_cols = ["-", "-", "-"]
+        if c:
+            a = c["agreement"]
+            cedar_cols = [
+                f"{c['load']['median_ms']:.0f}",
+                f"{_us(c['decision']['all']['p50_ns'])} / {_us(c['decision']['all']['p99_ns'])} ({c['engine_authz_us']['p50']})",
+                f"{a['allow_deny_agree']}/{a['calls']} ({a['three_way_agree']}/{a['calls']})",
+            ]
+        lines.append(
+            f"| {int(size):,} | {ld['median_ms']:.0f} ({ld['parse_ms']:.0f}/{ld['check_ms']:.0f}/{ld['compile_and_rest_ms']:.0f}) "
+            f"| {fresh if fresh is not None else '-'} "
+            f"| {_us(d['name_indexed']['p50_ns'])} / {_us(d['name_indexed']['p99_ns'])} "
+            f"| {_us(d['plain']['p50_ns'])} / {_us(d['plain']['p99_ns'])} "
+            f"| {_us(d['subjects']['p50_ns'])} / {_us(d['subjects']['p99_ns'])} "
+            f"| {_us(d['all']['p50_ns'])} / {_us(d['all']['p99_ns'])} | " + " | ".join(cedar_cols) + " |"
+        )
+    lines.append("")
+    for key, v in out["results"].items():
+        mark = "PASS" if v["pass"] else "FAIL"
+        detail = {k: val for k, val in v.items() if k != "pass"}
+        lines.append(f"- {key}: {mark} {detail}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,193 @@
+"""Decision latency: countersign's `Policy.evaluate` and Cedar (through cedarpy) on the same calls.
+
+Every call is timed on its own with `time.perf_counter_ns` around one call (the timer pair costs
+about 50-100 ns, reported as `timer_overhead_ns` and not subtracted). A first, untimed pass warms
+every cache (countersign's per-tool candidate tuples and its parsed-shell cache) and checks that
+the two engines agree on every call; then the calls are timed in several rounds, each in a new
+shuffled order. Decisions are deterministic, so agreement checked once per call holds for every
+timed repetition of it.
+
+Calls fall in categories (by the generated policy, not by countersign's internals):
+`name_indexed` (some rule names the tool exactly), split into `plain` (no candidate rule uses
+shell() or path()) and `subjects` (some does); `glob_only`; `unlisted` (no rule: the default).
+"""
+
+from __future__ import annotations
+
+import collections
+import gc
+import random
+import time
+
+from bench import cedar as cedar_tr
+from bench.generate import GeneratedPolicy
+from bench.timing import summary_ns
+from dsl import Policy
+from dsl.values import selector_regex
+
+
+def _candidates_by_tool(g: GeneratedPolicy, tools: set[str]) -> dict[str, tuple[str, list]]:
+    exact = collections.defaultdict(list)
+    globs = []
+    for r in g.rules:
+        for s in r.selectors:
+            if "*" in s:
+                globs.append((selector_regex(s), r))
+            else:
+                exact[s].append(r)
+    out = {}
+    for tool in tools:
+        cands = list(exact.get(tool, ()))
+        for rx, r in globs:
+            if rx.match(tool) and r not in cands:
+                cands.append(r)
+        cands.sort(key=lambda r: int(r.rule_id[1:]))
+        if not cands:
+            out[tool] = ("unlisted", cands)
+        elif tool in g.exact_tools:
+            out[tool] = (("subjects" if any(r.uses_subjects for r in cands) else "plain"), cands)
+        else:
+            out[tool] = ("glob_only", cands)
+    return out
+
+
+def _summaries(samples: dict[str, list[int]]) -> dict:
+    out = {"all": summary_ns([x for v in samples.values() for x in v])}
+    out["name_indexed"] = summary_ns(samples.get("plain", []) + samples.get("subjects", []))
+    for cat in ("plain", "subjects", "glob_only", "unlisted"):
+        out[cat] = summary_ns(samples.get(cat, []))
+    return out
+
+
+def run(
+    g: GeneratedPolicy,
+    policy: Policy,
+    calls: list[dict],
+    *,
+    rounds: int,
+    cedar_budget_s: float,
+    with_cedar: bool,
+    seed: int = 3,
+) -> dict:
+    table = _candidates_by_tool(g, {c["tool"] for c in calls})
+    cats = [table[c["tool"]][0] for c in calls]
+    triples = [(c["tool"], c["args"], c["context"]) for c in calls]
+    evaluate = policy.evaluate
+
+    # pass 1, untimed: warm up and record countersign's decisions
+    effects = []
+    first = collections.defaultdict(list)  # the first sight of each call, caches cold
+    pc = time.perf_counter_ns
+    for (tool, args, ctx), cat in zip(triples, cats):
+        t0 = pc()
+        d = evaluate(tool, args, ctx)
+        t1 = pc()
+        first[cat].append(t1 - t0)
+        effects.append(d.effect)
+    result: dict = {
+        "calls": len(calls),
+        "categories": dict(collections.Counter(cats)),
+        "effects": dict(collections.Counter(effects)),
+        "candidates_per_call": round(sum(len(policy.rules_for(t)) for t, _, _ in triples) / len(triples), 2),
+        "first_sight": _summaries(first),
+    }
+
+    # timed rounds
+    rng = random.Random(seed)
+    order = list(range(len(triples)))
+    samples: dict[str, list[int]] = collections.defaultdict(list)
+    gc.collect()
+    for _ in range(rounds):
+        rng.shuffle(order)
+        for i in order:
+            tool, args, ctx = triples[i]
+            t0 = pc()
+            evaluate(tool, args, ctx)
+            t1 = pc()
+            samples[cats[i]].append(t1 - t0)
+    result["rounds"] = rounds
+    result["decision"] = _summaries(samples)
+
+    if with_cedar:
+        result["cedar"] = _cedar(g, table, calls, triples, cats, effects, cedar_budget_s, rng)
+    return result
+
+
+def _cedar(g, table, calls, triples, cats, effects, budget_s, rng) -> dict:
+    import cedarpy
+
+    text = cedar_tr.translate(g.rules)
+    policies = cedarpy.PolicySet.from_str(text)
+    entities = cedarpy.Entities.from_json_str("[]")
+    # requests built (derived values computed) before timing
+    requests = [cedar_tr.request(t, a, c, table[t][1]) for t, a, c in triples]
+
+    # pass 1: agreement on every call
+    agree_ad = agree_3 = 0
+    errors = 0
+    disagreements = []
+    by_kind = collections.Counter()
+    for i, req in enumerate(requests):
+        resp = cedarpy.is_authorized(req, policies, entities)._authz_resp
+        ce = cedar_tr.effect_of(resp)
+        if ce == "error":
+            errors += 1
+        ours = effects[i]
+        same_ad = (ours == "allow") == (ce == "allow")
+        agree_ad += same_ad
+        agree_3 += ours == ce
+        if ours != ce:
+            by_kind[f"{ours}->{ce}"] += 1
+            if len(disagreements) < 20:
+                disagreements.append({
+                    "tool": triples[i][0],
+                    "args": _short(triples[i][1]),
+                    "countersign": ours,
+                    "cedar": ce,
+                    "allow_deny_differs": not same_ad,
+                    "cedar_errors": resp.get("diagnostics", {}).get("errors", [])[:3],
+                })
+
+    # timed: whole rounds while the budget lasts (at least one)
+    pc = time.perf_counter_ns
+    is_authorized = cedarpy.is_authorized
+    samples: dict[str, list[int]] = collections.defaultdict(list)
+    engine_us: list[int] = []
+    order = list(range(len(requests)))
+    started = time.perf_counter()
+    rounds = 0
+    gc.collect()
+    while rounds == 0 or time.perf_counter() - started < budget_s:
+        rng.shuffle(order)
+        for i in order:
+            req = requests[i]
+            t0 = pc()
+            r = is_authorized(req, policies, entities)
+            t1 = pc()
+            samples[cats[i]].append(t1 - t0)
+            engine_us.append(r._authz_resp.get("metrics", {}).get("authz_duration_micros", -1))
+        rounds += 1
+    engine_us.sort()
+    return {
+        "policies": text.count("@id("),
+        "rounds": rounds,
+        "decision": _summaries(samples),
+        # Cedar's own measure of the authorization inside Rust (whole microseconds), without the
+        # Python binding's JSON encoding of the request and decoding of the answer.
+        "engine_authz_us": {"p50": engine_us[len(engine_us) // 2], "p99": engine_us[min(len(engine_us) - 1, len(engine_us) * 99 // 100)]},
+        "agreement": {
+            "calls": len(requests),
+            "allow_deny_agree": agree_ad,
+            "allow_deny_disagree": len(requests) - agree_ad,
+            "three_way_agree": agree_3,
+            "three_way_disagree": len(requests) - agree_3,
+            "cedar_request_errors": errors,
+            "disagreements_by_kind": dict(by_kind),
+            "examples": disagreements,
+        },
+    }
+
+
+def _short(args: dict) -> str:
+    text = repr(args)
+    return text if len(text) <= 200 else text[:200] + "..."
