@@ -31,6 +31,8 @@ def verify(
 
     Example: countersign ledger verify build/demo-ledger
     """
+    if expect_head is not None:
+        expect_head = _hash_option(expect_head, "--expect-head")
     if checkpoint is not None or pubkey is not None or from_checkpoint:
         from cli.checkpoint_cmd import verify_with_checkpoint
 
@@ -59,6 +61,43 @@ def verify(
         typer.echo(f"  requests: {statuses}")
 
 
+def _hash_option(value: str, option: str) -> str:
+    """A 64-digit hex hash given on the command line, lower-cased; exit 2 for anything else."""
+    value = value.strip().lower()
+    if len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
+        fail(f"{option} must be a hash of 64 hex digits")
+    return value
+
+
+def _integrity_warning(directory: str) -> None:
+    """Numbers from a ledger that does not verify describe a history that may not be true: say so."""
+    from ledger.verify import verify as run_verify
+
+    report = run_verify(directory)
+    if report.problem is not None:
+        p = report.problem
+        where = f"seq {p.seq}" if p.seq is not None else "the head"
+        typer.echo(
+            f"warning: {directory} does not verify ({where}: {p.kind}: {p.message}); "
+            "these results describe the history as recorded",
+            err=True,
+        )
+
+
+def _fail_on_query_error(exc: Exception) -> None:
+    import duckdb
+
+    from ledger.log import LedgerUnreadable
+    from ledger.views import QueryRefused
+
+    if isinstance(exc, (LedgerUnreadable, QueryRefused)):
+        fail(str(exc))
+    if isinstance(exc, duckdb.Error):  # a user's SQL mistake or an unreadable file, without a traceback
+        fail(f"query failed: {exc}")
+    if isinstance(exc, OSError):
+        fail(f"cannot read the ledger: {exc.strerror or exc}")
+
+
 def _report_dict(report) -> dict:
     import msgspec
 
@@ -71,7 +110,7 @@ def query(
     sql: str = typer.Argument(..., help="One SQL statement over the views (events, requests, pending, ...)."),
     fmt: str = typer.Option("table", "--format", help="table, csv or json."),
 ) -> None:
-    """Run SQL over the ledger's DuckDB views.
+    """Run one read-only SQL statement (a SELECT) over the ledger's DuckDB views.
 
     Views: events, requests, pending, decision_times, rates_by_tool, rates_by_rule,
     rates_by_approver, chain_breaks, violations.
@@ -80,17 +119,14 @@ def query(
     """
     if fmt not in ("table", "csv", "json"):
         fail(f"--format must be table, csv or json, not {fmt!r}")
-    from ledger.log import LedgerUnreadable
     from ledger.views import query as run_query
 
     try:
         columns, rows = run_query(directory, sql)
-    except LedgerUnreadable as exc:
-        fail(str(exc))
-    except Exception as exc:  # DuckDB's errors: a user's SQL mistake, shown without a traceback
-        if type(exc).__module__.startswith("duckdb") or "duckdb" in type(exc).__module__.lower():
-            fail(f"query failed: {exc}")
+    except Exception as exc:
+        _fail_on_query_error(exc)
         raise
+    _integrity_warning(directory)
     if fmt == "json":
         echo_json([dict(zip(columns, row)) for row in rows])
     elif fmt == "csv":
@@ -113,13 +149,14 @@ def stats(
 
     Example: countersign ledger stats build/demo-ledger
     """
-    from ledger.log import LedgerUnreadable
     from ledger.stats import stats as run_stats
 
     try:
         result = run_stats(directory)
-    except LedgerUnreadable as exc:
-        fail(str(exc))
+    except Exception as exc:
+        _fail_on_query_error(exc)
+        raise
+    _integrity_warning(directory)
     if as_json:
         echo_json(result)
         return

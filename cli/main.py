@@ -22,7 +22,32 @@ ledger_cmd.app.command("prove")(checkpoint_cmd.prove)
 app.command("verify-proof")(checkpoint_cmd.verify_proof)
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"countersign {version('countersign')}")
+        except PackageNotFoundError:
+            typer.echo("countersign (not installed)")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    show_version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
+    """countersign: a policy gate and a hash-chained ledger for AI agent tool calls that need a
+    person's approval."""
+
+
 def main() -> None:
+    import signal
+
+    # `countersign ... | head` closes the pipe early; end quietly, as cat or ls do, instead of
+    # reporting a write error.
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     app()
 
 

@@ -38,8 +38,10 @@ def simulate(
         fail(f"--start is not an ISO 8601 time: {start!r}")
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
-    if gap < 0:
-        fail("--gap cannot be negative")
+    if not 1000 <= moment.year <= 9000:
+        fail("--start must fall between the years 1000 and 9000")
+    if not (0 <= gap <= 86400):  # also refuses nan
+        fail("--gap is a number of seconds from 0 to 86400")
     the_policy = load_policy(policy)
     try:
         trace = read_calls(calls)
@@ -50,6 +52,8 @@ def simulate(
         summary = run(the_policy, trace, ledger, script, start=moment, gap_seconds=gap, proposer=proposer)
     except (LedgerError, GateError) as exc:
         fail(str(exc), EXIT_USAGE)
+    except OSError as exc:
+        fail(f"cannot write the ledger at {ledger}: {exc.strerror or exc}", EXIT_USAGE)
     if as_json:
         echo_json(summary)
         return

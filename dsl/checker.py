@@ -68,6 +68,11 @@ def describe(kind: str) -> str:
 # above anything written by hand keeps a pathological file a diagnostic instead of a RecursionError.
 MAX_NESTING = 100
 
+# Bounds that keep requirements meaningful and representable (a deadline must be a date; a quorum
+# fits every integer column an auditor may load it into).
+MAX_QUORUM = 1000
+MAX_TIMEOUT_SECONDS = 365 * 86400
+
 
 def _suggest(name: str, choices: Iterable[str]) -> str | None:
     close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
@@ -143,8 +148,9 @@ class _Checker:
                     else:
                         ids[clause.rule_id] = clause
         order = {"error": 0, "warning": 1}
+        unique = list(dict.fromkeys(self.diagnostics))  # one problem is reported once
         return sorted(
-            self.diagnostics,
+            unique,
             key=lambda d: (order[d.severity], d.span.line if d.span else 0, d.span.column if d.span else 0),
         )
 
@@ -248,6 +254,8 @@ class _Checker:
     def approvers(self, clause: ast.ApproversClause) -> None:
         if clause.count < 1:
             self.error("a quorum needs at least one approver", clause.span)
+        elif clause.count > MAX_QUORUM:
+            self.error(f"a quorum of {clause.count} approvers is more than {MAX_QUORUM}", clause.span)
         size = None
         if clause.group is not None:
             group = self.groups.get(clause.group)
@@ -284,6 +292,8 @@ class _Checker:
     def timeout(self, clause: ast.TimeoutClause) -> None:
         if clause.seconds <= 0:
             self.error("a timeout must be longer than zero", clause.span)
+        elif clause.seconds > MAX_TIMEOUT_SECONDS:
+            self.error("a timeout may be at most 365 days", clause.span, "a request nobody decides for a year expires anyway")
         if clause.on_timeout is None or clause.on_timeout in TIMEOUT_OUTCOMES:
             return
         if clause.on_timeout in ("approve", "allow", "edit", "respond"):

@@ -17,6 +17,8 @@ from typing import Literal, Sequence
 
 Severity = Literal["error", "warning"]
 
+WINDOW = 120  # characters of a long source line shown around a diagnostic's column
+
 
 def source_lines(text: str) -> list[str]:
     """The lines of a policy as the parser counts them: split at "\\n" only (a trailing "\\r" is
@@ -62,12 +64,20 @@ class Diagnostic:
         if 1 <= line <= len(lines):
             text = lines[line - 1].expandtabs(1)
             gutter = f"{line:>5} | "
-            out.append(gutter + text)
             if self.span.end_line == line and self.span.end_column >= col:
                 width = self.span.end_column - col + 1
             else:
                 width = max(1, len(text) - col + 1)
-            out.append(" " * (len(gutter) - 2) + "| " + " " * (col - 1) + "^" * width)
+            offset = col - 1  # where the caret starts in the shown text
+            if len(text) > WINDOW:  # a very long line: show a window around the column
+                start = max(0, min(col - 1 - WINDOW // 3, len(text) - WINDOW))
+                prefix = "…" if start else ""
+                suffix = "…" if start + WINDOW < len(text) else ""
+                text = prefix + text[start : start + WINDOW] + suffix
+                offset = col - 1 - start + len(prefix)
+                width = max(1, min(width, WINDOW - (col - 1 - start)))
+            out.append(gutter + text)
+            out.append(" " * (len(gutter) - 2) + "| " + " " * offset + "^" * width)
         if self.help:
             out.append(f"  help: {self.help}")
         return "\n".join(out)

@@ -4,13 +4,13 @@
     from ledger import Gate, Ledger, verify
 """
 
-from ledger.gate import CallIdConflict, Execution, ExecutionUnknown, Gate, GateError, InvalidCall, Proposal
+from ledger.gate import CallIdConflict, Execution, ExecutionInProgress, ExecutionUnknown, Gate, GateError, InvalidCall, Proposal
 from ledger.log import Ledger, LedgerBroken, LedgerCorrupt, LedgerError, LedgerLocked, LedgerReader, LedgerUnreadable
 from ledger.verify import Report, verify
 from ledger.workflow import RequestState, Violation
 
 __all__ = [
-    "CallIdConflict", "Execution", "ExecutionUnknown", "Gate", "GateError", "InvalidCall", "Ledger",
+    "CallIdConflict", "Execution", "ExecutionInProgress", "ExecutionUnknown", "Gate", "GateError", "InvalidCall", "Ledger",
     "LedgerBroken", "LedgerCorrupt", "LedgerError", "LedgerLocked", "LedgerReader", "LedgerUnreadable",
     "Proposal", "Report", "RequestState", "Violation", "verify",
 ]

@@ -24,7 +24,9 @@ def format_ts(moment: datetime) -> str:
     """Format an aware datetime as the ledger's UTC timestamp. Raises ValueError if naive."""
     if moment.tzinfo is None:
         raise ValueError("timestamps must be timezone-aware (UTC)")
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    m = moment.astimezone(timezone.utc)
+    # Spelled out rather than strftime("%Y"), which does not pad years before 1000 on every libc.
+    return f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}:{m.minute:02d}:{m.second:02d}.{m.microsecond:06d}Z"
 
 
 def parse_ts(text: str) -> datetime:

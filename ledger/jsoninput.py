@@ -49,6 +49,8 @@ def parse_json(text: str, what: str) -> Any:
         raise ValueError(f"{what} is not valid JSON: {exc.msg} at column {exc.colno}") from None
     except ValueError as exc:
         raise ValueError(f"{what}: {exc}") from None
+    except RecursionError:
+        raise ValueError(f"{what} is nested too deeply") from None
 
 
 def parse_json_object(text: str, what: str) -> dict:

@@ -6,7 +6,8 @@ simulation's default), `context` (else `cwd` and `permission_mode` when present)
 Other fields are ignored. Blank lines are skipped.
 
 The reviewer file (JSON) scripts the humans; without one, every ask is approved by as many
-eligible reviewers as its quorum needs, two minutes after it was raised. Its shape:
+eligible reviewers as its quorum needs: the first two minutes after it was raised, each further
+one thirty seconds later. Its shape:
 
     {
       "reviewers": ["reviewer-1", "reviewer-2"],   // who decides when a rule names no group
@@ -112,19 +113,27 @@ class Summary(msgspec.Struct):
 
 
 def read_calls(path: str | Path) -> list[Call]:
-    """Every call of a JSON Lines trace. Raises InputFileError at the first malformed line."""
+    """Every call of a JSON Lines trace. Raises InputFileError at the first malformed line,
+    including a call id used again for another call (the Gate would refuse it part way)."""
     path = str(path)
     try:
         handle = open(path, encoding="utf-8")
     except OSError as exc:
         raise InputFileError(path, None, exc.strerror or str(exc)) from None
     calls = []
+    call_ids: dict[str, tuple[int, tuple]] = {}
     with handle:
         try:
             for number, text in enumerate(handle, start=1):
                 if not text.strip():
                     continue
-                calls.append(_call(path, number, text))
+                call = _call(path, number, text)
+                if call.call_id is not None:
+                    identity = (call.tool, encode_arguments(call.args)[0], call.proposer, encode_arguments(call.context)[0])
+                    first = call_ids.setdefault(call.call_id, (number, identity))
+                    if first[1] != identity:
+                        raise InputFileError(path, number, f"call_id {call.call_id!r} was used at line {first[0]} for another call")
+                calls.append(call)
         except UnicodeDecodeError:
             raise InputFileError(path, len(calls) + 1, "the file is not valid UTF-8") from None
     return calls
@@ -157,6 +166,13 @@ def _call(path: str, number: int, text: str) -> Call:
     proposer = item.get("proposer")
     if proposer is not None and (not isinstance(proposer, str) or not proposer):
         raise InputFileError(path, number, '"proposer" must be a non-empty string')
+    for name in ("tool", "proposer", "run", "call_id"):
+        value = item.get(name if name != "run" else ("run" if "run" in item else "task"))
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InputFileError(path, number, f'"{name}" holds a lone surrogate, which is not Unicode text') from None
     call_id = item.get("call_id")
     return Call(
         line=number,
@@ -179,12 +195,15 @@ def read_reviewers(path: str | Path | None) -> Reviewers:
     except OSError as exc:
         raise InputFileError(path, None, exc.strerror or str(exc)) from None
     try:
-        spec = msgspec.json.decode(data, type=Reviewers)
-    except msgspec.DecodeError as exc:
+        spec = msgspec.convert(parse_json_object(data.decode("utf-8"), "the reviewer file"), type=Reviewers)
+    except UnicodeDecodeError:
+        raise InputFileError(path, None, "the file is not valid UTF-8") from None
+    except (ValueError, msgspec.ValidationError) as exc:
         raise InputFileError(path, None, f"not a valid reviewer file: {exc}") from None
     for rule in [spec.default, *spec.rules]:
         try:
-            parse_duration(rule.after)
+            if parse_duration(rule.after) > 365 * 86400:
+                raise ValueError(f"'after' is at most 365 days, not {rule.after}")
         except ValueError as exc:
             raise InputFileError(path, None, str(exc)) from None
         if rule.decision == "reject" and not (rule.reason or "").strip():
@@ -305,10 +324,11 @@ class Simulation:
                 if rule.decision == "edit":
                     self.gate.edit(request, editor=people[0], args={**args, **rule.set}, reason=rule.reason)
                     people = people[1:]
-                for who in people:
+                for i, who in enumerate(people):
                     if self.gate.get(request).status != "pending":
                         break
-                    self.clock.advance(30)
+                    if i or rule.decision == "edit":
+                        self.clock.advance(30)  # each further approver thirty seconds later
                     self.gate.approve(request, approver=who, digest=self.gate.get(request).digest)
         except (Violation, GateError) as exc:
             self.summary.refused.append(f"line {call.line}: {call.tool}: {exc}")

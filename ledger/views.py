@@ -472,13 +472,23 @@ def _layout_ok(t: mi.Type, at: _At, depth: int = 0) -> str | None:
     return None
 
 
+def _omittable(f: mi.Field) -> bool:
+    """A member msgspec leaves out of the encoding when it is unset (default UNSET)."""
+    return not f.required and f.default is msgspec.NODEFAULT and f.default_factory is msgspec.NODEFAULT
+
+
 def _canonical_sql() -> str:
     """SQL boolean for a valid event: the body is byte for byte what ledger.events.encode_event
     writes for it (`kind` first, then every member in declaration order, no spacing, plain
     integers, msgspec's string escapes), the check verify makes with encode_event(event) == body."""
     branches = []
     for st in _EVENT_TYPES:
-        checks = [f"_keys = {_list_lit(['kind'] + [f.encode_name for f in st.fields])}"]
+        names = ["kind"] + [f.encode_name for f in st.fields]
+        omittable = [f.encode_name for f in st.fields if _omittable(f)]
+        expected = _list_lit(names)
+        if omittable:  # present only when set (an idempotency `key`), then in its declared place
+            expected = f"list_filter({expected}, lambda k: NOT list_contains({_list_lit(omittable)}, k) OR list_contains(_keys, k))"
+        checks = [f"_keys = {expected}"]
         for f in st.fields:
             inner = _layout_ok(f.type, _At("body", _jpath(f.encode_name)))
             if inner is not None:
@@ -569,6 +579,7 @@ COLUMNS["events"] = {
         for m in _MEMBER_ORDER
         if m not in ("seq", "ts", "prev", "request", "deadline")
     },
+    "key": "VARCHAR: the event's idempotency key, NULL when it has none (any kind)",
     "deadline": _T + ": an interrupt's deadline",
     "deadline_text": "VARCHAR: deadline as stored",
     "prev": "VARCHAR: the previous event's hash, from the body",
@@ -1238,10 +1249,36 @@ def connect(path: str | Path, *, con=None):
     return con
 
 
+class QueryRefused(ValueError):
+    """The SQL is not one read-only SELECT statement."""
+
+
 def query(path: str | Path, sql: str) -> tuple[list[str], list[tuple]]:
-    """Run one SQL statement over the views of the ledger at `path`: `(column names, rows)`."""
+    """Run one read-only SQL statement over the views of the ledger at `path`:
+    `(column names, rows)`.
+
+    The statement must be a single SELECT (WITH, DESCRIBE, SHOW and SUMMARIZE are SELECTs too):
+    COPY, ATTACH, INSTALL, SET and the like are refused with QueryRefused, because an audit
+    query must never write, least of all into the ledger. The connection may then read files only
+    inside the ledger's directory, and its configuration is locked. Raises QueryRefused,
+    ledger.log.LedgerUnreadable, and duckdb errors for SQL that does not run.
+    """
+    import duckdb
+
     con = connect(path)
     try:
+        try:
+            statements = con.extract_statements(sql)
+        except duckdb.Error as exc:
+            raise QueryRefused(f"the SQL does not parse: {exc}") from None
+        if len(statements) != 1:
+            raise QueryRefused(f"give exactly one SQL statement, not {len(statements)}")
+        if statements[0].type != duckdb.StatementType.SELECT:
+            raise QueryRefused(f"only a SELECT statement may run, not {statements[0].type.name}")
+        directory = str(Path(path).resolve())
+        con.execute(f"SET allowed_directories = [{_lit(directory + '/')}]")
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
         cursor = con.execute(sql)
         columns = [d[0] for d in cursor.description] if cursor.description else []
         return columns, cursor.fetchall()

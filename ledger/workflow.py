@@ -136,6 +136,7 @@ class RequestState:
     digest: str
     original_digest: str
     status: str
+    context_digest: str = ""
     requirements: Requirements | None = None
     deadline: str | None = None
     approvals: dict[str, str] = field(default_factory=dict)  # approver → ts, for `digest` only
@@ -272,6 +273,7 @@ class Workflow:
                 digest=event.args_digest,
                 original_digest=event.args_digest,
                 status=status,
+                context_digest=event.context_digest,
                 decided_at=event.ts if status == "denied" else None,
                 decision="deny" if status == "denied" else None,
             )

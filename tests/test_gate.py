@@ -8,7 +8,7 @@ import pytest
 
 from ledger import verify
 from ledger.clock import ManualClock
-from ledger.gate import CallIdConflict, ExecutionUnknown, InvalidCall
+from ledger.gate import CallIdConflict, ExecutionInProgress, ExecutionUnknown, InvalidCall
 from ledger.log import LedgerCorrupt
 from ledger import workflow as wf
 from support import START, gate
@@ -280,3 +280,83 @@ def test_a_call_two_ask_rules_match_needs_every_quorum(g):
     refused(g, wf.NotApproved, g.execute, p.request, lambda a: pytest.fail("ran"))
     refused(g, wf.NotAnApprover, g.approve, p.request, approver="carol", digest=p.args_digest)
     assert g.approve(p.request, approver="bob", digest=p.args_digest).status == "approved"
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        lambda g, p: g.propose("read_thing", {}, proposer="agent", run=5),
+        lambda g, p: g.propose("read_thing", {}, proposer="agent", call_id=7),
+        lambda g, p: g.propose("read_thing", {}, proposer=["agent"]),
+        lambda g, p: g.propose("read\ud800", {}, proposer="agent"),
+        lambda g, p: g.approve(p.request, approver=5, digest=p.args_digest),
+        lambda g, p: g.approve(p.request, approver="bob", digest=p.args_digest, comment=3),
+        lambda g, p: g.approve(str(p.request), approver="bob", digest=p.args_digest),
+        lambda g, p: g.edit(p.request, editor=None, args={"id": 4}),
+        lambda g, p: g.reject(p.request, approver="bob\ud800", reason="no"),
+        lambda g, p: g.respond(p.request, approver="bob", message=b"bytes"),
+        lambda g, p: g.cancel(p.request, by=1.5),
+    ],
+)
+def test_a_badly_typed_parameter_is_refused_and_the_ledger_stays_usable(g, tmp_path, clock, step):
+    p = g.propose("small_change", {"id": 3}, proposer="agent")
+    refused(g, InvalidCall, step, g, p)
+    g.close()
+    assert verify(tmp_path / "ledger").ok
+    gate(tmp_path / "ledger", clock).close()
+
+
+def test_a_clock_stepped_back_never_reopens_an_expired_request(g, clock):
+    p = g.propose("small_change", {"id": 3}, proposer="agent")
+    clock.advance(3601)
+    refused(g, wf.DeadlinePassed, g.approve, p.request, approver="bob", digest=p.args_digest)
+    clock.advance(-7200)  # NTP, or a restored snapshot
+    refused(g, wf.DeadlinePassed, g.approve, p.request, approver="bob", digest=p.args_digest)
+    stamps = [r.event.ts for r in g.ledger.records()]
+    assert stamps == sorted(stamps)
+
+
+def test_a_slow_tool_does_not_hold_up_other_steps(g):
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+    p = g.propose("read_thing", {}, proposer="agent")
+
+    def slow(args):
+        started.set()
+        release.wait(10)
+        return "done"
+
+    worker = threading.Thread(target=g.execute, args=(p.request, slow))
+    worker.start()
+    assert started.wait(10)
+    other = g.propose("read_thing", {"id": 2}, proposer="agent")  # would deadlock if execute held the lock
+    assert other.status == "allowed"
+    with pytest.raises(ExecutionInProgress):
+        g.execute(p.request, lambda a: pytest.fail("ran twice"))
+    release.set()
+    worker.join(10)
+    assert g.get(p.request).status == "executed"
+
+
+def test_a_tool_error_message_that_is_not_unicode_is_recorded_escaped(g):
+    p = g.propose("read_thing", {}, proposer="agent")
+
+    def broken(args):
+        raise ValueError("bad \ud800 byte")
+
+    result = g.execute(p.request, broken)
+    assert result.outcome == "error" and "\\ud800" in result.error
+    assert g.get(p.request).status == "executed"
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"proposer": "other-agent"}, {"context": {"cwd": "/elsewhere"}}, {"tool": "big_change"}],
+)
+def test_a_repeated_call_id_with_another_proposer_or_context_is_a_conflict(g, change):
+    call = {"tool": "small_change", "proposer": "agent", "context": {"cwd": "/srv"}}
+    g.propose(call["tool"], {"id": 3}, proposer=call["proposer"], context=call["context"], call_id="toolu_9")
+    changed = {**call, **change}
+    refused(g, CallIdConflict, g.propose, changed["tool"], {"id": 3}, proposer=changed["proposer"],
+            context=changed["context"], call_id="toolu_9")
