@@ -39,15 +39,26 @@ Timestamp = Annotated[
     str, msgspec.Meta(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$", min_length=27, max_length=27)
 ]
 Seq = Annotated[int, msgspec.Meta(ge=1)]
+KEY_MAX_LENGTH = 256
+# An idempotency key: 1 to 256 characters (Unicode code points), any of them.
+Key = Annotated[str, msgspec.Meta(min_length=1, max_length=KEY_MAX_LENGTH)]
 Effect = Literal["allow", "deny", "ask"]
 
 
 class Event(msgspec.Struct, tag_field="kind", kw_only=True, frozen=True, forbid_unknown_fields=True):
-    """Fields every event has. `seq`, `ts` and `prev` are assigned by `Ledger.append`."""
+    """Fields every event has. `seq`, `ts` and `prev` are assigned by `Ledger.append`.
+
+    `key` is an optional idempotency key chosen by the appender (for example
+    "request 42/approved/fin-1"): appending an event whose key is already in the ledger returns
+    the original event when everything but seq, ts and prev is the same, and is refused otherwise
+    (ledger.log.KeyConflict). It is absent from the body when unset (never `null`), and, when
+    present, it follows `prev` and is covered by the hash.
+    """
 
     seq: int = 0
     ts: str = ""
     prev: str = ""  # checked by the verifier (a hash, or 64 zeros before the first event)
+    key: Key | msgspec.UnsetType = msgspec.UNSET
 
 
 class RuleRef(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -3,12 +3,22 @@
     DIR/
       events-00000001.jsonl   segments, in order; one event per line (see ledger.lines)
       events-00000002.jsonl
-      LOCK                    held (flock) by the one writer
+      LOCK                    the append lock: held (flock, exclusive) for the span of one write
+      WRITERS                 every open writer holds a shared flock; an exclusive writer (a Gate)
+                              holds it exclusively, so that no one else appends while it is open
       quarantine/             torn fragments moved aside on recovery
+      .events-NNNNNNNN.jsonl.tmp   a segment being created (never read as a segment)
 
-`LedgerReader` reads any ledger without a lock. `Ledger` is the writer: it takes an exclusive
-lock, recovers a torn tail, and appends events, returning only after the bytes are fsync'd.
-Neither verifies the chain; that is `ledger.verify`'s job (the Gate verifies when it replays).
+`LedgerReader` reads any ledger without a lock. `Ledger` is a writer; several writers, in one
+process or many, may append to one ledger at the same time. Each append (or batch) takes the
+append lock, catches up with what other writers appended since (the true head and the current
+segment), recovers a torn tail a crashed writer left, writes whole lines, fdatasyncs, and
+releases the lock; it returns only after the bytes are on disk. Threads of one process share one
+write and one sync (group commit). An event may carry an idempotency `key`: appending it again
+with the same content returns the original event, with other content raises KeyConflict. The
+protocol, byte for byte, is docs/ledger-format.md section 7.
+
+Neither class verifies the chain; that is `ledger.verify`'s job (the Gate verifies when it replays).
 """
 
 from __future__ import annotations
@@ -19,7 +29,9 @@ import hashlib
 import os
 import re
 import threading
+import time
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, NamedTuple, Sequence
 
@@ -28,17 +40,34 @@ import msgspec
 from ledger import lines
 from ledger.clock import Clock, format_ts, utc_now
 from ledger.digest import canonical_json
-from ledger.events import FORMAT, GENESIS_PREV, AnyEvent, Event, Genesis, Recovered, decode_event, encode_event
+from ledger.events import (
+    FORMAT,
+    GENESIS_PREV,
+    KEY_MAX_LENGTH,
+    AnyEvent,
+    Event,
+    Genesis,
+    Recovered,
+    decode_event,
+    encode_event,
+)
 
 SEGMENT_PREFIX = "events-"
 SEGMENT_SUFFIX = ".jsonl"
 SEGMENT_GLOB = f"{SEGMENT_PREFIX}*{SEGMENT_SUFFIX}"
 SEGMENT_NAME = re.compile(r"events-(\d{8})\.jsonl")
+TEMP_PREFIX = "."  # a segment being created is `.events-NNNNNNNN.jsonl.tmp` until it is renamed
+TEMP_SUFFIX = ".tmp"
 DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
 LOCK_FILE = "LOCK"
+WRITERS_FILE = "WRITERS"
 QUARANTINE_DIR = "quarantine"
 
 _sync = getattr(os, "fdatasync", os.fsync)
+
+# The start of a line whose body carries a `key` (it follows `prev`; docs/ledger-format.md 3).
+# Anchored at a line start, so a member named "prev" inside DATA cannot match.
+_KEYED_LINE = re.compile(rb'^\{"body":\{"kind":"[a-z_]+","seq":[0-9]+,"ts":"[^"\n]*","prev":"[0-9a-f]{64}","key":"', re.M)
 
 
 class LedgerError(Exception):
@@ -50,7 +79,8 @@ class LedgerUnreadable(LedgerError):
 
 
 class LedgerLocked(LedgerError):
-    """Another writer holds the ledger's lock."""
+    """The ledger is held exclusively by another writer (a Gate), or an exclusive writer was
+    asked for while other writers are open."""
 
 
 class LedgerCorrupt(LedgerError):
@@ -66,9 +96,24 @@ class LedgerBroken(LedgerError):
     """A write or fsync failed. The writer stops: nothing more is appended, nothing is retried."""
 
 
+class ForeignAppend(LedgerError):
+    """An exclusive writer found events it did not write: some process appended without taking
+    the WRITERS lock. Nothing was appended; the exclusive writer's view (a Gate's workflow) is
+    stale, so it stops (later appends raise LedgerBroken)."""
+
+
+class KeyConflict(LedgerError):
+    """An event's idempotency key is already in the ledger (at `seq`) with other content."""
+
+    def __init__(self, key: str, seq: int, message: str):
+        super().__init__(message)
+        self.key, self.seq = key, seq
+
+
 class Record(NamedTuple):
     """One event as stored: its seq and hash, the decoded event, the exact body bytes that were
-    hashed, the raw data bytes (`b"null"` when none) and where it sits."""
+    hashed, the raw data bytes (`b"null"` when none) and where it sits (`line` is 1-based in the
+    segment when read, 0 when the writer returned it)."""
 
     seq: int
     hash: str
@@ -102,6 +147,11 @@ def segment_name(number: int) -> str:
     return f"{SEGMENT_PREFIX}{number:08d}{SEGMENT_SUFFIX}"
 
 
+def temp_name(number: int) -> str:
+    """The name a segment has while it is being created: never a segment name."""
+    return f"{TEMP_PREFIX}{segment_name(number)}{TEMP_SUFFIX}"
+
+
 def list_segments(path: Path) -> list[Path]:
     """The segment files of a ledger directory (named exactly `events-NNNNNNNN.jsonl`), in order."""
     return sorted(p for p in path.glob(SEGMENT_GLOB) if SEGMENT_NAME.fullmatch(p.name) and p.is_file())
@@ -119,7 +169,8 @@ class LedgerReader:
     """Reads a ledger directory in order. Takes no lock; a reader sees a prefix of the events.
 
     Raises LedgerUnreadable from the constructor when `path` is not a ledger. After `lines()` or
-    `records()` has been consumed, `torn` says whether the last segment ended in a torn line.
+    `records()` has been consumed, `torn` says whether the last segment ended in a torn line (on a
+    ledger being written, that may also be a write in progress).
     """
 
     def __init__(self, path: str | Path):
@@ -188,7 +239,7 @@ def parse_line(raw: RawLine, expected_seq: int) -> Record:
 
 
 class RecoveryNote(NamedTuple):
-    """What opening the ledger found and did about a torn tail."""
+    """What a writer found and did about a torn tail."""
 
     segment: str
     offset: int
@@ -202,18 +253,69 @@ class RecoveryNote(NamedTuple):
             f"acknowledged) was moved to {self.quarantine}"
         )
 
+    def event(self) -> Recovered:
+        return Recovered(
+            segment=self.segment,
+            offset=self.offset,
+            fragment_bytes=self.fragment_bytes,
+            fragment_sha256=self.fragment_sha256,
+            quarantine=self.quarantine,
+        )
+
+
+def content_of(event: Event, data: bytes | None) -> bytes:
+    """What an idempotency key binds: the body with `seq`, `ts` and `prev` left out (they are the
+    writer's, and a retry comes later), then a line feed, then the data bytes (`null` when none)."""
+    neutral = msgspec.structs.replace(event, seq=0, ts="", prev="")
+    return encode_event(neutral) + b"\n" + (data if data is not None else b"null")
+
+
+class _Item(NamedTuple):
+    event: Event
+    data: bytes | None  # canonical data bytes, None for `null`
+    key: str | None
+    content: bytes | None  # content_of(...) for a keyed event
+
+
+class _Request:
+    """One append_batch call waiting for (or taking part in) a commit."""
+
+    __slots__ = ("items", "records", "error", "done")
+
+    def __init__(self, items: list[_Item]):
+        self.items = items
+        self.records: list[Record] | None = None
+        self.error: BaseException | None = None
+        self.done = False
+
+    def result(self) -> list[Record]:
+        if self.error is not None:
+            raise self.error
+        assert self.records is not None
+        return self.records
+
 
 class Ledger:
-    """The single writer of a ledger directory.
+    """A writer of a ledger directory; any number of them may append to one ledger at once.
 
-    `Ledger(path)` creates the directory and its genesis event if needed (`create=False` refuses),
-    takes the writer lock (LedgerLocked if another writer holds it), moves a torn last line to
-    `quarantine/` and records a `recovered` event about it (`recovery` says what was done), then
-    appends after the current head. `append` and `append_batch` return once the bytes are on
-    disk (fdatasync). `clock` supplies `ts` for events that do not carry one. A new segment is
-    started when the current one reaches `segment_bytes`.
+    `Ledger(path)` creates the directory and its genesis event if needed (`create=False` refuses:
+    LedgerUnreadable), joins the ledger's writers (a shared flock on WRITERS; LedgerLocked if a
+    Gate holds the ledger exclusively), and, under the append lock, moves a torn last line to
+    `quarantine/` and records a `recovered` event about it (`recovery` says what was done).
 
-    Use it as a context manager, or call `close()`, to release the lock.
+    `append` and `append_batch` return once the bytes are on disk (fdatasync). Each commit takes
+    the append lock (flock on LOCK, blocking), catches up with events other writers appended
+    since (and a torn tail one of them left, which it quarantines and records), writes, syncs and
+    releases the lock; so seqs stay gapless and lines whole across processes. Threads of one
+    process are committed together: appends that arrive while a commit is in flight (or within
+    `group_window` seconds of the first) share the next write and sync. A new segment is started
+    before a commit that would make the current one exceed `segment_bytes` (unless it is empty);
+    it is written under a temporary name, synced, renamed, and the directory synced.
+
+    `exclusive=True` (what a Gate uses) holds WRITERS exclusively for the writer's life: it raises
+    LedgerLocked while any other writer is open, and other writers get LedgerLocked while it is.
+    `clock` supplies `ts` for events that do not carry one. A Ledger belongs to the process that
+    opened it (after fork, open a new one). Use it as a context manager, or call `close()`.
     """
 
     def __init__(
@@ -223,83 +325,131 @@ class Ledger:
         create: bool = True,
         segment_bytes: int = DEFAULT_SEGMENT_BYTES,
         clock: Clock = utc_now,
+        exclusive: bool = False,
+        group_window: float = 0.0,
     ):
         self.path = Path(path)
         self.segment_bytes = segment_bytes
         self.clock = clock
-        self.recovery: RecoveryNote | None = None
-        self._mutex = threading.Lock()
+        self.group_window = group_window
+        self.recovery: RecoveryNote | None = None  # what opening found
+        self.recoveries: list[RecoveryNote] = []  # every torn tail this writer quarantined
+        self.commits = 0  # writes (each with one sync) this writer made; for tests and benchmarks
+        self._pid = os.getpid()
+        self._cond = threading.Condition()
+        self._queue: list[_Request] = []
+        self._leading = False
+        self._closed = False
         self._broken: str | None = None
+        self._exclusive = exclusive
         self._fd: int | None = None
+        self._lock_fd: int | None = None
+        self._writers_fd: int | None = None
+        self._segment_number, self._segment_size, self._ino = 0, 0, 0
+        self._tip: tuple[int, str] = (0, GENESIS_PREV)
+        self._keys: dict[str, tuple[int, int, int]] | None = None  # key → (seq, segment number, offset)
         if not self.path.exists():
             if not create:
                 raise LedgerUnreadable(f"{self.path}: no such ledger directory")
-            self.path.mkdir(parents=True)
+            self.path.mkdir(parents=True, exist_ok=True)
             if self.path.parent.exists():
                 _fsync_dir(self.path.parent)
         elif not self.path.is_dir():
             raise LedgerUnreadable(f"{self.path}: not a directory")
-        self._lock_fd = self._acquire_lock()
         try:
-            self._open_for_append(create)
+            self._writers_fd = self._join_writers(exclusive)
+            self._lock_fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+            with self._append_lock():
+                self._open_for_append(create)
         except BaseException:
             self.close()
             raise
 
     # --- opening ------------------------------------------------------------------------------
 
-    def _acquire_lock(self) -> int:
-        fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    def _join_writers(self, exclusive: bool) -> int:
+        fd = os.open(self.path / WRITERS_FILE, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
         except OSError as exc:
             os.close(fd)
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise LedgerLocked(f"{self.path}: another writer holds the ledger's lock") from None
+                raise LedgerLocked(self._locked_message(exclusive)) from None
             raise
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
         return fd
 
-    def _open_for_append(self, create: bool) -> None:
-        from ledger.checkpoint import refuse_if_behind_checkpoint  # never extend a ledger shorter than its checkpoint
+    def _locked_message(self, exclusive: bool) -> str:
+        if exclusive:
+            return f"{self.path}: another writer holds the ledger's lock (an exclusive writer needs the ledger to itself)"
+        return f"{self.path}: another writer holds the ledger's lock exclusively (a Gate is open on it)"
 
-        refuse_if_behind_checkpoint(self.path)
+    @contextmanager
+    def _append_lock(self) -> Iterator[None]:
+        """Hold LOCK exclusively (blocking) for one commit."""
+        fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+
+    def _open_for_append(self, create: bool) -> None:
+        """Find the head and the active segment, recover a torn tail. Runs under the append lock."""
         segments = list_segments(self.path)
         if not segments:
             if not create:
                 raise LedgerUnreadable(f"{self.path}: no ledger segments in this directory")
-            self._start_segment(1)
-            self._seq, self._head = 0, GENESIS_PREV
-            self.append(Genesis(format=FORMAT, ledger_id=uuid.uuid4().hex))
+            self._commit_now(Genesis(format=FORMAT, ledger_id=uuid.uuid4().hex))
             return
         current = segments[-1]
         self.recovery = self._quarantine_torn_tail(current)
-        self._seq, self._head = self._read_head(segments)
-        self._segment_number = int(current.name[len(SEGMENT_PREFIX) : -len(SEGMENT_SUFFIX)])
-        self._fd = os.open(current, os.O_WRONLY | os.O_APPEND)
-        self._segment_size = os.fstat(self._fd).st_size
-        if self._seq == 0:
+        self._tip = self._read_head(segments)
+        self._use_segment(self._number_of(current))
+        if self.recovery is None:
+            self.recovery = self._unrecorded_quarantine()
+        if self._tip[0] == 0:
             raise LedgerCorrupt(1, "the ledger has segments but no events")
         if self.recovery is not None:
-            note = self.recovery
-            self.append(
-                Recovered(
-                    segment=note.segment,
-                    offset=note.offset,
-                    fragment_bytes=note.fragment_bytes,
-                    fragment_sha256=note.fragment_sha256,
-                    quarantine=note.quarantine,
-                )
-            )
+            self.recoveries.append(self.recovery)
+            self._commit_now(self.recovery.event())
+
+    def _commit_now(self, event: Event) -> Record:
+        """Append one event the writer itself makes (genesis, recovered). Under the append lock."""
+        request = _Request([_Item(event, None, None, None)])
+        self._commit_locked([request])
+        return request.result()[0]
+
+    @staticmethod
+    def _number_of(segment: Path) -> int:
+        return int(segment.name[len(SEGMENT_PREFIX) : -len(SEGMENT_SUFFIX)])
+
+    def _use_segment(self, number: int) -> None:
+        """Make segment `number` (which exists) the one appended to."""
+        fd = os.open(self.path / segment_name(number), os.O_WRONLY | os.O_APPEND)
+        st = os.fstat(fd)
+        if self._fd is not None:
+            os.close(self._fd)
+        self._fd, self._segment_number, self._segment_size, self._ino = fd, number, st.st_size, st.st_ino
 
     def _quarantine_torn_tail(self, segment: Path) -> RecoveryNote | None:
-        with segment.open("rb") as handle:
-            data = handle.read()
-        if not data or data.endswith(b"\n"):
+        """Move the bytes after the last line feed of `segment` to quarantine/ (synced), truncate
+        the segment to its last line feed (synced). Runs under the append lock."""
+        size = segment.stat().st_size
+        if size == 0:
             return None
-        offset = data.rfind(b"\n") + 1
-        fragment = data[offset:]
+        with segment.open("rb") as handle:
+            chunk = 4096
+            while True:
+                start = max(0, size - chunk)
+                handle.seek(start)
+                data = handle.read(size - start)
+                cut = data.rfind(b"\n")
+                if cut >= 0 or start == 0:
+                    break
+                chunk *= 4
+        if data.endswith(b"\n"):
+            return None
+        offset = start + cut + 1
+        fragment = data[cut + 1 :]
         qdir = self.path / QUARANTINE_DIR
         qdir.mkdir(exist_ok=True)
         base = f"{segment.name}.{offset}.torn"
@@ -309,7 +459,9 @@ class Ledger:
             target = qdir / f"{base}.{n}"
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            os.write(fd, fragment)
+            view = memoryview(fragment)
+            while view:
+                view = view[os.write(fd, view) :]
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -324,6 +476,34 @@ class Ledger:
         return RecoveryNote(
             segment=segment.name,
             offset=offset,
+            fragment_bytes=len(fragment),
+            fragment_sha256=hashlib.sha256(fragment).hexdigest(),
+            quarantine=f"{QUARANTINE_DIR}/{target.name}",
+        )
+
+    def _unrecorded_quarantine(self) -> RecoveryNote | None:
+        """A fragment a crashed writer quarantined and cut off without appending its `recovered`
+        event: a quarantine file named for the active segment at exactly its current size (once
+        recorded, the event follows that offset, so the segment is longer). Under the append lock."""
+        qdir = self.path / QUARANTINE_DIR
+        if not qdir.is_dir():
+            return None
+        base = f"{segment_name(self._segment_number)}.{self._segment_size}.torn"
+        found: list[tuple[int, Path]] = []
+        for p in qdir.iterdir():
+            if p.name == base:
+                found.append((1, p))
+            elif p.name.startswith(base + ".") and p.name[len(base) + 1 :].isdigit():
+                found.append((int(p.name[len(base) + 1 :]), p))
+        if not found:
+            return None
+        _, target = max(found)  # the last one written is the one whose truncation took effect
+        fragment = target.read_bytes()
+        if not fragment:
+            return None
+        return RecoveryNote(
+            segment=segment_name(self._segment_number),
+            offset=self._segment_size,
             fragment_bytes=len(fragment),
             fragment_sha256=hashlib.sha256(fragment).hexdigest(),
             quarantine=f"{QUARANTINE_DIR}/{target.name}",
@@ -352,76 +532,371 @@ class Ledger:
             return record.seq, record.hash
         return 0, GENESIS_PREV
 
-    def _start_segment(self, number: int) -> None:
-        target = self.path / segment_name(number)
-        fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
-        os.fsync(fd)
-        _fsync_dir(self.path)
-        if self._fd is not None:
-            os.close(self._fd)
-        self._fd, self._segment_number, self._segment_size = fd, number, 0
+    # --- catching up with other writers (under the append lock) -------------------------------
+
+    def _catch_up(self) -> tuple[bool, RecoveryNote | None]:
+        """Bring the head, the active segment and the key index up to date with the files.
+
+        Cheap when nothing changed: one stat of the active segment (size and inode) and one of
+        the next segment's name. Returns (whether events were found that this writer did not
+        append, the note of a torn tail it quarantined). Raises LedgerCorrupt when the files were
+        changed behind the writers' backs (a segment replaced, shrunk or removed)."""
+        active = self.path / segment_name(self._segment_number)
+        try:
+            st = os.stat(active)
+        except FileNotFoundError:
+            raise LedgerCorrupt(None, f"{active.name}, the segment being appended to, was removed") from None
+        following = self.path / segment_name(self._segment_number + 1)
+        if st.st_ino == self._ino and st.st_size == self._segment_size and not following.exists():
+            return False, None
+        if st.st_ino != self._ino:
+            raise LedgerCorrupt(None, f"{active.name} was replaced by another file; refusing to extend it")
+        if st.st_size < self._segment_size:
+            raise LedgerCorrupt(None, f"{active.name} shrank from {self._segment_size} to {st.st_size} bytes; refusing to extend it")
+        last = self._segment_number
+        while (self.path / segment_name(last + 1)).exists():
+            last += 1
+        note = self._quarantine_torn_tail(self.path / segment_name(last))
+        before = self._tip
+        if self._keys is not None:
+            self._scan_forward(self._segment_number, self._segment_size)
+        else:
+            found = self._read_head([self.path / segment_name(n) for n in range(self._segment_number, last + 1)])
+            if found[0] != 0:
+                self._tip = found
+        self._use_segment(last)
+        if note is None:
+            note = self._unrecorded_quarantine()
+        if note is not None:
+            self.recoveries.append(note)
+        return self._tip != before, note
+
+    def _scan_forward(self, number: int, offset: int) -> None:
+        """Read every line from (segment `number`, `offset`) to the end: check that each extends
+        the chain, advance the head, and index the keys. Used once the key index exists."""
+        seq, prev = self._tip
+        while True:
+            segment = self.path / segment_name(number)
+            if not segment.exists():
+                break
+            with segment.open("rb") as handle:
+                handle.seek(offset)
+                data = handle.read()
+            end = data.rfind(b"\n") + 1
+            pos = 0
+            while pos < end:
+                nl = data.index(b"\n", pos)
+                record = parse_line(RawLine(segment.name, 0, offset + pos, data[pos:nl]), seq + 1)
+                if record.seq != seq + 1 or record.event.prev != prev or hashlib.sha256(record.body).hexdigest() != record.hash:
+                    raise LedgerCorrupt(seq + 1, "an event another writer appended does not extend the chain; refusing to extend it",
+                                        segment.name)
+                seq, prev = record.seq, record.hash
+                key = getattr(record.event, "key", msgspec.UNSET)
+                if isinstance(key, str):
+                    self._keys.setdefault(key, (seq, number, offset + pos))
+                pos = nl + 1
+            number, offset = number + 1, 0
+        self._tip = (seq, prev)
+
+    def _build_key_index(self) -> None:
+        """Index every keyed event of the ledger (first occurrence of each key). Under the lock."""
+        keys: dict[str, tuple[int, int, int]] = {}
+        for number in range(1, self._segment_number + 1):
+            segment = self.path / segment_name(number)
+            data = segment.read_bytes()
+            if number == self._segment_number:
+                data = data[: self._segment_size]
+            for match in _KEYED_LINE.finditer(data):
+                start = match.start()
+                end = data.find(b"\n", start)
+                if end < 0:
+                    continue
+                try:
+                    record = parse_line(RawLine(segment.name, 0, start, data[start:end]), -1)
+                except LedgerCorrupt:
+                    continue  # not this writer's business; verify reports it
+                key = getattr(record.event, "key", msgspec.UNSET)
+                if isinstance(key, str):
+                    keys.setdefault(key, (record.seq, number, start))
+        self._keys = keys
+
+    def _stored(self, number: int, offset: int) -> Record:
+        """The record of the line at `offset` in segment `number`."""
+        segment = self.path / segment_name(number)
+        with segment.open("rb") as handle:
+            handle.seek(offset)
+            text = handle.readline()
+        return parse_line(RawLine(segment.name, 0, offset, text.rstrip(b"\n")), -1)
 
     # --- appending ----------------------------------------------------------------------------
 
     @property
     def head(self) -> tuple[int, str]:
-        """`(seq, hash)` of the last event appended."""
-        return self._seq, self._head
+        """`(seq, hash)` of the last event this writer appended or found, as of its last commit
+        (other processes may have appended since; `refresh()` looks)."""
+        return self._tip
+
+    @property
+    def exclusive(self) -> bool:
+        """Whether this writer holds the ledger exclusively (no other writer can be open)."""
+        return self._exclusive
+
+    def refresh(self) -> tuple[int, str]:
+        """Catch up with what other writers appended (under the append lock) and return the head.
+        Raises LedgerCorrupt as a commit would, ForeignAppend for an exclusive writer."""
+        self._usable()
+        with self._cond:
+            while self._leading:
+                self._cond.wait()
+            self._leading = True
+        try:
+            with self._append_lock():
+                foreign, note = self._catch_up()
+                if note is not None:
+                    self._commit_now(note.event())
+                if foreign and self._exclusive:
+                    self._broken = "events were appended by a writer outside the locking protocol"
+                    raise ForeignAppend(f"{self.path}: events were appended by a writer that did not take the WRITERS lock; "
+                                        "the writer stopped")
+        finally:
+            with self._cond:
+                self._leading = False
+                self._cond.notify_all()
+        return self._tip
+
+    def make_exclusive(self) -> None:
+        """Hold the ledger exclusively from now on (what a Gate needs). Raises LedgerLocked when
+        another writer is open; this writer then stays a shared one. Catches up with the files."""
+        self._usable()
+        if self._exclusive:
+            return
+        try:
+            fcntl.flock(self._writers_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise
+            # Converting a flock may drop the shared lock first; take it back.
+            try:
+                fcntl.flock(self._writers_fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except OSError:
+                self.close()
+                raise LedgerLocked(self._locked_message(True) + "; this writer lost its place and was closed") from None
+            raise LedgerLocked(self._locked_message(True)) from None
+        self.refresh()  # events other writers appended before we held it are theirs, not foreign
+        self._exclusive = True
 
     def append(self, event: Event, data: dict | bytes | None = None) -> Record:
-        """Append one event (with optional data: `{"args": ..., "context": ...}`) durably."""
+        """Append one event (with optional data: `{"args": ..., "context": ...}`) durably.
+        Returns its Record (the original one when its `key` was already appended); see append_batch."""
         return self.append_batch([(event, data)])[0]
 
     def append_batch(self, items: Sequence[tuple[Event, dict | bytes | None]]) -> list[Record]:
-        """Append several events with one write and one fsync, in order; all get consecutive seqs.
+        """Append several events in order, with consecutive seqs, in one write and one sync.
 
-        Returns the stored Records. Raises LedgerBroken if the write or the fsync fails (the
-        writer then refuses further appends), ArgumentsError for data JSON cannot carry.
+        Returns one Record per item. An item whose event has a `key` already in the ledger (or
+        earlier in this batch) with the same content (content_of: everything but seq, ts and prev,
+        and the data) appends nothing and returns the original Record; with other content the
+        whole call raises KeyConflict and appends none of its items. Also raises: LedgerBroken if
+        a write or sync failed (now or before: the writer stops and never retries), LedgerError
+        when closed or used in another process than the one that opened it, ArgumentsError
+        (from ledger.digest) for data JSON cannot carry, ValueError for a key that is not a string
+        of 1 to KEY_MAX_LENGTH characters, LedgerCorrupt when the files were changed behind the
+        writers' backs, ForeignAppend (exclusive writers).
         """
-        with self._mutex:
-            if self._broken is not None:
-                raise LedgerBroken(f"{self.path}: the writer stopped after a failed write ({self._broken})")
-            if self._fd is None:
-                raise LedgerError("the ledger is closed")
-            seq, prev = self._seq, self._head
-            chunks: list[bytes] = []
-            records: list[Record] = []
-            for event, data in items:
-                seq += 1
-                ts = event.ts or format_ts(self.clock())
-                stamped = msgspec.structs.replace(event, seq=seq, ts=ts, prev=prev)
-                body = encode_event(stamped)
-                data_bytes = canonical_json(data) if isinstance(data, dict) else data
-                digest, line = lines.compose(body, data_bytes)
-                chunks.append(line)
-                records.append(
-                    Record(seq, digest, stamped, body, data_bytes or b"null", segment_name(self._segment_number), 0)
-                )
-                prev = digest
-            payload = b"".join(chunks)
-            if self._segment_size > 0 and self._segment_size + len(payload) > self.segment_bytes:
-                self._start_segment(self._segment_number + 1)
-                records = [r._replace(segment=segment_name(self._segment_number)) for r in records]
-            self._write(payload)
-            self._seq, self._head = seq, prev
-            return records
-
-    def _write(self, payload: bytes) -> None:
-        size_before = self._segment_size
+        prepared = [self._prepare(event, data) for event, data in items]
+        request = _Request(prepared)
+        with self._cond:
+            self._usable()
+            self._queue.append(request)
+            while self._leading and not request.done:
+                self._cond.wait()
+            if request.done:
+                return request.result()
+            self._leading = True
         try:
-            view = memoryview(payload)
-            while view:
-                written = os.write(self._fd, view)
-                view = view[written:]
-            _sync(self._fd)
+            if self.group_window > 0:
+                time.sleep(self.group_window)
+            with self._cond:
+                batch, self._queue = self._queue, []
+            self._lead(batch)
+        finally:
+            with self._cond:
+                self._leading = False
+                self._cond.notify_all()
+        return request.result()
+
+    def _prepare(self, event: Event, data: dict | bytes | None) -> _Item:
+        if not isinstance(event, Event):
+            raise TypeError(f"not an event: {type(event).__name__}")
+        data_bytes = canonical_json(data) if isinstance(data, dict) else data
+        key = getattr(event, "key", msgspec.UNSET)
+        if key is msgspec.UNSET:
+            return _Item(event, data_bytes, None, None)
+        if not isinstance(key, str) or not 1 <= len(key) <= KEY_MAX_LENGTH:
+            raise ValueError(f"an idempotency key is a string of 1 to {KEY_MAX_LENGTH} characters, not {key!r}")
+        return _Item(event, data_bytes, key, content_of(event, data_bytes))
+
+    def _usable(self) -> None:
+        if os.getpid() != self._pid:
+            raise LedgerError(f"{self.path}: this writer was opened by process {self._pid}; open a new Ledger after fork")
+        if self._broken is not None:
+            raise LedgerBroken(f"{self.path}: the writer stopped after a failed write ({self._broken})")
+        if self._closed:
+            raise LedgerError("the ledger is closed")
+
+    def _lead(self, batch: list[_Request]) -> None:
+        """Commit the queued requests: one lock, one write, one sync. Every request ends done."""
+        try:
+            if self._broken is not None or self._closed:
+                self._usable()
+            with self._append_lock():
+                foreign, note = self._catch_up()
+                if foreign and self._exclusive:
+                    self._broken = "events were appended by a writer outside the locking protocol"
+                    raise ForeignAppend(
+                        f"{self.path}: events were appended by a writer that did not take the WRITERS lock; "
+                        "this exclusive writer's view is stale: nothing was appended and the writer stopped"
+                    )
+                if note is not None:
+                    batch = [_Request([_Item(note.event(), None, None, None)])] + batch
+                self._commit_locked(batch)
+        except BaseException as exc:
+            for request in batch:
+                if not request.done and request.error is None:
+                    request.error = exc
+        finally:
+            for request in batch:
+                request.done = True
+
+    def _commit_locked(self, batch: list[_Request]) -> None:
+        """Compose, write and sync the lines of `batch` after the current head (which the caller
+        has caught up). Sets each request's records or error. Under the append lock."""
+        if self._keys is None and any(item.key is not None for request in batch for item in request.items):
+            self._build_key_index()
+        seq, prev = self._tip
+        now: str | None = None  # one reading of the clock per commit
+        chunks: list[bytes] = []
+        fresh: list[tuple[int, str, Event, bytes, bytes]] = []  # seq, hash, event, body, data of new lines
+        plans: list[tuple[_Request, list[Any]]] = []  # per request: an index into fresh, or a stored Record
+        batch_keys: dict[str, tuple[bytes, int, int]] = {}  # key → (content, index into fresh, seq), this commit
+        for request in batch:
+            try:
+                plan: list[Any] = []
+                added: list[tuple[int, str, Event, bytes, bytes, bytes]] = []
+                added_keys: dict[str, tuple[bytes, int, int]] = {}
+                local_seq, local_prev = seq, prev
+                for item in request.items:
+                    if item.key is not None:
+                        known = added_keys.get(item.key) or batch_keys.get(item.key)
+                        if known is not None:
+                            if known[0] != item.content:
+                                raise KeyConflict(item.key, known[2], f"idempotency key {item.key!r} was appended just before "
+                                                  f"(seq {known[2]}) with other content")
+                            plan.append(known[1])
+                            continue
+                        stored = self._keys.get(item.key) if self._keys is not None else None
+                        if stored is not None:
+                            original = self._stored(stored[1], stored[2])
+                            if content_of(original.event, original.data) != item.content:
+                                raise KeyConflict(item.key, original.seq, f"idempotency key {item.key!r} is already in the "
+                                                  f"ledger at seq {original.seq} with other content")
+                            plan.append(original)
+                            continue
+                    local_seq += 1
+                    ts = item.event.ts
+                    if not ts:
+                        ts = now = now or format_ts(self.clock())
+                    stamped = msgspec.structs.replace(item.event, seq=local_seq, ts=ts, prev=local_prev)
+                    body = encode_event(stamped)
+                    digest, line = lines.compose(body, item.data)
+                    index = len(fresh) + len(added)
+                    added.append((local_seq, digest, stamped, body, item.data or b"null", line))
+                    if item.key is not None:
+                        added_keys[item.key] = (item.content, index, local_seq)
+                    plan.append(index)
+                    local_prev = digest
+            except Exception as exc:  # this request fails alone; its seqs are not used
+                request.error = exc
+                continue
+            for entry in added:
+                fresh.append(entry[:5])
+                chunks.append(entry[5])
+            batch_keys.update(added_keys)
+            seq, prev = local_seq, local_prev
+            plans.append((request, plan))
+        payload = b"".join(chunks)
+        rotate = bool(payload) and (
+            self._segment_number == 0
+            or (self._segment_size > 0 and self._segment_size + len(payload) > self.segment_bytes)
+        )
+        number = self._segment_number + 1 if rotate else self._segment_number
+        offset = 0 if rotate else self._segment_size
+        if payload:
+            self._write(payload, rotate)
+        name = segment_name(number)
+        records = []
+        for (s, digest, event, body, data), chunk in zip(fresh, chunks):
+            records.append(Record(s, digest, event, body, data, name, 0))
+            if self._keys is not None and isinstance(getattr(event, "key", None), str):
+                self._keys.setdefault(event.key, (s, number, offset))
+            offset += len(chunk)
+        if payload:
+            self._tip = (seq, prev)
+            self.commits += 1
+        for request, plan in plans:
+            request.records = [records[p] if isinstance(p, int) else p for p in plan]
+
+    def _write(self, payload: bytes, rotate: bool) -> None:
+        """Write and sync `payload`: appended to the active segment, or as the first lines of the
+        next one (temporary name, sync, rename, directory sync). On failure the writer stops."""
+        try:
+            if rotate:
+                self._create_segment(self._segment_number + 1, payload)
+                return
+            size_before = self._segment_size
+            try:
+                self._write_all(self._fd, payload)
+                _sync(self._fd)
+            except OSError:
+                try:  # best effort: leave no partial commit behind; the next writer quarantines what remains
+                    os.ftruncate(self._fd, size_before)
+                except OSError:
+                    pass
+                raise
+            self._segment_size += len(payload)
         except OSError as exc:
             self._broken = exc.strerror or str(exc)
-            try:  # best effort: leave no partial batch behind; recovery handles what remains
-                os.ftruncate(self._fd, size_before)
+            raise LedgerBroken(f"{self.path}: writing failed ({self._broken}); the writer stopped") from exc
+
+    @staticmethod
+    def _write_all(fd: int, payload: bytes) -> None:
+        view = memoryview(payload)
+        while view:
+            view = view[os.write(fd, view) :]
+
+    def _create_segment(self, number: int, payload: bytes) -> None:
+        """Segment `number`, holding `payload`, made durable before it appears under its name."""
+        target = self.path / segment_name(number)
+        if target.exists():  # the caller caught up under the lock; only a writer outside the protocol gets here
+            raise LedgerCorrupt(None, f"{target.name} appeared while this writer held the append lock")
+        temp = self.path / temp_name(number)
+        fd = os.open(temp, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            self._write_all(fd, payload)
+            _sync(fd)
+            os.rename(temp, target)
+            _fsync_dir(self.path)
+        except BaseException:
+            os.close(fd)
+            try:
+                os.unlink(temp)
             except OSError:
                 pass
-            raise LedgerBroken(f"{self.path}: writing failed ({self._broken}); the writer stopped") from exc
-        self._segment_size += len(payload)
+            raise
+        st = os.fstat(fd)
+        if self._fd is not None:
+            os.close(self._fd)
+        self._fd, self._segment_number, self._segment_size, self._ino = fd, number, len(payload), st.st_ino
 
     # --- reading and closing ------------------------------------------------------------------
 
@@ -430,15 +905,22 @@ class Ledger:
         return LedgerReader(self.path).records()
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-        if getattr(self, "_lock_fd", None) is not None:
-            try:
-                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-            finally:
-                os.close(self._lock_fd)
-                self._lock_fd = None
+        """Wait for a commit in flight, fail the queued ones (LedgerError), release the locks."""
+        cond = getattr(self, "_cond", None)
+        if cond is not None:
+            with cond:
+                self._closed = True
+                while self._leading and os.getpid() == self._pid:
+                    cond.wait()
+                for request in self._queue:
+                    request.error, request.done = LedgerError("the ledger was closed"), True
+                self._queue = []
+                cond.notify_all()
+        for name in ("_fd", "_lock_fd", "_writers_fd"):
+            fd = getattr(self, name, None)
+            if fd is not None:
+                setattr(self, name, None)
+                os.close(fd)  # closing, not LOCK_UN: a forked child must not drop its parent's locks
 
     def __enter__(self) -> "Ledger":
         return self
@@ -451,3 +933,4 @@ class Ledger:
             self.close()
         except Exception:
             pass
+

@@ -15,7 +15,8 @@ Points where the document once left a choice (now settled in it):
   verifier, as section 5 permits;
 - segments must be numbered 00000001.. without gaps; an empty ledger fails at seq 1;
 - an approver approves the current arguments at most once; an edit starts the count afresh;
-- `cancelled` needs a request that is not final and has not started executing.
+- `cancelled` needs a request that is not final and has not started executing;
+- `key` (an idempotency key, 1 to 256 characters) is absent or follows `prev`; never null.
 """
 
 import hashlib
@@ -145,6 +146,7 @@ REQUIREMENTS = _obj({
     "on_timeout": _one_of("reject"), "timeout_message": _opt})
 EFFECT = _one_of("allow", "deny", "ask")
 COMMON = {"kind": _str, "seq": _int, "ts": _ts, "prev": _str}
+KEY = {"key": lambda v: isinstance(v, str) and 1 <= len(v) <= 256}  # optional, right after prev
 KINDS = {
     "genesis": {"format": _one_of(FORMAT), "ledger_id": _str},
     "proposed": {"run": _opt, "proposer": _str, "call_id": _opt, "tool": _str,
@@ -191,7 +193,7 @@ def check_line(line: bytes, i: int, prev_hash: str):
         raise Bad(f"not JSON: {e}")
     if not isinstance(body, _Obj) or body.get("kind") not in KINDS:
         raise Bad("body is not an event of a known kind")
-    spec = {**COMMON, **KINDS[body["kind"]]}
+    spec = {**COMMON, **(KEY if "key" in body.names else {}), **KINDS[body["kind"]]}
     if not _members(body, spec):
         raise Bad(f"members of {body['kind']} are {body.names}, expected {list(spec)}")
     for k, t in spec.items():

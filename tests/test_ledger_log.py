@@ -7,13 +7,29 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 
 import pytest
 
+import msgspec
+
 from ledger import events as ev
+from ledger import lines
 from ledger import log as logmod
-from ledger.log import Ledger, LedgerBroken, LedgerCorrupt, LedgerLocked, LedgerReader, LedgerUnreadable
-from ledger.digest import value_digest
+from ledger.digest import canonical_json, value_digest
+from ledger.events import encode_event
+from ledger.log import (
+    ForeignAppend,
+    KeyConflict,
+    Ledger,
+    LedgerBroken,
+    LedgerCorrupt,
+    LedgerError,
+    LedgerLocked,
+    LedgerReader,
+    LedgerUnreadable,
+)
 from ledger.verify import verify
 
 
@@ -65,15 +81,68 @@ def test_append_returns_after_one_sync_and_a_batch_shares_it(tmp_path, monkeypat
         assert led.head[0] == 52
 
 
-def test_a_second_writer_is_refused_while_the_first_holds_the_lock(tmp_path):
-    first = Ledger(tmp_path / "l")
+def test_two_writers_append_to_one_ledger_without_gaps(tmp_path):
+    path = tmp_path / "l"
+    first, second = Ledger(path), Ledger(path)
+    a = first.append(*proposal(1))
+    b = second.append(*proposal(2))  # second catches up with what first appended
+    c = first.append(*proposal(3))
+    assert (a.seq, b.seq, c.seq) == (2, 3, 4)
+    assert b.event.prev == a.hash and c.event.prev == b.hash
+    assert second.head == b[:2] and second.refresh() == (c.seq, c.hash)
+    first.close(), second.close()
+    assert verify(path).ok and verify(path).count == 4
+
+
+def test_an_exclusive_writer_excludes_every_other_writer(tmp_path):
+    path = tmp_path / "l"
+    shared = Ledger(path)
+    with pytest.raises(LedgerLocked, match="another writer holds the ledger's lock"):
+        Ledger(path, exclusive=True)
+    shared.close()
+    with Ledger(path, exclusive=True) as alone:
+        assert alone.exclusive
+        with pytest.raises(LedgerLocked, match="exclusively"):
+            Ledger(path)
+        alone.append(*proposal())
+    with Ledger(path) as again:
+        again.make_exclusive()
+        assert again.exclusive
+        with pytest.raises(LedgerLocked):
+            Ledger(path)
+
+
+def test_make_exclusive_is_refused_while_another_writer_is_open_and_the_writer_stays_usable(tmp_path):
+    path = tmp_path / "l"
+    one, two = Ledger(path), Ledger(path)
     with pytest.raises(LedgerLocked):
-        Ledger(tmp_path / "l")
-    first.close()
-    Ledger(tmp_path / "l").close()
+        one.make_exclusive()
+    assert not one.exclusive
+    one.append(*proposal())
+    two.close()
+    one.make_exclusive()
+    with pytest.raises(LedgerLocked):
+        Ledger(path)
+    one.close()
 
 
-def test_the_lock_holds_across_processes(tmp_path):
+def test_an_exclusive_writer_refuses_to_extend_events_it_did_not_see(tmp_path):
+    path = tmp_path / "l"
+    with Ledger(path, exclusive=True) as led:
+        seq, prev = led.head
+        event, data = proposal(9)
+        stamped = msgspec.structs.replace(event, seq=seq + 1, ts="2026-01-01T00:00:00.000000Z", prev=prev)
+        _, line = lines.compose(encode_event(stamped), canonical_json(data))
+        with open(next(path.glob("events-*.jsonl")), "ab") as f:  # a writer that ignored WRITERS
+            f.write(line)
+        with pytest.raises(ForeignAppend):
+            led.append(*proposal())
+        with pytest.raises(LedgerBroken):  # its view (a Gate's workflow) is stale: it stops
+            led.append(*proposal())
+    assert verify(path).count == seq + 1
+
+
+def test_the_writer_lock_holds_across_processes(tmp_path):
     path = tmp_path / "l"
     Ledger(path).close()
     script = textwrap.dedent(
@@ -81,15 +150,18 @@ def test_the_lock_holds_across_processes(tmp_path):
         import sys
         from ledger.log import Ledger, LedgerLocked
         try:
-            Ledger({str(path)!r})
+            Ledger({str(path)!r}).append(*__import__("test_ledger_log").proposal(7))
         except LedgerLocked:
             sys.exit(3)
         sys.exit(0)
         """
     )
-    with Ledger(path):
-        assert subprocess.run([sys.executable, "-c", script]).returncode == 3
-    assert subprocess.run([sys.executable, "-c", script]).returncode == 0
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(__file__)}
+    with Ledger(path, exclusive=True):
+        assert subprocess.run([sys.executable, "-c", script], env=env).returncode == 3
+    with Ledger(path):  # a shared writer does not keep another process from appending
+        assert subprocess.run([sys.executable, "-c", script], env=env).returncode == 0
+    assert verify(path).count == 2
 
 
 def test_a_torn_last_line_is_quarantined_and_recorded(tmp_path):
@@ -187,3 +259,299 @@ def test_reader_reports_a_directory_without_segments_as_unreadable(tmp_path):
         LedgerReader(tmp_path / "empty")
     assert verify(tmp_path / "empty").exit_code == 2
     assert verify(tmp_path / "nope").exit_code == 2
+
+
+# --- segments: created under a temporary name, never empty, never a temporary file read ----------
+
+
+def test_a_new_segment_is_written_synced_renamed_and_its_directory_synced(tmp_path, monkeypatch):
+    path = tmp_path / "l"
+    steps = []
+    real_rename, real_sync, real_dir = os.rename, logmod._sync, logmod._fsync_dir
+    monkeypatch.setattr(logmod, "_sync", lambda fd: steps.append(("sync", os.readlink(f"/proc/self/fd/{fd}"))) or real_sync(fd))
+    monkeypatch.setattr(logmod.os, "rename", lambda a, b: steps.append(("rename", os.path.basename(a), os.path.basename(b))) or real_rename(a, b))
+    monkeypatch.setattr(logmod, "_fsync_dir", lambda p: steps.append(("dirsync", str(p))) or real_dir(p))
+    with Ledger(path, segment_bytes=1500) as led:
+        assert steps[-3:] == [
+            ("sync", str(path / ".events-00000001.jsonl.tmp")),
+            ("rename", ".events-00000001.jsonl.tmp", "events-00000001.jsonl"),
+            ("dirsync", str(path)),
+        ]
+        steps.clear()
+        while len(list(path.glob("events-*.jsonl"))) < 3:
+            led.append(*proposal())
+    renames = [s for s in steps if s[0] == "rename"]
+    assert renames == [("rename", ".events-00000002.jsonl.tmp", "events-00000002.jsonl"),
+                       ("rename", ".events-00000003.jsonl.tmp", "events-00000003.jsonl")]
+    for r in renames:  # the temporary file was synced before the rename, the directory after it
+        i = steps.index(r)
+        assert steps[i - 1] == ("sync", str(path / r[1])) and steps[i + 1] == ("dirsync", str(path))
+    assert all(s.stat().st_size > 0 for s in path.glob("events-*.jsonl"))
+    assert not list(path.glob(".*.tmp"))
+    assert verify(path).ok
+
+
+def test_a_failed_rename_leaves_no_segment_and_stops_the_writer(tmp_path, monkeypatch):
+    path = tmp_path / "l"
+    led = Ledger(path, segment_bytes=1200)
+    while len(list(path.glob("events-*.jsonl"))) < 2:
+        led.append(*proposal())
+    acknowledged = led.head
+    segments = sorted(p.name for p in path.glob("events-*.jsonl"))
+
+    def no_space(a, b):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(logmod.os, "rename", no_space)
+    with pytest.raises(LedgerBroken):
+        for _ in range(10):  # until the next commit needs a new segment
+            acknowledged = led.append(*proposal())[:2]
+    monkeypatch.undo()
+    with pytest.raises(LedgerBroken):
+        led.append(*proposal())
+    led.close()
+    assert sorted(p.name for p in path.glob("events-*.jsonl")) == segments
+    assert not list(path.glob(".*.tmp"))  # removed after the failure
+    assert verify(path).ok and (verify(path).count, verify(path).head) == acknowledged
+    with Ledger(path, segment_bytes=1200) as again:
+        assert again.append(*proposal()).seq == acknowledged[0] + 1
+    assert verify(path).ok
+
+
+def test_a_temporary_segment_left_by_a_crash_is_never_read_and_is_replaced(tmp_path):
+    path = tmp_path / "l"
+    with Ledger(path, segment_bytes=1500) as led:
+        led.append(*proposal())
+    stale = path / logmod.temp_name(2)
+    stale.write_bytes(b'{"body":{"kind":"genesis"... a crash before the rename\n')
+    (path / "events-000000002.jsonl").write_bytes(b"nine digits: not a segment either\n")
+    assert [p.name for p in logmod.list_segments(path)] == ["events-00000001.jsonl"]
+    assert verify(path).ok and not verify(path).warnings
+    with Ledger(path, segment_bytes=1500) as led:
+        while not (path / "events-00000002.jsonl").exists():
+            led.append(*proposal())
+    assert not stale.exists()
+    assert verify(path).ok
+    from ledger.views import query
+
+    _, rows = query(path, "SELECT count(*), count(DISTINCT segment_file) FROM events")
+    assert rows == [(verify(path).count, 2)]
+
+
+def test_an_empty_last_segment_from_an_older_writer_is_appended_to(tmp_path):
+    path = tmp_path / "l"
+    with Ledger(path) as led:
+        led.append(*proposal())
+    (path / "events-00000002.jsonl").touch()  # the v0 writer created segments empty, then wrote
+    with Ledger(path) as led:
+        record = led.append(*proposal())
+    assert record.segment == "events-00000002.jsonl" and record.seq == 3
+    assert verify(path).ok
+
+
+# --- group commit: threads share a write and a sync ----------------------------------------------
+
+
+def test_concurrent_threads_share_commits_and_keep_their_own_order(tmp_path):
+    path = tmp_path / "l"
+    threads, each = 12, 25
+    got: dict[int, list] = {}
+    with Ledger(path, segment_bytes=20_000) as led:
+        start = led.commits
+        barrier = threading.Barrier(threads)
+
+        def work(t):
+            barrier.wait()
+            got[t] = [led.append(*proposal(t * 1000 + n)) for n in range(each)]
+
+        pool = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+        for th in pool:
+            th.start()
+        for th in pool:
+            th.join()
+        commits = led.commits - start
+    seqs = sorted(r.seq for rs in got.values() for r in rs)
+    assert seqs == list(range(2, 2 + threads * each))
+    assert commits < threads * each  # some appends shared a write and a sync
+    for t, rs in got.items():
+        assert [r.event.tool for r in rs] == [f"tool_{t * 1000 + n}" for n in range(each)]
+        assert [r.seq for r in rs] == sorted(r.seq for r in rs)
+    stored = {r.seq: r.hash for r in LedgerReader(path).records()}
+    assert all(stored[r.seq] == r.hash for rs in got.values() for r in rs)
+    assert verify(path).ok
+
+
+def test_a_group_window_gathers_appends_into_one_commit(tmp_path):
+    with Ledger(tmp_path / "l", group_window=0.2) as led:
+        start = led.commits
+        barrier = threading.Barrier(8)
+        pool = [threading.Thread(target=lambda i=i: (barrier.wait(), led.append(*proposal(i)))) for i in range(8)]
+        for th in pool:
+            th.start()
+        for th in pool:
+            th.join()
+        assert led.commits - start <= 2
+        assert led.head[0] == 9
+
+
+def test_a_failed_sync_fails_every_append_of_its_commit_and_is_never_retried(tmp_path, monkeypatch):
+    path = tmp_path / "l"
+    led = Ledger(path)
+    acknowledged = led.head
+    syncs, entered, release = [], threading.Event(), threading.Event()
+    real = logmod._sync
+
+    def slow_then_failing(fd):
+        syncs.append(fd)
+        if len(syncs) == 1:  # the first commit holds the lead while the others queue up
+            entered.set()
+            release.wait(5)
+            return real(fd)
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(logmod, "_sync", slow_then_failing)
+    errors, first = [], []
+    t0 = threading.Thread(target=lambda: first.append(led.append(*proposal(0))))
+    t0.start()
+    entered.wait(5)
+
+    def queued(i):
+        try:
+            led.append(*proposal(i))
+        except LedgerError as exc:
+            errors.append(exc)
+
+    pool = [threading.Thread(target=queued, args=(i,)) for i in range(1, 6)]
+    for th in pool:
+        th.start()
+    time.sleep(0.1)
+    release.set()
+    for th in [t0, *pool]:
+        th.join()
+    assert len(first) == 1 and first[0].seq == acknowledged[0] + 1
+    assert len(errors) == 5 and all(isinstance(e, LedgerBroken) for e in errors)
+    assert len(syncs) == 2  # the failed sync was the second; nothing retried it
+    with pytest.raises(LedgerBroken):
+        led.append(*proposal())
+    assert len(syncs) == 2
+    led.close()
+    assert verify(path).ok and verify(path).count == first[0].seq
+
+
+# --- idempotency keys ------------------------------------------------------------------------------
+
+
+def keyed(n: int, key: str, **changes) -> tuple[ev.Proposed, dict]:
+    event, data = proposal(n)
+    return msgspec.structs.replace(event, key=key, **changes), data
+
+
+def test_a_retried_keyed_append_returns_the_original_and_appends_nothing(tmp_path):
+    path = tmp_path / "l"
+    with Ledger(path) as led:
+        original = led.append(*keyed(1, "req-1/proposed"))
+        head = led.head
+        again = led.append(*keyed(1, "req-1/proposed", ts="2030-01-01T00:00:00.000000Z"))  # ts is not compared
+        assert (again.seq, again.hash, again.body) == (original.seq, original.hash, original.body)
+        assert led.head == head
+    with Ledger(path) as led:  # the key survives a restart: it is in the body
+        assert led.append(*keyed(1, "req-1/proposed")).hash == original.hash
+        assert led.head == head
+    assert b'"prev":"' + original.event.prev.encode() + b'","key":"req-1/proposed","run"' in original.body
+    assert verify(path).count == head[0]
+
+
+def test_the_same_key_with_other_content_is_a_conflict_and_the_batch_appends_nothing(tmp_path):
+    path = tmp_path / "l"
+    with Ledger(path) as led:
+        original = led.append(*keyed(1, "k"))
+        head = led.head
+        with pytest.raises(KeyConflict) as caught:
+            led.append_batch([proposal(5), keyed(2, "k")])
+        assert caught.value.key == "k" and caught.value.seq == original.seq
+        event, _ = keyed(1, "k")
+        with pytest.raises(KeyConflict):  # same body, other data
+            led.append(event, {"args": {}, "context": {"x": 1}})
+        assert led.head == head
+        with pytest.raises(KeyConflict):  # within one batch
+            led.append_batch([keyed(3, "new"), keyed(4, "new")])
+        assert led.head == head
+        twice = led.append_batch([keyed(3, "new"), keyed(3, "new")])
+        assert twice[0] == twice[1] and led.head[0] == head[0] + 1
+
+
+def test_keys_appended_by_another_writer_are_seen(tmp_path):
+    path = tmp_path / "l"
+    one, two = Ledger(path), Ledger(path)
+    two.append(*proposal(0))  # two builds no key index until it needs one
+    assert two.append(*keyed(8, "shared")).seq == 3
+    first = one.append(*keyed(9, "mine"))
+    assert two.append(*keyed(9, "mine")).seq == first.seq  # two caught up with one's keys
+    with pytest.raises(KeyConflict):
+        one.append(*keyed(7, "shared"))
+    one.close(), two.close()
+    assert verify(path).count == 4
+
+
+def test_a_key_is_a_string_of_1_to_256_characters(tmp_path):
+    with Ledger(tmp_path / "l") as led:
+        for bad in ("", "x" * 257, 7):
+            with pytest.raises(ValueError):
+                led.append(*keyed(1, bad))
+        led.append(*keyed(1, "é" * 256))
+    assert verify(tmp_path / "l").ok
+
+
+def test_keyed_events_verify_everywhere_and_a_null_key_does_not(tmp_path):
+    from independent_verifier import verify_dir
+    from ledger.views import query
+
+    path = tmp_path / "l"
+    with Ledger(path) as led:
+        led.append(*keyed(1, 'a "quoted"\nkey'))
+        led.append(*proposal(2))
+    assert verify(path).ok and verify_dir(path)[0]
+    _, rows = query(path, "SELECT seq, key FROM events ORDER BY seq")
+    assert rows == [(1, None), (2, 'a "quoted"\nkey'), (3, None)]
+    assert query(path, "SELECT count(*) FROM chain_breaks")[1] == [(0,)]
+    # A body with "key":null is not canonical (an unset key is absent), whatever its hash says.
+    segment = next(path.glob("events-*.jsonl"))
+    text = segment.read_bytes().split(b"\n")
+    body, _, data = lines.split(text[2])
+    forged_body = body.replace(b',"run":', b',"key":null,"run":', 1)
+    _, forged = lines.compose(forged_body, data)
+    segment.write_bytes(b"\n".join(text[:2]) + b"\n" + forged)
+    assert verify(path).problem.seq == 3
+    assert verify_dir(path)[3] == 3
+    assert query(path, "SELECT min(seq) FROM chain_breaks")[1] == [(3,)]
+
+
+def test_a_ledger_is_not_used_across_fork_and_a_child_does_not_drop_its_locks(tmp_path):
+    # In a fresh process: this one may hold threads (DuckDB's) that a fork would copy.
+    script = textwrap.dedent(
+        f"""
+        import os, sys
+        from ledger.log import Ledger, LedgerError, LedgerLocked
+        led = Ledger({str(tmp_path / "l")!r}, exclusive=True)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                led.append(*__import__("test_ledger_log").proposal(1))
+                code = 1
+            except LedgerError:
+                code = 7
+            led.close()  # closes the child's descriptors; the parent's flock stays
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.WEXITSTATUS(status) == 7, status
+        try:
+            Ledger({str(tmp_path / "l")!r})
+            sys.exit("the child's close released the parent's exclusive lock")
+        except LedgerLocked:
+            pass
+        assert led.append(*__import__("test_ledger_log").proposal(2)).seq == 2
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(__file__)}
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
