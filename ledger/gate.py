@@ -63,6 +63,36 @@ class ExecutionUnknown(GateError):
     never run again; someone must find out what happened."""
 
 
+class ExecutionInProgress(GateError):
+    """The call is running now, in another thread; its outcome is not recorded yet."""
+
+
+def _text(name: str, value: object, *, optional: bool = False, empty_ok: bool = False) -> str | None:
+    """Check a text parameter before it goes into the ledger. Raises InvalidCall."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise InvalidCall(f"{name} must be a string, not {type(value).__name__}")
+    if not empty_ok and not value.strip():
+        raise InvalidCall(f"{name} must not be empty")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidCall(f"{name} holds a lone surrogate, which is not Unicode text") from None
+    return value
+
+
+def _request_id(request: object) -> int:
+    if isinstance(request, bool) or not isinstance(request, int):
+        raise InvalidCall(f"a request id is an integer, not {type(request).__name__}")
+    return request
+
+
+def _printable(text: str) -> str:
+    """Text safe to store: lone surrogates become backslash escapes."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 @dataclass(frozen=True)
 class Proposal:
     """What `propose` returns. `request` is the id for every later step; `args_digest` is what an
@@ -121,6 +151,8 @@ class Gate:
         self.workflow = Workflow()
         self._data: dict[int, dict] = {}  # request → {"args", "context"} while it can still run
         self._lock = threading.RLock()
+        self._running: set[int] = set()  # requests whose tool is running in some thread right now
+        self._last_ts = ""
         self._replay()
 
     # --- replay -------------------------------------------------------------------------------
@@ -137,6 +169,7 @@ class Gate:
                 raise LedgerCorrupt(record.seq, f"unlawful history: {exc.message}", record.segment, record.line) from None
             self._remember(record.seq, record.event, record.data_value())
             prev, expected = record.hash, expected + 1
+            self._last_ts = max(self._last_ts, record.event.ts)
 
     def _remember(self, seq: int, event: ev.Event, data: dict | None) -> None:
         if isinstance(event, ev.Proposed):
@@ -158,7 +191,15 @@ class Gate:
         return record.seq
 
     def _now(self) -> str:
-        return format_ts(self.clock())
+        """The clock's time, but never earlier than the last event's: a clock stepped back (NTP,
+        a restored VM) must not reopen a request whose deadline has passed. Ledger timestamps
+        never go backwards."""
+        try:
+            now = format_ts(self.clock())
+        except (TypeError, ValueError, AttributeError, OverflowError) as exc:
+            raise GateError(f"the clock gave no usable UTC time: {exc}") from None
+        self._last_ts = max(self._last_ts, now)
+        return self._last_ts
 
     # --- proposing ----------------------------------------------------------------------------
 
@@ -178,10 +219,10 @@ class Gate:
         proposed with other arguments. A repeated `call_id` with the same call returns the first
         Proposal (`duplicate=True`) and appends nothing.
         """
-        if not isinstance(tool, str) or not tool:
-            raise InvalidCall("the tool name must be a non-empty string")
-        if not isinstance(proposer, str) or not proposer:
-            raise InvalidCall("the proposer must be a non-empty string (from the caller's authenticated context)")
+        _text("the tool name", tool)
+        _text("the proposer (from the caller's authenticated context)", proposer)
+        _text("run", run, optional=True)
+        _text("call_id", call_id, optional=True)
         if not isinstance(args, dict):
             raise InvalidCall(f"the arguments must be a JSON object, not {type(args).__name__}")
         if context is not None and not isinstance(context, dict):
@@ -194,7 +235,7 @@ class Gate:
             raise InvalidCall(f"the call cannot be recorded: {exc}") from None
         with self._lock:
             if call_id is not None and call_id in self.workflow.by_call_id:
-                return self._repeat(call_id, tool, digest)
+                return self._repeat(call_id, tool, digest, proposer, context_digest)
             # The policy sees the arguments as stored, not the caller's objects, which it could change later.
             stored_args = msgspec.json.decode(args_json)
             decision = self.policy.evaluate(tool, stored_args, msgspec.json.decode(context_json))
@@ -242,10 +283,13 @@ class Gate:
                 decision=decision,
             )
 
-    def _repeat(self, call_id: str, tool: str, digest: str) -> Proposal:
+    def _repeat(self, call_id: str, tool: str, digest: str, proposer: str, context_digest: str) -> Proposal:
         state = self.workflow.requests[self.workflow.by_call_id[call_id]]
-        if state.tool != tool or state.original_digest != digest:
-            raise CallIdConflict(f"call id {call_id!r} was proposed before (request {state.request}) with another call")
+        if (state.tool, state.original_digest, state.proposer, state.context_digest) != (tool, digest, proposer, context_digest):
+            raise CallIdConflict(
+                f"call id {call_id!r} was proposed before (request {state.request}) with another tool, "
+                "arguments, proposer or context"
+            )
         return Proposal(
             request=state.request,
             tool=state.tool,
@@ -273,6 +317,10 @@ class Gate:
         DuplicateApproval, DecisionNotAllowed, DeadlinePassed, NotPending, RequestFinal,
         UnknownRequest. Returns the request's state; `status` is "approved" once the quorum is met.
         """
+        _request_id(request)
+        _text("approver", approver)
+        _text("digest", digest)
+        _text("comment", comment, optional=True, empty_ok=True)
         with self._lock:
             self._append(ev.Approved(ts=self._now(), request=request, approver=approver, args_digest=digest, comment=comment))
             return self.get(request)
@@ -281,6 +329,9 @@ class Gate:
         """Replace the arguments. The edited call re-enters the policy: a deny refuses the edit
         (EditDenied, nothing appended); otherwise the edit counts as the editor's approval of the
         new arguments, under requirements never weaker than before. Other refusals as `approve`."""
+        _request_id(request)
+        _text("editor", editor)
+        _text("reason", reason, optional=True, empty_ok=True)
         if not isinstance(args, dict):
             raise InvalidCall(f"the arguments must be a JSON object, not {type(args).__name__}")
         try:
@@ -319,22 +370,29 @@ class Gate:
 
     def reject(self, request: int, *, approver: str, reason: str) -> RequestState:
         """Reject the call. `reason` is returned to the agent as an instruction, so it is required."""
+        _request_id(request)
+        _text("approver", approver)
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidCall("a rejection needs a reason: it tells the agent what to do instead")
+        _text("reason", reason)
         with self._lock:
             self._append(ev.Rejected(ts=self._now(), request=request, approver=approver, reason=reason))
             return self.get(request)
 
     def respond(self, request: int, *, approver: str, message: str) -> RequestState:
         """Answer in place of the tool; `message` goes back to the agent as the call's result."""
-        if not isinstance(message, str):
-            raise InvalidCall("a response is a string")
+        _request_id(request)
+        _text("approver", approver)
+        _text("the response", message, empty_ok=True)
         with self._lock:
             self._append(ev.Responded(ts=self._now(), request=request, approver=approver, message=message))
             return self.get(request)
 
     def cancel(self, request: int, *, by: str, reason: str | None = None) -> RequestState:
         """Withdraw a call that has not started running."""
+        _request_id(request)
+        _text("by", by)
+        _text("reason", reason, optional=True, empty_ok=True)
         with self._lock:
             self._append(ev.Cancelled(ts=self._now(), request=request, by=by, reason=reason))
             return self.get(request)
@@ -364,39 +422,52 @@ class Gate:
         other Violations) when the request may not run, ExecutionUnknown when an earlier run
         started and never recorded its outcome.
         """
+        _request_id(request)
+        _text("executor", executor, optional=True)
         with self._lock:
             state = self.workflow.requests.get(request)
             if state is None:
                 raise UnknownRequest(f"request {request} was never proposed", request)
             if state.status == "executed":
                 return Execution(request, state.outcome or "", state.result_digest, state.error, replayed=True)
+            if request in self._running:
+                raise ExecutionInProgress(f"request {request} is running now; its outcome is not recorded yet")
             if state.status == "executing":
                 raise ExecutionUnknown(
                     f"request {request} started running and its outcome was never recorded; it will not run again"
                 )
             self._append(ev.ExecutionStarted(ts=self._now(), request=request, args_digest=state.digest, executor=executor))
+            self._running.add(request)
+            digest = state.digest
             args = copy.deepcopy(self._data[request]["args"])
-            result, exception, error = None, None, None
+        # The tool runs outside the Gate's lock, so that a slow tool does not hold up every other
+        # proposal and decision; `_running` keeps a second execute() of this request out meanwhile.
+        result, exception, error = None, None, None
+        try:
             try:
                 result = fn(args)
                 outcome = "ok"
             except Exception as exc:  # the tool's failure is an outcome to record, not a Gate failure
-                outcome, exception, error = "error", exc, f"{type(exc).__name__}: {exc}"
+                outcome, exception, error = "error", exc, _printable(f"{type(exc).__name__}: {exc}")
             try:
                 result_digest = value_digest(result) if outcome == "ok" else None
             except ArgumentsError:
                 result_digest = None
-            self._append(
-                ev.Executed(
-                    ts=self._now(),
-                    request=request,
-                    args_digest=state.digest,
-                    outcome=outcome,
-                    result_digest=result_digest,
-                    error=error,
+            with self._lock:
+                self._append(
+                    ev.Executed(
+                        ts=self._now(),
+                        request=request,
+                        args_digest=digest,
+                        outcome=outcome,
+                        result_digest=result_digest,
+                        error=error,
+                    )
                 )
-            )
-            return Execution(request, outcome, result_digest, error, replayed=False, result=result, exception=exception)
+        finally:
+            with self._lock:
+                self._running.discard(request)
+        return Execution(request, outcome, result_digest, error, replayed=False, result=result, exception=exception)
 
     # --- reading ------------------------------------------------------------------------------
 

@@ -1249,10 +1249,36 @@ def connect(path: str | Path, *, con=None):
     return con
 
 
+class QueryRefused(ValueError):
+    """The SQL is not one read-only SELECT statement."""
+
+
 def query(path: str | Path, sql: str) -> tuple[list[str], list[tuple]]:
-    """Run one SQL statement over the views of the ledger at `path`: `(column names, rows)`."""
+    """Run one read-only SQL statement over the views of the ledger at `path`:
+    `(column names, rows)`.
+
+    The statement must be a single SELECT (WITH, DESCRIBE, SHOW and SUMMARIZE are SELECTs too):
+    COPY, ATTACH, INSTALL, SET and the like are refused with QueryRefused, because an audit
+    query must never write, least of all into the ledger. The connection may then read files only
+    inside the ledger's directory, and its configuration is locked. Raises QueryRefused,
+    ledger.log.LedgerUnreadable, and duckdb errors for SQL that does not run.
+    """
+    import duckdb
+
     con = connect(path)
     try:
+        try:
+            statements = con.extract_statements(sql)
+        except duckdb.Error as exc:
+            raise QueryRefused(f"the SQL does not parse: {exc}") from None
+        if len(statements) != 1:
+            raise QueryRefused(f"give exactly one SQL statement, not {len(statements)}")
+        if statements[0].type != duckdb.StatementType.SELECT:
+            raise QueryRefused(f"only a SELECT statement may run, not {statements[0].type.name}")
+        directory = str(Path(path).resolve())
+        con.execute(f"SET allowed_directories = [{_lit(directory + '/')}]")
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
         cursor = con.execute(sql)
         columns = [d[0] for d in cursor.description] if cursor.description else []
         return columns, cursor.fetchall()
