@@ -526,6 +526,7 @@ DIFFERENCES = [
     ({"deny": ["Read(./.env)"]}, "Read", {"file_path": "/home/u/proj/.env"}, "deny", "deny"),
     ({"deny": ["Read(./.env)"]}, "Read", {"file_path": "/home/u/proj/src/../.env"}, "deny", "deny"),
     ({"allow": ["Bash(cat:*)"], "deny": ["Read(~/.ssh/**)"]}, "Bash", {"command": "cat ~/.ssh/id_rsa"}, "deny", "allow"),
+    ({"allow": ["Bash(wc:*)"]}, "Bash", {"command": 'for f in *.md; do wc -l "$f"; done'}, "allow", None),
     ({"allow": ["WebFetch(domain:example.com)"]}, "WebFetch", {"url": "https://example.com@evil.com/"}, "ask", None),
     ({"allow": ["WebFetch(domain:xn--bcher-kva.example)"]}, "WebFetch", {"url": "https://Bücher.example/"}, "allow", None),
 ]
