@@ -1,6 +1,6 @@
 """`countersign policy ...`: commands for policy authors."""
 
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -12,8 +12,10 @@ app = typer.Typer(no_args_is_help=True, help="Check and evaluate .policy files."
 @app.command()
 def check(
     file: str = typer.Argument(..., help="The .policy file."),
-    tools: Optional[str] = typer.Option(
-        None, "--tools", help="The tools' argument schemas (JSON: a list of tools, ToolEmu toolkits, or an MCP tools/list answer)."
+    tools: Optional[List[str]] = typer.Option(
+        None,
+        "--tools",
+        help="The tools' argument schemas (JSON: a list of tools, ToolEmu toolkits, or an MCP tools/list answer); repeat for several files.",
     ),
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as errors (exit 2)."),
     open_schemas: bool = typer.Option(
@@ -34,16 +36,19 @@ def check(
     from dsl import Policy, PolicyError
     from dsl.analysis import analyze
     from dsl.parser import parse
-    from dsl.schema import ToolSchemaError, load_tools
+    from dsl.schema import ToolSchemaError, combine, load_tools
 
     schemas = None
-    if tools is not None:
-        try:
-            schemas = load_tools(tools, closed=not open_schemas)
-        except OSError as exc:
-            fail(f"cannot read {tools}: {exc.strerror or exc}")
-        except ToolSchemaError as exc:
-            fail(str(exc))
+    if tools:
+        loaded = []
+        for path in tools:
+            try:
+                loaded.append(load_tools(path, closed=not open_schemas))
+            except OSError as exc:
+                fail(f"cannot read {path}: {exc.strerror or exc}")
+            except ToolSchemaError as exc:
+                fail(str(exc))
+        schemas = loaded[0] if len(loaded) == 1 else combine(loaded)
     try:
         policy = Policy.load(file, tools=schemas)
     except OSError as exc:
@@ -65,7 +70,7 @@ def check(
     if strict and warnings:
         typer.echo(f"{file}: {warnings} warning{'s' if warnings != 1 else ''}, errors under --strict", err=True)
         raise typer.Exit(EXIT_USAGE)
-    against = f", checked against {len(schemas)} tools of {tools}" if schemas is not None else ""
+    against = f", checked against {len(schemas)} tools of {schemas.origin}" if schemas is not None else ""
     typer.echo(
         f"{file}: ok: policy {policy.name!r}, {len(policy.rules)} rules, default {policy.default.effect}, "
         f"sha256 {policy.digest}{against}"

@@ -183,6 +183,12 @@ def load_tools(path: str | Path, *, closed: bool = True) -> ToolSchemas:
     return ToolSchemas.from_json(data, str(path), closed=closed)
 
 
+def combine(schemas: Iterable[ToolSchemas]) -> ToolSchemas:
+    """Several tools files as one (a tool in two of them is joined as if listed twice in one)."""
+    schemas = list(schemas)
+    return ToolSchemas((t for s in schemas for t in s.tools.values()), " and ".join(s.origin for s in schemas))
+
+
 def as_tool_schemas(tools: "ToolSchemas | str | Path | list | dict") -> ToolSchemas:
     """ToolSchemas from ToolSchemas, a path to a tools file, or the decoded JSON of one."""
     if isinstance(tools, ToolSchemas):
@@ -244,8 +250,10 @@ def _name(entry: dict, where: str) -> str:
 
 def _arguments(schema: Any, where: str, closed: bool) -> ArgType:
     """The type of a tool's whole `args` object."""
-    if schema is None:
-        return ArgType(OBJECT)  # no schema given: any arguments
+    if schema is None or schema is True:
+        return ArgType(OBJECT)  # no schema given, or `true`: any arguments
+    if schema is False:
+        return ArgType(OBJECT, closed=True)  # `false`: no argument is valid
     if isinstance(schema, list):  # ToolEmu: [{"name", "type", "description", "required"}, ...]
         fields = {}
         for p in schema:
@@ -257,8 +265,8 @@ def _arguments(schema: Any, where: str, closed: bool) -> ArgType:
     if not isinstance(schema, dict):
         raise ToolSchemaError(f"{where}: the argument schema is a JSON object, not {type(schema).__name__}")
     args = _Reader(schema, closed).read(schema, 0)
-    if args.kind == ANY:
-        return ArgType(OBJECT)
+    if args.kind != OBJECT:
+        return ArgType(OBJECT)  # arguments are always an object; a schema saying otherwise says nothing usable
     return args
 
 

@@ -540,3 +540,19 @@ def test_a_test_of_the_tool_name_limits_where_the_schema_applies(tools):
     clean('deny think, calculate when (tool == "think" and args.thought == "x") or (tool == "calculate" and args.expression == "y") reason "r"\n', tools)
     d = one_error('deny think, calculate when tool == "think" or len(args.thought) > 5 reason "r"\n', tools)
     assert d.message == "args.thought is not an argument of calculate"
+
+
+def test_several_tools_files_combine(tmp_path):
+    (tmp_path / "a.json").write_text(json.dumps([{"name": "read_file", "parameters": SCHEMA}]))
+    (tmp_path / "b.json").write_text(json.dumps({"tools": [{"name": "mcp__gh__get_issue", "inputSchema": {"type": "object", "properties": {"number": {"type": "integer"}}}}]}))
+    policy = tmp_path / "p.policy"
+    policy.write_text('allow read_file when args.path startswith "/tmp"\nallow mcp__gh__* when args.number > 0\n')
+    result = run("policy", "check", policy, "--tools", tmp_path / "a.json", "--tools", tmp_path / "b.json")
+    assert result.exit_code == 0, result.stderr
+    assert "checked against 2 tools of" in result.stdout
+    assert run("policy", "check", policy, "--tools", tmp_path / "a.json").exit_code == 2  # mcp__gh__* matches nothing
+
+
+def test_a_schema_that_is_not_an_object_accepts_any_argument():
+    tools = ToolSchemas.from_json([{"name": "t", "parameters": {"type": "string"}}, {"name": "u", "parameters": True}])
+    clean("allow t, u when args.anything == 1\n", tools)
