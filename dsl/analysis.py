@@ -244,11 +244,11 @@ def analyze(tree: ast.PolicyFile, tools: Any = None) -> list[Finding]:
     for r in rules:
         if not r.patterns:
             continue
-        never = _shadowed(r, rules, findings)
+        never, blockers = _shadowed(r, rules, findings)
         _duplicate(r, rules, findings)
         if not never:
             _redundant(r, rules, findings)
-            _overlap(r, rules, findings)
+            _overlap(r, rules, findings, blockers)
     findings.sort(key=lambda f: (f.span.line, f.span.column) if f.span else (0, 0))
     if tools is not None:
         note = coverage_note(tree, tools)
@@ -257,18 +257,19 @@ def analyze(tree: ast.PolicyFile, tools: Any = None) -> list[Finding]:
     return findings
 
 
-def _shadowed(r: _Rule, rules: list[_Rule], out: list[Finding]) -> bool:
-    """never-fires / shadowed-in-part. Returns True when the rule never fires."""
+def _shadowed(r: _Rule, rules: list[_Rule], out: list[Finding]) -> tuple[bool, list[_Rule]]:
+    """never-fires / shadowed-in-part. Returns whether the rule never fires, and the rules that
+    shadow it (for some or all of its selectors)."""
     stronger = _STRONGER[r.effect]
     if not stronger:
-        return False
+        return False, []
     blockers: dict[str, _Rule] = {}
     for pattern in r.patterns:
         candidates = [b for b in rules if b is not r and b.effect in stronger and b.always_with(r) and b.covering(pattern)]
         if candidates:
             blockers[pattern] = min(candidates, key=lambda b: (_RANK[b.effect], b.index))
     if not blockers:
-        return False
+        return False, []
     causes = list(dict.fromkeys(blockers.values()))
     effects = {b.effect for b in causes}
     beats = "deny beats ask beats allow" if len(effects) > 1 else f"{causes[0].effect} beats {r.effect}"
@@ -285,7 +286,7 @@ def _shadowed(r: _Rule, rules: list[_Rule], out: list[Finding]) -> bool:
             _fix(r, causes),
             related,
         ))
-        return True
+        return True, causes
     out.append(Finding(
         "note", "shadowed-in-part",
         f"this {r.effect} never fires for {_quoted(list(blockers))}: {who} {'matches' if len(causes) == 1 else 'match'} every such call ({beats})",
@@ -293,7 +294,7 @@ def _shadowed(r: _Rule, rules: list[_Rule], out: list[Finding]) -> bool:
         None,
         related,
     ))
-    return False
+    return False, causes
 
 
 def _cause(b: _Rule, r: _Rule, patterns: list[str]) -> Related:
@@ -352,24 +353,24 @@ def _redundant(r: _Rule, rules: list[_Rule], out: list[Finding]) -> None:
         return
 
 
-def _overlap(r: _Rule, rules: list[_Rule], out: list[Finding]) -> None:
-    """An allow and a conditional ask that can both apply to one call: the ask wins when its
-    condition holds."""
+def _overlap(r: _Rule, rules: list[_Rule], out: list[Finding], reported: list[_Rule]) -> None:
+    """An allow and an ask that can both apply to one call: the ask wins wherever both match
+    (`reported`: the asks already named as shadowing some of the allow's selectors)."""
     if r.effect != "allow":
         return
     for a in rules:
-        if a.effect != "ask" or a.always_with(r):
-            continue  # an ask that always matches with r was reported as shadowing it
+        if a.effect != "ask" or a in reported:
+            continue
         shared = [p for p in r.patterns if any(intersects(p, q) for q in a.patterns)]
         if not shared:
             continue
-        out.append(Finding(
-            "note", "overlap",
-            f"when the condition of {_at(a.node)} holds, it overrides this allow for {_quoted(shared)} (ask beats allow)",
-            head_span(r.node),
-            None,
-            (Related(head_span(a.node), "this ask's condition decides which of the two applies"),),
-        ))
+        if a.always_with(r):  # no condition (or the same one), but only some of the same tools
+            message = f"{_at(a.node)} overrides this allow for the tools both rules match ({_quoted(shared)}; ask beats allow)"
+            why = "this ask applies to some of the same tools"
+        else:
+            message = f"when the condition of {_at(a.node)} holds, it overrides this allow for {_quoted(shared)} (ask beats allow)"
+            why = "this ask's condition decides which of the two applies"
+        out.append(Finding("note", "overlap", message, head_span(r.node), None, (Related(head_span(a.node), why),)))
 
 
 def uncovered_tools(tree: ast.PolicyFile, tools: Any) -> list[str]:

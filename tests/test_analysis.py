@@ -289,3 +289,12 @@ def test_strict_turns_warnings_into_errors(tmp_path):
 def test_strict_passes_the_samples():
     for name in ("retail", "airline", "coding-agent"):
         assert run("policy", "check", ROOT / "samples" / f"{name}.policy", "--strict").exit_code == 0
+
+
+def test_an_unconditional_ask_on_some_of_the_same_tools_is_an_overlap_note():
+    text = "ask mcp__*__write\nallow mcp__github__*\n"
+    (f,) = findings(text)
+    assert (f.code, f.span.line) == ("overlap", 2)
+    assert f.message == "the ask at line 1 overrides this allow for the tools both rules match ('mcp__github__*'; ask beats allow)"
+    # an ask that shadows the allow on a selector is reported once, as shadowing
+    assert codes("ask a\nallow a, b\n") == [("shadowed-in-part", 2)]
