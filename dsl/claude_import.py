@@ -209,11 +209,12 @@ def simplify(outs: list[Out]) -> None:
                 continue
             if other.cond is not None and other.cond != o.cond:
                 continue
-            if other.effect == o.effect and live.index(other) > i:
-                continue  # the same effect: the earlier rule keeps the tool
-            kept = [t for t in o.tools if not any(_covers(s, t) for s in other.tools)]
+            later_twin = other.effect == o.effect and other.cond == o.cond and live.index(other) > i
+            # (of two rules that cover each other's tool, the earlier one keeps it)
+            kept = [t for t in o.tools
+                    if not any(_covers(s, t) and not (later_twin and _covers(t, s)) for s in other.tools)]
             if len(kept) < len(o.tools):
-                what = ", ".join(r.text for r in other.sources) or other.id or other.effect
+                what = ", ".join(shown(r.text) for r in other.sources) or other.id or other.effect
                 o.covered_by = f"{other.effect} {what} already decides every call of {', '.join(t for t in o.tools if t not in kept)}"
                 o.tools = kept
 
@@ -271,9 +272,25 @@ class _Importer:
                     continue
                 m = _RULE.fullmatch(text)
                 if not m:
-                    self.note(rule, "not of the form Tool or Tool(specifier); " + (
-                        "dropped (fail closed)" if effect == "allow" else "it names no tool, so nothing could be widened; ignored"))
+                    lead = re.match(r"[A-Za-z][A-Za-z0-9_\-]*", text)
+                    if effect == "allow" or not lead:
+                        self.note(rule, "not of the form Tool or Tool(specifier); " + (
+                            "dropped (fail closed)" if effect == "allow" else "it names no tool, so nothing could be widened; ignored"))
+                        continue
+                    self.note(rule, f"not of the form Tool or Tool(specifier); widened to every call of {lead.group(0)}")
+                    rule.tool, rule.spec = lead.group(0), None
+                    out[effect].append(rule)
                     continue
+                name = m.group(1)
+                if ("*" in name or "?" in name) and not re.fullmatch(r"mcp__[^*?]+__\*", name):
+                    # Claude Code knows one wildcard in a tool name: mcp__server__*. A selector with
+                    # `*` or `?` is a glob here, so an allow of it would allow other tools.
+                    if effect == "allow":
+                        self.note(rule, "a tool name with a wildcard (other than mcp__server__*) is not a Claude Code tool; "
+                                        "dropped (fail closed)")
+                        continue
+                    self.note(rule, "a tool name with a wildcard (other than mcp__server__*); matched as a glob over tool "
+                                    "names, which is wider")
                 if text in seen:
                     self.note(rule, f"listed twice (first as {effect}[{seen[text]}]); translated once")
                     rule.text, rule.tool = f"{text}  (listed twice: translated as {effect}[{seen[text]}])", "//"
@@ -705,8 +722,9 @@ class _Importer:
         conj: list[str] = []
         program = p.program
         argv = list(p.argv)
-        if program in WRAPPERS and not p.wrappers:
+        if program in WRAPPERS:  # a wrapper that wraps nothing in the pattern (`sudo *`): any use of it
             conj.append(f"(c.program == {q(program)} or c.wrappers contains {q(program)})")
+            conj += [f"c.wrappers contains {q(w)}" for w in dict.fromkeys(p.wrappers)]
             return " and ".join(conj)  # a wrapper's own options are not compared: wider
         if _STAR in program:
             conj.append(f"c.program glob {q(star_glob(program))}")

@@ -668,3 +668,56 @@ def test_every_corpus_payload_through_every_imported_policy_keeps_the_invariants
     print_report("claude-settings import: every payload through every imported policy", report)
     assert report["violations"] == [], report["violations"][:5]
     assert unexplained_widenings(report) == []
+
+
+# --- any settings import into a policy that loads -----------------------------------------------
+
+from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
+
+_PIECES = ["Bash", "Read", "Edit", "Write", "WebFetch", "Task", "Skill", "mcp__a", "mcp__a__b", "Glob", "(", ")", "*", ":*",
+           " ", "rm", "-rf", "/", "~/", "//", "./", ".env", "**", "git push", "--force", "domain:", "x.com", "|", "&&",
+           "'", '"', "$HOME", "\\", "[a]", "sudo", "timeout 5", "A=1", ">", "out", "\n", "é", "#", "//c"]
+_RULES = st.one_of(
+    st.lists(st.sampled_from(_PIECES), min_size=1, max_size=7).map("".join),
+    st.text(max_size=25),
+    st.builds(lambda t, s: f"{t}({s})", st.sampled_from(["Bash", "Read", "Edit", "WebFetch", "Write", "Task"]),
+              st.lists(st.sampled_from(_PIECES), max_size=6).map("".join)),
+)
+
+
+@hsettings(max_examples=int(os.environ.get("IMPORT_EXAMPLES", "150")), deadline=None)
+@given(st.fixed_dictionaries({}, optional={
+    "allow": st.lists(_RULES, max_size=6), "deny": st.lists(_RULES, max_size=6), "ask": st.lists(_RULES, max_size=4),
+    "defaultMode": st.sampled_from(["default", "acceptEdits", "dontAsk", "bypassPermissions", "plan", "nonsense"]),
+    "additionalDirectories": st.lists(st.sampled_from(["../a", "/srv/x", "b c"]), max_size=2),
+}))
+def test_any_permissions_block_imports_into_a_policy_that_checks_clean(permissions):
+    result = import_settings({"permissions": permissions}, home="/home/u")
+    policy = check_clean(result.text)
+    for entries in (permissions.get("allow", []), permissions.get("deny", []), permissions.get("ask", [])):
+        for rule in entries:
+            assert isinstance(rule, str)
+    # a call of every tool named decides without raising
+    for tool in ("Bash", "Read", "Write", "WebFetch", "mcp__a__b", "Task"):
+        policy.evaluate(tool, {"command": "rm -rf / && ls", "file_path": "/home/u/.env", "url": "https://x.com/"}, CTX)
+
+
+_WORDS = ["rm", "-rf", "-fr", "-r", "-f", "/", "/tmp", "git", "push", "--force", "-f", "origin", "sudo", "timeout 5",
+          "ls", "cat", ".env", "x", "*", ":*", "curl", "|", "&&", ";", "bash", "DROP", "TABLE", "echo", "'a b'", "$(rm -rf /)",
+          "/bin/rm", "-rfv", "--recursive", "2>&1", "> out", "A=1", "bash -c", "xargs", "x*", "*x", "--force*", "'", "\\",
+          "-C /x", "env", "nice -n 5", "||", "\n", "{a,b}", "~", "~/.ssh", "\"q\""]
+
+
+@hsettings(max_examples=int(os.environ.get("IMPORT_EXAMPLES", "300")), deadline=None)
+@given(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=5), st.lists(st.sampled_from(_WORDS), min_size=1, max_size=7),
+       st.booleans())
+def test_whatever_the_literal_reading_of_a_bash_deny_denies_the_import_denies(pattern_words, command_words, like):
+    rule = "Bash(" + " ".join(pattern_words).replace(" :*", ":*") + ")"
+    if like:  # a command that starts as the pattern does, so that the literal reading often denies it
+        command_words = [w for w in pattern_words if w not in ("*", ":*")] + command_words
+    command = " ".join(command_words)
+    settings = {"allow": ["Bash"], "deny": [rule]}
+    policy = Policy.from_text(import_settings({"permissions": settings}).text)
+    ours = bash(policy, command)
+    if ClaudeReference(settings).decide("Bash", {"command": command}, CTX) == "deny":
+        assert ours == "deny", (rule, command)
