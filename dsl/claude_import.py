@@ -549,13 +549,15 @@ class _Importer:
             anchored = "/" + ("**/" + rest if "/" not in rest else rest)
         else:  # an absolute root
             anchored = anchor.rstrip("/") + "/" + ("**/" + rest if "/" not in rest else rest)
-        if anchored.startswith("**/**"):
-            anchored = anchored[3:]
-        anchored = anchored.replace("/**/**", "/**")
+        segments: list[str] = []
+        for seg in anchored.split("/"):  # `**/**` is `**`
+            if not (seg == "**" and segments and segments[-1] == "**"):
+                segments.append(seg)
+        anchored = "/".join(segments)
         # A matched directory covers everything inside it (gitignore excludes a directory's contents).
         if directory_only and not broad:
             anchored = anchored + "/*/**"  # contents only: a file of that name is not a directory
-        elif not anchored.endswith("**"):
+        elif segments[-1] != "**":
             anchored += "/**"
         return anchored, notes
 

@@ -200,7 +200,7 @@ class ClaudeReference:
         if not isinstance(base, str):
             return False
         rel = os.path.relpath(target, base)
-        if rel.startswith(".."):
+        if rel.startswith("..") or rel == ".":
             return False
         pattern = pattern.rstrip("/")
         segments = pattern.split("/")
@@ -721,3 +721,20 @@ def test_whatever_the_literal_reading_of_a_bash_deny_denies_the_import_denies(pa
     ours = bash(policy, command)
     if ClaudeReference(settings).decide("Bash", {"command": command}, CTX) == "deny":
         assert ours == "deny", (rule, command)
+
+
+_PATTERN_PIECES = ["//", "~/", "/", "./", "", "src", "a", "*", "**", ".env", "*.pem", "x/", "?", "proj"]
+_PATH_PIECES = ["home", "u", "proj", "src", "a", "b", ".env", "k.pem", "x", ".."]
+
+
+@hsettings(max_examples=int(os.environ.get("IMPORT_EXAMPLES", "300")), deadline=None)
+@given(st.lists(st.sampled_from(_PATTERN_PIECES), min_size=1, max_size=5).map("".join),
+       st.lists(st.sampled_from(_PATH_PIECES), min_size=1, max_size=6).map(lambda parts: "/" + "/".join(parts)),
+       st.sampled_from(["Read", "Edit"]))
+def test_whatever_the_literal_reading_of_a_path_deny_denies_the_import_denies(pattern, path, tool):
+    settings = {"deny": [f"{tool}({pattern})"]}
+    policy = Policy.from_text(import_settings({"permissions": settings}, root="/srv/app", bash_file_rules=False).text)
+    target = "Read" if tool == "Read" else "Edit"
+    ours = effect(policy, target, {"file_path": path})
+    if ClaudeReference(settings, root="/srv/app").decide(target, {"file_path": path}, CTX) == "deny":
+        assert ours == "deny", (pattern, path)
