@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 from dsl import ast
 from dsl.checker import check
-from dsl.compiler import CompiledRule, Env, RuleIndex, compile_rule, requirements_of
+from dsl.compiler import _NO_VARS, CompiledRule, Env, RuleIndex, compile_rule, requirements_of
 from dsl.decision import Decision, DefaultEffect, RuleOutcome, decide
 from dsl.errors import Diagnostic, PolicyError, PolicyInputError, Span, source_lines
 from dsl.parser import parse
@@ -81,6 +81,17 @@ class Policy:
         return cls.from_text(text, name=str(path), default_name=path.stem, source_bytes=data, tools=tools)
 
     @classmethod
+        # For `evaluate`'s fast path: what a rule whose condition holds (or that has none) yields
+        # is the same for every call, so it is built once per rule; the (test, rule) pairs to run
+        # for a tool are kept per tool name; and when no condition errored, the Decision depends
+        # only on which rules matched, so it is kept per tuple of their positions. All three are
+        # immutable values, and the caches are bounded like the RuleIndex's.
+        self._hits = {
+            r.order: RuleOutcome(rule=r.rule_id, line=r.line, effect=r.effect, counted=True, error=None, reason=r.reason, condition=r.condition_text)
+            for r in rules
+        }
+        self._plans: dict[str, tuple[tuple[Any, CompiledRule], ...]] = {}
+        self._decisions: dict[tuple[int, ...], Decision] = {}
     def from_text(
         cls,
         text: str,
@@ -155,15 +166,20 @@ class Policy:
             context = {}
         elif not isinstance(context, dict):
             raise PolicyInputError(f"the context must be a JSON object, not {_json_kind(context)}")
-        env = Env(tool, args, context, home=self.home)
-        outcomes: list[RuleOutcome] = []
-        for rule in self._index.candidates(tool):
+        plan = self._plans.get(tool)
+        if plan is None:
+            plan = self._plan(tool)
+        env = Env(tool, args, context, _NO_VARS, self.home)
+        hits = self._hits
+        matched: list[int] = []  # positions of the rules that held, while every outcome is a hit
+        outcomes: list[RuleOutcome] | None = None  # every outcome, once one is not a plain hit
+        for test, rule in plan:
             error = None
-            if rule.test is None:
+            if test is None:
                 holds = True
             else:
                 try:
-                    holds = rule.test(env)
+                    holds = test(env)
                 except EvalError as exc:
                     holds, error = False, exc.message
                 except RecursionError:
@@ -182,7 +198,24 @@ class Policy:
                     condition=rule.condition_text,
                 )
             )
-        return decide(outcomes, self._requirements, self.default, self.name, self.digest)
+        if outcomes is not None:
+            return decide(outcomes, self._requirements, self.default, self.name, self.digest)
+        key = tuple(matched)
+        decision = self._decisions.get(key)
+        if decision is None:
+            decision = decide([hits[order] for order in matched], self._requirements, self.default, self.name, self.digest)
+            if len(self._decisions) >= RuleIndex.CACHE_LIMIT:
+                self._decisions.clear()
+            self._decisions[key] = decision
+        return decision
+
+    def _plan(self, tool: str) -> tuple[tuple[Any, CompiledRule], ...]:
+        """(test, rule) for every rule that covers `tool`, in file order; kept per tool name."""
+        plan = tuple((rule.test, rule) for rule in self._index.candidates(tool))
+        if len(self._plans) >= RuleIndex.CACHE_LIMIT:
+            self._plans.clear()
+        self._plans[tool] = plan
+        return plan
 
     def __repr__(self) -> str:
         return f"Policy(name={self.name!r}, rules={len(self.rules)}, digest={self.digest[:12]})"
@@ -193,8 +226,16 @@ def _deduplicate_ids(rules: list[CompiledRule], explicit: list[bool]) -> None:
     for more rules on line 3, skipping any id a rule declares itself. (Ids key the requirements
     of ask rules, so two rules sharing one would silently swap requirements.) Explicit ids are
     unique already: the checker refuses a repeated one. `explicit[i]`: rule i has an `id` clause."""
+            if holds is True:
+                if outcomes is None:
+                    matched.append(rule.order)
+                else:
+                    outcomes.append(hits[rule.order])
+                continue
     taken = {rule.rule_id for rule, own in zip(rules, explicit) if own}
     for rule, own in zip(rules, explicit):
+            if outcomes is None:
+                outcomes = [hits[order] for order in matched]
         if own:
             continue
         base, candidate, n = rule.rule_id, rule.rule_id, 1

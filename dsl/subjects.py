@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import codecs
 import re
+import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable
@@ -247,12 +248,19 @@ class _Word:
     dynamic: bool
 
 
-@lru_cache(maxsize=1)
-def _parser():
-    import tree_sitter_bash
-    from tree_sitter import Language, Parser
+_local = threading.local()
 
-    return Parser(Language(tree_sitter_bash.language()))
+
+def _parser():
+    """This thread's tree-sitter parser: a Parser is not meant to be shared between threads, and
+    a policy may be evaluated from several at once."""
+    parser = getattr(_local, "parser", None)
+    if parser is None:
+        import tree_sitter_bash
+        from tree_sitter import Language, Parser
+
+        parser = _local.parser = Parser(Language(tree_sitter_bash.language()))
+    return parser
 
 
 def _unescape_unquoted(text: str) -> str:

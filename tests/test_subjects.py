@@ -246,3 +246,14 @@ def test_any_text_is_a_url_or_an_error(text):
     except EvalError:
         return
     assert u.host and u.host == u.host.lower() and not u.host.endswith(".")
+
+
+def test_shell_parsing_from_many_threads_gives_the_same_commands():
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = [f"cd /tmp/{i} && rm -rf build{i} | tee log{i}; echo $(date) {i}" for i in range(200)]
+    expected = [[c.argv for c in parse_shell(t)] for t in texts]
+    parse_shell.__globals__["_parse_cached"].cache_clear()
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda t: [c.argv for c in parse_shell(t)], texts))
+    assert got == expected
