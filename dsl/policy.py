@@ -59,6 +59,17 @@ class Policy:
         self.warnings = warnings
         self._index = RuleIndex(rules)
         self._requirements = {r.rule_id: r.requirements for r in rules if r.requirements is not None}
+        # For `evaluate`'s fast path: what a rule whose condition holds (or that has none) yields
+        # is the same for every call, so it is built once per rule; the (test, rule) pairs to run
+        # for a tool are kept per tool name; and when no condition errored, the Decision depends
+        # only on which rules matched, so it is kept per tuple of their positions. All three are
+        # immutable values, and the caches are bounded like the RuleIndex's.
+        self._hits = {
+            r.order: RuleOutcome(rule=r.rule_id, line=r.line, effect=r.effect, counted=True, error=None, reason=r.reason, condition=r.condition_text)
+            for r in rules
+        }
+        self._plans: dict[str, tuple[tuple[Any, CompiledRule], ...]] = {}
+        self._decisions: dict[tuple[int, ...], Decision] = {}
 
     # --- loading ------------------------------------------------------------------------------
 
@@ -81,17 +92,6 @@ class Policy:
         return cls.from_text(text, name=str(path), default_name=path.stem, source_bytes=data, tools=tools)
 
     @classmethod
-        # For `evaluate`'s fast path: what a rule whose condition holds (or that has none) yields
-        # is the same for every call, so it is built once per rule; the (test, rule) pairs to run
-        # for a tool are kept per tool name; and when no condition errored, the Decision depends
-        # only on which rules matched, so it is kept per tuple of their positions. All three are
-        # immutable values, and the caches are bounded like the RuleIndex's.
-        self._hits = {
-            r.order: RuleOutcome(rule=r.rule_id, line=r.line, effect=r.effect, counted=True, error=None, reason=r.reason, condition=r.condition_text)
-            for r in rules
-        }
-        self._plans: dict[str, tuple[tuple[Any, CompiledRule], ...]] = {}
-        self._decisions: dict[tuple[int, ...], Decision] = {}
     def from_text(
         cls,
         text: str,
@@ -184,8 +184,16 @@ class Policy:
                     holds, error = False, exc.message
                 except RecursionError:
                     holds, error = False, "the arguments are nested too deeply to evaluate"
+            if holds is True:
+                if outcomes is None:
+                    matched.append(rule.order)
+                else:
+                    outcomes.append(hits[rule.order])
+                continue
             if not holds and error is None:
                 continue
+            if outcomes is None:
+                outcomes = [hits[order] for order in matched]
             counted = holds or rule.effect != "allow"  # an error never allows
             outcomes.append(
                 RuleOutcome(
@@ -226,16 +234,8 @@ def _deduplicate_ids(rules: list[CompiledRule], explicit: list[bool]) -> None:
     for more rules on line 3, skipping any id a rule declares itself. (Ids key the requirements
     of ask rules, so two rules sharing one would silently swap requirements.) Explicit ids are
     unique already: the checker refuses a repeated one. `explicit[i]`: rule i has an `id` clause."""
-            if holds is True:
-                if outcomes is None:
-                    matched.append(rule.order)
-                else:
-                    outcomes.append(hits[rule.order])
-                continue
     taken = {rule.rule_id for rule, own in zip(rules, explicit) if own}
     for rule, own in zip(rules, explicit):
-            if outcomes is None:
-                outcomes = [hits[order] for order in matched]
         if own:
             continue
         base, candidate, n = rule.rule_id, rule.rule_id, 1
