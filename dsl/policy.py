@@ -13,6 +13,8 @@ replay. `digest` (SHA-256 of the source bytes, hex) identifies the exact text th
 
 from __future__ import annotations
 
+import functools
+import gc
 import hashlib
 from pathlib import Path
 from typing import Any, Mapping
@@ -24,6 +26,26 @@ from dsl.decision import Decision, DefaultEffect, RuleOutcome, decide
 from dsl.errors import Diagnostic, PolicyError, PolicyInputError, Span, source_lines
 from dsl.parser import parse
 from dsl.values import EvalError
+
+
+def _gc_paused(load):
+    """Run `load` with the cyclic garbage collector paused. Parsing a large policy allocates
+    hundreds of thousands of objects that all stay alive until the tree is compiled, so the
+    collector's passes during a load find nothing to free, yet each full pass walks every object in
+    the process: for 10,000 rules they were half the load time. Whatever cycles a load leaves are
+    collected on the collector's next pass. A collector already paused by the caller stays so."""
+
+    @functools.wraps(load)
+    def paused(*args, **kwargs):
+        if not gc.isenabled():
+            return load(*args, **kwargs)
+        gc.disable()
+        try:
+            return load(*args, **kwargs)
+        finally:
+            gc.enable()
+
+    return paused
 
 
 class Policy:
@@ -92,6 +114,7 @@ class Policy:
         return cls.from_text(text, name=str(path), default_name=path.stem, source_bytes=data, tools=tools)
 
     @classmethod
+    @_gc_paused
     def from_text(
         cls,
         text: str,
