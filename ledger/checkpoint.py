@@ -656,7 +656,8 @@ def verify_against_checkpoint(path: str | Path, checkpoint: Checkpoint, *, expec
     m = checkpoint.size
     if report.count < m:
         return failed(
-            f"the ledger has {report.count} events but the checkpoint covers {m}: it was truncated or rolled back to an older copy"
+            f"the ledger has {report.count} events but the checkpoint covers {m}: it was truncated or rolled back to an older copy",
+            report.count + 1,  # the first event the checkpoint vouches for that is missing
         )
     if not incremental:  # a second pass over the stored hashes only
         stream = merkle.TreeStream(old_size=m)
