@@ -432,7 +432,15 @@ class Ledger:
 
     def _quarantine_torn_tail(self, segment: Path) -> RecoveryNote | None:
         """Move the bytes after the last line feed of `segment` to quarantine/ (synced), truncate
-        the segment to its last line feed (synced). Runs under the append lock."""
+        the segment to its last line feed (synced). Runs under the append lock. A failed write,
+        sync or truncation stops the writer (LedgerBroken); the next writer starts afresh."""
+        try:
+            return self._quarantine(segment)
+        except OSError as exc:
+            self._broken = exc.strerror or str(exc)
+            raise LedgerBroken(f"{self.path}: moving a torn tail to quarantine failed ({self._broken}); the writer stopped") from exc
+
+    def _quarantine(self, segment: Path) -> RecoveryNote | None:
         size = segment.stat().st_size
         if size == 0:
             return None

@@ -56,6 +56,7 @@ from ledger.verify import verify  # noqa: E402
 SEGMENT_BYTES = 6000  # a few dozen events a segment: rotation every few commits
 EMPTY = value_digest({})
 PER_LEDGER = 12  # iterations per ledger directory, so that verify stays fast
+GATE_PER_LEDGER = 50
 
 
 def proposal(tag: str, n: int, key: str | None = None) -> tuple[ev.Proposed, dict]:
@@ -94,7 +95,7 @@ def _install(scenario: str, rng: random.Random, ack_fd: int, counters: dict) -> 
 
     def write(fd, data):
         if fd == ack_fd or "events-" not in os.readlink(f"/proc/self/fd/{fd}"):
-            return real_write(fd, data)  # only the writes of segments (and new segments) fail
+            return real_write(fd, data)  # only the writes of segments, new segments and quarantined fragments fail
         if hit("write-partial") and len(data) > 1:
             real_write(fd, bytes(data[: rng.randint(1, len(data) - 1)]))
             _die()
@@ -335,7 +336,12 @@ def run_loop(root: Path, kills: int, failures: int, seed: int) -> dict:
         stats["scenarios"][scenario] = stats["scenarios"].get(scenario, 0) + 1
         tag = f"i{i}"
         pid, r = _fork(_crash_child, str(state.path), tag, rng.randrange(2**32), scenario, state.last_keyed)
-        kill_after = rng.uniform(0.0, 0.03) if scenario == "timer" else 0.2  # else: if the injected point is not reached
+        if scenario == "timer":
+            kill_after = rng.uniform(0.0, 0.03)
+        elif scenario in ("enospc", "eio"):
+            kill_after = 10.0  # the child stops by itself at the failure
+        else:
+            kill_after = 0.2  # if the injected point is not reached by then
         lines, status = _collect(pid, r, kill_after)
         errors = [line for line in lines if line.startswith("ERR")]
         assert not errors, errors
@@ -453,13 +459,14 @@ def check_gate(path: Path, effects: Path) -> dict:
 
 def run_gate(root: Path, kills: int, seed: int) -> dict:
     rng = random.Random(seed)
-    path, effects = root / "gate-ledger", root / "effects.txt"
-    stats = {"kills": 0, "approved_unexecuted_at_kill": 0, "seconds": 0.0}
+    stats = {"kills": 0, "approved_unexecuted_at_kill": 0, "seconds": 0.0, "effects": 0, "started": 0, "approved": 0}
     started = time.monotonic()
     from dsl import Policy
 
     policy = Policy.from_text(GATE_POLICY, "crash.policy")  # parsed once; each child inherits it
-    for _ in range(kills):
+    for i in range(kills):
+        if i % GATE_PER_LEDGER == 0:  # a fresh ledger now and then: the Gate replays (verifies) it all on every start
+            path, effects = root / f"gate-ledger-{i // GATE_PER_LEDGER:04d}", root / f"effects-{i // GATE_PER_LEDGER:04d}.txt"
         pid, r = _fork(_gate_child, str(path), str(effects), rng.randrange(2**32), policy)
         if rng.random() < 0.25:  # anywhere: opening, replaying, finishing an earlier life's calls
             lines, status = _collect(pid, r, rng.uniform(0.0, 0.05))
@@ -472,7 +479,9 @@ def run_gate(root: Path, kills: int, seed: int) -> dict:
         executed = {x.split()[1] for x in lines if x.startswith("EXECUTED")}
         stats["approved_unexecuted_at_kill"] += len(approved - executed)
         last = check_gate(path, effects)
-    stats.update(last)
+        if (i + 1) % GATE_PER_LEDGER == 0 or i + 1 == kills:
+            for name in ("effects", "started", "approved"):
+                stats[name] += last[name]
     stats["seconds"] = round(time.monotonic() - started, 2)
     return stats
 

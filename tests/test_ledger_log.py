@@ -555,3 +555,26 @@ def test_a_ledger_is_not_used_across_fork_and_a_child_does_not_drop_its_locks(tm
     env = {**os.environ, "PYTHONPATH": os.path.dirname(__file__)}
     result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_one_gate_per_ledger(tmp_path):
+    from support import gate
+
+    path = tmp_path / "l"
+    first = gate(path)
+    with pytest.raises(LedgerLocked, match="another writer holds the ledger's lock"):
+        gate(path)  # a second Gate (the CLI's simulate, say) is refused cleanly
+    with pytest.raises(LedgerLocked):
+        Ledger(path)  # and so is a plain writer, whose events the Gate would not see
+    first.propose("read_thing", {"id": 1}, proposer="agent")
+    first.close()
+    plain, other = Ledger(path), Ledger(path)
+    other.append(*proposal())
+    with pytest.raises(LedgerLocked):
+        gate(plain)  # a Gate given an open Ledger makes it exclusive, or refuses
+    other.close()
+    g = gate(plain)
+    assert g.ledger.exclusive and g.ledger.head[0] == 3  # it caught up with `other`'s event
+    g.propose("read_thing", {"id": 2}, proposer="agent")
+    g.close()
+    assert verify(path).ok
