@@ -105,3 +105,167 @@ def eval_(
     typer.echo(f"policy {policy.name!r} (sha256 {policy.digest[:16]}…), tool {tool}")
     for line in decision.explain():
         typer.echo(line)
+
+
+# --- explain, test, fmt (tooling for policy authors) ------------------------------------------
+
+
+@app.command("explain")
+def explain_(
+    file: str = typer.Argument(..., help="The .policy file."),
+    tool: str = typer.Option(..., "--tool", help="The tool's name."),
+    args: str = typer.Option("{}", "--args", help="The arguments, a JSON object."),
+    context: Optional[str] = typer.Option(None, "--context", help="The caller's context, a JSON object (cwd, home, ...)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the explanation as JSON."),
+) -> None:
+    """Explain a decision: every rule that covers the tool (matched or not), what each condition
+    and sub-condition evaluated to, the normalized subjects they saw, exact or prefix matching,
+    the item that decided a quantifier, and the precedence that decided.
+
+    Example: countersign policy explain samples/coding-agent.policy --tool Bash
+    --args '{"command": "sudo rm -rf /"}' --context '{"cwd": "/home/u/proj"}'
+    """
+    from cli.render_policy import explanation_lines
+    from dsl.explain import explain
+    from ledger.jsoninput import parse_json_object
+
+    if not tool.strip():
+        fail("--tool must name a tool", EXIT_USAGE)
+    try:
+        arguments = parse_json_object(args, "--args")
+        ctx = parse_json_object(context, "--context") if context is not None else None
+    except ValueError as exc:
+        fail(str(exc), EXIT_USAGE)
+    policy = load_policy(file)
+    report = explain(policy, tool, arguments, ctx)
+    if as_json:
+        echo_json(report)
+        return
+    for line in explanation_lines(report):
+        typer.echo(line)
+
+
+@app.command("test")
+def test_(
+    file: str = typer.Argument(..., help="The .policy file."),
+    cases: Optional[str] = typer.Argument(None, help="The cases file (default: FILE with .cases instead of .policy)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Run table-driven cases against a policy: exit 0 when all pass, 1 when one fails (each
+    failure with the case's file:line and the policy lines involved), 2 for a malformed cases
+    file or policy. Lists the rules no case exercised.
+
+    A case is one line: TOOL {"json": "args"} [context {"cwd": "..."}] => EFFECT [RULE_ID ...]
+    (see dsl/cases.py). Example: countersign policy test samples/retail.policy
+    """
+    from cli.output import EXIT_FAIL
+    from cli.render_policy import report_lines
+    from dsl.cases import CasesError, default_cases_path, parse_cases, run_cases
+
+    path = cases if cases is not None else str(default_cases_path(file))
+    policy = load_policy(file)
+    try:
+        text = open(path, encoding="utf-8").read()
+    except OSError as exc:
+        fail(f"cannot read {path}: {exc.strerror or exc}")
+    except UnicodeDecodeError:
+        fail(f"{path} is not valid UTF-8")
+    try:
+        report = run_cases(policy, parse_cases(text, path), path)
+    except CasesError as exc:
+        fail(f"{exc.source}:{exc.line}: {exc.message}")
+    if as_json:
+        echo_json(report)
+    else:
+        failures, summary = report_lines(report)
+        for line in failures:
+            typer.echo(line, err=True)
+        for line in summary:
+            typer.echo(line)
+    if report.failed:
+        raise typer.Exit(EXIT_FAIL)
+
+
+@app.command("fmt")
+def fmt_(
+    file: str = typer.Argument(..., help="The .policy file."),
+    check: bool = typer.Option(False, "--check", help="Exit 1 (printing a diff) when the file is not formatted; change nothing."),
+    write: bool = typer.Option(False, "--write", help="Rewrite the file in place (atomically) when it is not formatted."),
+) -> None:
+    """Print the policy in the canonical layout (comments kept). With --check, exit 1 and print a
+    unified diff when the file differs from it; with --write, replace the file. A syntax error
+    exits 2.
+
+    Example: countersign policy fmt samples/retail.policy --check
+    """
+    import difflib
+
+    from cli.output import EXIT_FAIL
+    from dsl import PolicyError
+    from dsl.fmt import format_policy
+
+    if check and write:
+        fail("--check and --write exclude each other", EXIT_USAGE)
+    try:
+        original = open(file, "rb").read().decode("utf-8")
+    except OSError as exc:
+        fail(f"cannot read {file}: {exc.strerror or exc}")
+    except UnicodeDecodeError:
+        fail(f"{file} is not valid UTF-8")
+    try:
+        formatted = format_policy(original, file)
+    except PolicyError as exc:
+        typer.echo(exc.render(), err=True)
+        fail(f"{file} cannot be formatted: it does not parse", EXIT_USAGE)
+    if check:
+        if formatted == original:
+            typer.echo(f"{file}: formatted", err=True)
+            return
+        diff = difflib.unified_diff(
+            original.splitlines(keepends=True), formatted.splitlines(keepends=True), f"{file}", f"{file} (formatted)"
+        )
+        typer.echo("".join(line if line.endswith("\n") else line + "\n" for line in diff), nl=False)
+        typer.echo(f"{file}: not formatted (run: countersign policy fmt --write {file})", err=True)
+        raise typer.Exit(EXIT_FAIL)
+    if write:
+        if formatted != original:
+            _replace_atomically(file, formatted)
+            typer.echo(f"{file}: formatted", err=True)
+        else:
+            typer.echo(f"{file}: already formatted", err=True)
+        return
+    typer.echo(formatted, nl=False)
+
+
+def _replace_atomically(path: str, text: str) -> None:
+    """Write `text` to a temporary file beside `path`, flush it to disk and rename it over
+    `path` (keeping its permissions): a reader sees the old file or the new one, never half."""
+    import os
+    import tempfile
+
+    target = os.path.realpath(path)
+    directory = os.path.dirname(target) or "."
+    fd, tmp = tempfile.mkstemp(prefix=".fmt-", suffix=".policy", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, os.stat(target).st_mode & 0o7777)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:
+        dir_fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)

@@ -34,6 +34,7 @@ class Env(NamedTuple):
     context: dict
     vars: dict = _NO_VARS
     home: str | None = None
+    trace: list | None = None  # only the traced predicates (compile_condition_traced) write here
 
     def cwd(self) -> str | None:
         cwd = self.context.get("cwd")
@@ -376,3 +377,205 @@ class RuleIndex:
             self._cache.clear()
         self._cache[tool] = result
         return result
+
+
+# --- traced predicates (for `countersign policy explain`) -------------------------------------
+#
+# `compile_condition_traced` builds a second predicate for a condition that returns exactly what
+# `compile_condition` returns (or raises the same EvalError) and, as it goes, appends one
+# `TraceStep` per node it evaluated to `env.trace`. It is a separate compile mode so that the
+# predicates `Policy.evaluate` runs stay as they are: nothing on the normal path checks for a
+# trace. The operators, functions and field reads are not re-implemented here: each traced node
+# evaluates its operands, binds their values to reserved variables and hands them to the very
+# closures `_compile_compare` and `_compile_call_result` build. Only `and`, `or`, `not` and the
+# quantifiers are written again, because their steps are what an explanation is about; they keep
+# the compiled semantics (Kleene logic, the first error in operand order, Python truthiness of an
+# operand) and tests/test_explain.py checks the two modes agree on random conditions and calls.
+#
+# Operands after the one that settled an `and`/`or` (and items after the one that settled an
+# `any`/`all`) are evaluated too, for the explanation only: whatever they do cannot change the
+# result (an error there is recorded, never raised).
+
+_LEFT, _RIGHT, _ARG = "$left", "$right", "$arg"  # not NAMEs: no policy variable can shadow them
+
+
+class TraceStep(NamedTuple):
+    """One evaluated node of a condition.
+
+    - `node`: the AST node (or a `TracedItem` for one item of a quantifier);
+    - `value`: what it evaluated to (None when it raised);
+    - `error`: the EvalError's message when it could not be evaluated;
+    - `children`: the steps of its operands, in evaluation order;
+    - `subject`: for a call with fields (`path(args.p).name`), the value before the fields were read.
+    """
+
+    node: Any
+    value: Any
+    error: str | None
+    children: list
+    subject: Any = None
+
+
+class TracedItem(NamedTuple):
+    """The node of a quantifier's item: its position in the list and the item itself."""
+
+    quantifier: ast.Quantifier
+    index: int
+    item: Any
+
+
+def compile_condition_traced(expr: ast.Expr) -> Fn:
+    """`compile_condition`, recording a TraceStep per evaluated node into `env.trace` (a list the
+    caller provides; the step of `expr` itself is appended last, after its operands' steps)."""
+    if isinstance(expr, ast.Path):
+        return _traced_step(expr, _as_bool(_compile_path(expr), expr.text))
+    return _traced(expr)
+
+
+def _traced_step(node: Any, body: Fn) -> Fn:
+    """Run `body` with a fresh child list and record one step for `node` in the caller's list."""
+
+    def run(env: Env) -> Any:
+        children: list = []
+        try:
+            value = body(env._replace(trace=children))
+        except EvalError as exc:
+            env.trace.append(TraceStep(node, None, exc.message, children))
+            raise
+        env.trace.append(TraceStep(node, value, None, children))
+        return value
+
+    return run
+
+
+def _traced_operand(expr: ast.Expr) -> Fn:
+    if isinstance(expr, ast.Path):  # a bare field as an operand of and/or/not must hold a boolean
+        return _traced_step(expr, _as_bool(_compile_path(expr), expr.text))
+    return _traced(expr)
+
+
+def _traced(expr: ast.Expr) -> Fn:
+    if isinstance(expr, (ast.Literal, ast.ListLiteral, ast.Path)):
+        return _traced_step(expr, _compile(expr))
+    if isinstance(expr, ast.Call):
+        return _traced_call(expr)
+    if isinstance(expr, ast.Not):
+        operand = _traced_operand(expr.operand)
+        return _traced_step(expr, lambda env: not operand(env))
+    if isinstance(expr, (ast.And, ast.Or)):
+        return _traced_step(expr, _traced_junction([_traced_operand(o) for o in expr.operands], isinstance(expr, ast.Or)))
+    if isinstance(expr, ast.Compare):
+        return _traced_compare(expr)
+    if isinstance(expr, ast.Quantifier):
+        return _traced_quantifier(expr)
+    raise TypeError(f"cannot compile {expr!r}")  # pragma: no cover
+
+
+def _settled_after(fn: Fn, env: Env) -> None:
+    """Evaluate an operand whose value can no longer change the result, for the trace only."""
+    try:
+        fn(env)
+    except EvalError:
+        pass
+    except RecursionError:
+        env.trace.append(TraceStep(None, None, "the arguments are nested too deeply to evaluate", []))
+
+
+def _traced_junction(fns: list[Fn], deciding: bool) -> Fn:
+    """`and` (deciding=False: a false operand settles it) or `or` (deciding=True), as
+    `_compile_and` / `_compile_or` decide them."""
+
+    def test(env: Env) -> bool:
+        error = None
+        settled = False
+        for fn in fns:
+            if settled:
+                _settled_after(fn, env)
+                continue
+            try:
+                if bool(fn(env)) is deciding:
+                    settled = True
+            except EvalError as exc:
+                error = error or exc
+        if settled:
+            return deciding
+        if error is not None:
+            raise error
+        return not deciding
+
+    return test
+
+
+def _traced_call(call: ast.Call) -> Fn:
+    if call.name == "exists":  # reads its path without failing: the path is not an operand
+        return _traced_step(call, _compile_call(call))
+    arg = _traced(call.args[0])
+    apply = _compile_call_result(ast.Call(call.name, (ast.Path(_ARG, (), call.span),), call.span, call.name_span))
+    read = _reader(f"{call.name}(...)", call.keys) if call.keys else None
+
+    def run(env: Env) -> Any:
+        children: list = []
+        subject = None
+        try:
+            value = arg(env._replace(trace=children))
+            value = subject = apply(env._replace(vars={**env.vars, _ARG: value}))
+            if read is not None:
+                value = read(subject)
+        except EvalError as exc:
+            env.trace.append(TraceStep(call, None, exc.message, children, subject))
+            raise
+        env.trace.append(TraceStep(call, value, None, children, subject if read is not None else None))
+        return value
+
+    return run
+
+
+def _traced_compare(cmp: ast.Compare) -> Fn:
+    left, right = _traced(cmp.left), _traced(cmp.right)
+    # The operator itself is the compiled one, reading its operands from reserved variables (a
+    # glob keeps its literal pattern, which `_compile_compare` reads at compile time).
+    slot_right = cmp.right if cmp.op == "glob" else ast.Path(_RIGHT, (), cmp.right.span)
+    apply = _compile_compare(ast.Compare(cmp.op, ast.Path(_LEFT, (), cmp.left.span), slot_right, cmp.span))
+
+    def body(env: Env) -> Any:
+        a = left(env)
+        b = right(env)
+        return apply(env._replace(vars={**env.vars, _LEFT: a, _RIGHT: b}))
+
+    return _traced_step(cmp, body)
+
+
+def _traced_quantifier(q: ast.Quantifier) -> Fn:
+    """As `_compile_quantifier`; every item gets a step (its body's steps are its children)."""
+    source, body, var, deciding = _traced(q.source), _traced_operand(q.body), q.var, q.kind == "any"
+
+    def test(env: Env) -> bool:
+        items = source(env)
+        if values.kind(items) != "list":
+            raise EvalError(f"'{q.kind}' goes over a list, not {values._a(values.kind(items))}")
+        error = None
+        settled = False
+        for index, item in enumerate(items):
+            children: list = []
+            scope = env._replace(vars={**env.vars, var: item}, trace=children)
+            node = TracedItem(q, index, item)
+            if settled:
+                _settled_after(body, scope)
+                env.trace.append(TraceStep(node, children[-1].value if children else None, children[-1].error if children else None, children))
+                continue
+            try:
+                value = body(scope)
+            except EvalError as exc:
+                error = error or exc
+                env.trace.append(TraceStep(node, None, exc.message, children))
+                continue
+            env.trace.append(TraceStep(node, value, None, children))
+            if value is deciding:
+                settled = True
+        if settled:
+            return deciding
+        if error is not None:
+            raise error
+        return not deciding
+
+    return _traced_step(q, test)

@@ -58,10 +58,33 @@ def _lark() -> Lark:
     # every word-like keyword gets a callback that refuses a keyword glued to the next letters.
     plain = Lark(grammar_text(), **options)
     words = [t.name for t in plain.terminals if t.pattern.type == "str" and re.fullmatch(r"[a-z]+", t.pattern.value)]
-    return Lark(grammar_text(), **options, lexer_callbacks={name: _whole_word for name in words})
+    callbacks = {name: _whole_word for name in words}
+    callbacks["COMMENT"] = _collect_comment  # comments are ignored by the grammar; fmt keeps them
+    return Lark(grammar_text(), **options, lexer_callbacks=callbacks)
 
 
 _SOURCE: contextvars.ContextVar[str] = contextvars.ContextVar("policy_source", default="")
+_COMMENTS: contextvars.ContextVar[list | None] = contextvars.ContextVar("policy_comments", default=None)
+
+
+def _collect_comment(tok: Token) -> Token:
+    """Lexer callback for COMMENT: while `parse_with_comments` runs, keep each comment token."""
+    sink = _COMMENTS.get()
+    if sink is not None:
+        sink.append(tok)
+    return tok
+
+
+def parse_with_comments(text: str, name: str = "<policy>") -> tuple[ast.PolicyFile, list[Token]]:
+    """`parse`, also returning the comment tokens (`# ...` to the end of the line, with `line` and
+    `column`) in source order. The grammar ignores comments; `dsl.fmt` puts them back."""
+    comments: list[Token] = []
+    sink = _COMMENTS.set(comments)
+    try:
+        tree = parse(text, name)
+    finally:
+        _COMMENTS.reset(sink)
+    return tree, comments
 
 
 class _GluedKeyword(Exception):
