@@ -783,14 +783,17 @@ class Ledger:
             self._build_key_index()
         seq, prev = self._tip
         now: str | None = None  # one reading of the clock per commit
-        chunks: list[bytes] = []
-        fresh: list[tuple[int, str, Event, bytes, bytes]] = []  # seq, hash, event, body, data of new lines
+        chunks: list[bytes] = []  # the lines of the commit
+        fresh: list[tuple[int, str, Event, bytes, bytes]] = []  # seq, hash, event, body, data of each line
+        fresh_keys: list[tuple[str, int]] = []  # (key, index into fresh) of the keyed new lines
         plans: list[tuple[_Request, list[Any]]] = []  # per request: an index into fresh, or a stored Record
         batch_keys: dict[str, tuple[bytes, int, int]] = {}  # key → (content, index into fresh, seq), this commit
+        replace, sha256, null = msgspec.structs.replace, hashlib.sha256, b"null"
+        prefix, hash_mark, data_mark, suffix = lines.PREFIX, lines.HASH_MARK, lines.DATA_MARK, lines.SUFFIX + b"\n"
         for request in batch:
+            first = len(fresh)
             try:
                 plan: list[Any] = []
-                added: list[tuple[int, str, Event, bytes, bytes, bytes]] = []
                 added_keys: dict[str, tuple[bytes, int, int]] = {}
                 local_seq, local_prev = seq, prev
                 for item in request.items:
@@ -814,21 +817,24 @@ class Ledger:
                     ts = item.event.ts
                     if not ts:
                         ts = now = now or format_ts(self.clock())
-                    stamped = msgspec.structs.replace(item.event, seq=local_seq, ts=ts, prev=local_prev)
+                    stamped = replace(item.event, seq=local_seq, ts=ts, prev=local_prev)
                     body = encode_event(stamped)
-                    digest, line = lines.compose(body, item.data)
-                    index = len(fresh) + len(added)
-                    added.append((local_seq, digest, stamped, body, item.data or b"null", line))
+                    digest = sha256(body).hexdigest()
+                    data = item.data if item.data is not None else null
+                    chunks.append(b"".join((prefix, body, hash_mark, digest.encode(), data_mark, data, suffix)))
+                    index = len(fresh)
+                    fresh.append((local_seq, digest, stamped, body, data))
                     if item.key is not None:
                         added_keys[item.key] = (item.content, index, local_seq)
+                        fresh_keys.append((item.key, index))
                     plan.append(index)
                     local_prev = digest
             except Exception as exc:  # this request fails alone; its seqs are not used
                 request.error = exc
+                del fresh[first:], chunks[first:]
+                while fresh_keys and fresh_keys[-1][1] >= first:
+                    fresh_keys.pop()
                 continue
-            for entry in added:
-                fresh.append(entry[:5])
-                chunks.append(entry[5])
             batch_keys.update(added_keys)
             seq, prev = local_seq, local_prev
             plans.append((request, plan))
@@ -838,16 +844,17 @@ class Ledger:
             or (self._segment_size > 0 and self._segment_size + len(payload) > self.segment_bytes)
         )
         number = self._segment_number + 1 if rotate else self._segment_number
-        offset = 0 if rotate else self._segment_size
+        base = 0 if rotate else self._segment_size
         if payload:
             self._write(payload, rotate)
         name = segment_name(number)
-        records = []
-        for (s, digest, event, body, data), chunk in zip(fresh, chunks):
-            records.append(Record(s, digest, event, body, data, name, 0))
-            if self._keys is not None and isinstance(getattr(event, "key", None), str):
-                self._keys.setdefault(event.key, (s, number, offset))
-            offset += len(chunk)
+        records = [Record(s, digest, event, body, data, name, 0) for s, digest, event, body, data in fresh]
+        if self._keys is not None and fresh_keys:
+            offsets = [base]
+            for chunk in chunks:
+                offsets.append(offsets[-1] + len(chunk))
+            for key, index in fresh_keys:
+                self._keys.setdefault(key, (fresh[index][0], number, offsets[index]))
         if payload:
             self._tip = (seq, prev)
             self.commits += 1

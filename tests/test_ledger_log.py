@@ -578,3 +578,51 @@ def test_one_gate_per_ledger(tmp_path):
     g.propose("read_thing", {"id": 2}, proposer="agent")
     g.close()
     assert verify(path).ok
+
+
+def test_a_refused_append_in_a_group_commit_fails_alone_and_uses_no_seq(tmp_path, monkeypatch):
+    path = tmp_path / "l"
+    led = Ledger(path)
+    led.append(*keyed(0, "taken"))
+    entered, release = threading.Event(), threading.Event()
+    real = logmod._sync
+    calls = []
+
+    def slow_first(fd):
+        calls.append(fd)
+        if len(calls) == 1:
+            entered.set()
+            release.wait(5)
+        return real(fd)
+
+    monkeypatch.setattr(logmod, "_sync", slow_first)
+    results: dict[int, object] = {}
+
+    def run(i, items):
+        try:
+            results[i] = led.append_batch(items)
+        except LedgerError as exc:
+            results[i] = exc
+
+    t0 = threading.Thread(target=run, args=(0, [proposal(100)]))
+    t0.start()
+    entered.wait(5)
+    queued = [
+        threading.Thread(target=run, args=(1, [proposal(1), keyed(2, "fresh")])),
+        threading.Thread(target=run, args=(2, [proposal(3), keyed(4, "taken")])),  # other content: refused
+        threading.Thread(target=run, args=(3, [keyed(2, "fresh"), proposal(5)])),  # same as 1's: the original
+    ]
+    for th in queued:
+        th.start()
+        time.sleep(0.05)  # in this order
+    release.set()
+    for th in [t0, *queued]:
+        th.join()
+    assert isinstance(results[2], KeyConflict)
+    assert len(calls) == 2  # everything queued shared the second commit
+    one, three = results[1], results[3]
+    assert [r.seq for r in one] == [4, 5] and [r.seq for r in three] == [5, 6]
+    assert three[0] == one[1] and three[1].event.tool == "tool_5"
+    led.close()
+    assert [r.event.tool for r in list(LedgerReader(path).records())[1:]] == ["tool_0", "tool_100", "tool_1", "tool_2", "tool_5"]
+    assert verify(path).ok
