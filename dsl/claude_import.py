@@ -63,7 +63,6 @@ PATH_ARGUMENT = {
 WRAPPERS = frozenset(subjects._WRAPPERS)  # sudo, timeout, nice, env, ...: they run the command after them
 # Programs whose operands are files they write (for an Edit deny applied to Bash).
 WRITERS = ("tee", "cp", "mv", "rm", "ln", "install", "touch", "truncate", "chmod", "chown", "rsync", "dd")
-MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto")
 KEYWORDS = frozenset(
     "policy default group home allow deny ask when reason approvers from decisions timeout else id "
     "and or not in startswith endswith contains glob under any all true false null".split()
