@@ -60,7 +60,7 @@ PATH_ARGUMENT = {
     "Read": "file_path", "NotebookRead": "notebook_path", "LS": "path", "Grep": "path?", "Glob": "path?",
     "Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path",
 }
-WRAPPERS = frozenset(subjects._WRAPPERS)  # sudo, timeout, nice, env, ...: they run the command after them
+WRAPPERS = frozenset(subjects.WRAPPERS)  # sudo, timeout, nice, env, ...: they run the command after them
 # Programs whose operands are files they write (for an Edit deny applied to Bash).
 WRITERS = ("tee", "cp", "mv", "rm", "ln", "install", "touch", "truncate", "chmod", "chown", "rsync", "dd")
 KEYWORDS = frozenset(
@@ -652,15 +652,20 @@ class _Importer:
         """The commands of a pattern body; a dangling quote at the end of a prefix pattern
         (`node -e '` from `Bash(node -e ':*)`) is dropped with a note."""
         marked = self.mark_stars(body)
+
+        def commands(text: str) -> list[subjects.Command]:
+            # a statement that only assigns is not a command a pattern can name
+            return [c for c in subjects.parse_shell(text) if c.argv]
+
         try:
-            return subjects.parse_shell(marked), body, None
+            return commands(marked), body, None
         except EvalError:
             pass
         if mode != "exact":
             stripped = re.sub(r"""\s*["']$""", "", body)
             if stripped != body:
                 try:
-                    return subjects.parse_shell(self.mark_stars(stripped)), stripped, (
+                    return commands(self.mark_stars(stripped)), stripped, (
                         "the pattern ends inside a quote; translated as the words before the quote (any quoted argument may follow)")
                 except EvalError:
                     pass
@@ -735,7 +740,7 @@ class _Importer:
             conj.append(f"c.wrappers contains {q(w)}")
         aliases = subjects.FLAG_ALIASES.get(program, {})
         # the pattern's literal flags, normalized as shell() normalizes a command's (glob words apart)
-        literal_flags, _ = subjects._split_flags(program, [w for w in argv[1:] if _STAR not in w])
+        literal_flags, _ = subjects.split_flags(program, [w for w in argv[1:] if _STAR not in w])
         flags = sorted({aliases.get(f, f) for f in literal_flags})
         for f in flags:
             conj.append(f"c.flags contains {q(f)}")

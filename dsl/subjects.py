@@ -129,6 +129,7 @@ def under(path: PathValue, base: PathValue) -> bool:
 
 @lru_cache(maxsize=4096)
 def _path_glob_regex(segments: tuple[str, ...]) -> re.Pattern[str]:
+    """A regex over a path's text ("" for the root) that matches the pattern's segments."""
     out = ""
     for seg in segments:
         if seg == "**":
@@ -138,7 +139,7 @@ def _path_glob_regex(segments: tuple[str, ...]) -> re.Pattern[str]:
         for ch in seg:
             piece += "[^/]*" if ch == "*" else "[^/]" if ch == "?" else re.escape(ch)
         out += "/" + piece
-    return re.compile((out or "/") + r"\Z" if out else r"/\Z", re.DOTALL)
+    return re.compile(out + r"\Z", re.DOTALL)
 
 
 def path_glob(path: PathValue, pattern: str, cwd: str | None, home: str | None) -> bool:
@@ -153,7 +154,8 @@ def path_glob(path: PathValue, pattern: str, cwd: str | None, home: str | None) 
     else:
         # Wildcards are kept as segments; only "." and ".." are resolved.
         segments = tuple(_absolute(pattern, cwd, home, "the pattern"))
-    return _path_glob_regex(segments).match(path.text) is not None
+    # The root is the path with no segments; match it as the empty string against the segments.
+    return _path_glob_regex(segments).match(path.text if path.text != "/" else "") is not None
 
 
 # --- shell ------------------------------------------------------------------------------------
@@ -182,7 +184,7 @@ FLAG_ALIASES: dict[str, dict[str, str]] = {
 
 # Wrappers run the command that follows them. Each entry: options that take a value, and how many
 # leading operands (besides options) to skip before the wrapped command.
-_WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
+WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
     "sudo": (frozenset({"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T", "--user", "--group", "--host", "--prompt"}), 0),
     "doas": (frozenset({"-u", "-C"}), 0),
     "timeout": (frozenset({"-s", "-k", "--signal", "--kill-after"}), 1),
@@ -335,7 +337,9 @@ class _Walker:
             return
         if kind == "redirected_statement":
             targets = []
-            for child in node.children:
+            # `cat <<EOF > out` nests the file redirection inside the heredoc's node
+            nested_redirects = [g for c in node.children if c.type == "heredoc_redirect" for g in c.children if g.type == "file_redirect"]
+            for child in [*node.children, *nested_redirects]:
                 if child.type == "file_redirect":
                     destination = child.child_by_field_name("destination")
                     if destination is not None and child.children[0].type not in (">&", "<&") and not (
@@ -361,7 +365,19 @@ class _Walker:
                         nested=nested, dynamic=any("$" in w or "`" in w for w in words), text=self.text(node))
             )
             return
-        if kind in ("variable_assignment", "test_command"):
+        if kind == "variable_assignment":
+            # A statement that only assigns (`PATH=/tmp/evil; ls`) changes what later commands do;
+            # it is listed as a command with no program, so that an `all` rule must account for it.
+            start = len(self.commands)
+            self.nested_in(node)
+            text = self.text(node)
+            self.commands.insert(
+                start,
+                Command(program="", path="", argv=(), args=(), flags=(), assignments=(text,), nested=nested,
+                        dynamic="$" in text or "`" in text, text=text),
+            )
+            return
+        if kind == "test_command":
             self.nested_in(node)
             return
         if kind == "heredoc_redirect":
@@ -416,7 +432,7 @@ class _Walker:
         program_word = words[0]
         program = program_word.value.rsplit("/", 1)[-1]
         rest = words[1:]
-        if program in _WRAPPERS and not program_word.dynamic:
+        if program in WRAPPERS and not program_word.dynamic:
             unwrapped = _unwrap(program, rest)
             if unwrapped is not None:
                 inner, more_assignments = unwrapped
@@ -424,7 +440,7 @@ class _Walker:
                 return
         argv = tuple(w.value for w in words)
         dynamic = any(w.dynamic for w in words)
-        flags, args = _split_flags(program, [w.value for w in rest])
+        flags, args = split_flags(program, [w.value for w in rest])
         self.commands.append(
             Command(program=program, path=program_word.value, argv=argv, args=args, flags=flags, redirects=redirects,
                     wrappers=wrappers, assignments=assignments, nested=nested, dynamic=dynamic, text=text)
@@ -440,6 +456,14 @@ class _Walker:
             if any(w.dynamic for w in rest):
                 raise EvalError("eval runs a string that is only known at run time")
             self.script(" ".join(w.value for w in rest), nested=True)
+        elif program == "find":
+            for inner in _find_exec_commands(rest):
+                if inner:
+                    self.emit(inner, (), (), True, text, ())
+        elif program == "watch":
+            inner = _watch_command(rest)
+            if inner:
+                self.emit(inner, (), (), True, text, ())
         elif program == "xargs":
             before = len(self.commands)
             self.emit(_xargs_command(rest), (), (), True, text, ())
@@ -457,7 +481,7 @@ _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 def _unwrap(program: str, rest: list[_Word]) -> tuple[list[_Word], tuple[str, ...]] | None:
     """The command a wrapper runs and the `NAME=value` words it set, or None when it runs none
     (`sudo -l`, `command -v x`, `env` alone)."""
-    value_options, operands = _WRAPPERS[program]
+    value_options, operands = WRAPPERS[program]
     assignments: list[str] = []
     i = 0
     while i < len(rest):
@@ -498,6 +522,29 @@ def _shell_script(rest: list[_Word]) -> _Word | None:
     return None
 
 
+def _find_exec_commands(rest: list[_Word]) -> list[list[_Word]]:
+    """The commands `find ... -exec CMD ... ;` (also -execdir, -ok, -okdir, ending in `;` or `+`) runs."""
+    out: list[list[_Word]] = []
+    i = 0
+    while i < len(rest):
+        if rest[i].value in ("-exec", "-execdir", "-ok", "-okdir"):
+            j = i + 1
+            while j < len(rest) and rest[j].value not in (";", "+"):
+                j += 1
+            out.append([w for w in rest[i + 1 : j] if w.value != "{}"] or [])
+            i = j
+        i += 1
+    return out
+
+
+def _watch_command(rest: list[_Word]) -> list[_Word]:
+    """The command `watch [-n SECS] [-d] CMD ...` runs (its words; watch runs them through sh -c)."""
+    i = 0
+    while i < len(rest) and rest[i].value.startswith("-"):
+        i += 2 if rest[i].value in ("-n", "--interval", "-q", "--equexit") else 1
+    return rest[i:]
+
+
 def _xargs_command(rest: list[_Word]) -> list[_Word]:
     """The command xargs runs (echo when none is given)."""
     i = 0
@@ -518,7 +565,7 @@ def _xargs_command(rest: list[_Word]) -> list[_Word]:
 SINGLE_DASH_LONG = frozenset({"find", "java", "javac", "go", "gcc", "g++", "clang", "cc", "ld", "xcodebuild", "dig"})
 
 
-def _split_flags(program: str, words: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def split_flags(program: str, words: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Flag names and positional words. Each flag adds its long name and every short spelling of
     that long name, so `-r`, `-R` and `--recursive` give the same names for rm."""
     aliases = FLAG_ALIASES.get(program, {})

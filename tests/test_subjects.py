@@ -135,6 +135,9 @@ def test_any_text_is_commands_or_an_error(text):
         return
     for c in commands:
         assert isinstance(c, Command) and c.program == c.path.rsplit("/", 1)[-1]
+        if c.program == "" and not c.argv:  # a statement that only assigns
+            assert c.assignments
+            continue
         assert c.argv[0] == c.path and set(c.args) <= set(c.argv[1:])
 
 
@@ -257,3 +260,22 @@ def test_shell_parsing_from_many_threads_gives_the_same_commands():
     with ThreadPoolExecutor(8) as pool:
         got = list(pool.map(lambda t: [c.argv for c in parse_shell(t)], texts))
     assert got == expected
+
+
+def test_a_statement_that_only_assigns_is_listed_so_an_all_rule_sees_it():
+    commands = parse_shell("PATH=/tmp/evil; ls")
+    assert [(c.program, c.assignments) for c in commands] == [("", ("PATH=/tmp/evil",)), ("ls", ())]
+
+
+def test_a_redirection_written_after_a_heredoc_belongs_to_the_command():
+    assert only("cat <<EOF > out.txt\nhello\nEOF\n").redirects == ("out.txt",)
+
+
+@pytest.mark.parametrize("text, inner", [("find . -exec rm -rf {} \\;", "rm"), ("find . -execdir sh -c 'x' +", "sh"), ("watch -n 5 rm -rf /tmp/x", "rm")])
+def test_find_exec_and_watch_run_nested_commands(text, inner):
+    assert any(c.program == inner and c.nested for c in parse_shell(text))
+
+
+def test_the_root_matches_a_pattern_of_any_depth():
+    assert path_glob(PathValue("/"), "/**", None, None)
+    assert not path_glob(PathValue("/a"), "/", None, None)
