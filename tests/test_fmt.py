@@ -255,3 +255,35 @@ def test_fmt_on_a_syntax_error_exits_2_and_writes_nothing(tmp_path):
     assert path.read_text() == "allow a when args.x ==\n"
     assert run(path, "--check", "--write").exit_code == 2
     assert run(tmp_path / "missing.policy").exit_code == 2
+
+
+def test_fmt_keeps_the_meaning_of_every_compliance_policy():
+    """Every policy of tests/compliance/*.json: idempotent, same tree, same comments, and the same
+    decision for each of its cases."""
+    import json
+
+    checked = 0
+    for path in sorted((ROOT / "tests" / "compliance").glob("*.json")):
+        for group in json.loads(path.read_text(encoding="utf-8")):
+            text = group.get("policy") if isinstance(group, dict) else None
+            text = "\n".join(text) if isinstance(text, list) else text
+            if not isinstance(text, str):
+                continue
+            try:
+                tree = parse(text)
+            except PolicyError:
+                continue
+            once = format_policy(text)
+            assert format_policy(once) == once and shape(parse(once)) == shape(tree), text
+            assert comments_of(once) == comments_of(text)
+            try:
+                original = Policy.from_text(text)
+            except PolicyError:
+                continue
+            formatted = Policy.from_text(once)
+            for case in group.get("cases", []):
+                if isinstance(case.get("tool"), str) and isinstance(case.get("args", {}), dict):
+                    context = case.get("context") if isinstance(case.get("context"), dict) else {}
+                    same_decisions(original, formatted, case["tool"], case.get("args", {}), context)
+            checked += 1
+    assert checked >= 20
