@@ -17,12 +17,17 @@ from __future__ import annotations
 
 import contextvars
 import difflib
+import hashlib
 import json
+import os
 import re
+import sys
 from functools import lru_cache
+from pathlib import Path
 
 from lark import Lark, Token, Tree, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+from lark import __version__ as lark_version
+from lark.exceptions import GrammarError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 from lark.visitors import Transformer_NonRecursive
 
 from dsl import ast
@@ -50,9 +55,36 @@ _TERMINAL_WORDS = {
 }
 
 
+def _parser_cache() -> str | bool:
+    """Where Lark keeps the parser tables it builds from the grammar, so that a new process reads
+    them (a few milliseconds) instead of building them (about 0.1 s, twice): a file in
+    `$XDG_CACHE_HOME/countersign` or `~/.cache/countersign`, named after the grammar, Lark and
+    Python versions. Lark stores the tables as a pickle, and reading a pickle can run code, so the
+    cache is used only when that folder (created with mode 700) and the file belong to this user
+    and no one else may write them. Otherwise, or when COUNTERSIGN_NO_PARSER_CACHE is set, the
+    tables are built in memory as before (False)."""
+    if os.environ.get("COUNTERSIGN_NO_PARSER_CACHE"):
+        return False
+    try:
+        folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "countersign"
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        digest = hashlib.sha256(grammar_text().encode("utf-8")).hexdigest()[:16]
+        path = folder / f"policy-grammar-{digest}-lark{lark_version}-py{sys.version_info[0]}{sys.version_info[1]}.pickle"
+        uid = os.getuid()
+        for place in (folder, path):
+            if place == path and not path.exists():
+                continue
+            st = place.stat()
+            if st.st_uid != uid or st.st_mode & 0o022:
+                return False
+        return str(path)
+    except (OSError, RuntimeError, AttributeError):  # no home, a read-only one, no getuid (Windows)
+        return False
+
+
 @lru_cache(maxsize=1)
 def _lark() -> Lark:
-    options = dict(parser="lalr", lexer="contextual", propagate_positions=True, maybe_placeholders=True)
+    options = dict(parser="lalr", lexer="contextual", propagate_positions=True, maybe_placeholders=True, cache=_parser_cache())
     # Where only keywords may stand (after a rule's selectors, at the start of a statement), the
     # contextual lexer would read `allowed` as `allow` + `ed` and `reasons` as `reason` + `s`:
     # every word-like keyword gets a callback that refuses a keyword glued to the next letters.
@@ -194,6 +226,25 @@ def _parse_duration(tok: Token) -> int:
 
 @v_args(meta=True)
 class _ToAst(Transformer_NonRecursive):  # non-recursive: `not not ... x` or a long `or` chain nests deeply
+    def __init__(self) -> None:
+        super().__init__(visit_tokens=False)  # no method is named after a terminal: tokens pass as they are
+        # Lark looks a method up again for every node, and each lookup of a v_args(meta=True)
+        # method builds a new wrapper (functools.update_wrapper): about a third of the transform of
+        # a large policy. Look each one up once per parse.
+        self._methods = {name: getattr(self, name) for name, member in vars(_ToAst).items() if hasattr(member, "visit_wrapper")}
+
+    def _call_userfunc(self, tree, new_children=None):
+        method = self._methods.get(tree.data)
+        if method is None:
+            return super()._call_userfunc(tree, new_children)
+        children = new_children if new_children is not None else tree.children
+        try:  # as Lark's Transformer._call_userfunc does it
+            return method.visit_wrapper(method, tree.data, children, tree.meta)
+        except GrammarError:
+            raise
+        except Exception as exc:
+            raise VisitError(tree.data, tree, exc)
+
     # statements
 
     def start(self, meta, children):
