@@ -69,12 +69,23 @@ class CompiledRule:
 # --- conditions -------------------------------------------------------------------------------
 
 
+# Nodes that always yield true or false. Any other node used as a condition, or as an operand of
+# `and`, `or` or `not` (a bare field, a function's result such as `url(args.u).port`), must hold a
+# boolean at run time: anything else is an error, never Python's truthiness, which would allow.
+_BOOLEAN_NODES = (ast.Compare, ast.Not, ast.And, ast.Or, ast.Quantifier)
+
+
+def _shown(expr: ast.Expr) -> str:
+    if isinstance(expr, ast.Path):
+        return expr.text
+    if isinstance(expr, ast.Call):
+        return _key_text(f"{expr.name}(...)", expr.keys)
+    return "the condition"
+
+
 def compile_condition(expr: ast.Expr) -> Fn:
     """A predicate for a checked condition: returns True or False, or raises EvalError."""
-    fn = _compile(expr)
-    if isinstance(expr, ast.Path):  # a bare field used as a condition must hold a boolean
-        return _as_bool(fn, expr.text)
-    return fn
+    return _operand(expr)
 
 
 def _as_bool(fn: Fn, text: str) -> Fn:
@@ -139,7 +150,7 @@ def _compile_quantifier(q: ast.Quantifier) -> Fn:
 
 def _operand(expr: ast.Expr) -> Fn:
     fn = _compile(expr)
-    return _as_bool(fn, expr.text) if isinstance(expr, ast.Path) else fn
+    return fn if isinstance(expr, _BOOLEAN_NODES) else _as_bool(fn, _shown(expr))
 
 
 def _compile_and(fns: list[Fn]) -> Fn:
@@ -427,9 +438,7 @@ class TracedItem(NamedTuple):
 def compile_condition_traced(expr: ast.Expr) -> Fn:
     """`compile_condition`, recording a TraceStep per evaluated node into `env.trace` (a list the
     caller provides; the step of `expr` itself is appended last, after its operands' steps)."""
-    if isinstance(expr, ast.Path):
-        return _traced_step(expr, _as_bool(_compile_path(expr), expr.text))
-    return _traced(expr)
+    return _traced_operand(expr)
 
 
 def _traced_step(node: Any, body: Fn) -> Fn:
@@ -451,6 +460,8 @@ def _traced_step(node: Any, body: Fn) -> Fn:
 def _traced_operand(expr: ast.Expr) -> Fn:
     if isinstance(expr, ast.Path):  # a bare field as an operand of and/or/not must hold a boolean
         return _traced_step(expr, _as_bool(_compile_path(expr), expr.text))
+    if not isinstance(expr, _BOOLEAN_NODES):  # as in _operand: a call's result must be a boolean too
+        return _as_bool(_traced(expr), _shown(expr))
     return _traced(expr)
 
 
