@@ -92,6 +92,8 @@ def eval_(
     """
     from ledger.jsoninput import parse_json_object
 
+    if not tool.strip():
+        fail("--tool must name a tool", EXIT_USAGE)
     try:
         arguments = parse_json_object(args, "--args")
         ctx = parse_json_object(context, "--context") if context is not None else None

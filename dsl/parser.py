@@ -195,12 +195,20 @@ def _span_of(node) -> Span:
 
 def _decode_string(tok: Token) -> str:
     try:
-        return json.loads(tok, strict=False)
+        text = json.loads(tok, strict=False)
+        text.encode("utf-8")  # a lone surrogate escape (\ud800) is not text anything can store
+        return text
     except json.JSONDecodeError as exc:
         raise _SyntaxProblem(
             f"invalid string literal: {exc.msg}",
             _token_span(tok),
             "strings use JSON escapes: \\\" \\\\ \\n \\t \\uXXXX",
+        ) from None
+    except UnicodeEncodeError:
+        raise _SyntaxProblem(
+            "the string holds a lone surrogate (\\ud800-\\udfff), which is not Unicode text",
+            _token_span(tok),
+            "write the character itself, or escape it as a surrogate pair",
         ) from None
 
 

@@ -107,7 +107,9 @@ class Policy:
         path = Path(path)
         data = path.read_bytes()
         try:
-            text = data.decode("utf-8")
+            # A byte-order mark some editors write is not part of the policy (the digest still
+            # covers the file's bytes as they are).
+            text = data.decode("utf-8").removeprefix("\ufeff")
         except UnicodeDecodeError as exc:
             line = data[: exc.start].count(b"\n") + 1
             raise PolicyError(str(path), "", (Diagnostic("error", "the file is not valid UTF-8", Span.point(line, 1)),)) from None
