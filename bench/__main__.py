@@ -154,21 +154,23 @@ def table(out: dict) -> str:
         + (" (modified)" if out["versions"]["dsl_or_bench_modified"] else "")
         + f", load average at start {out['machine']['loadavg_at_start']}",
         "",
-        "| rules | load ms (CPU ms; parse/check/compile ms) | fresh process ms | decision p50 / p99 µs: name-indexed | plain | shell/path | all calls | Cedar load ms | Cedar p50 / p99 µs (engine p50) | agree allow/deny (3-way) |",
-        "|---:|---|---:|---|---|---|---|---:|---|---|",
+        "| rules | load ms (CPU ms; parse/check/compile ms) | fresh process ms | decision p50 / p99 µs: name-indexed | plain | shell/path | all calls | Cedar load ms | Cedar p50 / p99 µs, whole set (engine p50) | Cedar per-tool set | agree allow/deny (3-way) |",
+        "|---:|---|---:|---|---|---|---|---:|---|---|---|",
     ]
     for size, e in out["sizes"].items():
         d = e["decision"]
         ld = e["load"]
         fresh = e.get("load_fresh_process", {}).get("first_load_ms")
         c = e.get("cedar")
-        cedar_cols = ["-", "-", "-"]
+        cedar_cols = ["-", "-", "-", "-"]
         if c:
-            a = c["agreement"]
+            w, t = c["whole"], c["per_tool"]
+            agree = [f"{x['agreement']['allow_deny_agree']}/{x['agreement']['calls']} ({x['agreement']['three_way_agree']})" for x in (w, t)]
             cedar_cols = [
                 f"{c['load']['median_ms']:.0f}",
-                f"{_us(c['decision']['all']['p50_ns'])} / {_us(c['decision']['all']['p99_ns'])} ({c['engine_authz_us']['p50']})",
-                f"{a['allow_deny_agree']}/{a['calls']} ({a['three_way_agree']}/{a['calls']})",
+                f"{_us(w['decision']['all']['p50_ns'])} / {_us(w['decision']['all']['p99_ns'])} ({w['engine_authz_us']['p50']})",
+                f"{_us(t['decision']['all']['p50_ns'])} / {_us(t['decision']['all']['p99_ns'])} ({t['engine_authz_us']['p50']})",
+                " and ".join(agree) if agree[0] != agree[1] else agree[0],
             ]
         lines.append(
             f"| {int(size):,} | {ld['median_ms']:.0f} ({ld.get('cpu_median_ms', float('nan')):.0f}; {ld['parse_ms']:.0f}/{ld['check_ms']:.0f}/{ld['compile_and_rest_ms']:.0f}) "

@@ -114,32 +114,43 @@ def run(
 
 
 def _cedar(g, table, calls, triples, cats, effects, budget_s, rng) -> dict:
+    """Cedar on the same calls, twice: with the whole policy set (Cedar evaluates every policy for
+    every request; it has no index by resource), and with a policy set per tool holding only the
+    policies of the rules that cover it (what a caller-side index, like countersign's RuleIndex,
+    would hand Cedar). Agreement with countersign is checked for every call in both."""
     import cedarpy
 
     text = cedar_tr.translate(g.rules)
-    policies = cedarpy.PolicySet.from_str(text)
+    whole = cedarpy.PolicySet.from_str(text)
     entities = cedarpy.Entities.from_json_str("[]")
     # requests built (derived values computed) before timing
     requests = [cedar_tr.request(t, a, c, table[t][1]) for t, a, c in triples]
+    sliced = {tool: cedarpy.PolicySet.from_str(cedar_tr.translate(table[tool][1])) for tool in {t for t, _, _ in triples}}
+    out = {"policies": text.count("@id(")}
+    for name, policy_for in (("whole", lambda i: whole), ("per_tool", lambda i: sliced[triples[i][0]])):
+        out[name] = {
+            "agreement": _agreement(cedarpy, requests, policy_for, entities, triples, effects),
+            **_timed(cedarpy, requests, policy_for, entities, cats, budget_s, rng),
+        }
+    return out
 
-    # pass 1: agreement on every call
-    agree_ad = agree_3 = 0
-    errors = 0
-    disagreements = []
+
+def _agreement(cedarpy, requests, policy_for, entities, triples, effects) -> dict:
+    agree_ad = agree_3 = errors = 0
+    examples = []
     by_kind = collections.Counter()
     for i, req in enumerate(requests):
-        resp = cedarpy.is_authorized(req, policies, entities)._authz_resp
+        resp = cedarpy.is_authorized(req, policy_for(i), entities)._authz_resp
         ce = cedar_tr.effect_of(resp)
-        if ce == "error":
-            errors += 1
+        errors += ce == "error"
         ours = effects[i]
         same_ad = (ours == "allow") == (ce == "allow")
         agree_ad += same_ad
         agree_3 += ours == ce
         if ours != ce:
             by_kind[f"{ours}->{ce}"] += 1
-            if len(disagreements) < 20:
-                disagreements.append({
+            if len(examples) < 20:
+                examples.append({
                     "tool": triples[i][0],
                     "args": _short(triples[i][1]),
                     "countersign": ours,
@@ -147,8 +158,21 @@ def _cedar(g, table, calls, triples, cats, effects, budget_s, rng) -> dict:
                     "allow_deny_differs": not same_ad,
                     "cedar_errors": resp.get("diagnostics", {}).get("errors", [])[:3],
                 })
+    n = len(requests)
+    return {
+        "calls": n,
+        "allow_deny_agree": agree_ad,
+        "allow_deny_disagree": n - agree_ad,
+        "three_way_agree": agree_3,
+        "three_way_disagree": n - agree_3,
+        "cedar_request_errors": errors,
+        "disagreements_by_kind": dict(by_kind),
+        "examples": examples,
+    }
 
-    # timed: whole rounds while the budget lasts (at least one)
+
+def _timed(cedarpy, requests, policy_for, entities, cats, budget_s, rng) -> dict:
+    """Whole shuffled rounds while the budget lasts (at least one)."""
     pc = time.perf_counter_ns
     is_authorized = cedarpy.is_authorized
     samples: dict[str, list[int]] = collections.defaultdict(list)
@@ -160,7 +184,7 @@ def _cedar(g, table, calls, triples, cats, effects, budget_s, rng) -> dict:
     while rounds == 0 or time.perf_counter() - started < budget_s:
         rng.shuffle(order)
         for i in order:
-            req = requests[i]
+            req, policies = requests[i], policy_for(i)
             t0 = pc()
             r = is_authorized(req, policies, entities)
             t1 = pc()
@@ -169,22 +193,11 @@ def _cedar(g, table, calls, triples, cats, effects, budget_s, rng) -> dict:
         rounds += 1
     engine_us.sort()
     return {
-        "policies": text.count("@id("),
         "rounds": rounds,
         "decision": _summaries(samples),
         # Cedar's own measure of the authorization inside Rust (whole microseconds), without the
         # Python binding's JSON encoding of the request and decoding of the answer.
         "engine_authz_us": {"p50": engine_us[len(engine_us) // 2], "p99": engine_us[min(len(engine_us) - 1, len(engine_us) * 99 // 100)]},
-        "agreement": {
-            "calls": len(requests),
-            "allow_deny_agree": agree_ad,
-            "allow_deny_disagree": len(requests) - agree_ad,
-            "three_way_agree": agree_3,
-            "three_way_disagree": len(requests) - agree_3,
-            "cedar_request_errors": errors,
-            "disagreements_by_kind": dict(by_kind),
-            "examples": disagreements,
-        },
     }
 
 
