@@ -314,8 +314,12 @@ class Ledger:
 
     `exclusive=True` (what a Gate uses) holds WRITERS exclusively for the writer's life: it raises
     LedgerLocked while any other writer is open, and other writers get LedgerLocked while it is.
-    `clock` supplies `ts` for events that do not carry one. A Ledger belongs to the process that
-    opened it (after fork, open a new one). Use it as a context manager, or call `close()`.
+    `clock` supplies `ts` for events that do not carry one (read once per commit).
+    `segment_bytes` is in bytes, `group_window` in seconds (0: no waiting). A Ledger belongs to
+    the process that opened it (after fork, open a new one). Use it as a context manager, or call
+    `close()`. The constructor raises LedgerUnreadable, LedgerLocked, LedgerCorrupt (a last line
+    whose hash does not match its body), LedgerBroken (the genesis or a `recovered` event could
+    not be written); the protocol is docs/ledger-format.md section 7.
     """
 
     def __init__(
