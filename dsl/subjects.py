@@ -610,9 +610,18 @@ def _first_error(node):
     return None
 
 
+# Every byte of a non-ASCII character, for the copy tree-sitter parses (see _parse).
+_ASCII_MASK = bytes(range(128)) + b"x" * 128
+
+
 def _parse(text: str, depth: int, nested: bool) -> list[Command]:
     source = text.encode("utf-8", "surrogatepass")
-    tree = _parser().parse(source)
+    # tree-sitter-bash's scanner can read out of bounds on some characters outside the Basic
+    # Multilingual Plane (`{` followed by U+108712 crashes the process). Bash's syntax is all
+    # ASCII and any byte >= 0x80 is an ordinary word character to it, so the parser is given a copy
+    # with each such byte replaced by "x": the same tree at the same byte offsets, while every word
+    # is still read from the original bytes.
+    tree = _parser().parse(source.translate(_ASCII_MASK))
     if _has_error(tree.root_node):
         bad = _first_error(tree.root_node)
         where = f" at byte {bad.start_byte}" if bad is not None else ""

@@ -279,3 +279,22 @@ def test_find_exec_and_watch_run_nested_commands(text, inner):
 def test_the_root_matches_a_pattern_of_any_depth():
     assert path_glob(PathValue("/"), "/**", None, None)
     assert not path_glob(PathValue("/a"), "/", None, None)
+
+
+def test_characters_that_crash_tree_sitter_bash_are_parsed_safely():
+    """tree-sitter-bash's scanner reads out of bounds on some characters outside the BMP ('{'
+    followed by U+108712 crashed the whole process). Run in a child process so that a crash fails
+    this test instead of the test run."""
+    import subprocess
+    import sys
+
+    code = (
+        "from dsl.subjects import parse_shell\n"
+        "for cp in list(range(0x50000, 0x50400)) + list(range(0x108700, 0x108800)) + list(range(0xE0000, 0xE0100)):\n"
+        "    for text in ('{' + chr(cp), '~:{' + chr(cp) + 'x', 'echo ' + chr(cp)):\n"
+        "        parse_shell(text)\n"
+        "print('ok')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(__import__("pathlib").Path(__file__).parents[1]))
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-500:]
+    assert [c.argv for c in parse_shell("echo 'héllo' 日本語 {\U00108712")] == [("echo", "héllo", "日本語", "{\U00108712")]
