@@ -160,7 +160,7 @@ class Gate:
     def _replay(self) -> None:
         prev, expected = ev.GENESIS_PREV, 1
         for record in self.ledger.records():
-            problem = check_record(record, expected, prev)
+            problem = check_record(record, expected, prev, self._last_ts)
             if problem is not None:
                 raise LedgerCorrupt(problem.seq, problem.message, problem.segment, problem.line)
             try:

@@ -338,6 +338,7 @@ class Ledger:
         self.group_window = group_window
         self.recovery: RecoveryNote | None = None  # what opening found
         self.recoveries: list[RecoveryNote] = []  # every torn tail this writer quarantined
+        self.completed_tail = False  # a last line lacking only its line feed was completed
         self.commits = 0  # writes (each with one sync) this writer made; for tests and benchmarks
         self._pid = os.getpid()
         self._cond = threading.Condition()
@@ -351,6 +352,7 @@ class Ledger:
         self._writers_fd: int | None = None
         self._segment_number, self._segment_size, self._ino = 0, 0, 0
         self._tip: tuple[int, str] = (0, GENESIS_PREV)
+        self._tip_ts = ""  # the head's ts: no event this writer appends is earlier
         self._keys: dict[str, tuple[int, int, int]] | None = None  # key → (seq, segment number, offset)
         if not self.path.exists():
             if not create:
@@ -398,6 +400,9 @@ class Ledger:
 
     def _open_for_append(self, create: bool) -> None:
         """Find the head and the active segment, recover a torn tail. Runs under the append lock."""
+        from ledger.checkpoint import refuse_if_behind_checkpoint  # never extend a ledger shorter than its checkpoint
+
+        refuse_if_behind_checkpoint(self.path)
         segments = list_segments(self.path)
         if not segments:
             if not create:
@@ -462,6 +467,18 @@ class Ledger:
             return None
         offset = start + cut + 1
         fragment = data[cut + 1 :]
+        if self._continues_chain(segment, offset, fragment):
+            # A whole, valid event that lacks only its line feed: a crash can cut just the last
+            # byte of a write, and dropping the event would let anyone undo the last decision
+            # (a rejection, say) by deleting one byte. Keep it: restore the line feed.
+            fd = os.open(segment, os.O_WRONLY | os.O_APPEND)
+            try:
+                os.write(fd, b"\n")
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            self.completed_tail = True
+            return None
         qdir = self.path / QUARANTINE_DIR
         qdir.mkdir(exist_ok=True)
         base = f"{segment.name}.{offset}.torn"
@@ -492,6 +509,32 @@ class Ledger:
             fragment_sha256=hashlib.sha256(fragment).hexdigest(),
             quarantine=f"{QUARANTINE_DIR}/{target.name}",
         )
+
+    def _continues_chain(self, segment: Path, offset: int, fragment: bytes) -> bool:
+        """Is `fragment` (the bytes after the last line feed of `segment`, at `offset`) a whole line
+        that passes every check of verify as the line after the one before it (layout, hash,
+        event, data and its digests)? Only then may it stand; anything less is a torn write."""
+        from ledger.verify import check_record  # verify imports this module
+
+        if offset > 0:
+            with segment.open("rb") as handle:
+                before = handle.read(offset)
+            previous = before[:-1].rsplit(b"\n", 1)[-1]
+            try:
+                last = parse_line(RawLine(segment.name, 0, 0, previous), -1)
+            except LedgerCorrupt:
+                return False
+            seq, head, ts = last.seq, last.hash, last.event.ts
+        else:
+            earlier = [p for p in list_segments(self.path) if p.name < segment.name]
+            saved = self._tip_ts
+            seq, head = self._read_head(earlier)
+            ts, self._tip_ts = (self._tip_ts if seq else ""), saved
+        try:
+            record = parse_line(RawLine(segment.name, 0, offset, fragment), seq + 1)
+        except LedgerCorrupt:
+            return False
+        return check_record(record, seq + 1, head, ts) is None
 
     def _unrecorded_quarantine(self) -> RecoveryNote | None:
         """A fragment a crashed writer quarantined and cut off without appending its `recovered`
@@ -541,6 +584,7 @@ class Ledger:
             record = parse_line(RawLine(segment.name, 0, 0, text), expected_seq=-1)
             if hashlib.sha256(record.body).hexdigest() != record.hash:
                 raise LedgerCorrupt(record.seq, "the last event's hash does not match its body; refusing to extend it")
+            self._tip_ts = record.event.ts
             return record.seq, record.hash
         return 0, GENESIS_PREV
 
@@ -603,6 +647,7 @@ class Ledger:
                     raise LedgerCorrupt(seq + 1, "an event another writer appended does not extend the chain; refusing to extend it",
                                         segment.name)
                 seq, prev = record.seq, record.hash
+                self._tip_ts = record.event.ts
                 key = getattr(record.event, "key", msgspec.UNSET)
                 if isinstance(key, str):
                     self._keys.setdefault(key, (seq, number, offset + pos))
@@ -786,6 +831,7 @@ class Ledger:
         if self._keys is None and any(item.key is not None for request in batch for item in request.items):
             self._build_key_index()
         seq, prev = self._tip
+        tip_ts = self._tip_ts
         now: str | None = None  # one reading of the clock per commit
         chunks: list[bytes] = []  # the lines of the commit
         fresh: list[tuple[int, str, Event, bytes, bytes]] = []  # seq, hash, event, body, data of each line
@@ -799,7 +845,7 @@ class Ledger:
             try:
                 plan: list[Any] = []
                 added_keys: dict[str, tuple[bytes, int, int]] = {}
-                local_seq, local_prev = seq, prev
+                local_seq, local_prev, local_ts = seq, prev, tip_ts
                 for item in request.items:
                     if item.key is not None:
                         known = added_keys.get(item.key) or batch_keys.get(item.key)
@@ -821,8 +867,17 @@ class Ledger:
                     ts = item.event.ts
                     if not ts:
                         ts = now = now or format_ts(self.clock())
+                    # Timestamps never go backwards in a ledger (verify checks it): a clock that
+                    # stepped back, or another writer's clock ahead of ours, gives the head's time.
+                    ts = local_ts = max(ts, local_ts)
                     stamped = replace(item.event, seq=local_seq, ts=ts, prev=local_prev)
                     body = encode_event(stamped)
+                    # Never write what verify would reject: the body must decode as a valid event
+                    # (types, patterns, ranges); a wrong one fails this request alone.
+                    try:
+                        decode_event(body)
+                    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+                        raise LedgerError(f"refusing to append an invalid {type(item.event).__name__} event: {exc}") from None
                     digest = sha256(body).hexdigest()
                     data = item.data if item.data is not None else null
                     chunks.append(b"".join((prefix, body, hash_mark, digest.encode(), data_mark, data, suffix)))
@@ -840,7 +895,7 @@ class Ledger:
                     fresh_keys.pop()
                 continue
             batch_keys.update(added_keys)
-            seq, prev = local_seq, local_prev
+            seq, prev, tip_ts = local_seq, local_prev, local_ts
             plans.append((request, plan))
         payload = b"".join(chunks)
         rotate = bool(payload) and (
@@ -861,6 +916,7 @@ class Ledger:
                 self._keys.setdefault(key, (fresh[index][0], number, offsets[index]))
         if payload:
             self._tip = (seq, prev)
+            self._tip_ts = tip_ts
             self.commits += 1
         for request, plan in plans:
             request.records = [records[p] if isinstance(p, int) else p for p in plan]

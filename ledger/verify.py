@@ -7,7 +7,8 @@ For every line, in order, it checks:
 2. `seq` is one more than the previous event's (the first is 1, and it is the genesis);
 3. `prev` is the previous event's hash (64 zeros for the first);
 4. the stored hash is SHA-256 of the body bytes *as stored*; nothing is re-encoded;
-5. `ts` (and an interrupt's `deadline`) is a real UTC time in the ledger's spelling;
+5. `ts` (and an interrupt's `deadline`) is a real UTC time in the ledger's spelling, and no `ts` is
+   earlier than the previous event's;
 6. the data beside the body: present exactly for proposed and edited events, its arguments'
    and context's digests equal those in the body, and it is spelled canonically;
 7. the workflow rules (ledger.workflow), through the same fold the Gate uses.
@@ -26,7 +27,7 @@ from ledger import events as ev
 from ledger.clock import parse_ts
 from ledger.digest import ArgumentsError, canonical_spelling, value_digest
 from ledger.events import encode_event
-from ledger.log import LedgerCorrupt, LedgerReader, LedgerUnreadable, parse_line
+from ledger.log import LedgerCorrupt, LedgerReader, LedgerUnreadable, RawLine, parse_line
 from ledger.workflow import Violation, Workflow
 
 EXIT_OK, EXIT_BAD, EXIT_UNREADABLE = 0, 1, 2
@@ -76,7 +77,7 @@ def verify(path: str | Path, expect_head: str | None = None) -> Report:
         report.unreadable = str(exc)
         return report
     workflow = Workflow()
-    prev, expected = ev.GENESIS_PREV, 1
+    prev, expected, prev_ts = ev.GENESIS_PREV, 1, ""
     head_seen_at: int | None = None
     try:
         for raw in reader.lines():  # raises LedgerCorrupt for a gap between segments
@@ -85,10 +86,17 @@ def verify(path: str | Path, expect_head: str | None = None) -> Report:
             except LedgerCorrupt as exc:
                 report.problem = Problem(expected, "format", exc.message, segment=raw.segment, line=raw.line)
                 return report
-            problem = check_record(record, expected, prev)
+            problem = check_record(record, expected, prev, prev_ts)
             if problem is not None:
                 report.problem = problem
                 return report
+            prev_ts = record.event.ts
+            if isinstance(record.event, ev.Recovered):
+                e = record.event
+                report.warnings.append(
+                    f"seq {record.seq}: a torn line of {e.fragment_bytes} bytes (never acknowledged) was moved from "
+                    f"{e.segment} to {e.quarantine}"
+                )
             try:
                 workflow.step(record.seq, record.event)
             except Violation as exc:
@@ -109,10 +117,26 @@ def verify(path: str | Path, expect_head: str | None = None) -> Report:
         return report
     if reader.torn is not None:
         t = reader.torn
-        report.warnings.append(
-            f"{t.segment} ends in a torn line ({len(t.fragment)} bytes at offset {t.offset}) that was never "
-            "acknowledged; the next writer moves it to quarantine/"
-        )
+        completed = _complete_tail(t, expected, prev, prev_ts, workflow)
+        if completed is not None:
+            # A whole, valid event that lacks only its line feed is an event: a crash can cut the
+            # last byte of a write, and ignoring it would let anyone undo the last decision by
+            # deleting one byte. (A writer restores the line feed when it opens the ledger.)
+            if isinstance(completed, Problem):
+                report.problem = completed
+                return report
+            report.count, report.head = completed.seq, completed.hash
+            if expect_head is not None and completed.hash == expect_head:
+                head_seen_at = completed.seq
+            report.warnings.append(
+                f"{t.segment}: the last event (seq {completed.seq}) lacks its line feed; it is counted, and a writer "
+                "restores the line feed"
+            )
+        else:
+            report.warnings.append(
+                f"{t.segment} ends in a torn line ({len(t.fragment)} bytes at offset {t.offset}) that was never "
+                "acknowledged; the next writer moves it to quarantine/"
+            )
     if expect_head is not None:
         if head_seen_at is None:
             report.problem = Problem(
@@ -130,8 +154,28 @@ def verify(path: str | Path, expect_head: str | None = None) -> Report:
     return report
 
 
-def check_record(record, expected: int, prev: str) -> Problem | None:
-    """Checks 2 to 6 of the module docstring for one Record; None when it passes."""
+def _complete_tail(torn, expected: int, prev: str, prev_ts: str, workflow: Workflow):
+    """The Record of a torn tail that is a whole line continuing the chain (None when it is not),
+    or the Problem such a line has under the remaining checks (data, workflow)."""
+    try:
+        record = parse_line(RawLine(torn.segment, 0, torn.offset, torn.fragment), expected)
+    except LedgerCorrupt:
+        return None
+    if record.seq != expected or record.event.prev != prev or hashlib.sha256(record.body).hexdigest() != record.hash:
+        return None
+    problem = check_record(record, expected, prev, prev_ts)
+    if problem is not None:
+        return problem
+    try:
+        workflow.step(record.seq, record.event)
+    except Violation as exc:
+        return Problem(record.seq, "workflow", exc.message, exc.code, record.segment, None)
+    return record
+
+
+def check_record(record, expected: int, prev: str, prev_ts: str = "") -> Problem | None:
+    """Checks 2 to 6 of the module docstring for one Record; None when it passes. `prev_ts` is
+    the previous event's ts: no event is earlier than the one before it."""
     event, seq = record.event, record.seq
 
     def problem(kind: str, message: str) -> Problem:
@@ -152,6 +196,8 @@ def check_record(record, expected: int, prev: str) -> Problem | None:
                 parse_ts(text)
             except ValueError:
                 return problem("format", f"{name} {text!r} is not a UTC time YYYY-MM-DDTHH:MM:SS.ffffffZ")
+    if event.ts < prev_ts:
+        return problem("chain", f"ts {event.ts} is earlier than the previous event's ({prev_ts}): time went backwards")
     if (seq == 1) != isinstance(event, ev.Genesis):
         return problem("format", "the first event, and only the first, is the genesis")
     return _check_data(record, problem)

@@ -205,6 +205,7 @@ CHAIN_PROBLEMS = (
     "hash-mismatch",  # chain: the stored hash is not SHA-256 of the body bytes
     "not-canonical",  # format: the body is not msgspec's own encoding of the event
     "bad-ts",  # format: ts or deadline is not a real UTC time in the ledger's spelling
+    "ts-backwards",  # chain: ts is earlier than the previous line's ts
     "genesis-misplaced",  # format: the first event, and only it, is the genesis
     "no-events",  # format: the ledger has no lines at all
 )
@@ -827,7 +828,8 @@ WITH l AS (
     SELECT position, seq, prev, hash, body_sha256, ts_text, ts, deadline_text, deadline, kind, valid, invalid_reason,
            canonical, segment_file, line,
            lag(seq) OVER (ORDER BY position) AS pred_seq,
-           lag(hash) OVER (ORDER BY position) AS pred_hash
+           lag(hash) OVER (ORDER BY position) AS pred_hash,
+           lag(ts_text) OVER (ORDER BY position) AS pred_ts_text
     FROM events
 ),
 u AS (
@@ -869,6 +871,11 @@ p AS (
                 ELSE format('deadline {{}} is not a UTC time YYYY-MM-DDTHH:MM:SS.ffffffZ', deadline_text) END,
            segment_file, line
     FROM l WHERE valid AND (ts IS NULL OR (deadline_text IS NOT NULL AND deadline IS NULL))
+    UNION ALL
+    SELECT position, {order["ts-backwards"]}, 'ts-backwards', 'chain',
+           format('ts {{}} is earlier than the previous event''s ({{}}): time went backwards', ts_text, pred_ts_text),
+           segment_file, line
+    FROM l WHERE valid AND ts IS NOT NULL AND pred_ts_text IS NOT NULL AND ts_text < pred_ts_text
     UNION ALL
     SELECT position, {order["genesis-misplaced"]}, 'genesis-misplaced', 'format',
            'the first event, and only the first, is the genesis', segment_file, line

@@ -326,7 +326,7 @@ def verify_dir(path):
     segs = sorted(p for p in root.iterdir() if SEGMENT.fullmatch(p.name) and p.is_file())
     if not segs:
         return False, 0, ZERO, None, "unreadable: no segments"
-    count, head, flow, warn = 0, ZERO, Workflow(), ""
+    count, head, flow, warn, last_ts = 0, ZERO, Workflow(), "", ""
     for n, seg in enumerate(segs, 1):
         if seg.name != f"events-{n:08d}.jsonl":
             return False, count, head, count + 1, f"segment {seg.name} out of sequence"
@@ -336,14 +336,28 @@ def verify_dir(path):
         for line in lines:
             try:
                 body, h = check_line(line, count + 1, head)
+                if body["ts"] < last_ts:  # section 6, step 5: time never goes backwards
+                    raise Bad("ts is earlier than the previous line's")
                 flow.apply(body)
             except Bad as e:
                 return False, count, head, count + 1, f"seq {count + 1}: {e}"
-            count, head = count + 1, h
+            count, head, last_ts = count + 1, h, body["ts"]
         if tail and n < len(segs):
             return False, count, head, count + 1, f"{seg.name} does not end in a line feed"
         if tail:
-            warn = f"; torn tail of {len(tail)} bytes at offset {len(data) - len(tail)} ignored"
+            try:  # section 6: a whole line that passes every check as the next line counts
+                body, h = check_line(tail, count + 1, head)
+                if body["ts"] < last_ts:
+                    raise Bad("ts is earlier than the previous line's")
+            except Bad:
+                warn = f"; torn tail of {len(tail)} bytes at offset {len(data) - len(tail)} ignored"
+            else:
+                try:
+                    flow.apply(body)
+                except Bad as e:
+                    return False, count, head, count + 1, f"seq {count + 1}: {e}"
+                count, head = count + 1, h
+                warn = "; the last line lacks its line feed and counts"
     if count == 0:
         return False, 0, ZERO, 1, "the ledger has no events (no genesis)"
     return True, count, head, None, "intact" + warn

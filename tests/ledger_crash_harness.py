@@ -59,6 +59,13 @@ PER_LEDGER = 12  # iterations per ledger directory, so that verify stays fast
 GATE_PER_LEDGER = 50
 
 
+
+def _line_of(record) -> bytes:
+    """The stored line of a record, without its line feed."""
+    from ledger import lines as _lines
+
+    return _lines.compose(record.body, record.data)[1].rstrip(b"\n")
+
 def proposal(tag: str, n: int, key: str | None = None) -> tuple[ev.Proposed, dict]:
     """A lawful event (an allowed proposal) whose content depends only on (tag, n)."""
     args = {"n": n, "pad": "x" * (n % 97)}
@@ -275,8 +282,13 @@ def check_after(state: LedgerState, stats: dict, recover: bool) -> bool:
     assert all(not logmod.SEGMENT_NAME.fullmatch(t) for t in temps)
     if recover or torn is None:
         with Ledger(path, segment_bytes=SEGMENT_BYTES) as led:
-            note = led.recovery
-        if torn is not None:
+            note, completed = led.recovery, led.completed_tail
+        if torn is not None and completed:
+            # The kill cut only the final line feed: the whole event stands, and the writer
+            # restored the line feed instead of quarantining it.
+            assert any(_line_of(r) == torn.fragment for r in LedgerReader(path).records()), "a completed tail is not in the ledger"
+            stats["completed_by_restart"] = stats.get("completed_by_restart", 0) + 1
+        elif torn is not None:
             assert note is not None, "a torn tail was not quarantined"
             assert (note.segment, note.offset) == (torn.segment, torn.offset)
             assert (path / note.quarantine).read_bytes() == torn.fragment
@@ -288,6 +300,12 @@ def check_after(state: LedgerState, stats: dict, recover: bool) -> bool:
             assert isinstance(last.event, ev.Recovered), "the recovery was not recorded"
             assert last.event.fragment_sha256 == note.fragment_sha256
             assert last.event.quarantine == note.quarantine
+    completed_by_child = state.pending_sha is not None and any(
+        hashlib.sha256(_line_of(r)).hexdigest() == state.pending_sha for r in LedgerReader(path).records()
+    )
+    if completed_by_child:  # the tail left for a child lacked only its line feed: the child completed it
+        stats["completed_by_child"] = stats.get("completed_by_child", 0) + 1
+        state.pending_sha = None
     if state.pending_sha is not None and (torn is None or hashlib.sha256(torn.fragment).hexdigest() != state.pending_sha):
         # A torn tail left for a child is gone: it must have been quarantined and recorded.
         recorded = {r.event.fragment_sha256: r.event.quarantine for r in LedgerReader(path).records()

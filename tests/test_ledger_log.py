@@ -131,7 +131,7 @@ def test_an_exclusive_writer_refuses_to_extend_events_it_did_not_see(tmp_path):
     with Ledger(path, exclusive=True) as led:
         seq, prev = led.head
         event, data = proposal(9)
-        stamped = msgspec.structs.replace(event, seq=seq + 1, ts="2026-01-01T00:00:00.000000Z", prev=prev)
+        stamped = msgspec.structs.replace(event, seq=seq + 1, ts="2099-01-01T00:00:00.000000Z", prev=prev)
         _, line = lines.compose(encode_event(stamped), canonical_json(data))
         with open(next(path.glob("events-*.jsonl")), "ab") as f:  # a writer that ignored WRITERS
             f.write(line)
@@ -625,4 +625,72 @@ def test_a_refused_append_in_a_group_commit_fails_alone_and_uses_no_seq(tmp_path
     assert three[0] == one[1] and three[1].event.tool == "tool_5"
     led.close()
     assert [r.event.tool for r in list(LedgerReader(path).records())[1:]] == ["tool_0", "tool_100", "tool_1", "tool_2", "tool_5"]
+    assert verify(path).ok
+
+
+def test_deleting_the_last_line_feed_cannot_undo_the_last_decision(tmp_path):
+    """A whole event that lacks only its line feed is kept (verify counts it, a writer restores
+    the line feed); otherwise deleting one byte would drop a rejection and reopen the request."""
+    from support import gate as open_gate
+
+    path = tmp_path / "l"
+    g = open_gate(path)
+    p = g.propose("small_change", {"id": 3}, proposer="agent")
+    g.reject(p.request, approver="bob", reason="Not eligible.")
+    count = g.ledger.head[0]
+    g.close()
+    segment = max(path.glob("events-*.jsonl"))
+    segment.write_bytes(segment.read_bytes()[:-1])
+    report = verify(path)
+    assert report.ok and report.count == count and any("lacks its line feed" in w for w in report.warnings)
+    g = open_gate(path)
+    assert g.get(p.request).status == "rejected"
+    assert segment.read_bytes().endswith(b"\n") and not (path / "quarantine").exists()
+    g.close()
+    assert verify(path).ok and not verify(path).warnings
+
+
+def test_a_writer_refuses_an_event_verify_would_reject_and_writes_nothing(tmp_path):
+    path = tmp_path / "l"
+    with Ledger(path) as led:
+        head = led.head
+        event, data = proposal()
+        bad = msgspec.structs.replace(event, effect="maybe")  # not allow, deny or ask
+        with pytest.raises(LedgerError, match="invalid Proposed event"):
+            led.append(bad, data)
+        assert led.head == head
+        led.append(event, data)
+    assert verify(path).ok
+
+
+def test_timestamps_never_go_backwards(tmp_path):
+    path = tmp_path / "l"
+    with Ledger(path) as led:
+        first = led.append(*proposal(1)).event.ts
+        event, data = proposal(2)
+        late = led.append(msgspec.structs.replace(event, ts="2000-01-01T00:00:00.000000Z"), data)
+        assert late.event.ts == first  # a clock behind the head gives the head's time
+    assert verify(path).ok
+
+
+def test_verify_flags_a_timestamp_earlier_than_the_one_before(tmp_path):
+    path = tmp_path / "l"
+    with Ledger(path) as led:
+        led.append(*proposal(1))
+        seq, prev = led.head
+    event, data = proposal(2)
+    stamped = msgspec.structs.replace(event, seq=seq + 1, ts="2000-01-01T00:00:00.000000Z", prev=prev)
+    _, line = lines.compose(encode_event(stamped), canonical_json(data))
+    with open(max(path.glob("events-*.jsonl")), "ab") as f:
+        f.write(line)
+    report = verify(path)
+    assert report.problem.seq == seq + 1 and "time went backwards" in report.problem.message
+
+
+def test_a_first_write_that_fails_leaves_a_ledger_that_opens_later(tmp_path):
+    path = tmp_path / "l"
+    with pytest.raises(Exception):
+        Ledger(path, clock=lambda: "not a time")
+    with Ledger(path) as led:  # nothing half-made stands in the way
+        assert led.head[0] == 1
     assert verify(path).ok
