@@ -6,6 +6,12 @@
 Everything is derived from the `events`, `requests` and `decision_times` views, so the numbers
 are those of the history as recorded; run `verify` first to know that the history is intact and
 lawful. Units: counts are integers, durations are seconds (float), rates are fractions in [0, 1].
+
+When the ledger has a projection (DIR/projection/, ledger.projection; `countersign ledger project
+DIR` makes one), `stats` refreshes it incrementally and reads the same numbers from its tables,
+which is much faster on a large ledger; when the projection cannot cover every line (a line
+fails one of its checks, the directory is read-only), the views are used. Both give the same
+Stats.
 """
 
 from __future__ import annotations
@@ -72,29 +78,66 @@ class Stats(msgspec.Struct, frozen=True, kw_only=True):
     by_tool: dict[str, ToolStats]
 
 
-def stats(path: str | Path, now: datetime | None = None) -> Stats:
+def stats(path: str | Path, now: datetime | None = None, *, projection: bool | None = None) -> Stats:
     """Compute the Stats of the ledger directory at `path`.
 
     `now` (a timezone-aware datetime) is the instant the queue's age is measured at; by default
     the timestamp of the ledger's last event, so that the result depends only on the ledger.
+    `projection`: None (the default) reads the projection when the ledger has one (refreshed
+    first) and the views otherwise; True makes the projection when there is none; False reads
+    the views only. Whenever the projection does not cover the whole ledger the views are read.
     Raises ValueError for a naive `now`, ledger.log.LedgerUnreadable when `path` is not a ledger.
     """
+    if now is not None and now.tzinfo is None:
+        raise ValueError("now must be timezone-aware")
+    if projection is not False:
+        from ledger import projection as proj
+
+        if projection or proj.exists(path):
+            result = projection_stats(path, now, create=bool(projection))
+            if result is not None:
+                return result
+    return views_stats(path, now)
+
+
+def views_stats(path: str | Path, now: datetime | None = None) -> Stats:
+    """The Stats computed over the views of ledger.views (every line parsed at each call)."""
     from ledger.views import connect
 
     if now is not None and now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
     con = connect(path)
     try:
-        return _stats(con, now)
+        return _stats(con, now, _VIEW_SOURCES)
     finally:
         con.close()
+
+
+def projection_stats(path: str | Path, now: datetime | None = None, *, create: bool = False) -> Stats | None:
+    """The Stats read from the ledger's projection, refreshed first (made when `create`); None
+    when there is no projection (and not `create`), it cannot be written, or it does not cover
+    every line of the ledger (a line failed one of its checks: then only the views tell the
+    history as recorded). Raises LedgerUnreadable when `path` is not a ledger."""
+    from ledger import projection as proj
+
+    if now is not None and now.tzinfo is None:
+        raise ValueError("now must be timezone-aware")
+    if not create and not proj.exists(path):
+        return None
+    try:
+        with proj.opened(path, create=create) as (con, state):
+            if not state.complete:
+                return None
+            return _stats(con, now, _PROJECTION_SOURCES)
+    except proj.ProjectionError:
+        return None
 
 
 _QUERY = """
 WITH r AS MATERIALIZED (
     SELECT tool, effect, status, decision, edited, outcome, proposed_at,
            (epoch_us(decided_at) - epoch_us(proposed_at)) / 1e6 AS seconds
-    FROM requests
+    FROM @REQUESTS
 ),
 tools AS (
     SELECT tool,
@@ -116,8 +159,8 @@ tools AS (
     FROM r GROUP BY tool
 )
 SELECT
-    (SELECT count(*) FROM events) AS events,
-    (SELECT ts FROM events WHERE valid AND ts IS NOT NULL ORDER BY position DESC LIMIT 1) AS last_ts,
+    (@EVENTS) AS events,
+    (@LAST_TS) AS last_ts,
     (SELECT count(*) FROM r) AS requests,
     (SELECT list(struct_pack(k := status, n := n)) FROM (SELECT status, count(*) AS n FROM r GROUP BY status)) AS by_status,
     (SELECT list(struct_pack(k := decision, n := n))
@@ -133,8 +176,28 @@ SELECT
 """
 
 
-def _stats(con, now: datetime | None) -> Stats:
-    cursor = con.execute(_QUERY)
+# Where the query reads: the views (ledger.views), or the projection's tables (ledger.projection).
+_VIEW_SOURCES = {
+    "@REQUESTS": "requests",
+    "@EVENTS": "SELECT count(*) FROM events",
+    "@LAST_TS": "SELECT ts FROM events WHERE valid AND ts IS NOT NULL ORDER BY position DESC LIMIT 1",
+}
+_PROJECTION_SOURCES = {
+    "@REQUESTS": "requests",
+    "@EVENTS": "SELECT events FROM meta",
+    "@LAST_TS": "SELECT last_ts FROM meta",
+}
+
+
+def _query(sources: dict[str, str]) -> str:
+    text = _QUERY
+    for marker, sql in sources.items():
+        text = text.replace(marker, sql)
+    return text
+
+
+def _stats(con, now: datetime | None, sources: dict[str, str]) -> Stats:
+    cursor = con.execute(_query(sources))
     names = [d[0] for d in cursor.description]
     row = dict(zip(names, cursor.fetchone()))
     as_of = now if now is not None else row["last_ts"]
