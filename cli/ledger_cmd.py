@@ -59,6 +59,10 @@ def verify(
     typer.echo(f"{directory}: intact: {report.count} events, head {report.head}")
     if statuses:
         typer.echo(f"  requests: {statuses}")
+    if report.redactions:
+        typer.echo(f"  {len(report.redactions)} value(s) redacted:")
+        for line in report.redactions:
+            typer.echo(f"    {line}")
 
 
 def _hash_option(value: str, option: str) -> str:
@@ -166,43 +170,28 @@ def stats(
 
 
 @app.command()
-def project(
+def redact(
     directory: str = typer.Argument(..., help="The ledger directory."),
-    rebuild: bool = typer.Option(False, "--rebuild", help="Start again from the first line (the projection is derived data)."),
-    check: bool = typer.Option(False, "--check", help="Also rebuild it from the log alone elsewhere and compare: exit 1 if they differ."),
-    as_json: bool = typer.Option(False, "--json", help="Print what was done as JSON."),
+    seq: int = typer.Argument(..., help="The seq of the proposed or edited event whose data holds the value."),
+    path: str = typer.Option(..., "--path", help="The field: args.card_number, args.items[0].cc, context.cwd."),
+    reason: str = typer.Option(..., "--reason", help="Why (a legal basis, a ticket); recorded in the chain."),
+    by: str = typer.Option(..., "--by", help="Who redacts; recorded in the chain."),
 ) -> None:
-    """Make or refresh the ledger's columnar projection (DIR/projection/), which `ledger stats`
-    then reads instead of parsing every line.
+    """Remove one value (personal data, a secret) from the data beside an event, keeping verify
+    passing: a `redacted` event is appended, then the value is replaced by a marker carrying its
+    digest. The request must be final, and no Gate may have the ledger open.
 
-    Only the lines after the last one projected are read; if that line is no longer in the log
-    (a truncation or a rewrite: its hash differs) the projection is rebuilt from the log alone.
-    A line that fails a check stops it there (exit 1); stats then use the views.
-
-    Example: countersign ledger project build/demo-ledger
+    Example: countersign ledger redact build/demo-ledger 12 --path args.payment_method_id
+    --reason "customer request #481" --by dpo@example.com
     """
-    from ledger import projection as proj
-    from ledger.log import LedgerUnreadable
+    from ledger.log import LedgerError
+    from ledger.redact import redact as run_redact
 
     try:
-        result = proj.refresh(directory, rebuild=rebuild)
-        differ = proj.check(directory) if check else None
-    except (LedgerUnreadable, proj.ProjectionError) as exc:
+        done = run_redact(directory, seq, path, reason=reason, by=by)
+    except LedgerError as exc:
         fail(str(exc))
-    if as_json:
-        import msgspec
-
-        echo_json({**msgspec.to_builtins(result), "check_differs": differ})
+    if done.rewritten:
+        typer.echo(f"{directory}: redacted {done.path} of seq {done.target} (recorded at seq {done.seq}; value digest {done.value_digest})")
     else:
-        if result.rebuilt:
-            typer.echo(f"{directory}: projection built from the first line ({result.reason})")
-        typer.echo(
-            f"{directory}: projection covers {result.events} events, head {result.head} "
-            f"({result.added} added in {result.seconds:.2f}s)"
-        )
-        if result.problem is not None:
-            typer.echo(f"  stopped at seq {result.problem_seq}: {result.problem}; stats use the views (run ledger verify)")
-        if differ is not None:
-            typer.echo(f"  check: {'identical to a rebuild from the log' if not differ else 'differs from a rebuild in ' + ', '.join(differ)}")
-    if result.problem is not None or differ:
-        raise typer.Exit(1)
+        typer.echo(f"{directory}: {done.path} of seq {done.target} was already redacted (seq {done.seq})")

@@ -47,6 +47,7 @@ import msgspec
 from ledger import events as ev
 from ledger import lines, merkle
 from ledger.clock import Clock, format_ts, parse_ts, utc_now
+from ledger.fieldpath import FieldPathError, format_field_path, parse_field_path
 from ledger.log import LedgerCorrupt, LedgerError, LedgerReader, LedgerUnreadable, RawLine, list_segments, parse_line, segment_name
 
 ORIGIN_PREFIX = "countersign.example/ledger/"
@@ -701,7 +702,7 @@ def _verify_incremental(path, checkpoint: Checkpoint, check: CheckpointCheck, ex
     """
     import hashlib as _hashlib
 
-    from ledger.verify import Problem, Report, check_record
+    from ledger.verify import Problem, Redactions, Report, check_record, complete_torn_tail
     from ledger.workflow import Violation, Workflow
 
     report = Report(path=str(path))
@@ -711,9 +712,10 @@ def _verify_incremental(path, checkpoint: Checkpoint, check: CheckpointCheck, ex
         report.unreadable = str(exc)
         return report
     m = checkpoint.size
+    redactions = Redactions.collect(path)
     stream = merkle.TreeStream(old_size=m)
     workflow = Workflow()
-    prev, expected, head_seen_at = ev.GENESIS_PREV, 1, None
+    prev, expected, head_seen_at, prev_ts = ev.GENESIS_PREV, 1, None, ""
 
     def bad(kind: str, message: str, seq: int, record=None, code=None):
         report.problem = Problem(seq, kind, message, code, getattr(record, "segment", None), getattr(record, "line", None))
@@ -736,7 +738,7 @@ def _verify_incremental(path, checkpoint: Checkpoint, check: CheckpointCheck, ex
                 if (expected == 1) != isinstance(event, ev.Genesis):
                     return bad("format", "the first event, and only the first, is the genesis", expected, record)
             else:
-                problem = check_record(record, expected, prev)
+                problem = check_record(record, expected, prev, prev_ts, redactions)
                 if problem is not None:
                     report.problem = problem
                     return report
@@ -746,6 +748,14 @@ def _verify_incremental(path, checkpoint: Checkpoint, check: CheckpointCheck, ex
                 workflow.step(record.seq, record.event)
             except Violation as exc:
                 return bad("workflow", exc.message, record.seq, record, exc.code)
+            if isinstance(record.event, ev.Redacted):
+                e = record.event
+                if expected > m and (problem := redactions.announcement_problem(record)):
+                    report.problem = problem
+                    return report
+                report.redactions.append(
+                    f"seq {record.seq}: the value at {e.path} of seq {e.target} was redacted by {e.by} ({e.reason})"
+                )
             stream.append(merkle.leaf_hash(bytes.fromhex(record.hash)))
             if expected == m:
                 check.head = record.hash
@@ -757,6 +767,7 @@ def _verify_incremental(path, checkpoint: Checkpoint, check: CheckpointCheck, ex
                         record,
                     )
             prev, report.count, report.head = record.hash, record.seq, record.hash
+            prev_ts = record.event.ts
             if expect_head is not None and record.hash == expect_head:
                 head_seen_at = record.seq
             expected += 1
@@ -770,10 +781,24 @@ def _verify_incremental(path, checkpoint: Checkpoint, check: CheckpointCheck, ex
         return bad("format", "the ledger has no events", 1)
     if reader.torn is not None:
         t = reader.torn
-        report.warnings.append(
-            f"{t.segment} ends in a torn line ({len(t.fragment)} bytes at offset {t.offset}) that was never "
-            "acknowledged; the next writer moves it to quarantine/"
-        )
+        completed = complete_torn_tail(t, expected, prev, prev_ts, workflow, redactions) if expected > m else None
+        if isinstance(completed, Problem):
+            report.problem = completed
+            return report
+        if completed is not None:  # as verify counts it (ledger.verify)
+            stream.append(merkle.leaf_hash(bytes.fromhex(completed.hash)))
+            report.count, report.head = completed.seq, completed.hash
+            if expect_head is not None and completed.hash == expect_head:
+                head_seen_at = completed.seq
+            report.warnings.append(
+                f"{t.segment}: the last event (seq {completed.seq}) lacks its line feed; it is counted, and a writer "
+                "restores the line feed"
+            )
+        else:
+            report.warnings.append(
+                f"{t.segment} ends in a torn line ({len(t.fragment)} bytes at offset {t.offset}) that was never "
+                "acknowledged; the next writer moves it to quarantine/"
+            )
     if expect_head is not None:
         if head_seen_at is None:
             report.problem = Problem(None, "head", f"the expected head {expect_head} is not in this ledger: it was truncated or rewritten")
@@ -800,8 +825,16 @@ Hex64 = Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$", min_length=64, max
 Positive = Annotated[int, msgspec.Meta(ge=1, le=2**63 - 1)]
 
 
-class ProofFile(msgspec.Struct, forbid_unknown_fields=True):
-    """An inclusion proof file (JSON, members in this order)."""
+class ProofRedaction(msgspec.Struct, forbid_unknown_fields=True):
+    """A field of the proven event's data that was redacted (docs/ledger-format.md, 10)."""
+
+    path: str
+    value_digest: Hex64
+
+
+class ProofFile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """An inclusion proof file (JSON, members in this order). `redactions` is present only
+    when some field of the event's data was redacted."""
 
     format: Literal["countersign-proof/1"]
     ledger_id: str
@@ -810,6 +843,7 @@ class ProofFile(msgspec.Struct, forbid_unknown_fields=True):
     line: str  # the event's stored line, without its newline
     inclusion: list[Hex64]  # PATH(seq - 1, D[0:tree_size]), hex
     head_inclusion: list[Hex64]  # PATH(tree_size - 1, D[0:tree_size]), hex
+    redactions: list[ProofRedaction] = []
 
     def encode(self) -> bytes:
         return msgspec.json.format(msgspec.json.encode(self), indent=2) + b"\n"
@@ -820,7 +854,7 @@ def make_proof(path: str | Path, seq: int, checkpoint: Checkpoint | None = None)
     checkpoint, of the ledger's current size). With a checkpoint, the ledger's tree of that size
     must have the checkpoint's root and head. Raises MalformedError (seq out of range),
     VerificationError (the ledger does not match, or the event is damaged), LedgerUnreadable."""
-    from ledger.verify import check_record
+    from ledger.verify import Redactions, check_record
 
     size = checkpoint.size if checkpoint is not None else ledger_tail(path)[0]
     if size < 1:
@@ -843,7 +877,13 @@ def make_proof(path: str | Path, seq: int, checkpoint: Checkpoint | None = None)
         record = parse_line(line, seq)
     except LedgerCorrupt as exc:
         raise VerificationError(f"{path}: seq {seq} is damaged: {exc.message}") from None
-    problem = check_record(record, seq, record.event.prev)
+    # A redaction may come after the tree's size: the line is proven as it is stored now.
+    redacted = Redactions.collect(path).of(seq) or {}
+    found = Redactions({seq: redacted})
+    problem = check_record(record, seq, record.event.prev, redactions=found)
+    if problem is None and found.findings:
+        problem = next(iter(found.findings.values()))
+        raise VerificationError(f"{path}: a redaction of seq {seq} does not hold: {problem}")
     if problem is not None:
         raise VerificationError(f"{path}: seq {seq} is damaged: {problem.message}")
     if checkpoint is not None:
@@ -863,6 +903,7 @@ def make_proof(path: str | Path, seq: int, checkpoint: Checkpoint | None = None)
         line=text,
         inclusion=[h.hex() for h in stream.inclusion_proof(seq - 1)],
         head_inclusion=[h.hex() for h in stream.inclusion_proof(size - 1)],
+        redactions=[ProofRedaction(format_field_path(p), d) for p, d in sorted(redacted.items(), key=lambda i: format_field_path(i[0]))],
     )
 
 
@@ -902,7 +943,7 @@ def verify_proof(data: bytes, checkpoint_note: bytes, key: PublicKey) -> ProvenE
     its data matches its digests; the event's inclusion path leads from its stored hash, at
     index seq - 1, to the checkpoint's root; the head's path leads from the checkpoint's head, at
     index tree_size - 1, to the same root. Raises MalformedError or VerificationError."""
-    from ledger.verify import check_record
+    from ledger.verify import Redactions, check_record
 
     checkpoint = verify_checkpoint(checkpoint_note, key)
     proof = parse_proof(data)
@@ -920,7 +961,19 @@ def verify_proof(data: bytes, checkpoint_note: bytes, key: PublicKey) -> ProvenE
         record = parse_line(RawLine("proof", 1, 0, proof.line.encode("utf-8")), proof.seq)
     except (LedgerCorrupt, UnicodeEncodeError) as exc:
         raise VerificationError(f"the proof's line is not a ledger event: {getattr(exc, 'message', exc)}") from None
-    problem = check_record(record, proof.seq, record.event.prev)
+    redacted: dict[tuple, str] = {}
+    for r in proof.redactions:
+        try:
+            parts = parse_field_path(r.path)
+        except FieldPathError as exc:
+            raise MalformedError(f"the proof's redaction {r.path!r} is not a field path: {exc}") from None
+        if format_field_path(parts) != r.path or parts in redacted:
+            raise MalformedError(f"the proof's redaction {r.path!r} is not canonical or is repeated")
+        redacted[parts] = r.value_digest
+    found = Redactions({proof.seq: redacted})
+    problem = check_record(record, proof.seq, record.event.prev, redactions=found)
+    if problem is None and found.findings:
+        raise VerificationError(f"the proof's redaction does not hold: {next(iter(found.findings.values()))}")
     if problem is not None:
         raise VerificationError(f"the proof's line (seq {proof.seq}) is not intact: {problem.message}")
     if isinstance(record.event, ev.Genesis) and record.event.ledger_id != proof.ledger_id:

@@ -137,3 +137,45 @@ def encode_arguments(args: Any) -> tuple[str, bytes]:
         return digest, _encoder.encode(args)
     except (TypeError, ValueError, msgspec.EncodeError) as exc:
         raise ArgumentsError(str(exc)) from None
+
+
+# --- redaction --------------------------------------------------------------------------------
+
+REDACTED = "$redacted"  # the member of the marker object that stands for a redacted value
+
+
+def redaction_marker(digest: str) -> dict:
+    """The object that replaces a redacted value: `{"$redacted": "<hex digest of the value>"}`."""
+    return {REDACTED: digest}
+
+
+def is_marker(value: Any, digest: str) -> bool:
+    return type(value) is dict and len(value) == 1 and value.get(REDACTED) == digest
+
+
+def redacted_digest(value: Any, redactions: dict[tuple, str], path: tuple = ()) -> str:
+    """`value_digest`, except that at each `path` listed in `redactions` (tuples of keys and list
+    indexes, below `path`), a marker `{"$redacted": d}` with `d` the listed digest counts as the
+    value it replaced, whose digest was `d`. Anywhere else a marker is an ordinary object. This is
+    what lets a value be removed while the digest of the whole, which the hash chain covers, can
+    still be recomputed (docs/ledger-format.md, "Redaction")."""
+
+    def walk(node: Any, here: tuple) -> bytes:
+        listed = redactions.get(here)
+        if listed is not None and is_marker(node, listed):
+            return bytes.fromhex(listed)
+        if type(node) is dict:
+            h = hashlib.sha256(b"o")
+            items = sorted(((_utf8(k), k) for k in node), key=lambda entry: entry[0])
+            for encoded, key in items:
+                h.update(hashlib.sha256(b"s" + encoded).digest())
+                h.update(walk(node[key], here + (key,)))
+            return h.digest()
+        if type(node) is list:
+            h = hashlib.sha256(b"l")
+            for i, item in enumerate(node):
+                h.update(walk(item, here + (i,)))
+            return h.digest()
+        return _digest(node)
+
+    return walk(value, path).hex()

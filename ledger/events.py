@@ -28,12 +28,15 @@ from typing import Annotated, Literal, Union
 import msgspec
 
 from dsl.requirements import Requirements
+from ledger.fieldpath import CANONICAL_PATTERN
 
 FORMAT = "countersign-ledger/1"
 GENESIS_PREV = "0" * 64
 
 # Field types with their rules, so that decoding a body validates it (docs/ledger-format.md, 3).
 # Exact lengths as well as patterns: a pattern's `$` also matches before a final newline.
+# A field path in its one canonical spelling (ledger.fieldpath).
+FieldPath = Annotated[str, msgspec.Meta(pattern=CANONICAL_PATTERN)]
 Hex64 = Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$", min_length=64, max_length=64)]
 Timestamp = Annotated[
     str, msgspec.Meta(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$", min_length=27, max_length=27)
@@ -195,6 +198,20 @@ class Recovered(Event, tag="recovered", kw_only=True, frozen=True):
     quarantine: str
 
 
+class Redacted(Event, tag="redacted", kw_only=True, frozen=True):
+    """Personal data removed from the data beside an earlier event: at `path` (`args.card_number`,
+    `args.items[0].cc`, `context.cwd`) of the data of event `target`, the value whose structural
+    digest is `value_digest` was replaced by the marker `{"$redacted": value_digest}`. The chain
+    still covers the arguments' digest, which the marker lets verify recompute. `by` is who
+    redacted, `reason` why (a legal basis, a ticket)."""
+
+    target: Seq
+    path: FieldPath
+    value_digest: Hex64
+    reason: str
+    by: str
+
+
 AnyEvent = Union[
     Genesis,
     Proposed,
@@ -208,6 +225,7 @@ AnyEvent = Union[
     ExecutionStarted,
     Executed,
     Recovered,
+    Redacted,
 ]
 
 KINDS = tuple(cls.__struct_config__.tag for cls in AnyEvent.__args__)

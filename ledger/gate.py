@@ -33,7 +33,7 @@ from ledger import events as ev
 from ledger.clock import Clock, add_seconds, format_ts, utc_now
 from ledger.digest import ArgumentsError, encode_arguments, value_digest
 from ledger.log import Ledger, LedgerCorrupt
-from ledger.verify import check_record
+from ledger.verify import Redactions, check_record
 from ledger.workflow import (
     EditDenied,
     RequestState,
@@ -159,14 +159,17 @@ class Gate:
 
     def _replay(self) -> None:
         prev, expected = ev.GENESIS_PREV, 1
+        redactions = Redactions.collect(self.ledger.path)
         for record in self.ledger.records():
-            problem = check_record(record, expected, prev, self._last_ts)
+            problem = check_record(record, expected, prev, self._last_ts, redactions)
             if problem is not None:
                 raise LedgerCorrupt(problem.seq, problem.message, problem.segment, problem.line)
             try:
                 self.workflow.step(record.seq, record.event)
             except Violation as exc:
                 raise LedgerCorrupt(record.seq, f"unlawful history: {exc.message}", record.segment, record.line) from None
+            if isinstance(record.event, ev.Redacted) and (problem := redactions.announcement_problem(record)):
+                raise LedgerCorrupt(problem.seq, problem.message, problem.segment, problem.line)
             self._remember(record.seq, record.event, record.data_value())
             prev, expected = record.hash, expected + 1
             self._last_ts = max(self._last_ts, record.event.ts)

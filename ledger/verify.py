@@ -25,9 +25,10 @@ import msgspec
 
 from ledger import events as ev
 from ledger.clock import parse_ts
-from ledger.digest import ArgumentsError, canonical_spelling, value_digest
+from ledger.digest import ArgumentsError, canonical_spelling, is_marker, redacted_digest, value_digest
 from ledger.events import encode_event
-from ledger.log import LedgerCorrupt, LedgerReader, LedgerUnreadable, RawLine, parse_line
+from ledger.fieldpath import FieldPathError, format_field_path, parse_field_path, resolve
+from ledger.log import LedgerCorrupt, LedgerReader, LedgerUnreadable, RawLine, list_segments, parse_line
 from ledger.workflow import Violation, Workflow
 
 EXIT_OK, EXIT_BAD, EXIT_UNREADABLE = 0, 1, 2
@@ -56,6 +57,7 @@ class Report(msgspec.Struct):
     unreadable: str | None = None
     warnings: list[str] = []
     statuses: dict[str, int] = {}
+    redactions: list[str] = []
 
     @property
     def ok(self) -> bool:
@@ -77,6 +79,7 @@ def verify(path: str | Path, expect_head: str | None = None) -> Report:
         report.unreadable = str(exc)
         return report
     workflow = Workflow()
+    redactions = Redactions.collect(path)
     prev, expected, prev_ts = ev.GENESIS_PREV, 1, ""
     head_seen_at: int | None = None
     try:
@@ -86,7 +89,7 @@ def verify(path: str | Path, expect_head: str | None = None) -> Report:
             except LedgerCorrupt as exc:
                 report.problem = Problem(expected, "format", exc.message, segment=raw.segment, line=raw.line)
                 return report
-            problem = check_record(record, expected, prev, prev_ts)
+            problem = check_record(record, expected, prev, prev_ts, redactions)
             if problem is not None:
                 report.problem = problem
                 return report
@@ -102,6 +105,15 @@ def verify(path: str | Path, expect_head: str | None = None) -> Report:
             except Violation as exc:
                 report.problem = Problem(record.seq, "workflow", exc.message, exc.code, record.segment, record.line)
                 return report
+            if isinstance(record.event, ev.Redacted):
+                e = record.event
+                problem = redactions.announcement_problem(record)
+                if problem is not None:
+                    report.problem = problem
+                    return report
+                report.redactions.append(
+                    f"seq {record.seq}: the value at {e.path} of seq {e.target} was redacted by {e.by} ({e.reason})"
+                )
             prev, report.count, report.head = record.hash, record.seq, record.hash
             if expect_head is not None and record.hash == expect_head:
                 head_seen_at = record.seq
@@ -117,7 +129,7 @@ def verify(path: str | Path, expect_head: str | None = None) -> Report:
         return report
     if reader.torn is not None:
         t = reader.torn
-        completed = _complete_tail(t, expected, prev, prev_ts, workflow)
+        completed = complete_torn_tail(t, expected, prev, prev_ts, workflow, redactions)
         if completed is not None:
             # A whole, valid event that lacks only its line feed is an event: a crash can cut the
             # last byte of a write, and ignoring it would let anyone undo the last decision by
@@ -154,28 +166,97 @@ def verify(path: str | Path, expect_head: str | None = None) -> Report:
     return report
 
 
-def _complete_tail(torn, expected: int, prev: str, prev_ts: str, workflow: Workflow):
-    """The Record of a torn tail that is a whole line continuing the chain (None when it is not),
-    or the Problem such a line has under the remaining checks (data, workflow)."""
+def complete_torn_tail(torn, expected: int, prev: str, prev_ts: str, workflow: Workflow, redactions: Redactions):
+    """A torn tail (ledger.log.TornTail) that is a whole line continuing the chain, checked as the
+    event `expected` after `prev` and `prev_ts` and applied to `workflow`: its Record; the
+    Problem it has under checks 2 to 7; or None when it is not such a line (a real torn write)."""
     try:
         record = parse_line(RawLine(torn.segment, 0, torn.offset, torn.fragment), expected)
     except LedgerCorrupt:
         return None
     if record.seq != expected or record.event.prev != prev or hashlib.sha256(record.body).hexdigest() != record.hash:
         return None
-    problem = check_record(record, expected, prev, prev_ts)
+    problem = check_record(record, expected, prev, prev_ts, redactions)
     if problem is not None:
         return problem
     try:
         workflow.step(record.seq, record.event)
     except Violation as exc:
         return Problem(record.seq, "workflow", exc.message, exc.code, record.segment, None)
+    if isinstance(record.event, ev.Redacted):
+        return redactions.announcement_problem(record) or record
     return record
 
 
-def check_record(record, expected: int, prev: str, prev_ts: str = "") -> Problem | None:
+class Redactions:
+    """The redactions a ledger records, and what checking their targets' data found.
+
+    `paths[target seq]` maps each field path redacted in that event's data (a tuple of keys and
+    indexes) to the digest of the value removed. check_record honours a marker only there. What
+    is wrong with one announced path (the target's data has no such field, or holds a value of
+    another digest) is kept in `findings` and reported at the `redacted` event's own seq, after
+    the workflow rules (`announcement_problem`): the announcement is at fault, not the target.
+    """
+
+    def __init__(self, paths: dict[int, dict[tuple, str]] | None = None):
+        self.paths: dict[int, dict[tuple, str]] = paths or {}
+        self.findings: dict[tuple[int, tuple], str] = {}
+
+    @classmethod
+    def collect(cls, path: str | Path) -> "Redactions":
+        """Scan a ledger for `redacted` events: a quick first pass over the segment files that
+        decodes only the lines of those events (found by their first bytes, which the canonical
+        layout fixes), whole or torn. The main pass checks each of them in full, so a bogus one
+        still fails verification at its own seq. When one field is announced twice, the first
+        announcement counts (the second is unlawful)."""
+        found: dict[int, dict[tuple, str]] = {}
+
+        def note(raw: RawLine) -> None:
+            if not raw.text.startswith(_REDACTED_LINE):
+                return
+            try:
+                event = parse_line(raw, -1).event
+                parts = parse_field_path(event.path)
+            except (LedgerCorrupt, FieldPathError, AttributeError):
+                return  # the main pass reports what is wrong with this line
+            found.setdefault(event.target, {}).setdefault(parts, event.value_digest)
+
+        # Every line of every segment file, whatever else is wrong with the ledger: a damaged
+        # line elsewhere must not hide a redaction and so shift the first problem verify reports.
+        try:
+            segments = list_segments(Path(path))
+        except OSError:
+            segments = []
+        for segment in segments:
+            try:
+                with segment.open("rb") as handle:
+                    for number, text in enumerate(handle, start=1):
+                        if text.startswith(_REDACTED_LINE):
+                            note(RawLine(segment.name, number, 0, text.removesuffix(b"\n")))
+            except OSError:
+                continue  # reported by the main pass
+        return cls(found)
+
+    def of(self, seq: int) -> dict[tuple, str] | None:
+        return self.paths.get(seq)
+
+    def announcement_problem(self, record) -> Problem | None:
+        """For a `redacted` event's Record: the Problem with what it announces, found when its
+        target's data was checked; None when there is none (or the target was not checked)."""
+        event = record.event
+        message = self.findings.get((event.target, parse_field_path(event.path)))
+        if message is None:
+            return None
+        return Problem(record.seq, "data", message, segment=record.segment, line=record.line)
+
+
+_REDACTED_LINE = b'{"body":{"kind":"redacted",'
+
+
+def check_record(record, expected: int, prev: str, prev_ts: str = "", redactions: Redactions | None = None) -> Problem | None:
     """Checks 2 to 6 of the module docstring for one Record; None when it passes. `prev_ts` is
-    the previous event's ts: no event is earlier than the one before it."""
+    the previous event's ts: no event is earlier than the one before it. `redactions` are the
+    ledger's redactions (Redactions.collect); what is wrong with one of them is noted there."""
     event, seq = record.event, record.seq
 
     def problem(kind: str, message: str) -> Problem:
@@ -200,10 +281,11 @@ def check_record(record, expected: int, prev: str, prev_ts: str = "") -> Problem
         return problem("chain", f"ts {event.ts} is earlier than the previous event's ({prev_ts}): time went backwards")
     if (seq == 1) != isinstance(event, ev.Genesis):
         return problem("format", "the first event, and only the first, is the genesis")
-    return _check_data(record, problem)
+    paths = redactions.of(record.seq) if redactions is not None else None
+    return _check_data(record, problem, paths, redactions)
 
 
-def _check_data(record, problem) -> Problem | None:
+def _check_data(record, problem, redactions: dict[tuple, str] | None, found: Redactions | None) -> Problem | None:
     event = record.event
     try:
         data = msgspec.json.decode(record.data)
@@ -219,12 +301,29 @@ def _check_data(record, problem) -> Problem | None:
     if set(data) != expected_keys:
         return problem("data", f"the data must hold exactly {sorted(expected_keys)}")
     try:
-        if value_digest(data["args"]) != event.args_digest:
+        if redactions:  # markers count as the values they replaced, at the paths redacted events name
+            args_digest = redacted_digest(data["args"], redactions, ("args",))
+            context_digest = redacted_digest(data.get("context"), redactions, ("context",))
+        else:
+            args_digest = value_digest(data["args"])
+            context_digest = value_digest(data["context"]) if isinstance(event, ev.Proposed) else None
+        if args_digest != event.args_digest:
             return problem("data", "the stored arguments do not match their digest in the chain")
-        if isinstance(event, ev.Proposed) and value_digest(data["context"]) != event.context_digest:
+        if isinstance(event, ev.Proposed) and context_digest != event.context_digest:
             return problem("data", "the stored context does not match its digest in the chain")
     except ArgumentsError as exc:
         return problem("data", f"the stored data is not a JSON value: {exc}")
+    for parts, digest in (redactions or {}).items():
+        if any(parts[:n] in redactions for n in range(2, len(parts))):
+            continue  # inside a redacted field: that field's marker or value covers it
+        where = f"{format_field_path(parts)} of seq {record.seq}"
+        try:
+            value = resolve(data, parts)
+        except KeyError:
+            found.findings[(record.seq, parts)] = f"the redaction names {where}, which does not exist"
+            continue
+        if not is_marker(value, digest) and redacted_digest(value, redactions, parts) != digest:
+            found.findings[(record.seq, parts)] = f"the value at {where} is neither the value announced nor its marker"
     # The chain covers values, not spellings; requiring the one canonical spelling also catches
     # an edit that keeps every value (1e22 → 1E22), so no stored byte changes unnoticed.
     if canonical_spelling(data) != record.data:

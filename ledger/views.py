@@ -47,6 +47,7 @@ Requires DuckDB >= 1.3 (`try()`). duckdb is imported only inside the functions o
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -262,6 +263,11 @@ def _re2(pattern: str) -> str:
             nxt = pattern[i + 1 : i + 2]
             if nxt == "d":
                 out.append(r"\p{Nd}")
+            elif nxt == "x" and re.fullmatch(r"[0-9a-fA-F]{2}", pattern[i + 2 : i + 4]):
+                out.append(pattern[i : i + 4])  # \xHH: the same in RE2
+                i += 2
+            elif nxt == "Z" and i + 2 == len(pattern):
+                out.append("$")  # the very end: RE2's $ (without the m flag) matches only there
             elif nxt and nxt in ".^$*+?()[]{}|\\-/":
                 out.append(c + nxt)
             else:
@@ -1004,7 +1010,7 @@ t7 AS (
 SELECT *,
        CASE
            WHEN kind = 'genesis' THEN CASE WHEN opened_before THEN 'misplaced-genesis' END
-           WHEN kind IN ('proposed', 'recovered') THEN NULL
+           WHEN kind IN ('proposed', 'recovered', 'redacted') THEN NULL  -- redactions: see `violations`
            WHEN NOT known THEN 'unknown-request'
            WHEN status_before IN ({final}) THEN 'request-final'
            WHEN kind = 'interrupted' THEN CASE WHEN status_before <> 'interrupting' THEN 'not-interruptible' END
@@ -1072,9 +1078,45 @@ WITH t AS (
                WHEN 'misplaced-genesis' THEN 'a genesis event may only open the ledger'
            END AS detail
     FROM _timeline WHERE violation IS NOT NULL
+),
+-- The redaction rules of ledger.workflow (Workflow._check_redaction), in its order.
+rd AS (
+    SELECT r.seq, r.position, r.kind, r.segment_file, r.line, r.target, r.path,
+           EXISTS (SELECT 1 FROM events p WHERE p.valid AND p.kind = 'proposed' AND p.seq = r.target
+                                              AND p.position < r.position) AS is_proposal,
+           (SELECT arg_max(e.request, e.position) FROM events e WHERE e.valid AND e.kind = 'edited' AND e.seq = r.target
+                                                                  AND e.position < r.position) AS edit_request,
+           row_number() OVER (PARTITION BY r.target, r.path ORDER BY r.position) > 1 AS repeated
+    FROM events r WHERE r.valid AND r.kind = 'redacted'
+),
+rd1 AS (
+    SELECT *, CASE WHEN is_proposal THEN target ELSE edit_request END AS target_request FROM rd
+),
+rd2 AS (
+    SELECT *,
+           (SELECT arg_max(tl.status_after, tl.position) FROM _timeline tl
+            WHERE tl.known AND tl.request = rd1.target_request AND tl.position < rd1.position) AS status_before
+    FROM rd1
+),
+r AS (
+    SELECT seq, target_request AS request, kind, segment_file, line, position,
+           CASE WHEN target_request IS NULL THEN 'redaction-target'
+                WHEN starts_with(path, 'context') AND NOT is_proposal THEN 'redaction-target'
+                WHEN status_before NOT IN (@FINAL) THEN 'redaction-too-early'
+                WHEN repeated THEN 'already-redacted'
+           END AS code,
+           CASE WHEN target_request IS NULL THEN format('seq {} is not an earlier proposal or edit; only those store data', target)
+                WHEN starts_with(path, 'context') AND NOT is_proposal THEN format('seq {} is an edit, which stores no context', target)
+                WHEN status_before NOT IN (@FINAL)
+                    THEN format('request {} is {} and may still run; it is redacted once final', target_request, status_before)
+                WHEN repeated THEN format('{} of seq {} is already redacted', path, target)
+           END AS detail
+    FROM rd2
 )
 SELECT seq, request, code, detail, kind, segment_file, line, position FROM t
-"""
+UNION ALL
+SELECT seq, request, code, detail, kind, segment_file, line, position FROM r WHERE code IS NOT NULL
+""".replace("@FINAL", final)
 
 
 def _request_sql() -> list[str]:

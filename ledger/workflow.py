@@ -23,7 +23,10 @@ The rules (each a Violation subclass, `code` in parentheses):
 - execution starts only when the request is allowed or its quorum approved the current digest
   (not-approved), with exactly the approved digest (digest-mismatch), at most once
   (already-executed); `executed` follows its own `execution_started` with the same digest
-  (not-started, digest-mismatch).
+  (not-started, digest-mismatch);
+- a redaction names an earlier event that stores data, a proposal or an edit (redaction-target),
+  of a request that is final, so its arguments are no longer needed (redaction-too-early), and a
+  field not redacted before (already-redacted); `context.…` only for a proposal.
 """
 
 from __future__ import annotations
@@ -115,6 +118,18 @@ class MisplacedGenesis(Violation):
     code = "misplaced-genesis"
 
 
+class RedactionTarget(Violation):
+    code = "redaction-target"
+
+
+class RedactionTooEarly(Violation):
+    code = "redaction-too-early"
+
+
+class AlreadyRedacted(Violation):
+    code = "already-redacted"
+
+
 @dataclass
 class RequestState:
     """Everything known about one request, folded from its events.
@@ -167,6 +182,8 @@ class Workflow:
         self.requests: dict[int, RequestState] = {}
         self.by_call_id: dict[str, int] = {}
         self.seen_genesis = False
+        self.edits: dict[int, int] = {}  # seq of an edited event → its request
+        self.redacted: set[tuple[int, str]] = set()  # (target seq, field path) redacted so far
 
     # --- checking -----------------------------------------------------------------------------
 
@@ -201,6 +218,9 @@ class Workflow:
                 raise MisplacedGenesis("a genesis event may only open the ledger")
             return
         if isinstance(event, (ev.Proposed, ev.Recovered)):
+            return
+        if isinstance(event, ev.Redacted):
+            self._check_redaction(event)
             return
         state = self._state(event.request)
         if isinstance(event, ev.Interrupted):
@@ -249,6 +269,21 @@ class Workflow:
             if event.args_digest != state.digest:
                 raise DigestMismatch("the outcome names other arguments than the execution started with", state.request)
 
+    def _check_redaction(self, event: ev.Redacted) -> None:
+        target = event.target
+        request = target if target in self.requests else self.edits.get(target)
+        if request is None:
+            raise RedactionTarget(f"seq {target} is not an earlier proposal or edit; only those store data")
+        if event.path.startswith("context") and target not in self.requests:
+            raise RedactionTarget(f"seq {target} is an edit, which stores no context")
+        state = self.requests[request]
+        if not state.final:
+            raise RedactionTooEarly(
+                f"request {request} is {state.status} and may still run; it is redacted once final", request
+            )
+        if (target, event.path) in self.redacted:
+            raise AlreadyRedacted(f"{event.path} of seq {target} is already redacted", request)
+
     # --- applying -----------------------------------------------------------------------------
 
     def apply(self, seq: int, event: ev.Event) -> None:
@@ -256,7 +291,10 @@ class Workflow:
         if isinstance(event, ev.Genesis):
             self.seen_genesis = True
             return
-        if isinstance(event, ev.Recovered):
+        if isinstance(event, ev.Recovered):  # about the log, not about a request
+            return
+        if isinstance(event, ev.Redacted):
+            self.redacted.add((event.target, event.path))
             return
         if isinstance(event, ev.Proposed):
             status = {"allow": "allowed", "deny": "denied", "ask": "interrupting"}.get(event.effect, "denied")
@@ -288,6 +326,7 @@ class Workflow:
             state.approvers.append(event.approver)
             self._maybe_approved(state, event.ts, event.approver)
         elif isinstance(event, ev.Edited):
+            self.edits[seq] = event.request
             state.digest = event.args_digest
             state.edits += 1
             state.requirements = event.requirements

@@ -172,6 +172,12 @@ class Forge:
         result = value_digest({"ok": True}) if outcome == "ok" else None
         return self.append(ev.Executed(request=request, args_digest=digest, outcome=outcome, result_digest=result, error=error))
 
+    def redacted(self, target: int, path: str = "args.amount", value: Any = 10, *, digest: str | None = None) -> int:
+        """Append a `redacted` event announcing `path` of `target`, whose value is `value` (the
+        line itself is not rewritten: the value stays, which verify accepts)."""
+        digest = digest or value_digest(value)
+        return self.append(ev.Redacted(target=target, path=path, value_digest=digest, reason="GDPR art. 17", by="dpo"))
+
     def genesis(self) -> int:
         return self.append(ev.Genesis(format=ev.FORMAT, ledger_id="f" * 32))
 
@@ -241,19 +247,28 @@ def rechain(lines: list[bytes], start: int = 0) -> list[bytes]:
 PEOPLE = ("agent", "sup-1", "sup-2", "sup-3", "x")
 
 
-def _random_event(rng, workflow, now: str, next_seq: int) -> tuple[ev.Event, dict | None]:
-    """One plausible next event (lawful or not) for the requests `workflow` knows."""
+def _random_event(rng, workflow, now: str, next_seq: int, stored: dict[int, dict] | None = None) -> tuple[ev.Event, dict | None]:
+    """One plausible next event (lawful or not) for the requests `workflow` knows. `stored` maps
+    the seqs of events with data to their data (for redactions)."""
     states = list(workflow.requests.values())
+    if stored and rng.random() < 0.08:
+        target = rng.choice(list(stored))
+        # context.cwd only where it exists, or of an edit (which the workflow refuses first)
+        has_cwd = "cwd" in stored[target].get("context", {"cwd": 0})
+        path = rng.choice(["args.n", "args.n", "args.n", "context.cwd"] if has_cwd else ["args.n"])
+        value = stored[target]["args"]["n"] if path == "args.n" else "/srv"
+        return ev.Redacted(ts=now, target=target, path=path, value_digest=value_digest(value), reason="r", by="dpo"), None
     if not states or rng.random() < 0.2:
         args = {"n": rng.randint(0, 3)}
+        context = rng.choice([{}, {"cwd": "/srv"}])
         return (
             ev.Proposed(
                 ts=now, run="r", proposer=rng.choice(["agent", "agent", "sup-1"]), call_id=None, tool=rng.choice(["a", "b"]),
-                args_digest=value_digest(args), context_digest=value_digest({}), policy="p", policy_digest="f" * 64,
+                args_digest=value_digest(args), context_digest=value_digest(context), policy="p", policy_digest="f" * 64,
                 effect=rng.choice(["ask", "ask", "ask", "allow", "deny"]), rules=(ev.RuleRef(id=rng.choice(["r1", "r2"]), line=1),),
                 reasons=(),
             ),
-            {"args": args, "context": {}},
+            {"args": args, "context": context},
         )
     state = rng.choice(states)
     request = state.request if rng.random() < 0.97 else rng.randint(1, next_seq)
@@ -310,12 +325,13 @@ def random_history(path: Path, rng, *, steps: int, unlawful_end: bool, segment_b
     with Ledger(path, clock=clock, **kwargs) as ledger:
         workflow = Workflow()
         workflow.apply(1, next(iter(ledger.records())).event)
+        stored: dict[int, dict] = {}
         for step in range(steps):
             clock.advance(rng.choice([0, 1, 30, 61, 600, 4000]))
             now = format_ts(clock())
             want_lawful = not (unlawful_end and step == steps - 1)
             for _ in range(50):
-                event, data = _random_event(rng, workflow, now, ledger.head[0] + 1)
+                event, data = _random_event(rng, workflow, now, ledger.head[0] + 1, stored)
                 try:
                     workflow.check(event)
                     lawful = True
@@ -323,6 +339,8 @@ def random_history(path: Path, rng, *, steps: int, unlawful_end: bool, segment_b
                     lawful = False
                 if lawful == want_lawful:
                     record = ledger.append(event, data)
+                    if data is not None:
+                        stored[record.seq] = data
                     if lawful:
                         workflow.apply(record.seq, record.event)
                     break

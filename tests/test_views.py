@@ -28,6 +28,7 @@ from ledger import events as ev
 from ledger.clock import ManualClock, format_ts, parse_ts
 from ledger.gate import Gate
 from ledger.lines import compose, split
+from ledger.redact import redact
 from ledger.log import Ledger, LedgerReader, LedgerUnreadable
 from ledger.stats import Stats, stats
 from ledger.verify import verify
@@ -138,6 +139,12 @@ def build_gate_ledger(path: Path, segment_bytes: int = 4096) -> dict[str, int]:
     ids["expire"] = g.propose("unknown_tool", {}, proposer="agent", run="r4").request
     tick(25 * 3600)
     assert g.expire() == [ids["expire"]]
+
+    # Redactions, once the requests are final (the Gate must be closed); then the Gate goes on.
+    g.close()
+    redact(path, ids["reject"], "args.id", reason="GDPR art. 17", by="dpo", clock=clock)
+    redact(path, ids["allow-ok"], "context.cwd", reason="ticket 9", by="dpo", clock=clock)
+    g = Gate(Policy.from_text(POLICY, "views-test.policy"), Ledger(path, clock=clock, segment_bytes=segment_bytes), clock=clock)
 
     p = g.propose("big_change", {"amount": 40}, proposer="agent-2", run="r5")
     ids["pending-half"] = p.request
@@ -966,6 +973,45 @@ def u_not_started_after_approval(f):
     return f.executed(r, d)
 
 
+def u_redaction_target_not_data(f):
+    r, d = f.ask(**REQS)
+    f.reject(r, "sup-1")
+    return f.redacted(r + 1)  # the interrupt stores no data
+
+
+def u_redaction_target_later(f):
+    r, d = f.ask(**REQS)
+    f.reject(r, "sup-1")
+    seq = f.redacted(r + 3)  # names the event after itself
+    f.propose(effect="deny")
+    return seq
+
+
+def u_redaction_target_context_of_edit(f):
+    r, d = f.ask(**REQS)
+    e, _ = f.edit(r, "sup-1", {"amount": 5}, d)  # the edit approves (quorum 1)
+    f.cancel(r, by="operator")
+    return f.redacted(e, "context.cwd", "/tmp")
+
+
+def u_redaction_too_early(f):
+    r, d = f.ask(**REQS)
+    f.approve(r, "sup-1", d)
+    return f.redacted(r)  # approved but not yet run
+
+
+def u_redaction_too_early_edit(f):
+    r, d = f.ask(**REQS)
+    e, _ = f.edit(r, "sup-1", {"amount": 5}, d)
+    return f.redacted(e, value=5)
+
+
+def u_already_redacted(f):
+    r, d = f.propose(effect="deny")
+    f.redacted(r)
+    return f.redacted(r)
+
+
 UNLAWFUL = {
     "unknown-request": [u_unknown_request, u_unknown_request_names_a_non_proposal],
     "request-final": [u_request_final_after_reject, u_request_final_after_deny, u_request_final_after_executed],
@@ -983,6 +1029,9 @@ UNLAWFUL = {
     "digest-mismatch": [u_digest_mismatch_start, u_digest_mismatch_start_after_edit, u_digest_mismatch_executed],
     "already-executed": [u_already_executed_start_twice, u_already_executed_cancel],
     "not-started": [u_not_started, u_not_started_after_approval],
+    "redaction-target": [u_redaction_target_not_data, u_redaction_target_later, u_redaction_target_context_of_edit],
+    "redaction-too-early": [u_redaction_too_early, u_redaction_too_early_edit],
+    "already-redacted": [u_already_redacted],
 }
 CASES = [(code, forge) for code, forges in UNLAWFUL.items() for forge in forges]
 

@@ -1,0 +1,153 @@
+"""Redaction: remove a value (personal data, a secret) from the data stored beside an event,
+while `verify` keeps passing.
+
+    redact("ledger-dir", target=12, field="args.card_number", reason="GDPR request #481", by="dpo@example.com")
+
+The chain covers the *digest* of the arguments, not the arguments (docs/ledger-format.md, 5), and
+the digest is structural: the digest of an object is made from the digests of its members. So a
+value can be replaced by a marker carrying its own digest, `{"$redacted": "<hex>"}`, and the
+arguments' digest recomputed from the marker and the remaining values, the way QLDB's redaction
+keeps a revision's hash. Two steps, in this order:
+
+1. a `redacted` event is appended to the chain (durably): which event, which path, the digest of
+   the value removed, why and by whom;
+2. the event's line is rewritten with the marker in place of the value: the segment is written
+   anew to a temporary file, synced, renamed over the old one, and the directory synced.
+
+A crash between the two leaves the value in place and the redaction announced; running the same
+redaction again completes it. Verify honours a marker only at a path some `redacted` event names
+with that digest, and reports every redaction.
+
+Redaction needs the ledger to itself (no Gate or other writer open: the rewritten segment may be
+the one they append to), and refuses a request that can still run, whose arguments the Gate still
+needs.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+import msgspec
+
+from ledger import events as ev
+from ledger import lines
+from ledger.clock import Clock, utc_now
+from ledger.digest import canonical_json, is_marker, redacted_digest, redaction_marker
+from ledger.fieldpath import FieldPathError, format_field_path, parse_field_path, replace, resolve
+from ledger.log import Ledger, LedgerError, LedgerReader, _fsync_dir
+from ledger.verify import verify
+from ledger.workflow import FINAL, Workflow
+
+
+class RedactionError(LedgerError):
+    """The redaction cannot be made: no such event or field, a request that can still run, ..."""
+
+
+class Redaction(NamedTuple):
+    """What `redact` did. `seq` is the `redacted` event's seq; `rewritten` tells whether the line
+    was rewritten now (False when an earlier run had already done it)."""
+
+    target: int
+    path: str
+    value_digest: str
+    seq: int
+    rewritten: bool
+
+
+def redact(
+    directory: str | Path,
+    target: int,
+    field: str,
+    *,
+    reason: str,
+    by: str,
+    clock: Clock = utc_now,
+) -> Redaction:
+    """Redact the value at `field` of the data beside event `target`. See the module docstring.
+
+    Raises RedactionError (no such event, no data, no such field, a field inside one already
+    redacted, a request that can still run, a ledger that does not verify), ledger.log.LedgerLocked (a Gate or another writer has the ledger open),
+    ledger.log.LedgerUnreadable, LedgerCorrupt.
+    """
+    try:
+        parts = parse_field_path(field)
+    except FieldPathError as exc:
+        raise RedactionError(str(exc)) from None
+    path = format_field_path(parts)
+    if not isinstance(reason, str) or not reason.strip():
+        raise RedactionError("a redaction needs a reason (a legal basis, a ticket)")
+    if not isinstance(by, str) or not by.strip():
+        raise RedactionError("a redaction needs the identity of who makes it")
+    directory = Path(directory)
+    with Ledger(directory, create=False, exclusive=True, clock=clock) as led:
+        # Only a ledger that verifies is rewritten: redaction must not launder damage.
+        report = verify(directory)
+        if not report.ok:
+            where = f" at seq {report.problem.seq}" if report.problem and report.problem.seq else ""
+            raise RedactionError(f"the ledger does not verify{where}; it is not redacted until it does")
+        workflow, record, earlier = Workflow(), None, None
+        existing: dict[tuple, str] = {}  # the paths of `target` redacted before → their digests
+        for rec in LedgerReader(directory).records():
+            workflow.step(rec.seq, rec.event)
+            if rec.seq == target:
+                record = rec
+            event = rec.event
+            if isinstance(event, ev.Redacted) and event.target == target:
+                existing[parse_field_path(event.path)] = event.value_digest
+                if event.path == path:
+                    earlier = rec
+        if record is None:
+            raise RedactionError(f"there is no event at seq {target}")
+        if not isinstance(record.event, ev.WITH_DATA):
+            raise RedactionError(f"seq {target} is a {record.event.__struct_config__.tag} event, which stores no data")
+        request = target if isinstance(record.event, ev.Proposed) else record.event.request
+        state = workflow.requests[request]
+        if state.status not in FINAL:
+            raise RedactionError(
+                f"request {request} is {state.status} and may still run; its arguments are redacted once it is final"
+            )
+        for n in range(2, len(parts)):
+            if parts[:n] in existing:
+                raise RedactionError(f"{path} is inside {format_field_path(parts[:n])}, which is already redacted")
+        data = msgspec.json.decode(record.data)
+        try:
+            value = resolve(data, parts)
+        except KeyError:
+            raise RedactionError(f"the data of seq {target} has no field {path}") from None
+        if earlier is not None and is_marker(value, earlier.event.value_digest):
+            return Redaction(target, path, earlier.event.value_digest, earlier.seq, rewritten=False)
+        # Markers of fields redacted earlier inside this value count as the values they replaced.
+        digest = redacted_digest(value, existing, parts)
+        if earlier is None:
+            seq = led.append(ev.Redacted(target=target, path=path, value_digest=digest, reason=reason, by=by)).seq
+        else:  # announced by a run that stopped before rewriting the line: finish it
+            if earlier.event.value_digest != digest:
+                raise RedactionError(f"seq {earlier.seq} announced another value at {path} than the one stored")
+            seq = earlier.seq
+        # The rewrite happens while this writer still holds the ledger exclusively.
+        _rewrite_line(directory / record.segment, record, canonical_json(replace(data, parts, redaction_marker(digest))))
+    return Redaction(target, path, digest, seq, rewritten=True)
+
+
+def _rewrite_line(segment: Path, record, new_data: bytes) -> None:
+    """Replace the data of one line of `segment` (the hashed body is unchanged), crash-safely."""
+    old = lines.compose(record.body, record.data)[1]
+    new = lines.compose(record.body, new_data)[1]
+    content = segment.read_bytes().split(b"\n")
+    index = record.line - 1
+    if content[index] + b"\n" != old:
+        raise RedactionError(f"{segment.name} line {record.line} changed while it was being redacted")
+    content[index] = new[:-1]
+    temporary = segment.with_name(f".{segment.name}.redact.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        payload = memoryview(b"\n".join(content))
+        while payload:
+            payload = payload[os.write(fd, payload) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(temporary, segment)
+    _fsync_dir(segment.parent)
