@@ -170,6 +170,49 @@ def stats(
 
 
 @app.command()
+def project(
+    directory: str = typer.Argument(..., help="The ledger directory."),
+    rebuild: bool = typer.Option(False, "--rebuild", help="Start again from the first line (the projection is derived data)."),
+    check: bool = typer.Option(False, "--check", help="Also rebuild it from the log alone elsewhere and compare: exit 1 if they differ."),
+    as_json: bool = typer.Option(False, "--json", help="Print what was done as JSON."),
+) -> None:
+    """Make or refresh the ledger's columnar projection (DIR/projection/), which `ledger stats`
+    then reads instead of parsing every line.
+
+    Only the lines after the last one projected are read; if that line is no longer in the log
+    (a truncation or a rewrite: its hash differs) the projection is rebuilt from the log alone.
+    A line that fails a check stops it there (exit 1); stats then use the views.
+
+    Example: countersign ledger project build/demo-ledger
+    """
+    from ledger import projection as proj
+    from ledger.log import LedgerUnreadable
+
+    try:
+        result = proj.refresh(directory, rebuild=rebuild)
+        differ = proj.check(directory) if check else None
+    except (LedgerUnreadable, proj.ProjectionError) as exc:
+        fail(str(exc))
+    if as_json:
+        import msgspec
+
+        echo_json({**msgspec.to_builtins(result), "check_differs": differ})
+    else:
+        if result.rebuilt:
+            typer.echo(f"{directory}: projection built from the first line ({result.reason})")
+        typer.echo(
+            f"{directory}: projection covers {result.events} events, head {result.head} "
+            f"({result.added} added in {result.seconds:.2f}s)"
+        )
+        if result.problem is not None:
+            typer.echo(f"  stopped at seq {result.problem_seq}: {result.problem}; stats use the views (run ledger verify)")
+        if differ is not None:
+            typer.echo(f"  check: {'identical to a rebuild from the log' if not differ else 'differs from a rebuild in ' + ', '.join(differ)}")
+    if result.problem is not None or differ:
+        raise typer.Exit(1)
+
+
+@app.command()
 def redact(
     directory: str = typer.Argument(..., help="The ledger directory."),
     seq: int = typer.Argument(..., help="The seq of the proposed or edited event whose data holds the value."),
