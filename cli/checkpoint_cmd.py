@@ -148,6 +148,7 @@ def verify_proof(
                 "data": proven.record.data_value(),
                 "checkpoint": {"ledger_id": cp.ledger_id, "size": cp.size, "root": cp.root.hex(), "head": cp.head, "time": cp.time},
                 "signed_by": f"{key.name}+{key.id.hex()}",
+                "redactions": [msgspec.to_builtins(r) for r in proven.proof.redactions],
             }
         )
         return
@@ -156,6 +157,9 @@ def verify_proof(
         f"ledger {cp.ledger_id}"
     )
     typer.echo(f"  checkpoint signed by {key.name}+{key.id.hex()} at {cp.time}, root {cp.root.hex()}")
+    if proven.proof.redactions:
+        fields = ", ".join(r.path for r in proven.proof.redactions)
+        typer.echo(f"  redacted (each a marker carrying the removed value's digest): {fields}")
 
 
 def verify_with_checkpoint(

@@ -420,3 +420,25 @@ def test_a_run_from_the_command_line(ledger, tmp_path):
     assert result.exit_code == 0 and "1 value(s) redacted" in result.output and "ticket 7" in result.output
     bad = runner.invoke(app, ["ledger", "redact", str(path), str(ids["pending"]), "--path", "args.secret", "--reason", "r", "--by", "dpo"])
     assert bad.exit_code != 0 and "may still run" in bad.output and "Traceback" not in bad.output
+
+
+def test_verify_proof_names_the_redacted_fields(ledger, tmp_path):
+    from typer.testing import CliRunner
+
+    from cli.main import app
+    from ledger.checkpoint import write_keypair
+
+    path, ids = ledger
+    key = generate_key("example.org/signer")
+    private, public = write_keypair(tmp_path / "k", key)
+    _, note = make_checkpoint(path, key)
+    (tmp_path / "cp").write_bytes(note)
+    redact(path, ids["final"], "args.card.number", reason="r", by="dpo")
+    runner = CliRunner()
+    proof = tmp_path / "proof"
+    made = runner.invoke(app, ["ledger", "prove", str(path), str(ids["final"]), "--checkpoint", str(tmp_path / "cp"), "--out", str(proof)])
+    assert made.exit_code == 0, made.output
+    result = runner.invoke(app, ["verify-proof", str(proof), "--checkpoint", str(tmp_path / "cp"), "--pubkey", str(public)])
+    assert result.exit_code == 0, result.output
+    assert "redacted (each a marker carrying the removed value's digest): args.card.number" in result.output
+    assert CARD not in proof.read_text()
