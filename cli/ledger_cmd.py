@@ -218,7 +218,7 @@ def redact(
     seq: int = typer.Argument(..., help="The seq of the proposed or edited event whose data holds the value."),
     path: str = typer.Option(..., "--path", help="The field: args.card_number, args.items[0].cc, context.cwd."),
     reason: str = typer.Option(..., "--reason", help="Why (a legal basis, a ticket); recorded in the chain."),
-    by: str = typer.Option(..., "--by", help="Who redacts; recorded in the chain."),
+    by: Optional[str] = typer.Option(None, "--by", help="Who redacts; recorded in the chain (default: the operating system's user name)."),
 ) -> None:
     """Remove one value (personal data, a secret) from the data beside an event, keeping verify
     passing: a `redacted` event is appended, then the value is replaced by a marker carrying its
@@ -230,6 +230,13 @@ def redact(
     from ledger.log import LedgerError
     from ledger.redact import redact as run_redact
 
+    if by is None:
+        import getpass
+
+        try:
+            by = getpass.getuser()
+        except (KeyError, OSError):  # no user name known for this uid
+            fail("no user name is known for this process; say who redacts with --by")
     try:
         done = run_redact(directory, seq, path, reason=reason, by=by)
     except LedgerError as exc:
