@@ -1,5 +1,6 @@
 """`python -m bench` (or `make bench`): load time and decision latency of generated policies of
-100, 1,000 and 10,000 rules on real corpus calls, with Cedar (cedarpy) side by side.
+100, 1,000 and 10,000 rules on real corpus calls, with Cedar (cedarpy) side by side; and the
+ledger's append, verify and stats benchmarks (bench/ledger_run.py; `--only ledger` alone).
 
     python -m bench                       # the full run (about 5 minutes), results in bench/results/
     python -m bench --quick               # 100 and 1,000 rules, fewer rounds (about a minute)
@@ -51,7 +52,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="100 and 1,000 rules, 5 rounds, 2 s of Cedar")
     ap.add_argument("--label", default="run", help="name of the results file: bench/results/<date>-<label>.json")
     ap.add_argument("--no-write", action="store_true", help="print only")
+    ap.add_argument("--only", choices=("all", "policy", "ledger"), default="all",
+                    help="the policy language's benchmarks, the ledger's (issue 4: append, verify, stats), or both")
+    ap.add_argument("--ledger", action="store_const", const="ledger", dest="only", help="same as --only ledger")
+    ap.add_argument("--ledger-events", type=int, default=None,
+                    help="events in the large ledger (default 10,000,000; 1,000,000 with --quick)")
+    ap.add_argument("--ledger-parts", default="append,verify,stats", help="which ledger benchmarks, comma-separated")
     opts = ap.parse_args(argv)
+    if opts.only in ("all", "ledger"):
+        from bench import ledger_run
+
+        parts = {p.strip() for p in opts.ledger_parts.split(",") if p.strip()}
+        status = ledger_run.main(opts.quick, opts.ledger_events, opts.label, not opts.no_write, parts)
+        if opts.only == "ledger" or status:
+            return status
     if opts.quick:
         opts.sizes, opts.rounds, opts.cedar_budget = "100,1000", 5, 2.0
     sizes = [int(s) for s in opts.sizes.split(",") if s.strip()]

@@ -24,6 +24,10 @@ Tables:
 - `open_requests`: the same columns for every other request, and its folded state (`state`,
   JSON); rewritten at every refresh.
 - the view `requests`: both.
+- `final_summary`: the final requests counted by (tool, effect, status, decision, edited,
+  outcome), and `final_seconds`: the seconds from proposal to decision of the decided final
+  asks; both kept as final requests are added, so that stats read a few hundred rows and one
+  column instead of every request.
 
 What is checked for each line projected: the line layout, that the body decodes as an event and
 is in its canonical layout, `seq` is the previous one + 1, `prev` the previous hash, the stored
@@ -61,7 +65,7 @@ from ledger import lines as ln
 from ledger.log import LedgerUnreadable, list_segments, segment_name
 from ledger.workflow import RequestState, Violation, Workflow
 
-FORMAT = "countersign-projection/1"
+FORMAT = "countersign-projection/2"
 DIRECTORY = "projection"
 DATABASE = "projection.duckdb"
 LOCK = "LOCK"
@@ -128,6 +132,8 @@ _REQUEST_COLUMNS = {
     "outcome": "VARCHAR",
     "executed_at": "TIMESTAMPTZ",
 }
+_SUMMARY_KEYS = ("tool", "effect", "status", "decision", "edited", "outcome")
+_SECONDS_SQL = "(epoch_us(decided_at) - epoch_us(proposed_at)) / 1e6"  # as ledger.stats computes it
 _TS_COLUMNS = {name for name, t in _REQUEST_COLUMNS.items() if t == "TIMESTAMPTZ"}
 _EVENT_COLUMNS = {
     "seq": "BIGINT",
@@ -147,8 +153,12 @@ _SCHEMA = [
     "CREATE TABLE final_requests (" + ", ".join(f"{c} {t}" for c, t in _REQUEST_COLUMNS.items()) + ")",
     "CREATE TABLE open_requests (" + ", ".join(f"{c} {t}" for c, t in _REQUEST_COLUMNS.items()) + ", state VARCHAR)",
     "CREATE VIEW requests AS SELECT * FROM final_requests UNION ALL SELECT * EXCLUDE (state) FROM open_requests",
+    # What stats need of the final requests, kept as they are added: counts by what stats group
+    # on, and the seconds to decision of the decided asks (their quantiles need every value).
+    "CREATE TABLE final_summary (" + ", ".join(f"{c} {_REQUEST_COLUMNS[c]}" for c in _SUMMARY_KEYS) + ", n BIGINT)",
+    "CREATE TABLE final_seconds (seconds DOUBLE)",
 ]
-TABLES = ("meta", "events", "final_requests", "open_requests")
+TABLES = ("meta", "events", "final_requests", "open_requests", "final_summary", "final_seconds")
 
 
 def _ts_sql(expr: str) -> str:
@@ -294,6 +304,7 @@ class _Projector:
         return _FinalRequest(request, status)
 
     def load(self, meta: dict | None) -> None:
+        self.con.execute("CREATE OR REPLACE TEMP TABLE _chunk AS SELECT * FROM final_requests LIMIT 0")
         if meta is None:
             return
         _load_workflow(self.workflow, meta["workflow"])
@@ -419,6 +430,21 @@ class _Projector:
 
     def _write_rows(self, table: str, rows: list[dict], columns: dict[str, str], ts_columns: set[str]) -> None:
         if not rows:
+            return
+        if table == "final_requests":
+            self._write_rows("_chunk", rows, columns, ts_columns)
+            keys = ", ".join(_SUMMARY_KEYS)
+            self.con.execute("INSERT INTO final_requests SELECT * FROM _chunk")
+            self.con.execute(f"INSERT INTO final_seconds SELECT {_SECONDS_SQL} FROM _chunk "
+                             "WHERE effect = 'ask' AND decision IS NOT NULL")
+            self.con.execute(
+                f"CREATE OR REPLACE TEMP TABLE _summary AS SELECT {keys}, sum(n)::BIGINT AS n FROM ("
+                f"SELECT * FROM final_summary UNION ALL SELECT {keys}, count(*) FROM _chunk GROUP BY ALL) GROUP BY ALL"
+            )
+            self.con.execute("DELETE FROM final_summary")
+            self.con.execute("INSERT INTO final_summary SELECT * FROM _summary")
+            self.con.execute("DROP TABLE _summary")
+            self.con.execute("DELETE FROM _chunk")
             return
         chunk = self.chunk_dir / f".chunk-{os.getpid()}-{table}.jsonl"
         with open(chunk, "wb") as handle:
@@ -629,7 +655,8 @@ def refresh(path: str | Path, *, create: bool = True, rebuild: bool = False) -> 
 
 def snapshot(con) -> dict[str, list[tuple]]:
     """Every table's rows in a fixed order (what a rebuild must reproduce)."""
-    order = {"meta": "1", "events": "seq", "final_requests": "request", "open_requests": "request"}
+    order = {"meta": "1", "events": "seq", "final_requests": "request", "open_requests": "request",
+             "final_summary": "ALL", "final_seconds": "ALL"}
     out = {}
     for table in TABLES:
         rows = con.execute(f"SELECT * FROM {table} ORDER BY {order[table]}").fetchall()

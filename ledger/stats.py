@@ -182,14 +182,67 @@ _VIEW_SOURCES = {
     "@EVENTS": "SELECT count(*) FROM events",
     "@LAST_TS": "SELECT ts FROM events WHERE valid AND ts IS NOT NULL ORDER BY position DESC LIMIT 1",
 }
-_PROJECTION_SOURCES = {
-    "@REQUESTS": "requests",
-    "@EVENTS": "SELECT events FROM meta",
-    "@LAST_TS": "SELECT last_ts FROM meta",
-}
+# The same numbers from the projection (ledger.projection): the final requests pre-counted by
+# every column the query groups or filters on (`final_summary`, n rows each) and their seconds to
+# decision (`final_seconds`, for the quantiles); the open requests one by one. Counts are sums of
+# n, which equal the counts over the requests themselves.
+_PROJECTION_QUERY = """
+WITH o AS MATERIALIZED (
+    SELECT tool, effect, status, decision, edited, outcome, proposed_at,
+           (epoch_us(decided_at) - epoch_us(proposed_at)) / 1e6 AS seconds
+    FROM open_requests
+),
+r AS MATERIALIZED (
+    SELECT tool, effect, status, decision, edited, outcome, 1::BIGINT AS n FROM o
+    UNION ALL
+    SELECT tool, effect, status, decision, edited, outcome, n FROM final_summary
+),
+secs AS (
+    SELECT seconds FROM o WHERE effect = 'ask' AND decision IS NOT NULL
+    UNION ALL
+    SELECT seconds FROM final_seconds
+),
+tools AS (
+    SELECT tool,
+           struct_pack(
+               requests := sum(n)::BIGINT,
+               allowed := coalesce(sum(n) FILTER (WHERE effect = 'allow'), 0)::BIGINT,
+               denied := coalesce(sum(n) FILTER (WHERE effect = 'deny'), 0)::BIGINT,
+               asks := coalesce(sum(n) FILTER (WHERE effect = 'ask'), 0)::BIGINT,
+               approved := coalesce(sum(n) FILTER (WHERE effect = 'ask' AND decision = 'approve'), 0)::BIGINT,
+               rejected := coalesce(sum(n) FILTER (WHERE effect = 'ask' AND decision = 'reject'), 0)::BIGINT,
+               responded := coalesce(sum(n) FILTER (WHERE effect = 'ask' AND decision = 'respond'), 0)::BIGINT,
+               expired := coalesce(sum(n) FILTER (WHERE effect = 'ask' AND decision = 'expire'), 0)::BIGINT,
+               cancelled := coalesce(sum(n) FILTER (WHERE effect = 'ask' AND decision = 'cancel'), 0)::BIGINT,
+               edited := coalesce(sum(n) FILTER (WHERE effect = 'ask' AND edited), 0)::BIGINT,
+               pending := coalesce(sum(n) FILTER (WHERE status = 'pending'), 0)::BIGINT,
+               executed := coalesce(sum(n) FILTER (WHERE outcome = 'ok'), 0)::BIGINT,
+               failed := coalesce(sum(n) FILTER (WHERE outcome = 'error'), 0)::BIGINT
+           ) AS counts
+    FROM r GROUP BY tool
+)
+SELECT
+    (SELECT events FROM meta) AS events,
+    (SELECT last_ts FROM meta) AS last_ts,
+    (SELECT coalesce(sum(n), 0)::BIGINT FROM r) AS requests,
+    (SELECT list(struct_pack(k := status, n := n)) FROM (SELECT status, sum(n)::BIGINT AS n FROM r GROUP BY status)) AS by_status,
+    (SELECT list(struct_pack(k := decision, n := n))
+       FROM (SELECT decision, sum(n)::BIGINT AS n FROM r WHERE decision IS NOT NULL GROUP BY decision)) AS decisions,
+    (SELECT coalesce(sum(n), 0)::BIGINT FROM r WHERE status = 'pending') AS pending,
+    (SELECT min(proposed_at) FROM o WHERE status = 'pending') AS oldest_pending,
+    (SELECT coalesce(sum(n), 0)::BIGINT FROM r WHERE effect = 'ask' AND decision IS NOT NULL) AS decided_asks,
+    (SELECT quantile_cont(seconds, 0.5) FROM secs) AS p50,
+    (SELECT quantile_cont(seconds, 0.9) FROM secs) AS p90,
+    (SELECT coalesce(sum(n), 0)::BIGINT FROM r WHERE effect = 'ask') AS asks,
+    (SELECT coalesce(sum(n), 0)::BIGINT FROM r WHERE effect = 'ask' AND edited) AS edited_asks,
+    (SELECT list(struct_pack(k := tool, v := counts)) FROM tools) AS by_tool
+"""
+_PROJECTION_SOURCES = {"@QUERY": _PROJECTION_QUERY}
 
 
 def _query(sources: dict[str, str]) -> str:
+    if "@QUERY" in sources:
+        return sources["@QUERY"]
     text = _QUERY
     for marker, sql in sources.items():
         text = text.replace(marker, sql)
