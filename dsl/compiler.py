@@ -15,7 +15,9 @@ result is cached per tool name, so a decision only visits the rules that can app
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, Callable, NamedTuple
 
 from dsl import ast, subjects, values
@@ -35,6 +37,10 @@ class Env(NamedTuple):
     vars: dict = _NO_VARS
     home: str | None = None
     trace: list | None = None  # only the traced predicates (compile_condition_traced) write here
+    # One call's normalized subjects (`path(args.file_path)`, `url(args.u)`), computed once for
+    # all the rules of the call; a dict `Policy.evaluate` makes per call when a rule of the tool
+    # uses one, else None (the subject is then computed where it is used).
+    memo: dict | None = None
 
     def cwd(self) -> str | None:
         cwd = self.context.get("cwd")
@@ -64,6 +70,7 @@ class CompiledRule:
     reason: str | None
     requirements: Requirements | None
     condition_text: str | None
+    uses_memo: bool = False  # its predicate keeps path()/url() values in Env.memo
 
 
 # --- conditions -------------------------------------------------------------------------------
@@ -84,7 +91,16 @@ def _shown(expr: ast.Expr) -> str:
 
 
 def compile_condition(expr: ast.Expr) -> Fn:
-    """A predicate for a checked condition: returns True or False, or raises EvalError."""
+    """A predicate for a checked condition: returns True or False, or raises EvalError.
+
+    The predicate is specialized (see "specialized predicates" below); it returns exactly what
+    `compile_condition_generic(expr)` returns, or raises an EvalError with the same message."""
+    return _fast_operand(expr, None)
+
+
+def compile_condition_generic(expr: ast.Expr) -> Fn:
+    """The reference predicate: every operator through the generic operations of `dsl.values`.
+    The specialized predicates must agree with it (tests/test_specialized.py)."""
     return _operand(expr)
 
 
@@ -305,6 +321,843 @@ def _compile_compare(cmp: ast.Compare) -> Fn:
     raise TypeError(f"unknown operator {op}")  # pragma: no cover
 
 
+# --- specialized predicates -------------------------------------------------------------------
+#
+# `compile_condition` builds the predicates `Policy.evaluate` runs. They decide exactly as the
+# generic closures above (`compile_condition_generic`), but use what is known at load time:
+#
+# * an operand that is a literal fixes the comparison: `x == "lit"` checks `type(v) is str` and
+#   compares; `x in ["a", "b"]` is a frozenset lookup; `x startswith "p"` is str.startswith. Any
+#   value of another type (a path, a list, a missing field, a wrong type) goes to the generic
+#   operation of `dsl.values`, which gives the value or raises the error, with its message;
+# * field reads of one or two keys are straight-line code (the generic reader for every error);
+# * a quantifier's body that reads only its item is compiled to a function of the item (no
+#   environment per item); `any/all c in shell(x): c.program in [...]` (or `==`, `not in`,
+#   `!=`) is a set operation on the programs of the parsed command, computed once per text;
+# * `path(...)` and `url(...)` of a field are computed once per call and shared by every rule of
+#   the call (`Env.memo`), and `shell(...)` once per text (its failures too: a text the shell
+#   parser refuses is not parsed again); these functions are pure, so this changes no value;
+# * `path(...) glob "/abs/pattern"` and `path(...) under "/abs/dir"` resolve the pattern and the
+#   directory at load (an absolute one does not depend on the call's cwd or home).
+#
+# A specialized closure takes one argument: the call's Env, or, inside a quantifier whose body
+# reads only its item (`item_var`), the item itself. `_EnvNeeded` says a body needs the Env.
+# tests/test_specialized.py checks the two compile modes agree on random conditions and calls.
+
+
+class _EnvNeeded(Exception):
+    """A quantifier's body reads more than its item (args, context, path(), another variable)."""
+
+
+class _CommandItem(str):
+    """The name of a quantifier's item when the items are the Commands of shell()."""
+
+
+class _Failure(NamedTuple):
+    """A memoized EvalError: the message is raised again as a new EvalError."""
+
+    message: str
+
+
+class _Shell(NamedTuple):
+    """A shell text parsed once: its commands and the set of their programs."""
+
+    commands: tuple
+    programs: frozenset
+
+
+_SHELL_CACHE: dict[str, Any] = {}  # text → _Shell or _Failure; bounded like RuleIndex's cache
+_SHELL_CACHE_LIMIT = 8192
+_SUBJECT_TYPES = (subjects.PathValue, subjects.Command, subjects.UrlValue)
+_MEMO_FUNCTIONS = ("path", "url", "shell")
+
+
+def _shell_parsed(text: Any) -> _Shell:
+    """`shell(text)` as a _Shell; raises the EvalError `subjects.parse_shell` raises."""
+    if type(text) is str:
+        hit = _SHELL_CACHE.get(text)
+        if hit is None:
+            try:
+                commands = tuple(subjects.parse_shell(text))
+            except EvalError as exc:
+                hit = _Failure(exc.message)
+            else:
+                hit = _Shell(commands, frozenset(c.program for c in commands))
+            if len(_SHELL_CACHE) >= _SHELL_CACHE_LIMIT:
+                _SHELL_CACHE.clear()
+            _SHELL_CACHE[text] = hit
+        if type(hit) is _Failure:
+            raise EvalError(hit.message)
+        return hit
+    commands = tuple(subjects.parse_shell(text))  # raises for what is not a string
+    return _Shell(commands, frozenset(c.program for c in commands))
+
+
+def _fast_operand(expr: ast.Expr, item_var: str | None) -> Fn:
+    fn = _fast(expr, item_var)
+    if isinstance(expr, _BOOLEAN_NODES) or (isinstance(expr, ast.Call) and expr.name == "exists" and not expr.keys):
+        return fn  # exists() always yields true or false
+    return _as_bool(fn, _shown(expr))
+
+
+def _fast(expr: ast.Expr, item_var: str | None) -> Fn:
+    if isinstance(expr, ast.Literal):
+        value = expr.value
+        return lambda x: value
+    if isinstance(expr, ast.ListLiteral):
+        items = [item.value for item in expr.items]
+        return lambda x: items
+    if isinstance(expr, ast.Path):
+        return _fast_path(expr, item_var)
+    if isinstance(expr, ast.Call):
+        return _fast_call(expr, item_var)
+    if isinstance(expr, ast.Not):
+        operand = _fast_operand(expr.operand, item_var)
+        return lambda x: not operand(x)
+    if isinstance(expr, ast.And):
+        return _fast_junction([_fast_operand(o, item_var) for o in expr.operands], False)
+    if isinstance(expr, ast.Or):
+        return _fast_junction([_fast_operand(o, item_var) for o in expr.operands], True)
+    if isinstance(expr, ast.Compare):
+        return _fast_compare(expr, item_var)
+    if isinstance(expr, ast.Quantifier):
+        if item_var is not None:
+            raise _EnvNeeded
+        return _fast_quantifier(expr)
+    raise TypeError(f"cannot compile {expr!r}")  # pragma: no cover
+
+
+def _fast_junction(fns: list[Fn], deciding: bool) -> Fn:
+    """`and` (deciding=False) and `or` (deciding=True) as `_compile_and` / `_compile_or`: the
+    first operand that is `deciding` settles it, else the first error in operand order, else
+    `not deciding`. Operands are boolean nodes or wrapped by _as_bool: they yield True or False."""
+    if len(fns) != 2:
+        return _compile_or(fns) if deciding else _compile_and(fns)
+    a, b = fns
+    if deciding:
+
+        def either(x: Any) -> bool:
+            try:
+                if a(x):
+                    return True
+            except EvalError as first:
+                try:
+                    if b(x):
+                        return True
+                except EvalError:
+                    pass
+                raise first
+            return b(x)
+
+        return either
+
+    def both(x: Any) -> bool:
+        try:
+            if not a(x):
+                return False
+        except EvalError as first:
+            try:
+                if not b(x):
+                    return False
+            except EvalError:
+                pass
+            raise first
+        return b(x)
+
+    return both
+
+
+def _fast_reader(base: str, keys: tuple[str | int, ...]) -> Callable[[Any], Any]:
+    """`_reader(base, keys)` with straight-line code for one or two keys; anything unusual (a
+    missing field, another type, a dict subclass) goes to `_reader`, which raises its error."""
+    slow = _reader(base, keys)
+    if len(keys) == 1 and type(keys[0]) is str:
+        key = keys[0]
+        typed = tuple(t for t in _SUBJECT_TYPES if key in t.FIELDS)
+        get = attrgetter(key)
+
+        def read1(value: Any) -> Any:
+            t = type(value)
+            if t is dict:
+                v = value.get(key, _MISSING)
+                if v is not _MISSING:
+                    return v
+            elif t in typed:
+                return get(value)
+            return slow(value)
+
+        return read1
+    if len(keys) == 2 and type(keys[0]) is str and type(keys[1]) is str:
+        k1, k2 = keys
+
+        def read2(value: Any) -> Any:
+            if type(value) is dict:
+                v = value.get(k1, _MISSING)
+                if type(v) is dict:
+                    v = v.get(k2, _MISSING)
+                    if v is not _MISSING:
+                        return v
+            return slow(value)
+
+        return read2
+    if len(keys) == 1 and type(keys[0]) is int:
+        index = keys[0]
+
+        def read_index(value: Any) -> Any:
+            t = type(value)
+            if t is list or t is tuple:
+                try:
+                    return value[index]
+                except IndexError:
+                    pass
+            return slow(value)
+
+        return read_index
+    return slow
+
+
+def _fast_path(path: ast.Path, item_var: str | None) -> Fn:
+    root, keys = path.root, path.keys
+    if item_var is not None:
+        if root != item_var:
+            raise _EnvNeeded
+        if type(item_var) is _CommandItem and len(keys) == 1 and keys[0] in subjects.Command.FIELDS:
+            return attrgetter(keys[0])  # every item is a Command: a field is an attribute
+        return _fast_reader(root, keys) if keys else (lambda item: item)
+    if root == "tool":
+        return lambda env: env.tool
+    read = _fast_reader(root, keys)
+    if root in ("args", "context"):
+        slot = 1 if root == "args" else 2  # Env's fields: tool, args, context, ...
+        if len(keys) == 1 and type(keys[0]) is str:
+            key, slow = keys[0], _reader(root, keys)
+
+            def field(env: Env) -> Any:
+                d = env[slot]
+                if type(d) is dict:
+                    v = d.get(key, _MISSING)
+                    if v is not _MISSING:
+                        return v
+                return slow(d)
+
+            return field
+        if not keys:
+            return lambda env: env[slot]
+        return lambda env: read(env[slot])
+    if not keys:
+        return lambda env: env.vars[root]
+    return lambda env: read(env.vars[root])
+
+
+def _make_path(raw: Any, env: Env) -> subjects.PathValue:
+    """`subjects.make_path(raw, cwd, home)`. An absolute path that is already normalized (no
+    empty, "." or ".." segment, no trailing "/") and holds none of the characters make_path
+    refuses (NUL, "$", "`", a backslash) is its own normalized form; anything else goes to
+    make_path."""
+    if (
+        type(raw) is str
+        and raw[:1] == "/"
+        and "//" not in raw
+        and "/./" not in raw
+        and "/../" not in raw
+        and "\\" not in raw
+        and "$" not in raw
+        and "`" not in raw
+        and "\x00" not in raw
+        and (raw == "/" or not raw.endswith(_NOT_NORMAL_ENDS))
+    ):
+        return subjects.PathValue(raw)
+    return subjects.make_path(raw, env.cwd(), env.home_dir())
+
+
+_NOT_NORMAL_ENDS = ("/", "/.", "/..")
+
+
+def _shell_of(call: ast.Call) -> Fn:
+    """`shell(x)` as a _Shell (commands and programs), once per text, and once per call when x is
+    a field (Env.memo)."""
+    text_of = _fast(call.args[0], None)
+    key = _memo_key(call)
+    if key is None:
+        return lambda env: _shell_parsed(text_of(env))
+
+    def parsed(env: Env) -> _Shell:
+        memo = env.memo
+        if memo is not None:
+            hit = memo.get(key)
+            if hit is not None:
+                return hit
+            hit = memo[key] = _shell_parsed(text_of(env))  # an error is kept by _shell_parsed
+            return hit
+        return _shell_parsed(text_of(env))
+
+    return parsed
+
+
+def _memo_key(call: ast.Call) -> tuple | None:
+    """The key of `call`'s value in Env.memo: a subject function of a field of the call's
+    arguments or context (not of a quantifier's item, which changes within a call)."""
+    (arg,) = call.args
+    if call.name in _MEMO_FUNCTIONS and isinstance(arg, ast.Path) and arg.root in ("args", "context"):
+        return (call.name, arg.root, arg.keys)
+    return None
+
+
+def uses_memo(expr: ast.Expr | None) -> bool:
+    """Whether a condition's specialized predicate keeps values in Env.memo."""
+    if expr is None:
+        return False
+    if isinstance(expr, ast.Call):
+        return _memo_key(expr) is not None or any(uses_memo(a) for a in expr.args)
+    if isinstance(expr, ast.Not):
+        return uses_memo(expr.operand)
+    if isinstance(expr, (ast.And, ast.Or)):
+        return any(uses_memo(o) for o in expr.operands)
+    if isinstance(expr, ast.Compare):
+        return uses_memo(expr.left) or uses_memo(expr.right)
+    if isinstance(expr, ast.Quantifier):
+        return uses_memo(expr.source) or uses_memo(expr.body)
+    return False
+
+
+def _memoized(key: tuple, make: Fn) -> Fn:
+    """`make(env)`, computed once per call (Env.memo), its EvalError too."""
+
+    def once(env: Env) -> Any:
+        memo = env.memo
+        if memo is None:
+            return make(env)
+        hit = memo.get(key)
+        if hit is None:
+            try:
+                hit = make(env)
+            except EvalError as exc:
+                hit = _Failure(exc.message)
+            memo[key] = hit
+        if type(hit) is _Failure:
+            raise EvalError(hit.message)
+        return hit
+
+    return once
+
+
+def _fast_call(call: ast.Call, item_var: str | None) -> Fn:
+    fn = _fast_call_result(call, item_var)
+    if not call.keys:
+        return fn
+    read = _fast_reader(f"{call.name}(...)", call.keys)
+    return lambda x: read(fn(x))
+
+
+def _fast_call_result(call: ast.Call, item_var: str | None) -> Fn:
+    (arg,) = call.args
+    name = call.name
+    if name == "exists":
+        if item_var is None and isinstance(arg, ast.Path) and arg.root in ("args", "context") and len(arg.keys) == 1 and type(arg.keys[0]) is str:
+            slot, key, get = (1 if arg.root == "args" else 2), arg.keys[0], _compile_path(arg)
+
+            def exists_field(env: Env) -> bool:
+                d = env[slot]
+                if type(d) is dict:
+                    return key in d
+                try:
+                    get(env)
+                except EvalError:
+                    return False
+                return True
+
+            return exists_field
+        get = _fast_path(arg, item_var)
+
+        def exists(x: Any) -> bool:
+            try:
+                get(x)
+            except EvalError:
+                return False
+            return True
+
+        return exists
+    if name in ("path", "shell") or (name == "url" and item_var is None):
+        if item_var is not None:
+            raise _EnvNeeded  # path() resolves against the call's cwd and home; shell/url: the generic way
+        inner = _fast(arg, None)
+        if name == "path":
+
+            def make(env: Env) -> Any:
+                return _make_path(inner(env), env)
+
+        elif name == "url":
+
+            def make(env: Env) -> Any:
+                return subjects.parse_url(inner(env))
+
+        else:
+            parsed = _shell_of(call)
+            return lambda env: list(parsed(env).commands)
+        key = _memo_key(call)
+        return make if key is None else _memoized(key, make)
+    inner = _fast(arg, item_var)
+    if name == "url":
+        return lambda item: subjects.parse_url(inner(item))
+    if name == "len":
+
+        def length(x: Any) -> int:
+            v = inner(x)
+            t = type(v)
+            if t is str or t is list or t is dict or t is tuple:
+                return len(v)
+            return values.length(v)
+
+        return length
+    if name == "lower":
+
+        def lower(x: Any) -> str:
+            v = inner(x)
+            if type(v) is str:
+                return v.lower()
+            return values.lower(v)
+
+        return lower
+    raise TypeError(f"unknown function {name}")  # pragma: no cover - the checker stops it
+
+
+def _is_number(value: Any) -> bool:
+    t = type(value)
+    return (t is int or t is float) and value == value  # not a bool, not NaN
+
+
+def _fast_compare(cmp: ast.Compare, item_var: str | None) -> Fn:
+    op, left_node, right_node = cmp.op, cmp.left, cmp.right
+    left, right = _fast(left_node, item_var), _fast(right_node, item_var)
+    lit = right_node.value if isinstance(right_node, ast.Literal) else _MISSING
+    if op in ("==", "!="):
+        fn = _fast_equal(left, right, left_node, right_node)
+        if op == "==":
+            return fn
+        return lambda x: not fn(x)
+    if op in ("<", "<=", ">", ">="):
+        return _fast_order(op, left, right, left_node, right_node)
+    if op in ("in", "not_in"):
+        fn = _fast_member(left, right, right_node)
+        if op == "in":
+            return fn
+        return lambda x: not fn(x)
+    if op == "contains":
+        if isinstance(left_node, ast.ListLiteral):  # `[...] contains x` is `x in [...]`
+            return _fast_member(right, left, left_node)
+        if type(lit) is str:
+
+            def contains(x: Any) -> bool:
+                c = left(x)
+                t = type(c)
+                if t is str:
+                    return lit in c
+                if t is tuple or t is list:
+                    if lit in c:
+                        return True
+                    for item in c:
+                        if type(item) is not str and item is not None:
+                            return values.contains(c, lit)
+                    return False
+                return values.contains(c, lit)
+
+            return contains
+        return lambda x: values.contains(left(x), right(x))
+    if op in ("startswith", "endswith"):
+        return _fast_affix(op, left, right, right_node)
+    if op == "glob":
+        return _fast_glob(left, lit, item_var)
+    if op == "under":
+        if item_var is not None:
+            raise _EnvNeeded
+        return _fast_under(left, right, lit)
+    raise TypeError(f"unknown operator {op}")  # pragma: no cover
+
+
+def _fast_equal(left: Fn, right: Fn, left_node: ast.Expr, right_node: ast.Expr) -> Fn:
+    """`==` as values.equal: null equals only null; two strings, two numbers or two booleans
+    compare as Python does; anything else goes to values.equal (paths, lists, objects, errors)."""
+    if isinstance(right_node, ast.Literal):
+        lit, get, lit_first = right_node.value, left, False
+    elif isinstance(left_node, ast.Literal):
+        lit, get, lit_first = left_node.value, right, True
+    else:
+        return lambda x: values.equal(left(x), right(x))
+    if lit is None:
+        # values.equal(v, null) is true for null and false for everything else, never an error
+        return lambda x: get(x) is None
+    t_lit = type(lit)
+
+    def generic(v: Any) -> bool:
+        return values.equal(lit, v) if lit_first else values.equal(v, lit)
+
+    if t_lit is str:
+
+        def eq_str(x: Any) -> bool:
+            v = get(x)
+            if type(v) is str:
+                return v == lit
+            return generic(v)
+
+        return eq_str
+    if t_lit is bool:
+
+        def eq_bool(x: Any) -> bool:
+            v = get(x)
+            if type(v) is bool:
+                return v is lit
+            return generic(v)
+
+        return eq_bool
+    if t_lit is int or t_lit is float:
+
+        def eq_number(x: Any) -> bool:
+            v = get(x)
+            t = type(v)
+            if t is int or t is float:
+                return v == lit
+            return generic(v)
+
+        return eq_number
+    return lambda x: values.equal(left(x), right(x))  # pragma: no cover - literals are the types above
+
+
+def _fast_order(op: str, left: Fn, right: Fn, left_node: ast.Expr, right_node: ast.Expr) -> Fn:
+    """`< <= > >=` with a literal number or string on the right: a value of the same type (not
+    NaN) compares as Python does; anything else goes to values.order."""
+    lit = right_node.value if isinstance(right_node, ast.Literal) else None
+    if type(lit) in (int, float, str) and lit == lit:
+        return _specialize_order(op, lit, type(lit) is str, left)
+    return lambda x: values.order(op, left(x), right(x))
+
+
+def _specialize_order(op: str, lit: Any, is_str: bool, left: Fn) -> Fn | None:
+    """The four operators written out (no call per comparison)."""
+    if is_str:
+        if op == "<":
+            def lt(x: Any) -> bool:
+                v = left(x)
+                return v < lit if type(v) is str else values.order(op, v, lit)
+            return lt
+        if op == "<=":
+            def le(x: Any) -> bool:
+                v = left(x)
+                return v <= lit if type(v) is str else values.order(op, v, lit)
+            return le
+        if op == ">":
+            def gt(x: Any) -> bool:
+                v = left(x)
+                return v > lit if type(v) is str else values.order(op, v, lit)
+            return gt
+        def ge(x: Any) -> bool:
+            v = left(x)
+            return v >= lit if type(v) is str else values.order(op, v, lit)
+        return ge
+    if op == "<":
+        def nlt(x: Any) -> bool:
+            v = left(x)
+            t = type(v)
+            return v < lit if (t is int or t is float) and v == v else values.order(op, v, lit)
+        return nlt
+    if op == "<=":
+        def nle(x: Any) -> bool:
+            v = left(x)
+            t = type(v)
+            return v <= lit if (t is int or t is float) and v == v else values.order(op, v, lit)
+        return nle
+    if op == ">":
+        def ngt(x: Any) -> bool:
+            v = left(x)
+            t = type(v)
+            return v > lit if (t is int or t is float) and v == v else values.order(op, v, lit)
+        return ngt
+    def nge(x: Any) -> bool:
+        v = left(x)
+        t = type(v)
+        return v >= lit if (t is int or t is float) and v == v else values.order(op, v, lit)
+    return nge
+
+
+def _fast_member(item: Fn, container: Fn, container_node: ast.Expr) -> Fn:
+    """`x in [literals]` as values.member: a string (a number, a boolean) is looked up among the
+    list's strings (numbers, booleans); when it is not there and the list holds an item of
+    another type (not null), values.member decides (it raises the mismatch). `x in "literal"` is
+    a substring test on a string. Anything else goes to values.member."""
+    if isinstance(container_node, ast.Literal) and type(container_node.value) is str:
+        text = container_node.value
+
+        def substring(x: Any) -> bool:
+            v = item(x)
+            if type(v) is str:
+                return v in text
+            return values.member(v, text)
+
+        return substring
+    if not isinstance(container_node, ast.ListLiteral):
+        return lambda x: values.member(item(x), container(x))
+    items = [i.value for i in container_node.items]
+    kinds = [values.kind(i) for i in items]
+    strings = frozenset(i for i, k in zip(items, kinds) if k == "string")
+    strings_only = all(k in ("string", "null") for k in kinds)  # a string not found is false
+    numbers_ok = all(i == i for i, k in zip(items, kinds) if k == "number")  # no NaN literal
+    numbers = frozenset(i for i, k in zip(items, kinds) if k == "number") if numbers_ok else None
+    numbers_only = all(k in ("number", "null") for k in kinds)
+
+    def member(x: Any) -> bool:
+        v = item(x)
+        t = type(v)
+        if t is str:
+            if v in strings:
+                return True
+            if strings_only:
+                return False
+        elif (t is int or t is float) and numbers is not None and v == v:
+            if v in numbers:
+                return True
+            if numbers_only:
+                return False
+        return values.member(v, items)
+
+    return member
+
+
+def _fast_affix(op: str, left: Fn, right: Fn, right_node: ast.Expr) -> Fn:
+    """`startswith` / `endswith` with a literal string (str methods) or a literal list of strings
+    (a slice compared with the list); anything else goes to values.affix."""
+    if isinstance(right_node, ast.Literal) and type(right_node.value) is str:
+        part = right_node.value
+        if op == "startswith":
+
+            def starts(x: Any) -> bool:
+                v = left(x)
+                if type(v) is str:
+                    return v.startswith(part)
+                return values.affix(op, v, part)
+
+            return starts
+
+        def ends(x: Any) -> bool:
+            v = left(x)
+            if type(v) is str:
+                return v.endswith(part)
+            return values.affix(op, v, part)
+
+        return ends
+    if isinstance(right_node, ast.ListLiteral) and all(type(i.value) is str for i in right_node.items):
+        # values.affix on two lists: the first (last) n items deep-equal the literal's strings,
+        # which for a list or tuple is slice equality (a string equals only an equal string).
+        as_list = [i.value for i in right_node.items]
+        as_tuple, n = tuple(as_list), len(as_list)
+        start = op == "startswith"
+
+        def list_affix(x: Any) -> bool:
+            v = left(x)
+            t = type(v)
+            if t is tuple or t is list:
+                if n > len(v):
+                    return False
+                window = v[:n] if start else v[len(v) - n :]
+                return window == (as_tuple if t is tuple else as_list)
+            return values.affix(op, v, as_list)
+
+        return list_affix
+    return lambda x: values.affix(op, left(x), right(x))
+
+
+def _path_matcher(segments: tuple[str, ...]) -> Callable[[str], bool]:
+    """A test of a normalized path's text ("" for the root) against the segments of an absolute
+    path pattern, deciding as `subjects.path_glob`'s regex does (`*` and `?` within a segment,
+    `**` any number of whole segments). Common shapes need no regex: `/**/NAME` (the last
+    segment is NAME), `/**/NAME/**` (some segment is NAME), `/**/*SUFFIX` (the last segment ends
+    with SUFFIX). Other patterns use the same regex with each `**` segment matched possessively
+    (a segment is always read to its end, so giving characters back can never match), which
+    keeps the backtracking per segment rather than per character."""
+
+    def literal(seg: str) -> bool:
+        return "*" not in seg and "?" not in seg
+
+    if len(segments) == 2 and segments[0] == "**" and segments[1] != "**":
+        last = segments[1]
+        if literal(last):
+            tail = "/" + last
+            return lambda text: text.endswith(tail)
+        if last[0] == "*" and len(last) > 1 and literal(last[1:]):
+            suffix = last[1:]  # a non-empty suffix without "/" lies within the last segment
+            return lambda text: text.endswith(suffix)
+    if len(segments) == 3 and segments[0] == segments[2] == "**" and literal(segments[1]):
+        middle = "/" + segments[1] + "/"
+        return lambda text: middle in text + "/"
+    out = ""
+    for seg in segments:
+        if seg == "**":
+            out += r"(?:/[^/]++)*"
+            continue
+        piece = ""
+        for ch in seg:
+            piece += "[^/]*" if ch == "*" else "[^/]" if ch == "?" else re.escape(ch)
+        out += "/" + piece
+    regex = re.compile(out + r"\Z", re.DOTALL)
+    return lambda text: regex.match(text) is not None
+
+
+def _fast_glob(left: Fn, pattern: str, item_var: str | None) -> Fn:
+    """`glob` with its literal pattern: a string through the compiled glob; a path through the
+    path pattern, resolved at load when it is absolute (an absolute pattern does not depend on
+    the call's cwd or home). Otherwise, as `_compile_compare` does it."""
+    regex = values.glob_regex(pattern)
+    matches = None
+    if pattern.startswith("/"):
+        try:
+            segments = subjects.make_path(pattern, None, None).parts
+        except EvalError:
+            pass  # the pattern raises at run time, the generic way
+        else:
+            matches = _path_matcher(segments)
+    if matches is None and item_var is not None:
+        raise _EnvNeeded
+
+    def glob(x: Any) -> bool:
+        value = left(x)
+        t = type(value)
+        if t is str:
+            return regex.match(value) is not None
+        if isinstance(value, subjects.PathValue):  # path globs: * within a segment, ** across
+            if matches is not None:
+                text = value.text
+                return matches(text if text != "/" else "")
+            return subjects.path_glob(value, pattern, x.cwd(), x.home_dir())
+        return values.glob(value, regex)
+
+    return glob
+
+
+def _fast_under(left: Fn, right: Fn, base_lit: Any) -> Fn:
+    """`under` with a literal absolute directory, resolved at load: for two normalized paths,
+    segment containment is `text == base` or `text` starting with `base + "/"` (the root contains
+    every path). Otherwise, as `_compile_compare` does it."""
+    base = None
+    if type(base_lit) is str and base_lit.startswith("/"):
+        try:
+            base = subjects.make_path(base_lit, None, None).text
+        except EvalError:
+            base = None
+    if base is None:
+
+        def under(env: Env) -> bool:
+            cwd, home = env.cwd(), env.home_dir()
+            return subjects.under(subjects.make_path(left(env), cwd, home), subjects.make_path(right(env), cwd, home))
+
+        return under
+    if base == "/":
+
+        def under_root(env: Env) -> bool:
+            value = left(env)
+            if type(value) is not subjects.PathValue:
+                _make_path(value, env)  # raises for what is not a path
+            return True
+
+        return under_root
+    prefix = base + "/"
+
+    def under_base(env: Env) -> bool:
+        value = left(env)
+        if type(value) is not subjects.PathValue:
+            value = _make_path(value, env)
+        text = value.text
+        return text == base or text.startswith(prefix)
+
+    return under_base
+
+
+def _program_test(body: ast.Expr, var: str) -> tuple[bool, frozenset] | None:
+    """For a body `c.program == "x"`, `!= "x"`, `in [strings]` or `not in [strings]`: whether it
+    is positive (== or in) and the names. A command's program is always a string."""
+    if not isinstance(body, ast.Compare):
+        return None
+    left, right = body.left, body.right
+    if not (isinstance(left, ast.Path) and left.root == var and left.keys == ("program",)):
+        return None
+    if body.op in ("==", "!=") and isinstance(right, ast.Literal) and type(right.value) is str:
+        return body.op == "==", frozenset((right.value,))
+    if body.op in ("in", "not_in") and isinstance(right, ast.ListLiteral) and all(type(i.value) is str for i in right.items):
+        return body.op == "in", frozenset(i.value for i in right.items)
+    return None
+
+
+def _fast_quantifier(q: ast.Quantifier) -> Fn:
+    """As `_compile_quantifier`."""
+    deciding = q.kind == "any"
+    source_node = q.source
+    shell_source = isinstance(source_node, ast.Call) and source_node.name == "shell" and not source_node.keys
+    if shell_source:
+        parsed = _shell_of(source_node)
+        programs = _program_test(q.body, q.var)
+        if programs is not None:
+            positive, names = programs
+            # any: some program is (not) among the names; all: every program is (not) among them
+            if deciding and positive:
+                return lambda env: not names.isdisjoint(parsed(env).programs)
+            if deciding:
+                return lambda env: not parsed(env).programs <= names
+            if positive:
+                return lambda env: parsed(env).programs <= names
+            return lambda env: names.isdisjoint(parsed(env).programs)
+
+        def items_of(env: Env) -> Any:
+            return parsed(env).commands
+
+    else:
+        source = _fast(source_node, None)
+
+        def items_of(env: Env) -> Any:
+            items = source(env)
+            t = type(items)
+            if t is not list and t is not tuple and values.kind(items) != "list":
+                raise EvalError(f"'{q.kind}' goes over a list, not {values._a(values.kind(items))}")
+            return items
+
+    try:
+        pred = _fast_operand(q.body, _CommandItem(q.var) if shell_source else q.var)
+    except _EnvNeeded:
+        pred = None
+    if pred is not None:
+
+        def over_items(env: Env) -> bool:
+            error = None
+            for item in items_of(env):
+                try:
+                    if pred(item) is deciding:
+                        return deciding
+                except EvalError as exc:
+                    if error is None:
+                        error = exc
+            if error is not None:
+                raise error
+            return not deciding
+
+        return over_items
+    body, var = _fast_operand(q.body, None), q.var
+
+    def over_env(env: Env) -> bool:
+        items = items_of(env)
+        scope = {**env.vars}  # one scope per evaluation, the item rebound in place
+        inner = env._replace(vars=scope)
+        error = None
+        for item in items:
+            scope[var] = item
+            try:
+                if body(inner) is deciding:
+                    return deciding
+            except EvalError as exc:
+                if error is None:
+                    error = exc
+        if error is not None:
+            raise error
+        return not deciding
+
+    return over_env
+
+
 # --- rules ------------------------------------------------------------------------------------
 
 
@@ -346,6 +1199,7 @@ def compile_rule(order: int, rule: ast.Rule, groups: dict[str, tuple[str, ...]],
         reason=reason,
         requirements=requirements_of(rule.clauses, groups) if rule.effect == "ask" else None,
         condition_text=condition_text,
+        uses_memo=uses_memo(rule.condition),
     )
 
 

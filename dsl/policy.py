@@ -27,6 +27,9 @@ from dsl.errors import Diagnostic, PolicyError, PolicyInputError, Span, source_l
 from dsl.parser import parse
 from dsl.values import EvalError
 
+_new_tuple = tuple.__new__
+_TOO_DEEP = "the arguments are nested too deeply to evaluate"
+
 
 def _gc_paused(load):
     """Run `load` with the cyclic garbage collector paused. Parsing a large policy allocates
@@ -90,7 +93,7 @@ class Policy:
             r.order: RuleOutcome(rule=r.rule_id, line=r.line, effect=r.effect, counted=True, error=None, reason=r.reason, condition=r.condition_text)
             for r in rules
         }
-        self._plans: dict[str, tuple[tuple[Any, CompiledRule], ...]] = {}
+        self._plans: dict[str, tuple[tuple[tuple[Any, int], ...], bool]] = {}
         self._decisions: dict[tuple[int, ...], Decision] = {}
 
     # --- loading ------------------------------------------------------------------------------
@@ -194,57 +197,79 @@ class Policy:
         plan = self._plans.get(tool)
         if plan is None:
             plan = self._plan(tool)
-        env = Env(tool, args, context, _NO_VARS, self.home)
-        hits = self._hits
-        matched: list[int] = []  # positions of the rules that held, while every outcome is a hit
-        outcomes: list[RuleOutcome] | None = None  # every outcome, once one is not a plain hit
-        for test, rule in plan:
-            error = None
+        steps, memo = plan
+        # Env(tool, args, context, vars, home, trace, memo), without NamedTuple's __new__
+        env = _new_tuple(Env, (tool, args, context, _NO_VARS, self.home, None, {} if memo else None))
+        matched: list[int] = []  # positions of the rules that held
+        append = matched.append
+        for test, order in steps:
             if test is None:
-                holds = True
-            else:
-                try:
-                    holds = test(env)
-                except EvalError as exc:
-                    holds, error = False, exc.message
-                except RecursionError:
-                    holds, error = False, "the arguments are nested too deeply to evaluate"
+                append(order)
+                continue
+            try:
+                holds = test(env)
+            except EvalError as exc:
+                return self._with_errors(steps, env, matched, order, exc.message)
+            except RecursionError:
+                return self._with_errors(steps, env, matched, order, _TOO_DEEP)
             if holds is True:
-                if outcomes is None:
-                    matched.append(rule.order)
-                else:
-                    outcomes.append(hits[rule.order])
-                continue
-            if not holds and error is None:
-                continue
-            if outcomes is None:
-                outcomes = [hits[order] for order in matched]
-            counted = holds or rule.effect != "allow"  # an error never allows
-            outcomes.append(
-                RuleOutcome(
-                    rule=rule.rule_id,
-                    line=rule.line,
-                    effect=rule.effect,
-                    counted=counted,
-                    error=error,
-                    reason=rule.reason,
-                    condition=rule.condition_text,
-                )
-            )
-        if outcomes is not None:
-            return decide(outcomes, self._requirements, self.default, self.name, self.digest)
+                append(order)
+            elif holds is not False:  # pragma: no cover - the compiled predicates yield booleans
+                return self._with_errors(steps, env, matched, order, None, holds)
         key = tuple(matched)
         decision = self._decisions.get(key)
         if decision is None:
+            hits = self._hits
             decision = decide([hits[order] for order in matched], self._requirements, self.default, self.name, self.digest)
             if len(self._decisions) >= RuleIndex.CACHE_LIMIT:
                 self._decisions.clear()
             self._decisions[key] = decision
         return decision
 
-    def _plan(self, tool: str) -> tuple[tuple[Any, CompiledRule], ...]:
-        """(test, rule) for every rule that covers `tool`, in file order; kept per tool name."""
-        plan = tuple((rule.test, rule) for rule in self._index.candidates(tool))
+    def _with_errors(self, steps, env: Env, matched: list[int], at: int, error: str | None, holds: Any = False) -> Decision:
+        """`evaluate` from the rule at position `at`, whose condition raised `error` (or yielded
+        `holds`, neither true nor false), on: every outcome is recorded and decided afresh."""
+        hits, rules = self._hits, self.rules
+        outcomes = [hits[order] for order in matched]
+        started = False
+        for test, order in steps:
+            if not started:
+                if order != at:
+                    continue
+                started = True
+            else:
+                error, holds = None, True
+                if test is not None:
+                    try:
+                        holds = test(env)
+                    except EvalError as exc:
+                        holds, error = False, exc.message
+                    except RecursionError:
+                        holds, error = False, _TOO_DEEP
+                if holds is True:
+                    outcomes.append(hits[order])
+                    continue
+                if not holds and error is None:
+                    continue
+            rule = rules[order]
+            outcomes.append(
+                RuleOutcome(
+                    rule=rule.rule_id,
+                    line=rule.line,
+                    effect=rule.effect,
+                    counted=holds or rule.effect != "allow",  # an error never allows
+                    error=error,
+                    reason=rule.reason,
+                    condition=rule.condition_text,
+                )
+            )
+        return decide(outcomes, self._requirements, self.default, self.name, self.digest)
+
+    def _plan(self, tool: str) -> tuple[tuple[tuple[Any, int], ...], bool]:
+        """(test, position) for every rule that covers `tool`, in file order, and whether a call of
+        the tool needs an Env.memo (some rule shares path()/url() values); kept per tool name."""
+        rules = self._index.candidates(tool)
+        plan = (tuple((rule.test, rule.order) for rule in rules), any(rule.uses_memo for rule in rules))
         if len(self._plans) >= RuleIndex.CACHE_LIMIT:
             self._plans.clear()
         self._plans[tool] = plan
