@@ -28,6 +28,8 @@ from ledger.clock import parse_ts
 from ledger.digest import ArgumentsError, canonical_spelling, is_marker, redacted_digest, value_digest
 from ledger.events import encode_event
 from ledger.fieldpath import FieldPathError, format_field_path, parse_field_path, resolve
+from ledger.lines import LineError
+from ledger.lines import split as lines_split
 from ledger.log import LedgerCorrupt, LedgerReader, LedgerUnreadable, RawLine, list_segments, parse_line
 from ledger.workflow import Violation, Workflow
 
@@ -223,14 +225,22 @@ class Redactions:
 
         # Every line of every segment file, whatever else is wrong with the ledger: a damaged
         # line elsewhere must not hide a redaction and so shift the first problem verify reports.
+        # Bytes after the last line feed count only when they are a whole line that continues
+        # the chain (seq, prev, hash): otherwise they are no event of the ledger (section 6).
         try:
             segments = list_segments(Path(path))
         except OSError:
             segments = []
-        for segment in segments:
+        complete, last = 0, b""
+        for index, segment in enumerate(segments):
             try:
                 with segment.open("rb") as handle:
                     for number, text in enumerate(handle, start=1):
+                        whole = text.endswith(b"\n")
+                        if whole:
+                            complete, last = complete + 1, text
+                        elif index == len(segments) - 1 and not _continues(text, complete, last):
+                            continue
                         if text.startswith(_REDACTED_LINE):
                             note(RawLine(segment.name, number, 0, text.removesuffix(b"\n")))
             except OSError:
@@ -251,6 +261,21 @@ class Redactions:
 
 
 _REDACTED_LINE = b'{"body":{"kind":"redacted",'
+
+
+def _continues(tail: bytes, complete: int, last: bytes) -> bool:
+    """Whether unterminated last bytes are a whole line that is line `complete + 1` of the chain:
+    its seq, its prev (the hash stored on `last`, the previous line) and its own hash."""
+    try:
+        record = parse_line(RawLine("", 0, 0, tail), complete + 1)
+        previous = lines_split(last.removesuffix(b"\n"))[1] if last else ev.GENESIS_PREV
+    except (LedgerCorrupt, LineError):
+        return False
+    return (
+        record.seq == complete + 1
+        and record.event.prev == previous
+        and hashlib.sha256(record.body).hexdigest() == record.hash
+    )
 
 
 def check_record(record, expected: int, prev: str, prev_ts: str = "", redactions: Redactions | None = None) -> Problem | None:

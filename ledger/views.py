@@ -1086,7 +1086,11 @@ rd AS (
                                               AND p.position < r.position) AS is_proposal,
            (SELECT arg_max(e.request, e.position) FROM events e WHERE e.valid AND e.kind = 'edited' AND e.seq = r.target
                                                                   AND e.position < r.position) AS edit_request,
-           row_number() OVER (PARTITION BY r.target, r.path ORDER BY r.position) > 1 AS repeated
+           row_number() OVER (PARTITION BY r.target, r.path ORDER BY r.position) > 1 AS repeated,
+           (SELECT arg_min(o.path, o.position) FROM events o
+            WHERE o.valid AND o.kind = 'redacted' AND o.target = r.target AND o.position < r.position
+              AND length(r.path) > length(o.path) AND starts_with(r.path, o.path)
+              AND substr(r.path, length(o.path) + 1, 1) IN ('.', '[')) AS outer_path
     FROM events r WHERE r.valid AND r.kind = 'redacted'
 ),
 rd1 AS (
@@ -1103,13 +1107,15 @@ r AS (
            CASE WHEN target_request IS NULL THEN 'redaction-target'
                 WHEN starts_with(path, 'context') AND NOT is_proposal THEN 'redaction-target'
                 WHEN status_before NOT IN (@FINAL) THEN 'redaction-too-early'
-                WHEN repeated THEN 'already-redacted'
+                WHEN repeated OR outer_path IS NOT NULL THEN 'already-redacted'
            END AS code,
            CASE WHEN target_request IS NULL THEN format('seq {} is not an earlier proposal or edit; only those store data', target)
                 WHEN starts_with(path, 'context') AND NOT is_proposal THEN format('seq {} is an edit, which stores no context', target)
                 WHEN status_before NOT IN (@FINAL)
                     THEN format('request {} is {} and may still run; it is redacted once final', target_request, status_before)
                 WHEN repeated THEN format('{} of seq {} is already redacted', path, target)
+                WHEN outer_path IS NOT NULL
+                    THEN format('{} of seq {} is inside {}, which is already redacted', path, target, outer_path)
            END AS detail
     FROM rd2
 )

@@ -26,7 +26,8 @@ The rules (each a Violation subclass, `code` in parentheses):
   (not-started, digest-mismatch);
 - a redaction names an earlier event that stores data, a proposal or an edit (redaction-target),
   of a request that is final, so its arguments are no longer needed (redaction-too-early), and a
-  field not redacted before (already-redacted); `context.…` only for a proposal.
+  field neither redacted before nor inside a field redacted before (already-redacted);
+  `context.…` only for a proposal.
 """
 
 from __future__ import annotations
@@ -183,7 +184,7 @@ class Workflow:
         self.by_call_id: dict[str, int] = {}
         self.seen_genesis = False
         self.edits: dict[int, int] = {}  # seq of an edited event → its request
-        self.redacted: set[tuple[int, str]] = set()  # (target seq, field path) redacted so far
+        self.redacted: dict[int, list[str]] = {}  # target seq → the field paths redacted so far
 
     # --- checking -----------------------------------------------------------------------------
 
@@ -281,8 +282,12 @@ class Workflow:
             raise RedactionTooEarly(
                 f"request {request} is {state.status} and may still run; it is redacted once final", request
             )
-        if (target, event.path) in self.redacted:
+        earlier = self.redacted.get(target, ())
+        if event.path in earlier:
             raise AlreadyRedacted(f"{event.path} of seq {target} is already redacted", request)
+        for outer in earlier:  # in the order they were redacted
+            if inside(event.path, outer):
+                raise AlreadyRedacted(f"{event.path} of seq {target} is inside {outer}, which is already redacted", request)
 
     # --- applying -----------------------------------------------------------------------------
 
@@ -294,7 +299,7 @@ class Workflow:
         if isinstance(event, ev.Recovered):  # about the log, not about a request
             return
         if isinstance(event, ev.Redacted):
-            self.redacted.add((event.target, event.path))
+            self.redacted.setdefault(event.target, []).append(event.path)
             return
         if isinstance(event, ev.Proposed):
             status = {"allow": "allowed", "deny": "denied", "ask": "interrupting"}.get(event.effect, "denied")
@@ -365,6 +370,13 @@ class Workflow:
         """`check` then `apply`: one event of a replay."""
         self.check(event)
         self.apply(seq, event)
+
+
+def inside(path: str, outer: str) -> bool:
+    """Whether the field path `path` names a value strictly inside the one `outer` names (both in
+    their canonical spelling, ledger.fieldpath): `args.card.number` is inside `args.card`, not
+    inside `args.car`."""
+    return len(path) > len(outer) and path.startswith(outer) and path[len(outer)] in ".["
 
 
 def combined_requirements(original: Requirements, reevaluated: Requirements | None) -> Requirements:

@@ -1,4 +1,4 @@
-"""An independent verifier for countersign-ledger/1, written only from docs/ledger-format.md.
+r"""An independent verifier for countersign-ledger/1, written only from docs/ledger-format.md.
 
 Standard library only; it imports nothing from the project. Entry point:
 
@@ -17,6 +17,23 @@ Points where the document once left a choice (now settled in it):
 - an approver approves the current arguments at most once; an edit starts the count afresh;
 - `cancelled` needs a request that is not final and has not started executing;
 - `key` (an idempotency key, 1 to 256 characters) is absent or follows `prev`; never null.
+
+Redaction (section 10), and the choices made where the document leaves one:
+- a `redacted` event's `path` must be canonical (10.1). Checked by parsing the general grammar
+  (any JSON string in `["…"]`) and re-rendering: `.name` for a `name` key, otherwise `["…"]`
+  with `\"`, `\\`, the short escapes `\b \t \n \f \r` and `\u00xx` (lowercase) for the
+  other characters below U+0020. The document lists both `\n` and `\u00xx` without saying which
+  of `\n` and `\u000a` is the one spelling; the short form is taken (as JSON encoders do). A path
+  holding a lone surrogate is not canonical (strings are Unicode scalar values, section 4);
+- R(T) (10.3) is read from every line of every segment file (also one after a gap in the
+  numbers, and the unterminated end of a segment other than the last) whose BODY passes check 1
+  as a `redacted` event, whether or not the line passes its other checks: such a line fails at
+  its own seq anyway, so the choice only moves which seq is reported first. The unterminated end
+  of the last segment counts only when it continues the chain (section 6's exception, checks 1-4);
+- the announcement check of a `redacted` event checks the pair that event announces (section 6:
+  "what it announces holds"), not every pair of R(T) (10.3: "for each (P, d) announced for T");
+- "P lies inside Q" is step-wise: Q's steps are a proper prefix of P's;
+- a marker is an object whose only member (once) is `$redacted`, equal to the announced digest.
 """
 
 import hashlib
@@ -34,6 +51,7 @@ TS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z")
 STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
 HEAD, MID = b'{"body":', b',"hash":"'
 TAIL = b'","data":'
+REDACTED_LINE = b'{"body":{"kind":"redacted",'  # section 10.3: how a pre-scan finds announcements
 
 
 class Bad(Exception):
@@ -74,6 +92,146 @@ def D(v) -> bytes:
 
 def digest(v) -> str:
     return D(v).hex()
+
+
+# ---- section 10.1: field paths --------------------------------------------------------------------
+
+PATH_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")          # ASCII letters, digits and _ only
+PATH_INDEX = re.compile(r"0|[1-9][0-9]*")                   # no leading zeros
+JSON_STRING = re.compile(r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"')  # RFC 8259
+SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f",
+                 "\r": "\\r"}
+
+
+def parse_path(text):
+    """The steps of a field path in any spelling the grammar allows, or None: a tuple whose first
+    item is the root ("args" or "context") and the rest ("k", key) or ("i", index)."""
+    if not isinstance(text, str):
+        return None
+    root = next((r for r in ("args", "context") if text.startswith(r)), None)
+    if root is None:
+        return None
+    steps, i = [root], len(root)
+    while i < len(text):
+        if text[i] == ".":
+            m = PATH_NAME.match(text, i + 1)
+            if not m:
+                return None
+            steps.append(("k", m.group()))
+            i = m.end()
+        elif text[i] == "[":
+            m = PATH_INDEX.match(text, i + 1)
+            if m and text.startswith("]", m.end()):
+                steps.append(("i", int(m.group())))
+            else:
+                m = JSON_STRING.match(text, i + 1)
+                if not (m and text.startswith("]", m.end())):
+                    return None
+                steps.append(("k", json.loads(m.group())))
+            i = m.end() + 1
+        else:
+            return None
+    return tuple(steps) if len(steps) > 1 else None  # path = root 1*step
+
+
+def _quote(s):
+    """A JSON string escaped as BODY strings are (section 3)."""
+    return '"' + "".join(SHORT_ESCAPES.get(c) or (f"\\u{ord(c):04x}" if c < " " else c) for c in s) + '"'
+
+
+def render_step(step):
+    kind, v = step
+    if kind == "i":
+        return f"[{v}]"
+    return "." + v if PATH_NAME.fullmatch(v) else "[" + _quote(v) + "]"
+
+
+def canonical_path(text):
+    """True when `text` is a field path in its one canonical spelling (section 10.1)."""
+    steps = parse_path(text)
+    if steps is None or steps[0] + "".join(map(render_step, steps[1:])) != text:
+        return False
+    try:
+        text.encode("utf-8")  # no lone surrogate
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+# ---- section 10.3: digests with markers -----------------------------------------------------------
+
+class Marks:
+    """R(T) for one target T: announced path -> value digest, the first announcement winning."""
+
+    def __init__(self):
+        self.digest, self.steps, self.above = {}, {}, set()
+
+    def add(self, path, d):
+        if path in self.digest:
+            return
+        steps = parse_path(path)
+        self.digest[path], self.steps[path] = d, steps
+        self.above.update(steps[:k] for k in range(1, len(steps)))  # where a walk must descend
+
+    def inside_another(self, path):
+        """Does `path` lie inside another announced path (`args.card.number` in `args.card`)?"""
+        steps = parse_path(path)
+        return any(len(s) < len(steps) and steps[:len(s)] == s for s in self.steps.values())
+
+
+NO_MARKS = Marks()
+
+
+def _is_marker(v, d):
+    return isinstance(v, _Obj) and v.names == ["$redacted"] and v["$redacted"] == d
+
+
+def marked_digest(v, steps, text, marks) -> bytes:
+    """D(v) of the value at path `steps` (spelled `text`), a marker at an announced path with
+    the announced digest counting as that digest (section 10.3)."""
+    d = marks.digest.get(text)
+    if d is not None and _is_marker(v, d):
+        return bytes.fromhex(d)
+    if steps not in marks.above:
+        return D(v)  # no announced path below: section 4 as is
+    if isinstance(v, list):
+        return _H(b"l" + b"".join(marked_digest(x, steps + (("i", i),), f"{text}[{i}]", marks)
+                                  for i, x in enumerate(v)))
+    if isinstance(v, dict):
+        keys = sorted(v, key=lambda k: k.encode("utf-8"))
+        return _H(b"o" + b"".join(
+            D(k) + marked_digest(v[k], steps + (("k", k),), text + render_step(("k", k)), marks)
+            for k in keys))
+    return D(v)
+
+
+def value_at(data, steps):
+    """The value at a path in DATA, or raise KeyError when some step does not exist."""
+    v = data[steps[0]]
+    for kind, step in steps[1:]:
+        if kind == "k" and isinstance(v, dict) and step in v:
+            v = v[step]
+        elif kind == "i" and isinstance(v, list) and step < len(v):
+            v = v[step]
+        else:
+            raise KeyError(step)
+    return v
+
+
+def check_announcement(e, data, marks):
+    """Section 10.3, at the `redacted` event `e`: DATA of its target holds, at the announced path,
+    the marker with the announced digest or a value with that digest (computed with markers)."""
+    path, d = e["path"], e["value_digest"]
+    if marks.inside_another(path):
+        return  # that field is gone with the one around it
+    steps = parse_path(path)
+    try:
+        v = value_at(data, steps)
+    except KeyError:
+        raise Bad(f"redaction: no value at {path} in the data of seq {e['target']}")
+    if not (_is_marker(v, d) or marked_digest(v, steps, path, marks).hex() == d):
+        raise Bad(f"redaction: the value at {path} of seq {e['target']} is neither the marker "
+                  f"with {d} nor a value with that digest")
 
 
 # ---- JSON parsing: exact numbers, no NaN/Infinity, duplicate keys kept visible --------------------
@@ -166,13 +324,16 @@ KINDS = {
                  "result_digest": _opt_hex, "error": _opt},
     "recovered": {"segment": _str, "offset": _nat, "fragment_bytes": _pos,
                   "fragment_sha256": _hex, "quarantine": _str},
+    "redacted": {"target": _pos, "path": canonical_path, "value_digest": _hex, "reason": _str,
+                 "by": _str},
 }
 
 
 # ---- sections 2, 3, 5 and 6.1-6.7: one line ----------------------------------------------------
 
-def check_line(line: bytes, i: int, prev_hash: str):
-    """Check one line (without its line feed); return (body, hash). Raises Bad."""
+def parse_line(line: bytes):
+    """Section 2's layout and check 1 of one line (without its line feed); return (body, raw
+    body bytes, hash, data). Raises Bad."""
     if not line.startswith(HEAD) or not line.endswith(b"}"):
         raise Bad("line is not {\"body\":...}")
     try:
@@ -199,6 +360,13 @@ def check_line(line: bytes, i: int, prev_hash: str):
     for k, t in spec.items():
         if not t(body[k]):
             raise Bad(f"bad {k}: {body[k]!r}")
+    return body, raw, h, data
+
+
+def check_line(line: bytes, i: int, prev_hash: str, marks=NO_MARKS):
+    """Check one line (without its line feed), with `marks` its R(T); return (body, hash, data).
+    Raises Bad."""
+    body, raw, h, data = parse_line(line)
     if body["seq"] != i:
         raise Bad(f"seq is {body['seq']}, expected {i}")
     if body["prev"] != prev_hash:
@@ -207,11 +375,11 @@ def check_line(line: bytes, i: int, prev_hash: str):
         raise Bad("hash does not match the body")
     if (i == 1) != (body["kind"] == "genesis"):
         raise Bad("seq 1 must be genesis, and only seq 1")
-    check_data(body, data)
-    return body, h.decode()
+    check_data(body, data, marks)
+    return body, h.decode(), data
 
 
-def check_data(body, data):
+def check_data(body, data, marks=NO_MARKS):
     kind = body["kind"]
     want = {"proposed": ["args", "context"], "edited": ["args"]}.get(kind)
     if want is None:
@@ -223,9 +391,10 @@ def check_data(body, data):
     if not all(isinstance(data[k], dict) for k in want):
         raise Bad("args and context must be JSON objects")
     try:
-        if digest(data["args"]) != body["args_digest"]:
+        if marked_digest(data["args"], ("args",), "args", marks).hex() != body["args_digest"]:
             raise Bad("args_digest does not match data.args")
-        if kind == "proposed" and digest(data["context"]) != body["context_digest"]:
+        if kind == "proposed" and marked_digest(data["context"], ("context",), "context",
+                                                marks).hex() != body["context_digest"]:
             raise Bad("context_digest does not match data.context")
     except (UnicodeEncodeError, ValueError) as e:  # lone surrogate escape; huge number
         raise Bad(f"data cannot be digested: {e}")
@@ -239,6 +408,8 @@ class Workflow:
 
     def __init__(self):
         self.req = {}
+        self.with_data = {}  # seq of a proposed or edited event -> (kind, request)
+        self.redacted = {}  # target -> [paths of the redacted events so far, in order]
 
     def apply(self, e):
         kind, seq = e["kind"], e["seq"]
@@ -247,6 +418,24 @@ class Workflow:
                 proposer=e["proposer"], effect=e["effect"], digest=e["args_digest"],
                 final=e["effect"] == "deny", interrupted=False, requirements=None,
                 deadline=None, votes=set(), approved=False, started=None)
+            self.with_data[seq] = ("proposed", seq)
+            return
+        if kind == "redacted":
+            target, path = e["target"], e["path"]
+            if target not in self.with_data:
+                raise Bad(f"redaction-target: {target} is not an earlier proposed or edited event")
+            of, request = self.with_data[target]
+            if parse_path(path)[0] == "context" and of != "proposed":
+                raise Bad(f"redaction-target: {path} of an {of} event, which has no context")
+            if not self.req[request]["final"]:
+                raise Bad(f"redaction-too-early: request {request} is not final")
+            earlier = self.redacted.setdefault(target, [])
+            if path in earlier:
+                raise Bad(f"already-redacted: {path} of seq {target}")
+            for q in earlier:  # section 6: P lies inside Q (longer, starts with Q, then . or [)
+                if len(path) > len(q) and path.startswith(q) and path[len(q)] in ".[":
+                    raise Bad(f"already-redacted: {path} of seq {target} lies inside {q}")
+            earlier.append(path)
             return
         if "request" not in e:
             return  # genesis, recovered
@@ -279,6 +468,7 @@ class Workflow:
                 if e["replaces"] != r["digest"] or e["effect"] == "deny":
                     raise Bad("edit must replace the current digest with a non-deny effect")
                 r.update(digest=e["args_digest"], requirements=e["requirements"], votes=set())
+                self.with_data[seq] = ("edited", e["request"])
                 if self.admits(r, e["requirements"], who):
                     self.vote(r, who, r["digest"])
             else:
@@ -319,6 +509,43 @@ class Workflow:
 
 # ---- sections 1 and 6: the directory ---------------------------------------------------------------
 
+def continues_chain(line: bytes, i: int, prev_hash: str):
+    """Section 6's exception: the unterminated end of the last segment is line `i` when it passes
+    check 1 and checks 2-4 (seq, prev, hash). Returns its parse, or None."""
+    try:
+        body, raw, h, data = parse_line(line)
+    except Bad:
+        return None
+    if body["seq"] != i or body["prev"] != prev_hash or h.decode() != hashlib.sha256(raw).hexdigest():
+        return None
+    return body, raw, h, data
+
+
+def announcements(contents):
+    """Section 10.3's pre-scan: [(target, path, value_digest)] in ledger order, from the lines of
+    the segments `contents` (bytes, in order) whose BODY is a `redacted` event; the end of the
+    last segment after its last line feed only when it continues the chain."""
+    found, complete, last_hash = [], 0, ZERO
+    for n, data in enumerate(contents, 1):
+        pieces = data.split(b"\n")
+        tail = pieces.pop()
+        candidates = list(pieces)
+        for line in pieces:  # the hash stored on the last complete line, for the tail's prev
+            complete += 1
+            last_hash = line[line.find(MID) + 9:line.find(MID) + 73].decode("ascii", "replace") if MID in line else ""
+        if tail and (n < len(contents) or continues_chain(tail, complete + 1, last_hash)):
+            candidates.append(tail)
+        for line in candidates:
+            if not line.startswith(REDACTED_LINE):
+                continue
+            try:
+                body = parse_line(line)[0]
+            except Bad:
+                continue
+            found.append((body["target"], body["path"], body["value_digest"]))
+    return found
+
+
 def verify_dir(path):
     root = Path(path)
     if not root.is_dir():
@@ -326,38 +553,56 @@ def verify_dir(path):
     segs = sorted(p for p in root.iterdir() if SEGMENT.fullmatch(p.name) and p.is_file())
     if not segs:
         return False, 0, ZERO, None, "unreadable: no segments"
+    contents = [seg.read_bytes() for seg in segs]
+    found = announcements(contents)
+    keep = {target for target, *_ in found}  # the DATA that announcement checks read
+    return _verify(segs, contents, found, keep)
+
+
+def _verify(segs, contents, found, keep):
+    """One pass over the ledger with R(T) made of `found`, keeping the DATA of the seqs in `keep`."""
+    marks = {}
+    for target, p, d in found:
+        marks.setdefault(target, Marks()).add(p, d)
+    kept = {}
     count, head, flow, warn, last_ts = 0, ZERO, Workflow(), "", ""
+
+    def step(body, data):
+        flow.apply(body)
+        if body["seq"] in keep:
+            kept[body["seq"]] = data
+        if body["kind"] == "redacted":  # section 10.3: after the workflow rules
+            check_announcement(body, kept[body["target"]], marks.get(body["target"], NO_MARKS))
+
     for n, seg in enumerate(segs, 1):
         if seg.name != f"events-{n:08d}.jsonl":
             return False, count, head, count + 1, f"segment {seg.name} out of sequence"
-        data = seg.read_bytes()
+        data = contents[n - 1]
         lines = data.split(b"\n")
         tail = lines.pop()  # b"" when the segment ends in a line feed
         for line in lines:
             try:
-                body, h = check_line(line, count + 1, head)
+                body, h, d = check_line(line, count + 1, head, marks.get(count + 1, NO_MARKS))
                 if body["ts"] < last_ts:  # section 6, step 5: time never goes backwards
                     raise Bad("ts is earlier than the previous line's")
-                flow.apply(body)
+                step(body, d)
             except Bad as e:
                 return False, count, head, count + 1, f"seq {count + 1}: {e}"
             count, head, last_ts = count + 1, h, body["ts"]
         if tail and n < len(segs):
             return False, count, head, count + 1, f"{seg.name} does not end in a line feed"
-        if tail:
-            try:  # section 6: a whole line that passes every check as the next line counts
-                body, h = check_line(tail, count + 1, head)
+        if tail and continues_chain(tail, count + 1, head) is None:
+            warn = f"; torn tail of {len(tail)} bytes at offset {len(data) - len(tail)} ignored"
+        elif tail:  # section 6: a line continuing the chain counts, and every check applies
+            try:
+                body, h, d = check_line(tail, count + 1, head, marks.get(count + 1, NO_MARKS))
                 if body["ts"] < last_ts:
                     raise Bad("ts is earlier than the previous line's")
-            except Bad:
-                warn = f"; torn tail of {len(tail)} bytes at offset {len(data) - len(tail)} ignored"
-            else:
-                try:
-                    flow.apply(body)
-                except Bad as e:
-                    return False, count, head, count + 1, f"seq {count + 1}: {e}"
-                count, head = count + 1, h
-                warn = "; the last line lacks its line feed and counts"
+                step(body, d)
+            except Bad as e:
+                return False, count, head, count + 1, f"seq {count + 1}: {e}"
+            count, head = count + 1, h
+            warn = "; the last line lacks its line feed and counts"
     if count == 0:
         return False, 0, ZERO, 1, "the ledger has no events (no genesis)"
     return True, count, head, None, "intact" + warn

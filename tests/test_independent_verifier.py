@@ -1,8 +1,10 @@
 """Tests for tests/independent_verifier.py, a verifier written only from docs/ledger-format.md.
 
-Real ledgers come from the project's command line (`countersign simulate`); the project's own
-verifier is consulted only through `countersign ledger verify --json`. The tests at the end pin
-points the document once left open and now settles; both verifiers must agree on them.
+Real ledgers come from the project's command line (`countersign simulate`), and redacted ones
+(section 10) from the project's own writer (tests/ledger_factory.Forge, ledger.redact.redact); the
+project's own verifier is consulted only through `countersign ledger verify --json`. The tests
+near the end pin points the document once left open and now settles; both verifiers must agree on
+them.
 """
 
 import hashlib
@@ -616,3 +618,330 @@ def test_both_accept_a_new_approval_of_arguments_edited_back(tmp_path):
                                  E("edited", editor="c", new_args={"x": 1}, requirements=R3),
                                  E("approved", approver="b")])
     assert mine(led)[0] is True and cli_verify(led)[0] is True
+
+
+# ---- section 10: redaction. Ledgers are built with the project's own writer (ledger_factory.Forge,
+# which appends any history) and ledger.redact.redact; only the verdicts are compared. ----------------
+
+CARD = {"number": "4111111111111111", "exp": "12/30"}
+ARGS = {"card": CARD, "amount": 5, "items": [{"cc": "1"}, {"cc": "2"}], "content-type": "pan"}
+CTX = {"cwd": "/home/u"}
+
+
+class Settled:
+    """A ledger with a final (rejected) request whose data holds a card: genesis (1), proposed (2),
+    interrupted (3), rejected (4), then whatever a case appends. `redact` runs the project's
+    redaction on the Forge's clock (so timestamps never go backwards); `forge()` reopens the writer."""
+
+    def __init__(self, path, args=ARGS, context=CTX, final=True):
+        from ledger_factory import Forge
+        self.path = path
+        with Forge(path) as f:
+            self.clock = f.clock
+            self.request, self.digest = f.propose(args=args, context=context)
+            self.interrupt = f.interrupt(self.request, approvers=["sup-1"])
+            if final:
+                f.reject(self.request, "sup-1")
+
+    def forge(self):
+        from ledger_factory import Forge
+        f = Forge(self.path)
+        f.clock = f.ledger.clock = self.clock  # one clock for every writer of this ledger
+        return f
+
+    def redact(self, field, target=None):
+        from ledger.redact import redact
+        self.clock.advance(1)
+        return redact(self.path, target or self.request, field, reason="GDPR art. 17", by="dpo",
+                      clock=self.clock).seq
+
+    def announce(self, field, value=None, target=None, digest_=None):
+        """Append only a `redacted` event (the value stays in place); return its seq."""
+        with self.forge() as f:
+            return f.redacted(target or self.request, field, value, digest=digest_)
+
+    def edit_data(self, seq, edit):
+        """Apply `edit` to the decoded DATA of line `seq` and store it in canonical spelling (DATA
+        is not hashed: the chain is untouched)."""
+        lines = lines_of(self.path)
+        line = lines[seq - 1]
+        at = line.index(b'","data":') + 9
+        data = json.loads(line[at:-1])
+        edit(data)
+        lines[seq - 1] = line[:at] + json.dumps(data, separators=(",", ":"), sort_keys=True,
+                                                ensure_ascii=False).encode() + b"}"
+        write_lines(self.path, lines)
+
+
+def marker(value):
+    return {"$redacted": digest(value)}
+
+
+def _lawful(s):
+    s.redact("args.card")
+    s.redact("context.cwd")
+    return None
+
+
+def _nested(s):
+    s.redact("args.card.number")
+    s.redact("args.card")  # its value_digest counts the inner marker as the number it replaced
+    return None
+
+
+def _list_item_and_quoted_key(s):
+    s.redact("args.items[1].cc")
+    s.redact('args["content-type"]')
+    return None
+
+
+def _edited_and_proposed(path):
+    s = Settled(path, final=False)
+    with s.forge() as f:
+        edit, _ = f.edit(s.request, "sup-1", {**ARGS, "amount": 6}, s.digest)
+        f.cancel(s.request)
+    s.redact("args.card", target=edit)
+    s.redact("args.card")
+    return s, None
+
+
+def _marker_at_unannounced_path(s):
+    s.redact("args.card")
+    s.edit_data(2, lambda d: d["args"].__setitem__("amount", marker(5)))  # right digest, no announcement
+    return 2
+
+
+def _marker_digest_differs(s):
+    s.redact("args.card")
+    s.edit_data(2, lambda d: d["args"].__setitem__("card", marker("something else")))
+    return 2
+
+
+def _announcement_digest_differs(s):
+    s.announce("args.card", digest_=digest("something else"))  # the marker carries the true one
+    s.edit_data(2, lambda d: d["args"].__setitem__("card", marker(CARD)))
+    return 2
+
+
+def _value_changed_next_to_marker(s):
+    s.redact("args.card")
+    s.edit_data(2, lambda d: d["args"].__setitem__("amount", 6))
+    return 2
+
+
+def _non_data_target(s):
+    return s.announce("args.card", CARD, target=s.interrupt)
+
+
+def _non_final_request(path):
+    s = Settled(path, final=False)
+    return s, s.announce("args.card", CARD)
+
+
+def _twice(s):
+    s.redact("args.card")
+    return s.announce("args.card", CARD)
+
+
+def _announcement_only(s):
+    s.announce("args.card", CARD)
+    return None
+
+
+def _announcement_only_wrong_value(s):
+    return s.announce("args.card", {"number": "4111111111111112", "exp": "12/30"})
+
+
+def _announcement_of_missing_field(s):
+    return s.announce("args.items[2].cc", "3")
+
+
+def _context_of_an_edit(path):
+    s = Settled(path, final=False)
+    with s.forge() as f:
+        edit, _ = f.edit(s.request, "sup-1", ARGS, s.digest)
+        f.cancel(s.request)
+    return s, s.announce("context.cwd", CTX["cwd"], target=edit)
+
+
+def _second_announcement_wrong(s):
+    s.announce("args.amount", 5)
+    return s.announce("context.cwd", "/elsewhere")  # each event checks what it announces
+
+
+def _inner_field_announced_after_outer(s):
+    # Section 6: a path inside a path redacted before is unlawful (already-redacted)
+    s.redact("args.card")
+    return s.announce("args.card.number", "not the number")
+
+
+def _false_inner_healed_by_later_outer(s):
+    # The same rule looks at R(T), later announcements included: the false announcement at seq 5
+    # passes because seq 6 announces args.card (a prefix of this ledger fails at 5).
+    s.announce("args.card.number", "not the number")
+    s.announce("args.card", CARD)
+    return None
+
+
+def _later_announcement_line_broken(s):
+    s.redact("args.card")
+    lines = lines_of(s.path)
+    lines[4] = flip(lines[4], lines[4].index(b'"hash":"') + 12)  # its hash no longer matches
+    write_lines(s.path, lines)
+    return 5  # the marker of seq 2 still counts: R(T) is read before the chain is checked
+
+
+def _marker_shaped_value_and_false_announcement(path):
+    # The stored value looks like a marker; an announcement of that path with the digest the
+    # value carries makes it count as that digest (10.3), so the untouched line 2 fails check 7.
+    s = Settled(path, args={"m": {"$redacted": digest("x")}, "n": 1})
+    s.announce("args.m", "x")
+    return s, 2
+
+
+def _non_canonical_path(s):
+    seq = s.announce("args.card", CARD)
+    rewrite(s.path, seq, lambda b, d: (b.replace('"path":"args.card"', '"path":"args[\\"card\\"]"'), d))
+    return seq
+
+
+REDACTION = {
+    # name: (edit a Settled ledger, or build from a path -> (ledger, first bad seq or None))
+    "lawful_redaction": _lawful,
+    "nested_redaction": _nested,
+    "list_item_and_quoted_key": _list_item_and_quoted_key,
+    "edited_and_proposed_targets": _edited_and_proposed,
+    "marker_at_unannounced_path": _marker_at_unannounced_path,
+    "marker_digest_differs_from_announcement": _marker_digest_differs,
+    "announcement_digest_differs_from_marker": _announcement_digest_differs,
+    "value_changed_next_to_marker": _value_changed_next_to_marker,
+    "announcement_for_non_data_event": _non_data_target,
+    "announcement_for_non_final_request": _non_final_request,
+    "announcement_twice": _twice,
+    "announcement_only_value_in_place": _announcement_only,
+    "announcement_only_of_another_value": _announcement_only_wrong_value,
+    "announcement_of_missing_field": _announcement_of_missing_field,
+    "context_path_of_an_edit": _context_of_an_edit,
+    "second_announcement_wrong": _second_announcement_wrong,
+    "inner_field_announced_after_outer": _inner_field_announced_after_outer,
+    "false_inner_announcement_healed_by_later_outer": _false_inner_healed_by_later_outer,
+    "later_announcement_line_broken": _later_announcement_line_broken,
+    "non_canonical_path": _non_canonical_path,
+    "marker_shaped_value_and_false_announcement": _marker_shaped_value_and_false_announcement,
+}
+BUILDS_ITSELF = {_edited_and_proposed, _non_final_request, _context_of_an_edit,
+                 _marker_shaped_value_and_false_announcement}
+
+
+def judged_alike(led, expected):
+    """Both verifiers: ok exactly when `expected` is None, else the first bad seq `expected`; the
+    same count and head."""
+    ok, count, head, bad, message = verify_dir(led)
+    assert (ok, bad) == (expected is None, expected), message
+    c_ok, c_count, c_head, c_bad, _, rep = cli_verify(led)
+    assert (c_ok, c_count, c_head, c_bad) == (ok, count, head, bad), rep
+    return message
+
+
+@pytest.mark.parametrize("case", list(REDACTION))
+def test_redacted_ledger_judged_alike_by_both(tmp_path, case):
+    make = REDACTION[case]
+    if make in BUILDS_ITSELF:
+        s, expected = make(tmp_path / "l")
+    else:
+        s = Settled(tmp_path / "l")
+        expected = make(s)
+    judged_alike(s.path, expected)
+
+
+def test_redaction_removes_the_value_and_keeps_every_hash(tmp_path):
+    s = Settled(tmp_path / "l")
+    before = lines_of(s.path)
+    s.redact("args.card.number")
+    after = lines_of(s.path)
+    assert b"4111111111111111" not in b"".join(after) and digest(CARD["number"]).encode() in after[1]
+    assert [x[:x.index(b'","data":')] for x in after[:-1]] == [x[:x.index(b'","data":')] for x in before]
+    assert mine(s.path)[:2] == (True, len(before) + 1)
+    judged_alike(s.path, None)
+
+
+@pytest.mark.parametrize("key,spelling,canonical", [
+    ("a\nb", r'args[\"a\\nb\"]', True),           # the short escape is the canonical one
+    ("a\nb", r'args[\"a\\u000ab\"]', False),
+    ("a\x1fb", r'args[\"a\\u001fb\"]', True),
+    ("a\x1fb", r'args[\"a\\u001Fb\"]', False),      # lowercase hexadecimal digits
+    ("a/b", r'args[\"a\\/b\"]', False),
+    ("A", r'args[\"\\u0041\"]', False),
+    ("a\x7fb", 'args[\\"a\x7fb\\"]', True),         # DEL is not below U+0020: written as itself
+    ("a\x7fb", r'args[\"a\\u007fb\"]', False),
+    ("", r'args[\"\"]', True),
+    ("$redacted", r'args[\"$redacted\"]', True),
+    ("0", r'args[\"0\"]', True),
+    ("0", "args.0", False),
+    ("é", "args.é", False),                          # a name is ASCII only
+    ("é", 'args[\\"é\\"]', True),
+    ('a"b', r'args[\"a\\\"b\"]', True),
+    ("a\\b", r'args[\"a\\\\b\"]', True),
+    ("\U0001F600", r'args[\"\\ud83d\\ude00\"]', False),
+    ("\U0001F600", 'args[\\"\U0001F600\\"]', True),
+    ("_1", "args._1", True),
+    ("_1", r'args[\"_1\"]', False),
+    ("x", "args", False),                             # at least one step
+    ("x", "args.", False),
+    ("x", "args.x[00]", False),
+], ids=["short_escape", "u000a", "u001f", "u001F", "escaped_slash", "u0041", "raw_del", "u007f",
+        "empty_key", "dollar_key", "digit_key_quoted", "digit_key_dotted", "non_ascii_dotted",
+        "non_ascii_quoted", "quote", "backslash", "escaped_surrogate_pair", "raw_emoji",
+        "name_dotted", "name_quoted", "root_only", "empty_step", "leading_zero_index"])
+def test_field_path_spellings_judged_alike_by_both(tmp_path, key, spelling, canonical):
+    # `spelling` is the path as it stands inside BODY's JSON string; the value stays in place.
+    s = Settled(tmp_path / "l", args={key: "secret", "x": [1]})
+    seq = s.announce("args.x", [1])
+    rewrite(s.path, seq, lambda b, d: (b.replace('"path":"args.x"', f'"path":"{spelling}"')
+                                       .replace(digest([1]), digest("secret")), d))
+    judged_alike(s.path, None if canonical else seq)
+
+
+def test_leftover_redaction_temporary_file_is_not_a_segment_for_both(tmp_path):
+    s = Settled(tmp_path / "l")
+    s.redact("args.card")
+    (s.path / f".{SEG}.redact.tmp").write_bytes(b"junk\n")
+    judged_alike(s.path, None)
+
+
+def test_announcement_in_a_last_line_lacking_only_its_line_feed_counts_for_both(tmp_path):
+    s = Settled(tmp_path / "l")
+    s.redact("args.card")
+    (s.path / SEG).write_bytes((s.path / SEG).read_bytes()[:-1])
+    assert "counts" in judged_alike(s.path, None)
+
+
+def test_announcement_in_a_torn_tail_that_is_no_json_does_not_count_for_both(tmp_path):
+    s = Settled(tmp_path / "l")
+    s.redact("args.card")
+    (s.path / SEG).write_bytes((s.path / SEG).read_bytes()[:-3])
+    judged_alike(s.path, 2)  # the marker of seq 2 is announced by no event of the ledger
+
+
+def torn_announcement_that_does_not_chain(path):
+    """A redacted ledger whose announcement is only in a torn tail: a whole, hashed line whose
+    prev is wrong, so it is not a line of the ledger (section 6) and does not count."""
+    s = Settled(path)
+    s.redact("args.card")
+    lines = lines_of(s.path)
+    body = lines[-1][8:lines[-1].index(b',"hash":"')]
+    body = body.replace(body[body.index(b'"prev":"'):][:73], b'"prev":"' + b"0" * 64 + b'"')
+    lines[-1] = b'{"body":' + body + b',"hash":"' + hashlib.sha256(body).hexdigest().encode() + \
+        b'","data":null}'
+    write_lines(s.path, lines, end=b"")
+    return s.path
+
+
+def test_announcement_in_a_torn_tail_that_does_not_chain_does_not_count(tmp_path):
+    led = torn_announcement_that_does_not_chain(tmp_path / "l")
+    ok, count, head, bad, message = verify_dir(led)
+    assert (ok, count, bad) == (False, 1, 2), message
+
+
+def test_announcement_in_a_torn_tail_that_does_not_chain_judged_alike(tmp_path):
+    judged_alike(torn_announcement_that_does_not_chain(tmp_path / "l"), 2)

@@ -1012,6 +1012,13 @@ def u_already_redacted(f):
     return f.redacted(r)
 
 
+def u_already_redacted_inside(f):
+    r, d = f.propose(effect="deny", args={"card": {"number": "4111"}, "cardx": 1})
+    f.redacted(r, "args.card", {"number": "4111"})
+    f.redacted(r, "args.cardx", 1)  # not inside args.card (the views must not take a text prefix)
+    return f.redacted(r, "args.card.number", "4111")
+
+
 UNLAWFUL = {
     "unknown-request": [u_unknown_request, u_unknown_request_names_a_non_proposal],
     "request-final": [u_request_final_after_reject, u_request_final_after_deny, u_request_final_after_executed],
@@ -1031,7 +1038,7 @@ UNLAWFUL = {
     "not-started": [u_not_started, u_not_started_after_approval],
     "redaction-target": [u_redaction_target_not_data, u_redaction_target_later, u_redaction_target_context_of_edit],
     "redaction-too-early": [u_redaction_too_early, u_redaction_too_early_edit],
-    "already-redacted": [u_already_redacted],
+    "already-redacted": [u_already_redacted, u_already_redacted_inside],
 }
 CASES = [(code, forge) for code, forges in UNLAWFUL.items() for forge in forges]
 
