@@ -442,3 +442,59 @@ def test_verify_proof_names_the_redacted_fields(ledger, tmp_path):
     assert result.exit_code == 0, result.output
     assert "redacted (each a marker carrying the removed value's digest): args.card.number" in result.output
     assert CARD not in proof.read_text()
+
+
+# --- crashes ------------------------------------------------------------------------------------
+
+_CRASHER = r"""
+import os, sys
+sys.path[:0] = [{root!r}, {tests!r}]
+import ledger.redact as r
+point = {point!r}
+real_write, real_replace, real_rewrite = os.write, os.replace, r._rewrite_line
+
+def write(fd, data):  # half of the temporary segment, then death
+    real_write(fd, bytes(data[: len(data) // 2]))
+    os._exit(9)
+
+def replace_after(a, b):
+    real_replace(a, b)
+    os._exit(9)
+
+def rewrite(*args):  # the faults apply from the rewrite on, after the announcement is durable
+    if point == "after-announcement":
+        os._exit(9)
+    if point == "mid-temporary-write":
+        os.write = write
+    if point == "before-rename":
+        os.replace = lambda *a: os._exit(9)
+    if point == "after-rename":
+        os.replace = replace_after
+    real_rewrite(*args)
+
+r._rewrite_line = rewrite
+r.redact({path!r}, {target}, "args.card.number", reason="r", by="dpo")
+"""
+
+
+@pytest.mark.parametrize("point", ["after-announcement", "mid-temporary-write", "before-rename", "after-rename"])
+def test_a_redaction_killed_at_any_step_leaves_a_ledger_that_verifies_and_finishes_on_rerun(ledger, point):
+    import subprocess
+    import sys
+
+    path, ids = ledger
+    root = Path(__file__).resolve().parents[1]
+    script = _CRASHER.format(root=str(root), tests=str(root / "tests"), point=point, path=str(path), target=ids["final"])
+    died = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert died.returncode == 9, died.stderr
+    report = verify(path)
+    assert report.ok, report.problem
+    announced = len(report.redactions) == 1
+    assert announced  # every step after the first happens after the announcement is durable
+    value_gone = CARD.encode() not in b"".join(p.read_bytes() for p in path.glob("events-*.jsonl"))
+    assert value_gone == (point == "after-rename")
+    done = redact(path, ids["final"], "args.card.number", reason="r", by="dpo")
+    assert done.rewritten == (point != "after-rename")
+    assert CARD.encode() not in files_bytes(path)  # a stale temporary file is overwritten, then renamed away
+    final = verify(path)
+    assert final.ok and final.count == report.count and len(final.redactions) == 1
