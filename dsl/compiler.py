@@ -70,7 +70,8 @@ class CompiledRule:
     reason: str | None
     requirements: Requirements | None
     condition_text: str | None
-    uses_memo: bool = False  # its predicate keeps path()/url() values in Env.memo
+    uses_memo: bool = False  # its predicate keeps path()/url()/shell() values in Env.memo
+    shape: tuple | None = None  # its condition's shape for compile_plan (None: the predicate is called)
 
 
 # --- conditions -------------------------------------------------------------------------------
@@ -1158,6 +1159,469 @@ def _fast_quantifier(q: ast.Quantifier) -> Fn:
     return over_env
 
 
+# --- plans: one generated function per set of candidate rules ---------------------------------
+#
+# The rules a call of one tool runs are known once its name is: `compile_plan` writes them as one
+# Python function, so that what several rules read is read once (`args.file_path`, the parsed
+# `shell(args.command)`, the normalized `path(args.file_path)`), and each rule whose condition has
+# a simple shape is an inline expression instead of a chain of closures. A shape is built at load
+# from the checked condition (`shape_of`): comparisons of a field, `len()` of a field, a tool name,
+# `path()` of a field with an absolute glob or `under`, `exists()`, quantifiers over `shell()`
+# with bodies over a command's typed fields, and `and`, `or`, `not` of those.
+#
+# Each rule's inline expression runs only under a guard: the values it reads are present and of
+# the types for which the expression is exactly what the predicate computes (a string compared
+# with a string literal, a number not NaN ordered with a number, a path already normalized, a
+# parsed shell text). Under the guard nothing can raise, so `and`/`or`/`not` are Python's. When a
+# guard fails (a missing field, another type, a relative path, shell text the parser refuses),
+# the rule's own predicate decides, as it does without a plan; when that predicate raises, the
+# function returns the rule's position and `Policy.evaluate` goes on from that rule with the
+# predicates, recording the error. The generated text holds only generated names: every literal,
+# key and pattern is passed as a constant, never written into it.
+
+_UNKNOWN = object()  # a nested field under a value that is not exactly a dict: its predicate reads it
+
+
+class _NoShape(Exception):
+    """A condition (or part of one) the plan writes as a call of the rule's predicate."""
+
+
+def shape_of(expr: ast.Expr | None) -> tuple | None:
+    """The shape of a checked condition for `compile_plan`, or None (the predicate is called)."""
+    if expr is None:
+        return None
+    try:
+        return _shape(expr, None)
+    except _NoShape:
+        return None
+
+
+def _shape(e: ast.Expr, item: str | None) -> tuple:
+    if isinstance(e, (ast.And, ast.Or)):
+        return ("and" if isinstance(e, ast.And) else "or", tuple(_shape(o, item) for o in e.operands))
+    if isinstance(e, ast.Not):
+        return ("not", _shape(e.operand, item))
+    if isinstance(e, ast.Compare):
+        return _shape_compare(e, item)
+    if isinstance(e, ast.Quantifier):
+        src = e.source
+        if item is not None or not (isinstance(src, ast.Call) and src.name == "shell" and not src.keys):
+            raise _NoShape
+        shell = ("shell", _field(src.args[0]))
+        programs = _program_test(e.body, e.var)
+        if programs is not None:
+            return ("programs", e.kind == "any", programs[0], programs[1], shell)
+        return ("quant", e.kind == "any", shell, _shape(e.body, e.var))
+    if isinstance(e, ast.Call) and e.name == "exists" and not e.keys and item is None:
+        return ("exists", _field(e.args[0]))
+    if isinstance(e, ast.Path):  # a bare field as a condition holds a boolean
+        return ("bool", _value(e, item))
+    raise _NoShape
+
+
+def _field(e: ast.Expr) -> tuple:
+    if isinstance(e, ast.Path):
+        if e.root == "tool" and not e.keys:
+            return ("tool",)
+        if e.root in ("args", "context") and e.keys and all(type(k) is str for k in e.keys):
+            return ("f", e.root, e.keys)
+    raise _NoShape
+
+
+_ITEM_TYPES = {"string": str, "list[string]": tuple, "bool": bool}
+
+
+def _value(e: ast.Expr, item: str | None) -> tuple:
+    """("f", root, keys), ("tool",), ("len", field), ("path", field), or over a command:
+    ("c", field, type) and ("clen", ("c", ...))."""
+    if item is not None:
+        if isinstance(e, ast.Path) and e.root == item and len(e.keys) == 1 and e.keys[0] in subjects.Command.FIELDS:
+            return ("c", e.keys[0], _ITEM_TYPES[subjects.Command.FIELDS[e.keys[0]]])
+        if isinstance(e, ast.Call) and e.name == "len" and not e.keys:
+            inner = _value(e.args[0], item)
+            if inner[0] == "c" and inner[2] in (str, tuple):
+                return ("clen", inner)
+        raise _NoShape
+    if isinstance(e, ast.Path):
+        return _field(e)
+    if isinstance(e, ast.Call) and not e.keys and e.name in ("len", "path"):
+        return (e.name, _field(e.args[0]))
+    raise _NoShape
+
+
+def _shape_compare(e: ast.Compare, item: str | None) -> tuple:
+    op, right = e.op, e.right
+    value = _value(e.left, item)
+    if value[0] == "path":
+        if op == "glob" and right.value.startswith("/"):
+            try:
+                return ("pathglob", value, subjects.make_path(right.value, None, None).parts)
+            except EvalError:
+                raise _NoShape from None
+        if op == "under" and isinstance(right, ast.Literal) and type(right.value) is str and right.value.startswith("/"):
+            try:
+                return ("under", value, subjects.make_path(right.value, None, None).text)
+            except EvalError:
+                raise _NoShape from None
+        raise _NoShape
+    if op == "under":
+        raise _NoShape
+    if isinstance(right, ast.Literal):
+        lit = right.value
+        if op == "glob":
+            return ("strglob", value, values.glob_regex(lit))
+        if op in ("in", "not_in"):
+            if type(lit) is not str:
+                raise _NoShape
+            return ("substring", value, lit, op == "not_in")
+        if lit is not None and type(lit) not in (str, int, float, bool):
+            raise _NoShape  # pragma: no cover - literals are these types
+        if op in ("<", "<=", ">", ">=") and (type(lit) is bool or lit is None or lit != lit):
+            raise _NoShape
+        if op in ("startswith", "endswith", "contains") and type(lit) is not str:
+            raise _NoShape
+        return ("cmp", op, value, lit)
+    if not isinstance(right, ast.ListLiteral):
+        raise _NoShape
+    items = [i.value for i in right.items]
+    kinds = {values.kind(i) for i in items}
+    if op in ("in", "not_in"):
+        if kinds <= {"string", "null"}:
+            return ("member", value, str, frozenset(i for i in items if type(i) is str), op == "not_in")
+        if kinds <= {"number", "null"}:
+            return ("member", value, float, frozenset(i for i in items if i is not None), op == "not_in")
+        raise _NoShape
+    if op in ("startswith", "endswith") and kinds <= {"string"}:
+        return ("listaffix", value, tuple(items), op == "startswith")
+    raise _NoShape
+
+
+class _PlanWriter:
+    """Writes the source of one plan function (see `compile_plan`)."""
+
+    def __init__(self) -> None:
+        self.consts: dict[str, Any] = {}
+        self.const_ids: dict[tuple, str] = {}
+        self.values: dict[tuple, str] = {}  # shape of a shared value → its variable
+        self.prelude: list[str] = []
+        self.loops = 0
+
+    def const(self, value: Any) -> str:
+        key = (type(value), value) if _hashable(value) else ("id", id(value))
+        name = self.const_ids.get(key)
+        if name is None:
+            name = self.const_ids[key] = f"C{len(self.consts)}"
+            self.consts[name] = value
+        return name
+
+    # shared values, computed once at the top of the function
+
+    def shared(self, v: tuple) -> str:
+        name = self.values.get(v)
+        if name is not None:
+            return name
+        kind = v[0]
+        if kind == "tool":
+            name = f"v{len(self.values)}"
+            self.prelude += [f"{name} = env[0]", f"t{name} = type({name})"]
+        elif kind == "f":
+            name = f"v{len(self.values)}"
+            root, keys = v[1], v[2]
+            self.prelude.append(f"{name} = {root}.get({self.const(keys[0])}, M)")
+            for key in keys[1:]:
+                self.prelude += [
+                    f"if type({name}) is dict: {name} = {name}.get({self.const(key)}, M)",
+                    f"elif {name} is not M: {name} = X",
+                ]
+            self.prelude.append(f"t{name} = type({name})")
+        elif kind == "path":
+            field = self.shared(v[1])
+            name = f"p{len(self.values)}"
+            self.prelude.append(f"{name} = _plain_path({field})")
+        elif kind == "shell":
+            field = self.shared(v[1])
+            name = f"s{len(self.values)}"
+            self.prelude.append(f"{name} = _parsed_or_none({field})")
+        else:  # pragma: no cover - shapes only share these
+            raise _NoShape
+        self.values[v] = name
+        return name
+
+    # conditions: (guards, expression, statements to run first)
+
+    def cond(self, s: tuple, item: str | None) -> tuple[list[str], str, list[str]]:
+        kind = s[0]
+        if kind in ("and", "or"):
+            guards, exprs, pre = [], [], []
+            for part in s[1]:
+                g, x, p = self.cond(part, item)
+                guards += g
+                exprs.append(f"({x})")
+                pre += p
+            return guards, f" {kind} ".join(exprs), pre
+        if kind == "not":
+            g, x, p = self.cond(s[1], item)
+            return g, f"not ({x})", p
+        if kind == "bool":
+            expr, known, guards = self.value(s[1], item)
+            if known is bool:
+                return guards, expr, []
+            if known is not None:
+                raise _NoShape
+            return guards + [f"t{expr} is bool"], expr, []
+        if kind == "exists":
+            var = self.shared(s[1])
+            return [f"{var} is not X"], f"{var} is not M", []
+        if kind == "cmp":
+            return self.compare(s, item)
+        if kind == "member":
+            _, v, of, names, negate = s
+            expr, known, guards = self.value(v, item)
+            guards = guards + self.typed(expr, known, of)
+            test = f"{expr} in {self.const(names)}"
+            return guards, f"not ({test})" if negate else test, []
+        if kind == "substring":
+            _, v, text, negate = s
+            expr, known, guards = self.value(v, item)
+            guards = guards + self.typed(expr, known, str)
+            test = f"{expr} in {self.const(text)}"
+            return guards, f"not ({test})" if negate else test, []
+        if kind == "listaffix":
+            _, v, words, start = s
+            expr, known, guards = self.value(v, item)
+            if known is tuple:
+                lit = self.const(words)
+            elif known is None and v[0] == "f":
+                guards = guards + [f"t{expr} is list"]
+                lit = self.const(list(words))
+            else:
+                raise _NoShape
+            n = len(words)
+            if start:
+                return guards, f"{expr}[:{n}] == {lit}", []
+            return guards, f"len({expr}) >= {n} and {expr}[len({expr}) - {n}:] == {lit}", []
+        if kind == "strglob":
+            expr, known, guards = self.value(s[1], item)
+            return guards + self.typed(expr, known, str), f"{self.const(s[2])}.match({expr}) is not None", []
+        if kind == "pathglob":
+            var = self.shared(s[1])
+            return [f"{var} is not M"], self.path_match(var, s[2]), []
+        if kind == "under":
+            var = self.shared(s[1])
+            base = s[2]
+            if base == "/":
+                return [f"{var} is not M"], "True", []
+            return [f"{var} is not M"], f"{var} == {self.const(base)} or {var}.startswith({self.const(base + '/')})", []
+        if kind == "programs":
+            _, any_, positive, names, shell = s
+            var, c = self.shared(shell), self.const(names)
+            expr = {
+                (True, True): f"not {c}.isdisjoint({var}.programs)",
+                (True, False): f"not ({var}.programs <= {c})",
+                (False, True): f"{var}.programs <= {c}",
+                (False, False): f"{c}.isdisjoint({var}.programs)",
+            }[(any_, positive)]
+            return [f"{var} is not None"], expr, []
+        if kind == "quant":
+            if item is not None:
+                raise _NoShape
+            _, any_, shell, body = s
+            var = self.shared(shell)
+            self.loops += 1
+            loop, result = f"c{self.loops}", f"q{self.loops}"
+            g, x, p = self.cond(body, loop)
+            if g or p:  # pragma: no cover - a command's fields are typed: item shapes need no guard
+                raise _NoShape
+            pre = [
+                f"if {var} is not None:",
+                f"    {result} = {not any_}",
+                f"    for {loop} in {var}.commands:",
+                f"        if {'' if any_ else 'not '}({x}):",
+                f"            {result} = {any_}",
+                "            break",
+            ]
+            return [f"{var} is not None"], result, pre
+        raise _NoShape
+
+    def value(self, v: tuple, item: str | None) -> tuple[str, type | None, list[str]]:
+        """An expression for a value, its type when known, and the guards it needs."""
+        kind = v[0]
+        if kind == "c":
+            return f"{item}.{v[1]}", v[2], []
+        if kind == "clen":
+            return f"len({item}.{v[1][1]})", int, []
+        if kind == "len":
+            var = self.shared(v[1])
+            return f"len({var})", int, [f"(t{var} is str or t{var} is list or t{var} is dict)"]
+        if kind in ("f", "tool"):
+            return self.shared(v), None, []
+        raise _NoShape
+
+    def typed(self, expr: str, known: type | None, want: type) -> list[str]:
+        """Guards that `expr` holds a `want` (str, bool, or float for any number)."""
+        if known is not None:
+            if known is want or (want is float and known is int):
+                return []
+            raise _NoShape
+        if want is float:
+            return [f"(t{expr} is int or t{expr} is float)"]
+        return [f"t{expr} is {want.__name__}"]
+
+    def compare(self, s: tuple, item: str | None) -> tuple[list[str], str, list[str]]:
+        _, op, v, lit = s
+        expr, known, guards = self.value(v, item)
+        c = self.const(lit)
+        if lit is None:
+            if op not in ("==", "!="):
+                raise _NoShape
+            if known is None:
+                guards = guards + [f"{expr} is not M", f"{expr} is not X"]
+            return guards, f"{expr} is {'' if op == '==' else 'not '}None", []
+        t = type(lit)
+        if t is bool:
+            if op not in ("==", "!="):
+                raise _NoShape
+            return guards + self.typed(expr, known, bool), f"{expr} is {'' if op == '==' else 'not '}{c}", []
+        if t is str:
+            if op == "contains" and known is tuple:  # a command's list of strings
+                return guards, f"{c} in {expr}", []
+            guards = guards + self.typed(expr, known, str)
+            if op == "startswith":
+                return guards, f"{expr}.startswith({c})", []
+            if op == "endswith":
+                return guards, f"{expr}.endswith({c})", []
+            if op == "contains":
+                return guards, f"{c} in {expr}", []
+            return guards, f"{expr} {op} {c}", []
+        # a number
+        if op in ("startswith", "endswith", "contains"):
+            raise _NoShape
+        guards = guards + self.typed(expr, known, float)
+        if op in ("<", "<=", ">", ">=") and known is None:
+            guards.append(f"{expr} == {expr}")  # NaN cannot be ordered: the predicate raises
+        return guards, f"{expr} {op} {c}", []
+
+    def path_match(self, var: str, segments: tuple[str, ...]) -> str:
+        """`_path_matcher`'s test written inline (the root's text "/" decides as "" does)."""
+
+        def literal(seg: str) -> bool:
+            return "*" not in seg and "?" not in seg
+
+        if len(segments) == 2 and segments[0] == "**" and segments[1] != "**":
+            last = segments[1]
+            if literal(last):
+                return f"{var}.endswith({self.const('/' + last)})"
+            if last[0] == "*" and len(last) > 1 and literal(last[1:]):
+                return f"{var}.endswith({self.const(last[1:])})"
+        if len(segments) == 3 and segments[0] == segments[2] == "**" and literal(segments[1]):
+            middle = "/" + segments[1] + "/"
+            return f"({self.const(middle)} in {var} or {var}.endswith({self.const(middle[:-1])}))"
+        return f"{self.const(_path_matcher(segments))}({var} if {var} != '/' else '')"
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _plain_path(raw: Any) -> Any:
+    """The text of `path(raw)` when raw is an absolute path already normalized (see _make_path),
+    else _MISSING (the predicate decides)."""
+    if (
+        type(raw) is str
+        and raw[:1] == "/"
+        and "//" not in raw
+        and "/./" not in raw
+        and "/../" not in raw
+        and "\\" not in raw
+        and "$" not in raw
+        and "`" not in raw
+        and "\x00" not in raw
+        and (raw == "/" or not raw.endswith(_NOT_NORMAL_ENDS))
+    ):
+        return raw
+    return _MISSING
+
+
+def _parsed_or_none(text: Any) -> _Shell | None:
+    """The parsed shell text, or None when it is not a string or the parser refuses it (the
+    predicate then raises the error)."""
+    if type(text) is not str:
+        return None
+    hit = _SHELL_CACHE.get(text)
+    if hit is None:
+        try:
+            hit = _shell_parsed(text)
+        except (EvalError, RecursionError):
+            return None
+    return hit if type(hit) is _Shell else None
+
+
+_PLAN_ERRORS = (EvalError, RecursionError)
+
+
+def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[int], None]], int] | None:
+    """One function for the rules a call of some tool runs (in file order): `plan(env, append)`
+    appends the position of every rule that holds and returns -1, or returns the index (in
+    `rules`) of the first rule whose predicate raised, from which the caller goes on. None when
+    no rule has a shape (the predicates are called one by one)."""
+    if not any(r.shape is not None for r in rules):
+        return None
+    w = _PlanWriter()
+    body: list[str] = []
+    for index, rule in enumerate(rules):
+        if rule.test is None:
+            body.append(f"append({rule.order})")
+            continue
+        guards: list[str] = []
+        expr = None
+        pre: list[str] = []
+        if rule.shape is not None:
+            try:
+                guards, expr, pre = w.cond(rule.shape, None)
+            except _NoShape:
+                expr = None
+        call = [
+            "try:",
+            f"    r = {w.const(rule.test)}(env)",
+            "except ERRORS:",
+            f"    return {index}",
+            f"if r is True: append({rule.order})",
+            f"elif r is not False: return {index}",
+        ]
+        if expr is None:
+            body += call
+            continue
+        body += pre
+        if not guards:
+            body += [f"if {expr}: append({rule.order})"]
+            continue
+        body += [f"if {' and '.join(dict.fromkeys(guards))}:", f"    if {expr}: append({rule.order})", "else:"]
+        body += ["    " + line for line in call]
+    lines = [
+        "def plan(env, append):",
+        "    args = env[1]",
+        "    context = env[2]",
+        "    if type(args) is not dict or type(context) is not dict:",
+        "        return 0",
+    ]
+    lines += ["    " + line for line in w.prelude]
+    lines += ["    " + line for line in body]
+    lines.append("    return -1")
+    namespace = {
+        "M": _MISSING, "X": _UNKNOWN, "ERRORS": _PLAN_ERRORS, "_plain_path": _plain_path,
+        "_parsed_or_none": _parsed_or_none, **w.consts,
+    }
+    text = "\n".join(lines)
+    exec(compile(text, "<countersign plan>", "exec"), namespace)
+    plan = namespace["plan"]
+    plan.source = text  # for a reader (and the tests)
+    return plan
+
+
 # --- rules ------------------------------------------------------------------------------------
 
 
@@ -1200,6 +1664,7 @@ def compile_rule(order: int, rule: ast.Rule, groups: dict[str, tuple[str, ...]],
         requirements=requirements_of(rule.clauses, groups) if rule.effect == "ask" else None,
         condition_text=condition_text,
         uses_memo=uses_memo(rule.condition),
+        shape=shape_of(rule.condition),
     )
 
 

@@ -21,7 +21,7 @@ from typing import Any, Mapping
 
 from dsl import ast
 from dsl.checker import check
-from dsl.compiler import _NO_VARS, CompiledRule, Env, RuleIndex, compile_rule, requirements_of
+from dsl.compiler import _NO_VARS, CompiledRule, Env, RuleIndex, compile_plan, compile_rule, requirements_of
 from dsl.decision import Decision, DefaultEffect, RuleOutcome, decide
 from dsl.errors import Diagnostic, PolicyError, PolicyInputError, Span, source_lines
 from dsl.parser import parse
@@ -93,7 +93,8 @@ class Policy:
             r.order: RuleOutcome(rule=r.rule_id, line=r.line, effect=r.effect, counted=True, error=None, reason=r.reason, condition=r.condition_text)
             for r in rules
         }
-        self._plans: dict[str, tuple[tuple[tuple[Any, int], ...], bool]] = {}
+        self._plans: dict[str, tuple[tuple[tuple[Any, int], ...], bool, Any]] = {}
+        self._compiled: dict[tuple[int, ...], Any] = {}  # compile_plan's functions by candidate rules
         self._decisions: dict[tuple[int, ...], Decision] = {}
 
     # --- loading ------------------------------------------------------------------------------
@@ -197,11 +198,17 @@ class Policy:
         plan = self._plans.get(tool)
         if plan is None:
             plan = self._plan(tool)
-        steps, memo = plan
+        steps, memo, fast = plan
         # Env(tool, args, context, vars, home, trace, memo), without NamedTuple's __new__
         env = _new_tuple(Env, (tool, args, context, _NO_VARS, self.home, None, {} if memo else None))
         matched: list[int] = []  # positions of the rules that held
         append = matched.append
+        if fast is not None:
+            start = fast(env, append)  # -1: every rule was decided; else the first rule that raised
+            if start >= 0:
+                steps = steps[start:]
+            else:
+                steps = ()
         for test, order in steps:
             if test is None:
                 append(order)
@@ -265,11 +272,22 @@ class Policy:
             )
         return decide(outcomes, self._requirements, self.default, self.name, self.digest)
 
-    def _plan(self, tool: str) -> tuple[tuple[tuple[Any, int], ...], bool]:
-        """(test, position) for every rule that covers `tool`, in file order, and whether a call of
-        the tool needs an Env.memo (some rule shares path()/url() values); kept per tool name."""
+    def _plan(self, tool: str) -> tuple[tuple[tuple[Any, int], ...], bool, Any]:
+        """(test, position) for every rule that covers `tool`, in file order; whether a call of
+        the tool needs an Env.memo (some rule shares path()/url()/shell() values); and the rules
+        written as one function (`compile_plan`, None when it would only call the predicates);
+        kept per tool name."""
         rules = self._index.candidates(tool)
-        plan = (tuple((rule.test, rule.order) for rule in rules), any(rule.uses_memo for rule in rules))
+        key = tuple(rule.order for rule in rules)
+        if key in self._compiled:
+            fast = self._compiled[key]
+        else:
+            # written once per set of candidate rules: the names a glob covers share it
+            fast = compile_plan(rules)
+            if len(self._compiled) >= RuleIndex.CACHE_LIMIT:
+                self._compiled.clear()
+            self._compiled[key] = fast
+        plan = (tuple((rule.test, rule.order) for rule in rules), any(rule.uses_memo for rule in rules), fast)
         if len(self._plans) >= RuleIndex.CACHE_LIMIT:
             self._plans.clear()
         self._plans[tool] = plan

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from dsl import Policy, PolicyError, ast
 from dsl.compiler import Env, compile_condition_generic
+from dsl.decision import RuleOutcome, decide
 from dsl.parser import parse
 from dsl.values import EvalError
 
@@ -215,7 +216,10 @@ def test_specialized_predicates_agree_with_the_generic_ones(drawn, calls):
     valid = [c for c in drawn if _loads(c)]  # the checker refuses some (a boolean ordered, ...)
     if not valid:
         return
-    text = 'home "/home/u"\n' + "\n".join(f"allow t, u when {c}" for c in valid)
+    effects = ["allow t, u", 'deny t, u, "*"', "ask t, u"]
+    text = 'home "/home/u"\n' + "\n".join(
+        f"{effects[i % 3]} when {c}" + (' reason "no"' if i % 3 == 1 else "") for i, c in enumerate(valid)
+    )
     policy = Policy.from_text(text, "spec.policy")
     nodes = parse(text).of_type(ast.Rule)
     generic = [compile_condition_generic(n.condition) for n in nodes]
@@ -227,10 +231,27 @@ def test_specialized_predicates_agree_with_the_generic_ones(drawn, calls):
             expected = outcome(reference, plain)
             assert outcome(rule.test, plain) == expected, (rule.condition_text, args, context)
             assert outcome(rule.test, shared) == expected, (rule.condition_text, args, context)
-        # and the decision is what the generic predicates give
-        decision = policy.evaluate(tool, args, context)
-        errored = [r.rule_id for r, ref in zip(policy.rules, generic) if outcome(ref, Env(tool, args, context, home=policy.home))[0] == "error"]
-        assert [o.rule for o in decision.outcomes if o.error is not None] == errored
+        # and the decision (by the generated plan, the predicates, or both) is what the generic
+        # predicates give, on a first call of the tool and on later ones
+        expected_decision = reference_decision(policy, generic, tool, args, context)
+        assert policy.evaluate(tool, args, context) == expected_decision
+        assert policy.evaluate(tool, args, context) == expected_decision
+
+
+def reference_decision(policy: Policy, generic: list, tool: str, args: dict, context: dict):
+    """What Policy.evaluate decides, with the generic predicates and no plan."""
+    outcomes = []
+    for rule in policy.rules_for(tool):
+        error = None
+        if rule.test is None:
+            holds = True
+        else:
+            result = outcome(generic[rule.order], Env(tool, args, context, home=policy.home))
+            holds, error = (result[1], None) if result[0] == "value" else (False, result[1])
+        if holds is True or error is not None:
+            outcomes.append(RuleOutcome(rule=rule.rule_id, line=rule.line, effect=rule.effect, counted=holds or rule.effect != "allow",
+                                        error=error, reason=rule.reason, condition=rule.condition_text))
+    return decide(outcomes, policy._requirements, policy.default, policy.name, policy.digest)
 
 
 def test_the_specialized_forms_are_exercised():
@@ -278,13 +299,16 @@ GRID_OPS = ["==", "!=", "<", "<=", ">", ">=", "in", "not in", "startswith", "end
 
 def _grid_check(condition: str, envs: list[Env]) -> None:
     try:
-        policy = Policy.from_text(f"allow t when {condition}", "grid.policy")
+        policy = Policy.from_text(f"allow t when {condition}\ndeny t when {condition} reason \"r\"", "grid.policy")
     except PolicyError:
         return
-    (node,) = parse(f"allow t when {condition}").of_type(ast.Rule)
+    (node, _) = parse(policy.source_text).of_type(ast.Rule)
     reference = compile_condition_generic(node.condition)
     for env in envs:
         assert outcome(policy.rules[0].test, env) == outcome(reference, env), (condition, env.args)
+        # the generated plan decides as the predicates do
+        expected = reference_decision(policy, [reference, reference], "t", env.args, env.context)
+        assert policy.evaluate("t", env.args, env.context) == expected, (condition, env.args)
 
 
 def test_every_operator_with_every_literal_agrees_on_values_of_every_type():
@@ -321,3 +345,12 @@ def test_path_subjects_agree_for_every_path_and_pattern():
     for pattern in GLOBS:
         _grid_check(f"path(args.p) glob {q(pattern)}", envs)
         _grid_check(f"path(args.p) glob {q(pattern)} and path(args.p) under \"/home\"", [e._replace(memo={}) for e in envs])
+
+
+def test_nested_fields_and_exists_agree_on_every_shape():
+    shapes = [None, 1, "a", [1], {"k": 1}, {"k": {"m": "a"}}, {"k": None}, {"k": [1]}, {"m": 1}, {}]
+    envs = [Env("t", {"v": v}, {"cwd": "/"}) for v in shapes] + [Env("t", {}, {})]
+    for field in ("args.v", "args.v.k", "args.v.k.m", "context.cwd", "context.v.k"):
+        for condition in (f"exists({field})", f"not exists({field})", f"{field} == 1", f"{field} == null", f"{field} != \"a\"",
+                          f"exists({field}) and {field} == 1", f"{field}"):
+            _grid_check(condition, envs)
