@@ -29,6 +29,7 @@ from dsl.values import EvalError
 
 _new_tuple = tuple.__new__
 _TOO_DEEP = "the arguments are nested too deeply to evaluate"
+_NO_CONTEXT: dict = {}  # the context of a call made without one (conditions only read it)
 
 
 def _gc_paused(load):
@@ -187,13 +188,13 @@ class Policy:
         `PolicyInputError` when they are not of those shapes; never raises for a condition that
         does not fit the call (that is recorded in the Decision and fails closed).
         """
-        if not isinstance(tool, str):
+        if type(tool) is not str and not isinstance(tool, str):
             raise PolicyInputError(f"the tool name must be a string, not {type(tool).__name__}")
-        if not isinstance(args, dict):
+        if type(args) is not dict and not isinstance(args, dict):
             raise PolicyInputError(f"the arguments must be a JSON object, not {_json_kind(args)}")
         if context is None:
-            context = {}
-        elif not isinstance(context, dict):
+            context = _NO_CONTEXT
+        elif type(context) is not dict and not isinstance(context, dict):
             raise PolicyInputError(f"the context must be a JSON object, not {_json_kind(context)}")
         plan = self._plans.get(tool)
         if plan is None:
@@ -205,10 +206,7 @@ class Policy:
         append = matched.append
         if fast is not None:
             start = fast(env, append)  # -1: every rule was decided; else the first rule that raised
-            if start >= 0:
-                steps = steps[start:]
-            else:
-                steps = ()
+            steps = steps[start:] if start >= 0 else ()
         for test, order in steps:
             if test is None:
                 append(order)
