@@ -1,7 +1,7 @@
 """Policy text → syntax tree (`dsl.ast.PolicyFile`).
 
-Lark parses `grammars/policy.lark` with LALR(1) and its contextual lexer; a Transformer turns the
-parse tree into frozen AST nodes with source spans. Two choices a reader may question:
+Lark parses `grammars/policy.lark` with LALR(1) and its contextual lexer; callbacks run as the
+parser reduces build frozen AST nodes with source spans (no parse tree in between). Two choices a reader may question:
 
 * LALR rather than Earley: the language is unambiguous by construction (every statement and
   clause starts with a keyword), LALR is linear, and its errors name the one token that went
@@ -25,10 +25,9 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
-from lark import Lark, Token, Tree, v_args
+from lark import Lark, Token
 from lark import __version__ as lark_version
-from lark.exceptions import GrammarError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
-from lark.visitors import Transformer_NonRecursive
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from dsl import ast
 from dsl.errors import Diagnostic, PolicyError, Span, source_lines
@@ -84,7 +83,9 @@ def _parser_cache() -> str | bool:
 
 @lru_cache(maxsize=1)
 def _lark() -> Lark:
-    options = dict(parser="lalr", lexer="contextual", propagate_positions=True, maybe_placeholders=True, cache=_parser_cache())
+    # No parse tree: `_Builder` makes the AST as the parser reduces (about twice as fast as a tree
+    # with positions and a transform after it), from every token, keywords included (spans).
+    options = dict(parser="lalr", lexer="contextual", keep_all_tokens=True, maybe_placeholders=True, cache=_parser_cache())
     # Where only keywords may stand (after a rule's selectors, at the start of a statement), the
     # contextual lexer would read `allowed` as `allow` + `ed` and `reasons` as `reason` + `s`:
     # every word-like keyword gets a callback that refuses a keyword glued to the next letters.
@@ -92,7 +93,7 @@ def _lark() -> Lark:
     words = [t.name for t in plain.terminals if t.pattern.type == "str" and re.fullmatch(r"[a-z]+", t.pattern.value)]
     callbacks = {name: _whole_word for name in words}
     callbacks["COMMENT"] = _collect_comment  # comments are ignored by the grammar; fmt keeps them
-    return Lark(grammar_text(), **options, lexer_callbacks=callbacks)
+    return Lark(grammar_text(), **options, lexer_callbacks=callbacks, transformer=_Builder())
 
 
 _SOURCE: contextvars.ContextVar[str] = contextvars.ContextVar("policy_source", default="")
@@ -154,19 +155,15 @@ def parse(text: str, name: str = "<policy>") -> ast.PolicyFile:
     """Parse policy source text. Raises `PolicyError` (one diagnostic) on a syntax error."""
     source = _SOURCE.set(text)
     try:
-        tree = _lark().parse(text)
+        return _lark().parse(text)
     except UnexpectedInput as exc:
         raise PolicyError(name, text, (_diagnose(exc, text),)) from None
     except _GluedKeyword as exc:
         raise PolicyError(name, text, (_glued(exc.token, text),)) from None
+    except _SyntaxProblem as exc:
+        raise PolicyError(name, text, (exc.diagnostic,)) from None
     finally:
         _SOURCE.reset(source)
-    try:
-        return _ToAst().transform(tree)
-    except VisitError as exc:
-        if isinstance(exc.orig_exc, _SyntaxProblem):
-            raise PolicyError(name, text, (exc.orig_exc.diagnostic,)) from None
-        raise
 
 
 # --- spans ------------------------------------------------------------------------------------
@@ -176,12 +173,35 @@ def _token_span(tok: Token) -> Span:
     return Span(tok.line, tok.column, tok.end_line, max(tok.column, tok.end_column - 1))
 
 
-def _meta_span(meta) -> Span:
-    return Span(meta.line, meta.column, meta.end_line, max(meta.column, meta.end_column - 1))
+def _start_of(item) -> tuple[int, int]:
+    if isinstance(item, Token):
+        return item.line, item.column
+    if type(item) is tuple:  # the selectors of a rule
+        return _start_of(item[0])
+    return item.span.line, item.span.column
 
 
-def _join(a: Span, b: Span) -> Span:
-    return Span(a.line, a.column, b.end_line, b.end_column)
+def _end_of(item) -> tuple[int, int]:
+    if isinstance(item, Token):
+        return item.end_line, item.end_column - 1  # Lark's end column is one past the last character
+    if type(item) is tuple:
+        return _end_of(item[-1])
+    return item.span.end_line, item.span.end_column
+
+
+def _span(children: list) -> Span:
+    """From the first character of a node's first child to the last of its last: the parser keeps
+    every token (keywords and punctuation too), so this is the whole text the node was read from.
+    `None` children are the placeholders of absent optional parts."""
+    for first in children:
+        if first is not None:
+            break
+    for last in reversed(children):
+        if last is not None:
+            break
+    line, column = _start_of(first)
+    end_line, end_column = _end_of(last)
+    return Span(line, column, end_line, end_column)
 
 
 def _span_of(node) -> Span:
@@ -190,12 +210,40 @@ def _span_of(node) -> Span:
     return node.span
 
 
-# --- tree → AST -------------------------------------------------------------------------------
+class _Accessor:
+    """`.name`, `["key"]` or `[0]` after a path or a call: the key and where it was written."""
+
+    __slots__ = ("key", "span")
+
+    def __init__(self, key: str | int, span: Span):
+        self.key = key
+        self.span = span
+
+
+class _Parenthesized:
+    """`( expr )`: the expression, and the span of the text with its parentheses. The expression's
+    own span leaves them out (a diagnostic points at the expression); an enclosing node's span
+    takes them in (`not (a or b)` ends at the `)`). Every callback that takes an expression
+    unwraps it with `_bare`."""
+
+    __slots__ = ("node", "span")
+
+    def __init__(self, node, span: Span):
+        self.node = node
+        self.span = span
+
+
+def _bare(item):
+    return item.node if type(item) is _Parenthesized else item
+
+
+# --- tokens and nodes → AST -------------------------------------------------------------------
 
 
 def _decode_string(tok: Token) -> str:
     try:
-        text = json.loads(tok, strict=False)
+        # Without a backslash the text between the quotes is the value; json.loads reads escapes.
+        text = tok[1:-1] if "\\" not in tok else json.loads(tok, strict=False)
         text.encode("utf-8")  # a lone surrogate escape (\ud800) is not text anything can store
         return text
     except json.JSONDecodeError as exc:
@@ -232,127 +280,118 @@ def _parse_duration(tok: Token) -> int:
     return total
 
 
-@v_args(meta=True)
-class _ToAst(Transformer_NonRecursive):  # non-recursive: `not not ... x` or a long `or` chain nests deeply
-    def __init__(self) -> None:
-        super().__init__(visit_tokens=False)  # no method is named after a terminal: tokens pass as they are
-        # Lark looks a method up again for every node, and each lookup of a v_args(meta=True)
-        # method builds a new wrapper (functools.update_wrapper): about a third of the transform of
-        # a large policy. Look each one up once per parse.
-        self._methods = {name: getattr(self, name) for name, member in vars(_ToAst).items() if hasattr(member, "visit_wrapper")}
-
-    def _call_userfunc(self, tree, new_children=None):
-        method = self._methods.get(tree.data)
-        if method is None:
-            return super()._call_userfunc(tree, new_children)
-        children = new_children if new_children is not None else tree.children
-        try:  # as Lark's Transformer._call_userfunc does it
-            return method.visit_wrapper(method, tree.data, children, tree.meta)
-        except GrammarError:
-            raise
-        except Exception as exc:
-            raise VisitError(tree.data, tree, exc)
+class _Builder:
+    """Lark's callbacks, run as the LALR parser reduces each rule (`Lark(transformer=...)`): they
+    build the AST directly, with no parse tree in between, and so nothing recurses however deeply
+    a condition nests. Every token is kept (`keep_all_tokens`), so a node's span is that of its
+    first and last child (`_span`), keywords and brackets included. A callback gets the list of a
+    rule's children; an absent optional part is `None`."""
 
     # statements
 
-    def start(self, meta, children):
+    def start(self, children):
         return ast.PolicyFile(tuple(children))
 
-    def policy_decl(self, meta, children):
-        return ast.PolicyDecl(_decode_string(children[0]), _meta_span(meta))
+    def policy_decl(self, children):  # "policy" STRING
+        return ast.PolicyDecl(_decode_string(children[1]), _span(children))
 
-    def default_decl(self, meta, children):
-        effect, reason, *clauses = children
+    def home_decl(self, children):  # "home" STRING
+        return ast.HomeDecl(_decode_string(children[1]), _span(children))
+
+    def default_decl(self, children):  # "default" effect [STRING] clause*
+        _, effect, reason, *clauses = children
         return ast.DefaultDecl(
             effect=str(effect),
             effect_span=_token_span(effect),
             reason=_decode_string(reason) if reason is not None else None,
             clauses=tuple(clauses),
-            span=_meta_span(meta),
+            span=_span(children),
         )
 
-    def group_decl(self, meta, children):
-        name, members = children
-        return ast.GroupDecl(str(name), _token_span(name), members, _meta_span(meta))
+    def group_decl(self, children):  # "group" NAME "=" list
+        _, name, _, members = children
+        return ast.GroupDecl(str(name), _token_span(name), members, _span(children))
 
-    def rule(self, meta, children):
-        effect, selectors, condition, *clauses = children
+    def rule(self, children):  # effect selectors ["when" expr] clause*
+        effect, selectors, _, condition, *clauses = children
         return ast.Rule(
             effect=str(effect),
             effect_span=_token_span(effect),
             selectors=selectors,
-            condition=condition,
+            condition=_bare(condition),
             clauses=tuple(clauses),
-            span=_meta_span(meta),
+            span=_span(children),
         )
 
-    def effect(self, meta, children):
+    def effect(self, children):
         return children[0]
 
-    def selectors(self, meta, children):
-        return tuple(children)
+    def selectors(self, children):  # selector ("," selector)*
+        return tuple(children[::2])
 
-    def bare_selector(self, meta, children):
+    def bare_selector(self, children):
         return ast.Selector(str(children[0]), _token_span(children[0]))
 
-    def quoted_selector(self, meta, children):
+    def quoted_selector(self, children):
         return ast.Selector(_decode_string(children[0]), _token_span(children[0]))
 
     # clauses
 
-    def reason(self, meta, children):
-        return ast.ReasonClause(_decode_string(children[0]), _meta_span(meta))
+    def reason(self, children):  # "reason" STRING
+        return ast.ReasonClause(_decode_string(children[1]), _span(children))
 
-    def approvers(self, meta, children):
-        count, source = children
+    def approvers(self, children):  # "approvers" INT ["from" source]
+        _, count, _, source = children
         group = str(source) if isinstance(source, Token) else None
         members = source if isinstance(source, ast.ListLiteral) else None
         source_span = _span_of(source) if source is not None else None
-        return ast.ApproversClause(_int(count, count), group, members, _meta_span(meta), source_span)
+        return ast.ApproversClause(_int(count, count), group, members, _span(children), source_span)
 
-    def group_ref(self, meta, children):
+    def group_ref(self, children):
         return children[0]
 
-    def decisions(self, meta, children):
-        return ast.DecisionsClause(tuple((str(t), _token_span(t)) for t in children), _meta_span(meta))
+    def decisions(self, children):  # "decisions" NAME ("," NAME)*
+        return ast.DecisionsClause(tuple((str(t), _token_span(t)) for t in children[1::2]), _span(children))
 
-    def timeout(self, meta, children):
-        duration, on_timeout, message = children
+    def timeout(self, children):  # "timeout" DURATION ["else" NAME [STRING]]
+        _, duration, _, on_timeout, message = children
         return ast.TimeoutClause(
             seconds=_parse_duration(duration),
             text=str(duration),
             on_timeout=str(on_timeout) if on_timeout is not None else None,
             on_timeout_span=_token_span(on_timeout) if on_timeout is not None else None,
             message=_decode_string(message) if message is not None else None,
-            span=_meta_span(meta),
+            span=_span(children),
         )
 
-    def rule_id(self, meta, children):
-        return ast.IdClause(_decode_string(children[0]), _meta_span(meta))
+    def rule_id(self, children):  # "id" STRING
+        return ast.IdClause(_decode_string(children[1]), _span(children))
 
     # conditions
 
-    def or_(self, meta, children):
-        left, right = children
+    def or_(self, children):  # expr "or" expr
+        left, right = _bare(children[0]), _bare(children[2])
         operands = (left.operands if isinstance(left, ast.Or) else (left,)) + (right,)
-        return ast.Or(operands, _meta_span(meta))
+        return ast.Or(operands, _span(children))
 
-    def and_(self, meta, children):
-        left, right = children
+    def and_(self, children):
+        left, right = _bare(children[0]), _bare(children[2])
         operands = (left.operands if isinstance(left, ast.And) else (left,)) + (right,)
-        return ast.And(operands, _meta_span(meta))
+        return ast.And(operands, _span(children))
 
-    def not_(self, meta, children):
-        return ast.Not(children[0], _meta_span(meta))
+    def not_(self, children):  # "not" expr
+        return ast.Not(_bare(children[1]), _span(children))
 
-    def compare(self, meta, children):
+    def operand(self, children):  # "(" expr ")"
+        return _Parenthesized(_bare(children[1]), _span(children))
+
+    def compare(self, children):
         left, op, right = children
-        return ast.Compare(str(op), left, right, _meta_span(meta))
+        return ast.Compare(str(op), _bare(left), _bare(right), _span(children))
 
     def _binary(op):  # noqa: N805 - a factory used while building the class
-        def method(self, meta, children):
-            left, right = children
-            return ast.Compare(op, left, right, _meta_span(meta))
+        def method(self, children):  # left KEYWORD right, or left "not" "in" right
+            return ast.Compare(op, _bare(children[0]), _bare(children[-1]), _span(children))
 
         return method
 
@@ -365,56 +404,54 @@ class _ToAst(Transformer_NonRecursive):  # non-recursive: `not not ... x` or a l
     under = _binary("under")
     del _binary
 
-    def quantifier(self, meta, children):
-        kind, name, source, body = children
-        return ast.Quantifier(str(kind), str(name), _token_span(name), source, body, _meta_span(meta))
+    def quantifier(self, children):  # (any | all) NAME "in" operand ":" expr
+        kind, name, _, source, _, body = children
+        return ast.Quantifier(str(kind), str(name), _token_span(name), _bare(source), _bare(body), _span(children))
 
-    def home_decl(self, meta, children):
-        return ast.HomeDecl(_decode_string(children[0]), _meta_span(meta))
+    def call(self, children):  # NAME "(" [expr ("," expr)*] ")" accessor*
+        name = children[0]
+        args = tuple(_bare(c) for c in children[1:] if c is not None and not isinstance(c, (Token, _Accessor)))
+        keys = tuple(c.key for c in children if isinstance(c, _Accessor))
+        return ast.Call(str(name), args, _span(children), _token_span(name), keys)
 
-    def call(self, meta, children):
-        name, *rest = children
-        args = tuple(a for a in rest if a is not None and not isinstance(a, (str, int)))
-        keys = tuple(k for k in rest if isinstance(k, (str, int)) and not isinstance(k, bool))  # accessors
-        return ast.Call(str(name), args, _meta_span(meta), _token_span(name), keys)
+    def path(self, children):  # NAME accessor*
+        return ast.Path(str(children[0]), tuple(c.key for c in children[1:]), _span(children))
 
-    def path(self, meta, children):
-        root, *keys = children
-        return ast.Path(str(root), tuple(keys), _meta_span(meta))
+    def field(self, children):  # "." NAME
+        return _Accessor(str(children[1]), _span(children))
 
-    def field(self, meta, children):
-        return str(children[0])
+    def key(self, children):  # "[" STRING "]"
+        return _Accessor(_decode_string(children[1]), _span(children))
 
-    def key(self, meta, children):
-        return _decode_string(children[0])
+    def index(self, children):  # "[" SIGNED_INT "]"
+        return _Accessor(_int(children[1], children[1]), _span(children))
 
-    def index(self, meta, children):
-        return _int(children[0], children[0])
+    def string(self, children):
+        return ast.Literal(_decode_string(children[0]), _token_span(children[0]))
 
-    def string(self, meta, children):
-        return ast.Literal(_decode_string(children[0]), _meta_span(meta))
-
-    def number(self, meta, children):
-        text = str(children[0])
-        if any(c in text for c in ".eE"):
+    def number(self, children):
+        tok = children[0]
+        text = str(tok)
+        if "." in text or "e" in text or "E" in text:
             value: int | float = float(text)
             if value in (float("inf"), float("-inf")):
-                raise _SyntaxProblem(f"number {text} is too large", _meta_span(meta))
+                raise _SyntaxProblem(f"number {text} is too large", _token_span(tok))
         else:
-            value = _int(text, children[0])
-        return ast.Literal(value, _meta_span(meta))
+            value = _int(text, tok)
+        return ast.Literal(value, _token_span(tok))
 
-    def true(self, meta, children):
-        return ast.Literal(True, _meta_span(meta))
+    def true(self, children):
+        return ast.Literal(True, _token_span(children[0]))
 
-    def false(self, meta, children):
-        return ast.Literal(False, _meta_span(meta))
+    def false(self, children):
+        return ast.Literal(False, _token_span(children[0]))
 
-    def null(self, meta, children):
-        return ast.Literal(None, _meta_span(meta))
+    def null(self, children):
+        return ast.Literal(None, _token_span(children[0]))
 
-    def list(self, meta, children):
-        return ast.ListLiteral(tuple(c for c in children if c is not None), _meta_span(meta))
+    def list(self, children):  # "[" [expr ("," expr)* [","]] "]"
+        items = tuple(_bare(c) for c in children if c is not None and not isinstance(c, Token))
+        return ast.ListLiteral(items, _span(children))
 
 
 # --- syntax errors ----------------------------------------------------------------------------

@@ -166,6 +166,44 @@ def test_a_long_or_chain_loads_and_evaluates():
     assert policy.evaluate("t", {"n": -1}).effect == "ask"
 
 
+def _text_of(text: str, span) -> str:
+    lines = text.split("\n")
+    if span.line == span.end_line:
+        return lines[span.line - 1][span.column - 1 : span.end_column]
+    middle = lines[span.line : span.end_line - 1]
+    return "\n".join([lines[span.line - 1][span.column - 1 :], *middle, lines[span.end_line - 1][: span.end_column]])
+
+
+def test_spans_cover_a_node_s_text_and_parentheses_belong_to_the_enclosing_node():
+    """The parser builds the AST as it reduces, with no parse tree, and computes each span from the
+    first and last token: keywords count, a parenthesized operand's own span leaves the
+    parentheses out, and the node around it takes them in. The spans of a rule reach across lines."""
+    text = 'ask t when not (args.a == 1) and ((len(args.b))) > 2 or any c in shell(args.c): (c.program == "rm")\n  reason "r"'
+    rule = parse(text).statements[0]
+    assert _text_of(text, rule.span) == text
+    or_ = rule.condition
+    assert _text_of(text, or_.span) == text.split(" when ")[1].split("\n")[0]
+    and_, quantifier = or_.operands
+    not_, compare = and_.operands
+    assert _text_of(text, not_.span) == "not (args.a == 1)"
+    assert _text_of(text, not_.operand.span) == "args.a == 1"
+    assert _text_of(text, compare.span) == "((len(args.b))) > 2"
+    assert _text_of(text, compare.left.span) == "len(args.b)"
+    assert _text_of(text, quantifier.span) == 'any c in shell(args.c): (c.program == "rm")'
+    assert _text_of(text, quantifier.body.span) == 'c.program == "rm"'
+    assert _text_of(text, rule.clauses[0].span) == 'reason "r"'
+
+
+def test_twenty_thousand_nested_nots_parse_without_recursion():
+    """The callbacks run as the LALR parser reduces, so no step of building the AST recurses; the
+    checker then refuses the depth with a diagnostic at its place."""
+    text = "allow t when " + "not " * 20000 + "args.a == 1"
+    condition = parse(text).statements[0].condition
+    assert type(condition).__name__ == "Not"
+    with pytest.raises(PolicyError, match="nests more than"):
+        Policy.from_text(text, SOURCE)
+
+
 def test_line_separators_other_than_newline_do_not_move_positions():
     """Lark counts lines at \\n only; a U+2028 in a comment must not shift the reported line, nor
     the condition text recorded for a rule."""
