@@ -1,5 +1,6 @@
 """Output helpers shared by every command: errors, JSON, tables."""
 
+import re
 from typing import Any, NoReturn, Sequence
 
 import typer
@@ -7,9 +8,33 @@ import typer
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 
+# Characters a terminal acts on instead of showing: C0 and C1 controls and DEL (category Cc), the
+# line and paragraph separators, and the bidirectional overrides and isolates, which can make text
+# read in another order than it is stored; and lone surrogates, which cannot be printed at all.
+_UNSHOWN = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _escape(match: "re.Match[str]") -> str:
+    c = match.group()
+    return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+
+def visible(text: str) -> str:
+    """`text` with every control character written as its escape (ESC as \\x1b, a newline as
+    \\n): text that came from a ledger, a proof or an agent can neither drive the terminal nor
+    start a line of its own that looks like countersign's output."""
+    return _UNSHOWN.sub(_escape, text)
+
+
+def say(text: str, err: bool = False) -> None:
+    """typer.echo a line that may hold text from a ledger or a proof, its controls made visible."""
+    typer.echo(visible(text), err=err)
+
+
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
-    """Print `error: message` to stderr and exit with `code` (2: bad input, 1: a failed check)."""
-    typer.echo(f"error: {message}", err=True)
+    """Print `error: message` to stderr and exit with `code` (2: bad input, 1: a failed check).
+    The message is one line: a control character in it (a value from a ledger) is shown escaped."""
+    typer.echo(f"error: {visible(message)}", err=True)
     raise typer.Exit(code)
 
 
@@ -21,17 +46,23 @@ def echo_json(value: Any) -> None:
 
 
 def table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None) -> None:
-    """Render rows as a Rich table on stdout."""
+    """Render rows as a Rich table on stdout. Every header and cell is a Text, never markup: a
+    value such as `[/]` or `[bold]` (a tool name an agent chose) is shown as written, and its
+    control characters escaped."""
     import sys
 
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    t = Table(title=title, show_lines=False)
+    def cell(value: Any) -> Text:
+        return Text("" if value is None else visible(str(value)))
+
+    t = Table(title=None if title is None else cell(title), show_lines=False)
     for column in columns:
-        t.add_column(str(column))
+        t.add_column(cell(column))
     for row in rows:
-        t.add_row(*("" if v is None else str(v) for v in row))
+        t.add_row(*(cell(v) for v in row))
     # Off a terminal Rich would squeeze the table into 80 columns; let it take what it needs.
     Console(width=None if sys.stdout.isatty() else 240).print(t)
 

@@ -4,7 +4,7 @@ from typing import Any
 
 import typer
 
-from cli.output import table
+from cli.output import say, table
 
 
 def _duration(seconds: float | None) -> str:
@@ -22,9 +22,9 @@ def render(s: Any) -> None:
     typer.echo(f"{s.events} events, {s.requests} requests, as of {as_of}")
     typer.echo(f"queue now: {s.pending} pending, the oldest waiting {_duration(s.oldest_pending_seconds)}")
     statuses = ", ".join(f"{n} {status}" for status, n in sorted(s.by_status.items(), key=lambda kv: -kv[1]))
-    typer.echo(f"requests by status: {statuses or '-'}")
+    say(f"requests by status: {statuses or '-'}")
     decisions = ", ".join(f"{n} {d}" for d, n in sorted(s.decisions.items(), key=lambda kv: -kv[1]))
-    typer.echo(f"decisions: {decisions or '-'}")
+    say(f"decisions: {decisions or '-'}")
     typer.echo(
         f"time to decision ({s.decided_asks} decided asks): p50 {_duration(s.decision_p50_seconds)}, "
         f"p90 {_duration(s.decision_p90_seconds)}"

@@ -183,3 +183,43 @@ def test_a_second_simulation_cannot_write_while_a_writer_holds_the_ledger(tmp_pa
         result = run("simulate", "--policy", SAMPLES / "retail.policy", "--calls", SAMPLES / "demo-calls.jsonl",
                      "--ledger", tmp_path / "l")
     assert result.exit_code == 2 and "another writer holds the ledger's lock" in result.stderr
+
+
+# --- values chosen by an agent are shown as written, never as markup or terminal controls ---------
+
+HOSTILE_TOOLS = ["[/]", "[bold]x", "esc\x1b[31mred", "line\nbreak"]
+
+
+@pytest.fixture(scope="module")
+def hostile_ledger(tmp_path_factory) -> Path:
+    """A ledger whose tool names (an agent's choice) are Rich markup and terminal controls."""
+    root = tmp_path_factory.mktemp("hostile")
+    (root / "p.policy").write_text('policy "p"\ndefault allow "ok"\n')
+    (root / "calls.jsonl").write_text("".join(json.dumps({"tool": t, "args": {}}) + "\n" for t in HOSTILE_TOOLS))
+    path = root / "ledger"
+    result = run("simulate", "--policy", root / "p.policy", "--calls", root / "calls.jsonl", "--ledger", path)
+    assert result.exit_code == 0, result.output
+    return path
+
+
+@pytest.mark.parametrize("command", [["stats"], ["query", "select tool from requests order by request"]])
+def test_stats_and_query_show_markup_and_control_characters_as_written(hostile_ledger, command):
+    result = run("ledger", command[0], hostile_ledger, *command[1:])
+    assert result.exit_code == 0, result.output
+    assert result.exception is None
+    for shown in ["[/]", "[bold]x", "esc\\x1b[31mred", "line\\nbreak"]:
+        assert shown in result.stdout
+    assert "\x1b" not in result.stdout and "line\nbreak" not in result.stdout
+
+
+def test_a_query_column_named_like_markup_is_shown_as_written(hostile_ledger):
+    result = run("ledger", "query", hostile_ledger, 'select tool as "[red]t[/red]" from requests')
+    assert result.exit_code == 0, result.output
+    assert "[red]t[/red]" in result.stdout
+
+
+def test_visible_escapes_every_control_character_and_nothing_else():
+    from cli.output import visible
+
+    assert visible("a\x00b\x1b[1m\n\r\t\x7f\x85\u202e\u2028\ud800") == "a\\x00b\\x1b[1m\\n\\r\\t\\x7f\\x85\\u202e\\u2028\\ud800"
+    assert visible("é ✓ [/] \\ \"q\" 日本") == "é ✓ [/] \\ \"q\" 日本"
