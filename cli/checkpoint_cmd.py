@@ -10,7 +10,7 @@ from typing import NoReturn, Optional
 
 import typer
 
-from cli.output import EXIT_FAIL, EXIT_USAGE, echo_json, fail
+from cli.output import EXIT_FAIL, EXIT_USAGE, echo_json, fail, say
 
 
 def _fail(exc: Exception) -> NoReturn:
@@ -64,6 +64,8 @@ def checkpoint(
         _fail(exc)
     except LedgerError as exc:
         fail(str(exc), EXIT_USAGE)
+    except OSError as exc:
+        fail(f"cannot write {exc.filename or directory}: {exc.strerror or exc}", EXIT_USAGE)
     typer.echo(f"wrote {target}")
     typer.echo(note.decode("utf-8"), nl=False)
 
@@ -152,14 +154,14 @@ def verify_proof(
             }
         )
         return
-    typer.echo(
+    say(
         f"{proof}: verified: seq {proven.proof.seq} ({kind}, {event.ts}) is event {proven.proof.seq} of {cp.size} in "
         f"ledger {cp.ledger_id}"
     )
-    typer.echo(f"  checkpoint signed by {key.name}+{key.id.hex()} at {cp.time}, root {cp.root.hex()}")
+    say(f"  checkpoint signed by {key.name}+{key.id.hex()} at {cp.time}, root {cp.root.hex()}")
     if proven.proof.redactions:
         fields = ", ".join(r.path for r in proven.proof.redactions)
-        typer.echo(f"  redacted (each a marker carrying the removed value's digest): {fields}")
+        say(f"  redacted (each a marker carrying the removed value's digest): {fields}")
 
 
 def verify_with_checkpoint(
@@ -192,20 +194,20 @@ def verify_with_checkpoint(
     if report.unreadable is not None:
         fail(report.unreadable, EXIT_USAGE)
     for warning in report.warnings:
-        typer.echo(f"warning: {warning}", err=True)
+        say(f"warning: {warning}", err=True)
     p = report.problem
     if p is not None:
         where = f" at seq {p.seq}" if p.seq is not None else (" at head" if p.kind == "head" else "")
         code = f" [{p.code}]" if p.code else ""
-        typer.echo(f"{directory}: FAILED{where}: {p.kind}{code}: {p.message}")
-        typer.echo(f"  {report.count} events before it verified; last good head {report.head}")
+        say(f"{directory}: FAILED{where}: {p.kind}{code}: {p.message}")
+        say(f"  {report.count} events before it verified; last good head {report.head}")
         raise typer.Exit(EXIT_FAIL)
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(report.statuses.items()))
-    typer.echo(f"{directory}: intact: {report.count} events, head {report.head}")
+    say(f"{directory}: intact: {report.count} events, head {report.head}")
     if statuses:
-        typer.echo(f"  requests: {statuses}")
+        say(f"  requests: {statuses}")
     mode = "incrementally, from" if from_checkpoint else "and extends"
-    typer.echo(
+    say(
         f"  checkpoint: verified {mode} the checkpoint of {cp.size} events signed by {key.name}+{key.id.hex()} at "
         f"{cp.time} (consistency proof: {len(check.proof)} hashes; root now {check.root.hex()})"
     )

@@ -4,7 +4,7 @@ from typing import Optional
 
 import typer
 
-from cli.output import EXIT_USAGE, echo_json, fail, table
+from cli.output import EXIT_USAGE, echo_json, fail, say, table
 
 app = typer.Typer(no_args_is_help=True, help="Verify, query and summarize ledgers.")
 
@@ -41,28 +41,49 @@ def verify(
     from ledger.verify import verify as run_verify
 
     report = run_verify(directory, expect_head=expect_head)
+    if report.unreadable is None:
+        _stored_checkpoint_warning(directory, report)
     if as_json:
         echo_json({**_report_dict(report), "ok": report.ok, "exit_code": report.exit_code})
         raise typer.Exit(report.exit_code)
     if report.unreadable is not None:
         fail(report.unreadable, EXIT_USAGE)
     for warning in report.warnings:
-        typer.echo(f"warning: {warning}", err=True)
+        say(f"warning: {warning}", err=True)
     p = report.problem
     if p is not None:
         where = f"seq {p.seq}" if p.seq is not None else "head"
         code = f" [{p.code}]" if p.code else ""
-        typer.echo(f"{directory}: FAILED at {where}: {p.kind}{code}: {p.message}")
-        typer.echo(f"  {report.count} events before it verified; last good head {report.head}")
+        say(f"{directory}: FAILED at {where}: {p.kind}{code}: {p.message}")
+        say(f"  {report.count} events before it verified; last good head {report.head}")
         raise typer.Exit(report.exit_code)
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(report.statuses.items()))
-    typer.echo(f"{directory}: intact: {report.count} events, head {report.head}")
+    say(f"{directory}: intact: {report.count} events, head {report.head}")
     if statuses:
-        typer.echo(f"  requests: {statuses}")
+        say(f"  requests: {statuses}")
     if report.redactions:
-        typer.echo(f"  {len(report.redactions)} value(s) redacted:")
+        say(f"  {len(report.redactions)} value(s) redacted:")
         for line in report.redactions:
-            typer.echo(f"    {line}")
+            say(f"    {line}")
+
+
+def _stored_checkpoint_warning(directory: str, report) -> None:
+    """A chain that verifies says nothing of events cut from its end: the checkpoints kept in
+    DIR/checkpoints/ do. A ledger that contradicts the latest of them (shorter, another head,
+    another ledger) gets a warning, not a failure: without --pubkey that checkpoint is not
+    authenticated (anyone who can cut the ledger can also edit it). The writer's check, reused."""
+    from ledger.checkpoint import behind_checkpoint
+    from ledger.log import LedgerError
+
+    try:
+        problem = behind_checkpoint(directory)
+    except (LedgerError, OSError):  # the ledger's own problem, which verify reports
+        return
+    if problem is not None:
+        report.warnings.append(
+            f"{problem}; a writer refuses to append to it. The stored checkpoint's signature was not checked: "
+            "run `countersign ledger verify DIR --checkpoint FILE --pubkey KEY` with a checkpoint and key you trust"
+        )
 
 
 def _hash_option(value: str, option: str) -> str:
@@ -81,7 +102,7 @@ def _integrity_warning(directory: str) -> None:
     if report.problem is not None:
         p = report.problem
         where = f"seq {p.seq}" if p.seq is not None else "the head"
-        typer.echo(
+        say(
             f"warning: {directory} does not verify ({where}: {p.kind}: {p.message}); "
             "these results describe the history as recorded",
             err=True,
@@ -199,13 +220,13 @@ def project(
         echo_json({**msgspec.to_builtins(result), "check_differs": differ})
     else:
         if result.rebuilt:
-            typer.echo(f"{directory}: projection built from the first line ({result.reason})")
+            say(f"{directory}: projection built from the first line ({result.reason})")
         typer.echo(
             f"{directory}: projection covers {result.events} events, head {result.head} "
             f"({result.added} added in {result.seconds:.2f}s)"
         )
         if result.problem is not None:
-            typer.echo(f"  stopped at seq {result.problem_seq}: {result.problem}; stats use the views (run ledger verify)")
+            say(f"  stopped at seq {result.problem_seq}: {result.problem}; stats use the views (run ledger verify)")
         if differ is not None:
             typer.echo(f"  check: {'identical to a rebuild from the log' if not differ else 'differs from a rebuild in ' + ', '.join(differ)}")
     if result.problem is not None or differ:
@@ -228,6 +249,7 @@ def redact(
     --reason "customer request #481" --by dpo@example.com
     """
     from ledger.log import LedgerError
+    from ledger.redact import control_character
     from ledger.redact import redact as run_redact
 
     if by is None:
@@ -237,11 +259,17 @@ def redact(
             by = getpass.getuser()
         except (KeyError, OSError):  # no user name known for this uid
             fail("no user name is known for this process; say who redacts with --by")
+    for option, text in (("--reason", reason), ("--by", by)):
+        bad = control_character(text)
+        if bad is not None:  # a newline or an escape would print as a line of verify's own
+            fail(f"{option} holds the control character {bad!r}; write it on one line of printable text")
     try:
         done = run_redact(directory, seq, path, reason=reason, by=by)
     except LedgerError as exc:
         fail(str(exc))
+    except OSError as exc:
+        fail(f"cannot write {exc.filename or directory}: {exc.strerror or exc}")
     if done.rewritten:
-        typer.echo(f"{directory}: redacted {done.path} of seq {done.target} (recorded at seq {done.seq}; value digest {done.value_digest})")
+        say(f"{directory}: redacted {done.path} of seq {done.target} (recorded at seq {done.seq}; value digest {done.value_digest})")
     else:
-        typer.echo(f"{directory}: {done.path} of seq {done.target} was already redacted (seq {done.seq})")
+        say(f"{directory}: {done.path} of seq {done.target} was already redacted (seq {done.seq})")

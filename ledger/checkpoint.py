@@ -198,7 +198,11 @@ def generate_key(name: str = DEFAULT_KEY_NAME) -> SigningKey:
 
 
 def write_keypair(prefix: str | Path, key: SigningKey) -> tuple[Path, Path]:
-    """Write PREFIX.key (mode 0600) and PREFIX.pub; refuses to overwrite either."""
+    """Write PREFIX.key (mode 0600) and PREFIX.pub; refuses to overwrite either, and a PREFIX
+    with no file name (empty, or a directory: `keys/`), which would make hidden `.key` files."""
+    text = os.fspath(prefix)
+    if not text or text.endswith(("/", os.sep)) or Path(text).name in ("", ".", ".."):
+        raise MalformedError(f"the key prefix {text!r} names no file (it would write hidden .key and .pub files); give a name, such as keys/ledger")
     key_path, pub_path = Path(f"{prefix}.key"), Path(f"{prefix}.pub")
     for p in (key_path, pub_path):
         if p.exists():
@@ -220,11 +224,19 @@ def write_new(path: Path, data: bytes, mode: int) -> None:
     except OSError as exc:
         raise MalformedError(f"cannot write {path}: {exc.strerror}") from None
     try:
-        os.fchmod(fd, mode)  # whatever the umask
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        try:
+            os.fchmod(fd, mode)  # whatever the umask
+            payload = memoryview(data)
+            while payload:
+                payload = payload[os.write(fd, payload) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException as exc:  # a full disk: no partial file is left under that name
+        path.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise MalformedError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise
 
 
 def read_file(path: str | Path, what: str, limit: int = MAX_NOTE_BYTES) -> bytes:
@@ -489,51 +501,68 @@ def latest_checkpoint(path: str | Path) -> tuple[Path, Checkpoint] | None:
     return best
 
 
-def refuse_if_behind_checkpoint(path: str | Path) -> None:
-    """Raise CheckpointConflict if the ledger at `path` is shorter than its latest checkpoint in
-    DIR/checkpoints/, is of that size but ends in another head, or is another ledger. Called by
-    the writer before it appends anything; costs one directory listing when there are no
-    checkpoints, and reads only the first and last lines of the ledger otherwise."""
+def behind_checkpoint(path: str | Path) -> str | None:
+    """What is wrong, if anything, between the ledger at `path` and its latest checkpoint in
+    DIR/checkpoints/ (signatures not checked): the ledger is shorter than the checkpoint, is of its
+    size but ends in another head, or is another ledger; or a file there is not a checkpoint.
+    None when they agree or there are no checkpoints. Costs one directory listing when there are
+    none, and reads only the first and last lines of the ledger otherwise (LedgerCorrupt when
+    one of those is not an event)."""
     try:
         latest = latest_checkpoint(path)
     except MalformedError as exc:
-        raise CheckpointConflict(f"{path}: {exc}; refusing to append until it is fixed or removed") from None
+        return f"{path}: {exc}"
     if latest is None:
-        return
+        return None
     where, cp = latest
     try:
         size, head, ledger_id = ledger_tail(path)
     except VerificationError as exc:
-        raise CheckpointConflict(f"{path}: {exc}; refusing to append") from None
+        return f"{path}: {exc}"
     name = f"{CHECKPOINTS_DIR}/{where.name}"
     if size < cp.size:
-        raise CheckpointConflict(
-            f"{path}: the ledger has {size} events but its checkpoint {name} covers {cp.size}: it was truncated "
-            "or rolled back; refusing to append"
-        )
+        return f"{path}: the ledger has {size} events but its checkpoint {name} covers {cp.size}: it was truncated or rolled back"
     if ledger_id is not None and ledger_id != cp.ledger_id:
-        raise CheckpointConflict(f"{path}: the checkpoint {name} is for ledger {cp.ledger_id}, not {ledger_id}; refusing to append")
+        return f"{path}: the checkpoint {name} is for ledger {cp.ledger_id}, not {ledger_id}"
     if size == cp.size and head != cp.head:
-        raise CheckpointConflict(
-            f"{path}: the last event (seq {size}) is not the head of the checkpoint {name}: the ledger was rewritten; "
-            "refusing to append"
-        )
+        return f"{path}: the last event (seq {size}) is not the head of the checkpoint {name}: the ledger was rewritten"
+    return None
+
+
+def refuse_if_behind_checkpoint(path: str | Path) -> None:
+    """Raise CheckpointConflict if the ledger at `path` contradicts its latest checkpoint in
+    DIR/checkpoints/ (`behind_checkpoint`), or a file there is not a checkpoint. Called by the
+    writer before it appends anything."""
+    problem = behind_checkpoint(path)
+    if problem is not None:
+        raise CheckpointConflict(f"{problem}; refusing to append")
 
 
 def save_checkpoint(path: str | Path, checkpoint: Checkpoint, note: bytes) -> Path:
     """Write a signed checkpoint into DIR/checkpoints/ atomically (temporary file, fsync, link);
-    never replaces a file. Returns its path."""
-    cdir = Path(path) / CHECKPOINTS_DIR
+    never replaces a file. Returns its path. Raises MalformedError (exit code 2) naming the path
+    that cannot be written (a read-only directory, a full disk); no partial file is left."""
+    try:
+        return _save_checkpoint(Path(path) / CHECKPOINTS_DIR, checkpoint, note)
+    except OSError as exc:
+        raise MalformedError(f"cannot write {exc.filename or Path(path) / CHECKPOINTS_DIR}: {exc.strerror or exc}") from None
+
+
+def _save_checkpoint(cdir: Path, checkpoint: Checkpoint, note: bytes) -> Path:
     cdir.mkdir(exist_ok=True)
     stamp = re.sub(r"[-:.]", "", checkpoint.time)
     base = f"{checkpoint.size:012d}-{stamp}"
     tmp = cdir / f".{base}.{os.getpid()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        os.write(fd, note)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        try:
+            os.write(fd, note)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     try:
         n = 1
         while True:
@@ -853,9 +882,11 @@ def make_proof(path: str | Path, seq: int, checkpoint: Checkpoint | None = None)
     """An inclusion proof for the event `seq` in the tree of the checkpoint's size (or, without a
     checkpoint, of the ledger's current size). With a checkpoint, the ledger's tree of that size
     must have the checkpoint's root and head. Raises MalformedError (seq out of range),
-    VerificationError (the ledger does not match, or the event is damaged), LedgerUnreadable."""
+    VerificationError (the ledger does not match, or the event is damaged), LedgerUnreadable (no
+    such directory, no ledger in it)."""
     from ledger.verify import Redactions, check_record
 
+    LedgerReader(path)  # LedgerUnreadable: no such directory, not a ledger
     size = checkpoint.size if checkpoint is not None else ledger_tail(path)[0]
     if size < 1:
         raise MalformedError(f"{path}: the ledger has no events")
@@ -914,17 +945,40 @@ def _no_duplicates(pairs):
     return dict(pairs)
 
 
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > 20:  # beyond any seq or size (and Python's int parsing limit)
+        raise MalformedError(f"malformed proof: it holds a number of {len(text)} digits")
+    return int(text)
+
+
+def _no_constant(name: str):
+    raise MalformedError(f"the proof is not JSON: {name} is not a JSON number")
+
+
 def parse_proof(data: bytes) -> ProofFile:
     """Decode a proof file strictly: UTF-8 JSON, exactly the members of ProofFile, each once, with
-    their types and ranges. Raises MalformedError."""
+    their types and ranges, and text that is Unicode (no lone surrogate escape). Raises
+    MalformedError, for input of any shape (nested a million levels deep, a number of thousands
+    of digits)."""
     try:
-        value = json.loads(data.decode("utf-8"), object_pairs_hook=_no_duplicates)
+        value = json.loads(
+            data.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_int=_bounded_int, parse_constant=_no_constant
+        )
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise MalformedError(f"the proof is not JSON: {exc}") from None
+    except RecursionError:
+        raise MalformedError("malformed proof: it nests too deeply (a proof is an object of lists of hashes)") from None
+    except ValueError as exc:  # from the json module or int(), on input no proof holds
+        raise MalformedError(f"the proof is not JSON: {exc}") from None
     try:
-        return msgspec.convert(value, ProofFile, strict=True)
+        proof = msgspec.convert(value, ProofFile, strict=True)
     except msgspec.ValidationError as exc:
         raise MalformedError(f"the proof is not a {PROOF_FORMAT} proof: {exc}") from None
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise MalformedError("the proof's text holds a lone surrogate escape (not Unicode)") from None
+    return proof
 
 
 @dataclass
@@ -961,17 +1015,23 @@ def verify_proof(data: bytes, checkpoint_note: bytes, key: PublicKey) -> ProvenE
         record = parse_line(RawLine("proof", 1, 0, proof.line.encode("utf-8")), proof.seq)
     except (LedgerCorrupt, UnicodeEncodeError) as exc:
         raise VerificationError(f"the proof's line is not a ledger event: {getattr(exc, 'message', exc)}") from None
+    except RecursionError:
+        raise MalformedError("the proof's line nests too deeply to be a ledger event") from None
     redacted: dict[tuple, str] = {}
     for r in proof.redactions:
+        shown = repr(r.path) if len(r.path) <= 80 else repr(r.path[:80]) + "..."
         try:
             parts = parse_field_path(r.path)
         except FieldPathError as exc:
-            raise MalformedError(f"the proof's redaction {r.path!r} is not a field path: {exc}") from None
+            raise MalformedError(f"the proof's redaction {shown} is not a field path: {exc}") from None
         if format_field_path(parts) != r.path or parts in redacted:
-            raise MalformedError(f"the proof's redaction {r.path!r} is not canonical or is repeated")
+            raise MalformedError(f"the proof's redaction {shown} is not canonical or is repeated")
         redacted[parts] = r.value_digest
     found = Redactions({proof.seq: redacted})
-    problem = check_record(record, proof.seq, record.event.prev, redactions=found)
+    try:
+        problem = check_record(record, proof.seq, record.event.prev, redactions=found)
+    except RecursionError:
+        raise MalformedError("the proof's line nests too deeply to be a ledger event") from None
     if problem is None and found.findings:
         raise VerificationError(f"the proof's redaction does not hold: {next(iter(found.findings.values()))}")
     if problem is not None:

@@ -47,7 +47,10 @@ def parse_field_path(text: str) -> tuple[str | int, ...]:
         if name is not None:
             parts.append(name)
         elif index is not None:
-            parts.append(int(index))
+            try:
+                parts.append(int(index))
+            except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
+                raise FieldPathError(f"a list index of {len(index)} digits is too large for a field path") from None
         else:
             try:
                 key = json.loads(quoted)

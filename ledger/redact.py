@@ -26,6 +26,7 @@ needs.
 from __future__ import annotations
 
 import os
+import unicodedata
 from pathlib import Path
 from typing import NamedTuple
 
@@ -68,8 +69,10 @@ def redact(
     """Redact the value at `field` of the data beside event `target`. See the module docstring.
 
     Raises RedactionError (no such event, no data, no such field, a field inside one already
-    redacted, a request that can still run, a ledger that does not verify), ledger.log.LedgerLocked (a Gate or another writer has the ledger open),
-    ledger.log.LedgerUnreadable, LedgerCorrupt.
+    redacted, a request that can still run, a ledger that does not verify, a reason or an identity
+    that is empty or holds a control character, a file that cannot be written),
+    ledger.log.LedgerLocked (a Gate or another writer has the ledger open), ledger.log.LedgerUnreadable
+    (no ledger there: nothing is created), LedgerCorrupt.
     """
     try:
         parts = parse_field_path(field)
@@ -80,7 +83,28 @@ def redact(
         raise RedactionError("a redaction needs a reason (a legal basis, a ticket)")
     if not isinstance(by, str) or not by.strip():
         raise RedactionError("a redaction needs the identity of who makes it")
+    for name, text in (("reason", reason), ("by", by)):
+        bad = control_character(text)
+        if bad is not None:
+            raise RedactionError(
+                f"the redaction's {name} holds the control character {bad!r}; a line break or an escape "
+                "sequence in the ledger would let it pass for other output when it is shown"
+            )
     directory = Path(directory)
+    LedgerReader(directory)  # LedgerUnreadable for a directory with no ledger, before any file is made
+    try:
+        return _redact(directory, target, parts, path, reason, by, clock)
+    except OSError as exc:  # a read-only directory, a full disk: nothing half-done is left behind
+        where = exc.filename or directory
+        raise RedactionError(f"cannot write {where}: {exc.strerror or exc}") from None
+
+
+def control_character(text: str) -> str | None:
+    """The first control character (Unicode category Cc: C0, DEL, C1) of `text`, or None."""
+    return next((c for c in text if unicodedata.category(c) == "Cc"), None)
+
+
+def _redact(directory: Path, target: int, parts: tuple, path: str, reason: str, by: str, clock: Clock) -> Redaction:
     with Ledger(directory, create=False, exclusive=True, clock=clock) as led:
         # Only a ledger that verifies is rewritten: redaction must not launder damage.
         report = verify(directory)
@@ -101,7 +125,9 @@ def redact(
         if record is None:
             raise RedactionError(f"there is no event at seq {target}")
         if not isinstance(record.event, ev.WITH_DATA):
-            raise RedactionError(f"seq {target} is a {record.event.__struct_config__.tag} event, which stores no data")
+            kind = record.event.__struct_config__.tag
+            article = "an" if kind[0] in "aeiou" else "a"
+            raise RedactionError(f"seq {target} is {article} {kind} event, which stores no data")
         request = target if isinstance(record.event, ev.Proposed) else record.event.request
         state = workflow.requests[request]
         if state.status not in FINAL:
@@ -127,7 +153,13 @@ def redact(
                 raise RedactionError(f"seq {earlier.seq} announced another value at {path} than the one stored")
             seq = earlier.seq
         # The rewrite happens while this writer still holds the ledger exclusively.
-        _rewrite_line(directory / record.segment, record, canonical_json(replace(data, parts, redaction_marker(digest))))
+        try:
+            _rewrite_line(directory / record.segment, record, canonical_json(replace(data, parts, redaction_marker(digest))))
+        except OSError as exc:
+            raise RedactionError(
+                f"cannot write {exc.filename or directory}: {exc.strerror or exc}; the redaction is announced at seq {seq} "
+                "and the value is still there: run the same redaction again to finish it"
+            ) from None
     return Redaction(target, path, digest, seq, rewritten=True)
 
 
@@ -143,11 +175,18 @@ def _rewrite_line(segment: Path, record, new_data: bytes) -> None:
     temporary = segment.with_name(f".{segment.name}.redact.tmp")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        payload = memoryview(b"\n".join(content))
-        while payload:
-            payload = payload[os.write(fd, payload) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(temporary, segment)
+        try:
+            payload = memoryview(b"\n".join(content))
+            while payload:
+                payload = payload[os.write(fd, payload) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, segment)
+    except Exception:  # a full disk, a failed sync: no partial copy is left beside the segment
+        try:
+            temporary.unlink(missing_ok=True)
+        except OSError:
+            pass
+        raise
     _fsync_dir(segment.parent)

@@ -77,3 +77,43 @@ def build_mixed_ledger(path: Path) -> tuple[Gate, ManualClock]:
     g.cancel(h.request, by="agent", reason="no longer needed")
     assert f.effect == "ask"
     return g, clock
+
+
+def make_read_only(monkeypatch, directory: Path) -> None:
+    """Make every write under `directory` fail with EROFS, as on a read-only mount (chmod does not
+    stop root): os.open with a write flag, os.mkdir, os.link and os.replace raise."""
+    import errno
+    import os
+
+    top = os.path.realpath(directory)
+    real = {name: getattr(os, name) for name in ("open", "mkdir", "link", "replace")}
+
+    def inside(path) -> bool:
+        real_path = os.path.realpath(os.fspath(path))
+        return real_path == top or real_path.startswith(top + os.sep)
+
+    def refuse(path):
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), os.fspath(path))
+
+    def fake_open(path, flags, *args, **kwargs):
+        if flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC) and inside(path):
+            refuse(path)
+        return real["open"](path, flags, *args, **kwargs)
+
+    def fake_mkdir(path, *args, **kwargs):
+        if inside(path):
+            refuse(path)
+        return real["mkdir"](path, *args, **kwargs)
+
+    def fake_two(name):
+        def fake(src, dst, *args, **kwargs):
+            if inside(dst):
+                refuse(dst)
+            return real[name](src, dst, *args, **kwargs)
+
+        return fake
+
+    monkeypatch.setattr(os, "open", fake_open)
+    monkeypatch.setattr(os, "mkdir", fake_mkdir)
+    monkeypatch.setattr(os, "link", fake_two("link"))
+    monkeypatch.setattr(os, "replace", fake_two("replace"))

@@ -330,3 +330,153 @@ def test_prove_against_a_checkpoint_the_ledger_no_longer_matches_exits_1(ledger,
 def test_the_help_lists_the_new_commands():
     assert all(c in run("ledger", "--help").stdout for c in ("keygen", "checkpoint", "prove"))
     assert "verify-proof" in run("--help").stdout
+
+
+# --- malformed input of any shape, read-only directories, empty names --------------------------------
+
+
+def _proof_and_checkpoint(ledger: Path, keys: Path, tmp_path: Path) -> tuple[dict, Path]:
+    cp = make_checkpoint(ledger, keys)
+    proof = tmp_path / "good.proof"
+    assert run("ledger", "prove", ledger, 5, "--checkpoint", cp, "--out", proof).exit_code == 0
+    return json.loads(proof.read_text()), cp
+
+
+def _malformed(good: dict) -> dict[str, str]:
+    line = good["line"]
+    return {
+        "nested 100,000 arrays deep": "[" * 100_000 + "]" * 100_000,
+        "nested 100,000 objects deep": '{"a":' * 100_000 + "1" + "}" * 100_000,
+        "a seq of 5,000 digits": json.dumps(good).replace(f'"seq": {good["seq"]}', '"seq": ' + "9" * 5000),
+        "a tree size of 5,000 digits": json.dumps(good).replace('"tree_size": ', '"tree_size": ' + "7" * 5000 + ", \"x\": "),
+        "NaN": json.dumps(good).replace(f'"seq": {good["seq"]}', '"seq": NaN'),
+        "a lone surrogate": json.dumps(good).replace('"ledger_id": "', '"ledger_id": "\\ud800'),
+        "a redaction index of 5,000 digits": json.dumps(
+            {**good, "redactions": [{"path": "args[" + "9" * 5000 + "]", "value_digest": "0" * 64}]}
+        ),
+        "an array": "[]",
+        "empty": "",
+        "a line nested 100,000 deep": json.dumps({**good, "line": line[:-1] + ',"x":' + "[" * 100_000 + "]" * 100_000 + "}"}),
+    }
+
+
+@pytest.mark.parametrize(
+    "shape",
+    ["nested 100,000 arrays deep", "nested 100,000 objects deep", "a seq of 5,000 digits", "a tree size of 5,000 digits",
+     "NaN", "a lone surrogate", "a redaction index of 5,000 digits", "an array", "empty"],
+)
+def test_verify_proof_calls_a_malformed_proof_of_any_shape_malformed_with_exit_2(ledger, keys, tmp_path, shape):
+    good, cp = _proof_and_checkpoint(ledger, keys, tmp_path)
+    proof = tmp_path / "bad.proof"
+    proof.write_text(_malformed(good)[shape])
+    result = run("verify-proof", proof, "--checkpoint", cp, "--pubkey", f"{keys}.pub")
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert result.exit_code == 2, result.output
+    message = one_line_error(result)
+    assert str(proof) in message and ("malformed" in message or "not" in message) and len(message) < 400
+
+
+def test_a_proof_whose_line_nests_deeply_is_refused_without_a_traceback(ledger, keys, tmp_path):
+    good, cp = _proof_and_checkpoint(ledger, keys, tmp_path)
+    proof = tmp_path / "bad.proof"
+    proof.write_text(_malformed(good)["a line nested 100,000 deep"])
+    result = run("verify-proof", proof, "--checkpoint", cp, "--pubkey", f"{keys}.pub")
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert result.exit_code in (1, 2)
+    one_line_error(result)
+
+
+def test_checkpoint_into_a_read_only_ledger_exits_2_naming_the_path(ledger, keys, monkeypatch):
+    from support import make_read_only
+
+    make_read_only(monkeypatch, ledger)
+    result = run("ledger", "checkpoint", ledger, "--key", f"{keys}.key")
+    assert result.exit_code == 2, result.output
+    message = one_line_error(result)
+    assert f"cannot write {ledger / CHECKPOINTS_DIR}" in message and "Read-only file system" in message
+    monkeypatch.undo()
+    assert not (ledger / CHECKPOINTS_DIR).exists()
+
+
+def test_checkpoint_that_cannot_be_written_leaves_no_temporary_file(ledger, keys, monkeypatch):
+    (ledger / CHECKPOINTS_DIR).mkdir()
+    real_fsync = os.fsync
+
+    def failing_fsync(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    result = run("ledger", "checkpoint", ledger, "--key", f"{keys}.key")
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    assert result.exit_code == 2 and "No space left on device" in one_line_error(result)
+    assert list((ledger / CHECKPOINTS_DIR).iterdir()) == []
+
+
+@pytest.mark.parametrize("out", ["", "keys/", "."])
+def test_keygen_refuses_a_name_that_is_no_file_with_exit_2(tmp_path, monkeypatch, out):
+    (tmp_path / "keys").mkdir()
+    monkeypatch.chdir(tmp_path)
+    result = run("ledger", "keygen", "--out", out)
+    assert result.exit_code == 2 and "names no file" in one_line_error(result)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["keys"]
+
+
+def test_prove_on_a_missing_directory_says_so_with_exit_2(tmp_path):
+    result = run("ledger", "prove", tmp_path / "nothing", 1)
+    assert result.exit_code == 2
+    message = one_line_error(result)
+    assert "no such ledger directory" in message and "no events" not in message
+
+
+# --- verify warns of a stored checkpoint the ledger no longer reaches --------------------------------
+
+
+def test_plain_verify_warns_when_the_ledger_is_shorter_than_its_stored_checkpoint(ledger, keys):
+    cp = make_checkpoint(ledger, keys)
+    assert run("ledger", "verify", ledger).stderr == ""  # in step with its checkpoint: no warning
+    rewrite(ledger, lines_of(ledger)[:-3])  # cut back to an earlier state
+    result = run("ledger", "verify", ledger)
+    assert result.exit_code == 0 and "intact" in result.stdout  # the chain itself is whole
+    assert f"checkpoint {CHECKPOINTS_DIR}/{cp.name} covers" in result.stderr and "truncated or rolled back" in result.stderr
+    assert "--checkpoint" in result.stderr and "--pubkey" in result.stderr
+    report = json.loads(run("ledger", "verify", ledger, "--json").stdout)
+    assert any("truncated or rolled back" in w for w in report["warnings"])
+
+
+def test_plain_verify_warns_when_the_last_event_is_not_the_stored_checkpoints_head(ledger, keys):
+    make_checkpoint(ledger, keys)
+    lines = lines_of(ledger)
+    body, _, data = split(lines[-1])
+    event = ev.decode_event(body)
+    later = msgspec.structs.replace(event, ts="2099" + event.ts[4:])  # the same size, another last event
+    lines[-1] = compose(ev.encode_event(later), data)[1]
+    rewrite(ledger, rechain(lines, len(lines) - 1))
+    result = run("ledger", "verify", ledger)
+    assert result.exit_code == 0 and "intact" in result.stdout, result.stdout
+    assert "is not the head of the checkpoint" in result.stderr and "the ledger was rewritten" in result.stderr
+
+
+# --- text from a ledger or a proof is shown with its controls escaped -----------------------------------
+
+
+def test_verify_proof_shows_a_redacted_path_with_its_control_characters_escaped(tmp_path):
+    from ledger.checkpoint import generate_key, make_checkpoint as sign, write_keypair
+    from ledger.redact import redact
+    from support import START, gate
+
+    path = tmp_path / "ledger"
+    g = gate(path)
+    p = g.propose("small_change", {"a\x85b\u202ec": "secret"}, proposer="agent")
+    g.approve(p.request, approver="alice", digest=p.args_digest)
+    g.execute(p.request, lambda args: None)
+    g.close()
+    redact(path, p.request, 'args["a\x85b\u202ec"]', reason="r", by="dpo")
+    key = generate_key()
+    _, pub = write_keypair(tmp_path / "k", key)
+    (tmp_path / "cp").write_bytes(sign(path, key)[1])
+    assert run("ledger", "prove", path, p.request, "--checkpoint", tmp_path / "cp", "--out", tmp_path / "p").exit_code == 0
+    result = run("verify-proof", tmp_path / "p", "--checkpoint", tmp_path / "cp", "--pubkey", pub)
+    assert result.exit_code == 0, result.output
+    assert 'args["a\\x85b\\u202ec"]' in result.stdout and "\x85" not in result.stdout and "\u202e" not in result.stdout
+    shown = run("ledger", "verify", path)
+    assert 'args["a\\x85b\\u202ec"]' in shown.stdout and "\x85" not in shown.stdout

@@ -498,3 +498,125 @@ def test_a_redaction_killed_at_any_step_leaves_a_ledger_that_verifies_and_finish
     assert CARD.encode() not in files_bytes(path)  # a stale temporary file is overwritten, then renamed away
     final = verify(path)
     assert final.ok and final.count == report.count and len(final.redactions) == 1
+
+
+# --- hostile input: control characters, read-only directories, no ledger ----------------------------
+
+
+def _cli(*args):
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    return result
+
+
+SPOOFS = [("by", "dpo\nbase: intact: 999 events"), ("reason", "x\rFAKE"), ("reason", "a\x1b[2Kb"), ("by", "d\x85p"), ("by", "d\x00")]
+
+
+@pytest.mark.parametrize("name, text", SPOOFS)
+def test_a_reason_or_identity_with_a_control_character_is_refused_by_the_api(ledger, name, text):
+    path, ids = ledger
+    snapshot = files_bytes(path)
+    given = {"reason": "r", "by": "dpo", name: text}
+    with pytest.raises(RedactionError, match=f"{name} holds the control character"):
+        redact(path, ids["final"], "args.card.number", **given)
+    assert files_bytes(path) == snapshot
+
+
+@pytest.mark.parametrize("name, text", SPOOFS)
+def test_a_reason_or_identity_with_a_control_character_is_refused_on_the_command_line(ledger, name, text):
+    path, ids = ledger
+    snapshot = files_bytes(path)
+    given = {"reason": "r", "by": "dpo", name: text}
+    result = _cli("ledger", "redact", path, ids["final"], "--path", "args.card.number", "--reason", given["reason"], "--by", given["by"])
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and f"--{name} holds the control character" in lines[0]
+    assert files_bytes(path) == snapshot
+
+
+def test_verify_shows_the_control_characters_of_a_redaction_written_by_someone_else_escaped(ledger):
+    path, ids = ledger
+    # A ledger from another writer (or an older countersign) may hold them: the announcement alone
+    # is lawful (the line is rewritten by a later run), so verify lists it.
+    digest = redacted_digest(CARD, {}, parse_field_path("args.card.number"))
+    with Ledger(path, create=False) as led:
+        led.append(ev.Redacted(target=ids["final"], path="args.card.number", value_digest=digest,
+                               reason="x\rFAKE", by="dpo\nbase: intact: 999 events"))
+    result = _cli("ledger", "verify", path)
+    assert result.exit_code == 0, result.output
+    assert not any(line.startswith("base: intact") for line in result.stdout.splitlines())
+    assert "\r" not in result.stdout
+    assert "by dpo\\nbase: intact: 999 events (x\\rFAKE)" in result.stdout
+
+
+def test_redaction_in_a_read_only_ledger_exits_2_naming_the_path_and_changes_nothing(ledger, monkeypatch):
+    from support import make_read_only
+
+    path, ids = ledger
+    snapshot = files_bytes(path)
+    names = sorted(p.name for p in path.iterdir())
+    make_read_only(monkeypatch, path)
+    result = _cli("ledger", "redact", path, ids["final"], "--path", "args.card.number", "--reason", "r", "--by", "dpo")
+    monkeypatch.undo()
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: cannot write {path}/") and "Read-only file system" in lines[0]
+    assert files_bytes(path) == snapshot and sorted(p.name for p in path.iterdir()) == names
+
+
+def test_a_rewrite_that_fails_says_the_redaction_is_announced_and_leaves_no_temporary_file(ledger, monkeypatch):
+    import os
+
+    path, ids = ledger
+    real_fsync = os.fsync
+
+    def fsync(fd):  # the announcement's sync succeeds; the temporary segment's fails
+        if any(p.name.endswith(".redact.tmp") for p in path.iterdir()):
+            raise OSError(28, "No space left on device")
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(RedactionError, match="No space left on device.*announced at seq .*run the same redaction again"):
+        redact(path, ids["final"], "args.card.number", reason="r", by="dpo")
+    monkeypatch.undo()
+    assert not [p for p in path.iterdir() if p.name.endswith(".tmp")]
+    assert verify(path).ok and CARD.encode() in files_bytes(path)
+    assert redact(path, ids["final"], "args.card.number", reason="r", by="dpo").rewritten
+    assert CARD.encode() not in files_bytes(path)
+
+
+@pytest.mark.parametrize("make", ["empty", "missing", "file"])
+def test_redaction_where_there_is_no_ledger_creates_nothing(tmp_path, make):
+    target = tmp_path / "d"
+    if make == "empty":
+        target.mkdir()
+    elif make == "file":
+        target.write_text("x")
+    result = _cli("ledger", "redact", target, 2, "--path", "args.zip", "--reason", "r", "--by", "dpo")
+    assert result.exit_code == 2
+    assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith("error: ")
+    if make == "empty":
+        assert list(target.iterdir()) == []
+    else:
+        assert sorted(p.name for p in tmp_path.iterdir()) == (["d"] if make == "file" else [])
+
+
+def test_a_refusal_names_the_kind_of_event_with_its_article(ledger):
+    path, _ = ledger
+    kinds = {record.event.__struct_config__.tag: record.seq for record in LedgerReader(path).records()}
+    with pytest.raises(RedactionError, match=r"is an executed event, which stores no data"):
+        redact(path, kinds["executed"], "args.x", reason="r", by="dpo")
+    with pytest.raises(RedactionError, match=r"is an approved event"):
+        redact(path, kinds["approved"], "args.x", reason="r", by="dpo")
+    with pytest.raises(RedactionError, match=r"is a genesis event"):
+        redact(path, 1, "args.x", reason="r", by="dpo")
+
+
+def test_a_path_with_a_list_index_of_thousands_of_digits_is_refused(ledger):
+    path, ids = ledger
+    with pytest.raises(RedactionError, match="too large"):
+        redact(path, ids["final"], "args.items[" + "9" * 5000 + "]", reason="r", by="dpo")
