@@ -36,8 +36,15 @@ _FALSE = hashlib.sha256(b"b0").digest()
 _encoder = msgspec.json.Encoder(order="sorted")
 
 
+MAX_NESTING = 100
+"""How deeply the arguments or context of a call may nest: an object or list inside another is one
+level more (`{"a": [1]}` is two levels). A writer refuses deeper values, so every reader of a
+lawful ledger (verify, the views, the projection) reads its values without running out of stack."""
+
+
 class ArgumentsError(ValueError):
-    """The arguments are not a JSON value (NaN, infinity, a non-string key, an unknown type)."""
+    """The arguments are not a JSON value (NaN, infinity, a non-string key, an unknown type, an
+    integer too long to write, or nesting deeper than MAX_NESTING)."""
 
 
 def number_text(value: int | float) -> str:
@@ -51,7 +58,10 @@ def number_text(value: int | float) -> str:
     if isinstance(value, bool):
         raise ArgumentsError("a boolean is not a number")
     if isinstance(value, int):
-        return str(value)
+        try:
+            return str(value)
+        except ValueError:  # Python refuses to write an integer of more than 4,300 digits
+            raise ArgumentsError("an integer of more than 4,300 digits cannot be written") from None
     if not math.isfinite(value):
         raise ArgumentsError(f"{value!r} is not a JSON number")
     if value.is_integer():
@@ -115,6 +125,20 @@ def args_digest(args: dict) -> str:
     return value_digest(args)
 
 
+def check_nesting(value: Any, limit: int = MAX_NESTING) -> None:
+    """Raise ArgumentsError when objects and lists nest more than `limit` levels deep in `value`.
+    Iterative, so that it answers for any depth without recursing."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, (list, tuple)) else None
+        if children is None:
+            continue
+        if depth > limit:
+            raise ArgumentsError(f"the value nests more than {limit} levels deep")
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list, tuple)))
+
+
 def canonical_json(value: Any) -> bytes:
     """Compact JSON with object keys sorted, as stored in the ledger. Raises ArgumentsError for
     values JSON cannot carry."""
@@ -132,6 +156,7 @@ def encode_arguments(args: Any) -> tuple[str, bytes]:
     The digest is computed first because it rejects what msgspec would otherwise encode lossily
     (NaN becomes null). Raises ArgumentsError.
     """
+    check_nesting(args)
     digest = value_digest(args)
     try:
         return digest, _encoder.encode(args)

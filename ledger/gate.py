@@ -439,10 +439,14 @@ class Gate:
                 raise ExecutionUnknown(
                     f"request {request} started running and its outcome was never recorded; it will not run again"
                 )
-            self._append(ev.ExecutionStarted(ts=self._now(), request=request, args_digest=state.digest, executor=executor))
+            started = ev.ExecutionStarted(ts=self._now(), request=request, args_digest=state.digest, executor=executor)
+            self.workflow.check(started)  # raises when the request may not run
+            # The tool gets its own copy of the approved arguments, made before anything is
+            # written: nothing that can fail may stand between the start and the tool's run.
+            args = copy.deepcopy(self._data[request]["args"])
+            self._append(started)
             self._running.add(request)
             digest = state.digest
-            args = copy.deepcopy(self._data[request]["args"])
         # The tool runs outside the Gate's lock, so that a slow tool does not hold up every other
         # proposal and decision; `_running` keeps a second execute() of this request out meanwhile.
         result, exception, error = None, None, None

@@ -360,3 +360,44 @@ def test_a_repeated_call_id_with_another_proposer_or_context_is_a_conflict(g, ch
     changed = {**call, **change}
     refused(g, CallIdConflict, g.propose, changed["tool"], {"id": 3}, proposer=changed["proposer"],
             context=changed["context"], call_id="toolu_9")
+
+
+def _nested(depth: int):
+    value = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_arguments_nested_past_the_limit_or_unwritable_numbers_are_refused_before_anything_is_written(g):
+    """A writer keeps every value to MAX_NESTING levels, so that every reader of the ledger can
+    read it; deeper arguments (or context, or an edit) and an integer Python cannot write are an
+    InvalidCall, and the ledger does not grow."""
+    from ledger.digest import MAX_NESTING
+
+    # {"x": [...]}: the object is level 1, so MAX_NESTING - 1 lists fit and one more does not
+    fits = g.propose("read_thing", {"x": _nested(MAX_NESTING - 1)}, proposer="agent")
+    assert g.execute(fits.request, lambda args: "ok").outcome == "ok"
+    refused(g, InvalidCall, g.propose, "read_thing", {"x": _nested(MAX_NESTING)}, proposer="agent")
+    refused(g, InvalidCall, g.propose, "read_thing", {"x": _nested(990)}, proposer="agent")
+    refused(g, InvalidCall, g.propose, "read_thing", {"id": 1}, proposer="agent", context={"c": _nested(MAX_NESTING)})
+    refused(g, InvalidCall, g.propose, "read_thing", {"amount": 10**5000}, proposer="agent")
+    p = g.propose("small_change", {"id": 3}, proposer="agent")
+    refused(g, InvalidCall, g.edit, p.request, editor="alice", args={"id": _nested(MAX_NESTING)})
+    assert verify(g.ledger.path).ok
+
+
+def test_a_failure_before_the_tool_runs_leaves_no_execution_started(g, monkeypatch):
+    """The tool's copy of the approved arguments is made before `execution_started` is written:
+    if making it fails, the request can still run later instead of being stuck as executing."""
+    import copy as copy_module
+
+    p = g.propose("read_thing", {"id": 1}, proposer="agent")
+
+    def broken(value, memo=None):
+        raise MemoryError("no room for the copy")
+
+    monkeypatch.setattr(copy_module, "deepcopy", broken)
+    refused(g, MemoryError, g.execute, p.request, lambda args: pytest.fail("ran"))
+    monkeypatch.undo()
+    assert g.execute(p.request, lambda args: "done").outcome == "ok"
