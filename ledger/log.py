@@ -512,9 +512,10 @@ class Ledger:
 
     def _continues_chain(self, segment: Path, offset: int, fragment: bytes) -> bool:
         """Is `fragment` (the bytes after the last line feed of `segment`, at `offset`) a whole line
-        that passes every check of verify as the line after the one before it (layout, hash,
-        event, data and its digests)? Only then may it stand; anything less is a torn write."""
-        from ledger.verify import check_record  # verify imports this module
+        (DATA included) that is the next link of the chain (seq, prev, hash)? Then it stands, and
+        verify judges it like any other line (docs/ledger-format.md, sections 6 and 7.5); anything
+        less is a torn write. A write cut anywhere, inside DATA too, leaves no whole line."""
+        from ledger.verify import continues  # verify imports this module
 
         if offset > 0:
             with segment.open("rb") as handle:
@@ -524,17 +525,17 @@ class Ledger:
                 last = parse_line(RawLine(segment.name, 0, 0, previous), -1)
             except LedgerCorrupt:
                 return False
-            seq, head, ts = last.seq, last.hash, last.event.ts
+            seq, head = last.seq, last.hash
         else:
             earlier = [p for p in list_segments(self.path) if p.name < segment.name]
             saved = self._tip_ts
             seq, head = self._read_head(earlier)
-            ts, self._tip_ts = (self._tip_ts if seq else ""), saved
+            self._tip_ts = saved  # _read_head sets it; the head of the ledger is read later
         try:
             record = parse_line(RawLine(segment.name, 0, offset, fragment), seq + 1)
         except LedgerCorrupt:
             return False
-        return check_record(record, seq + 1, head, ts) is None
+        return continues(record, seq + 1, head)
 
     def _unrecorded_quarantine(self) -> RecoveryNote | None:
         """A fragment a crashed writer quarantined and cut off without appending its `recovered`

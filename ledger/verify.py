@@ -25,7 +25,7 @@ import msgspec
 
 from ledger import events as ev
 from ledger.clock import parse_ts
-from ledger.digest import ArgumentsError, canonical_spelling, is_marker, redacted_digest, value_digest
+from ledger.digest import MAX_NESTING, ArgumentsError, canonical_spelling, is_marker, redacted_digest, value_digest
 from ledger.events import encode_event
 from ledger.fieldpath import FieldPathError, format_field_path, parse_field_path, resolve
 from ledger.lines import LineError
@@ -168,6 +168,21 @@ def verify(path: str | Path, expect_head: str | None = None) -> Report:
     return report
 
 
+def continues(record, expected: int, prev: str) -> bool:
+    """Section 6's exception (docs/ledger-format.md): is the Record read from the bytes after the
+    last line feed a whole line that is line `expected` of the chain? Its `seq` is `expected`, its
+    `prev` is `prev`, its hash is that of its body, and its DATA is null or a JSON object (the
+    layout of section 2, which check 1 requires: a write cut inside DATA leaves it unfinished)."""
+    if record.seq != expected or record.event.prev != prev or hashlib.sha256(record.body).hexdigest() != record.hash:
+        return False
+    if record.data == b"null":
+        return True
+    try:
+        return record.data.startswith(b"{") and isinstance(msgspec.json.decode(record.data), dict)
+    except (msgspec.DecodeError, RecursionError):  # no writer nests that deep: not one of its lines
+        return False
+
+
 def complete_torn_tail(torn, expected: int, prev: str, prev_ts: str, workflow: Workflow, redactions: Redactions):
     """A torn tail (ledger.log.TornTail) that is a whole line continuing the chain, checked as the
     event `expected` after `prev` and `prev_ts` and applied to `workflow`: its Record; the
@@ -176,7 +191,7 @@ def complete_torn_tail(torn, expected: int, prev: str, prev_ts: str, workflow: W
         record = parse_line(RawLine(torn.segment, 0, torn.offset, torn.fragment), expected)
     except LedgerCorrupt:
         return None
-    if record.seq != expected or record.event.prev != prev or hashlib.sha256(record.body).hexdigest() != record.hash:
+    if not continues(record, expected, prev):
         return None
     problem = check_record(record, expected, prev, prev_ts, redactions)
     if problem is not None:
@@ -271,11 +286,7 @@ def _continues(tail: bytes, complete: int, last: bytes) -> bool:
         previous = lines_split(last.removesuffix(b"\n"))[1] if last else ev.GENESIS_PREV
     except (LedgerCorrupt, LineError):
         return False
-    return (
-        record.seq == complete + 1
-        and record.event.prev == previous
-        and hashlib.sha256(record.body).hexdigest() == record.hash
-    )
+    return continues(record, complete + 1, previous)
 
 
 def check_record(record, expected: int, prev: str, prev_ts: str = "", redactions: Redactions | None = None) -> Problem | None:
@@ -307,7 +318,10 @@ def check_record(record, expected: int, prev: str, prev_ts: str = "", redactions
     if (seq == 1) != isinstance(event, ev.Genesis):
         return problem("format", "the first event, and only the first, is the genesis")
     paths = redactions.of(record.seq) if redactions is not None else None
-    return _check_data(record, problem, paths, redactions)
+    try:
+        return _check_data(record, problem, paths, redactions)
+    except RecursionError:  # msgspec and the digest give up on the same depths; a writer never nests that deep
+        return problem("data", f"the data beside the body nests too deeply to read (a writer allows {MAX_NESTING} levels)")
 
 
 def _check_data(record, problem, redactions: dict[tuple, str] | None, found: Redactions | None) -> Problem | None:
@@ -318,7 +332,8 @@ def _check_data(record, problem, redactions: dict[tuple, str] | None, found: Red
         return problem("data", f"the data beside the body is not JSON: {exc}")
     if not isinstance(event, ev.WITH_DATA):
         if data is not None:
-            return problem("data", f"a {event.__struct_config__.tag} event carries no data")
+            kind = event.__struct_config__.tag
+            return problem("data", f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} event carries no data")
         return None
     if not isinstance(data, dict) or not isinstance(data.get("args"), dict):
         return problem("data", "the data beside the body has no arguments object")

@@ -211,7 +211,7 @@ CHAIN_PROBLEMS = (
     "no-events",  # format: the ledger has no lines at all
 )
 
-# A ledger timestamp that is a real time: ledger.clock.parse_ts (strptime) refuses hour 24 and
+# A ledger timestamp that is a real time: ledger.clock.parse_ts (fromisoformat) refuses hour 24 and
 # year 0, which DuckDB's cast would accept, and the cast refuses day 30 of February.
 TS_REGEX = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{6}Z"
 SEGMENT_REGEX = r"events-\p{Nd}{8}\.jsonl"  # ledger.log.SEGMENT_NAME (Python's \d is any Unicode digit)
@@ -433,7 +433,8 @@ def _invalid_reason_sql(paths: _Paths) -> str:
     branches = []
     for st in _EVENT_TYPES:
         allowed = ["kind"] + [f.encode_name for f in st.fields]
-        whens = [f"WHEN NOT list_has_all({_list_lit(allowed)}, _keys) THEN 'unknown member in a {st.tag} event'"]
+        article = "an" if st.tag[0] in "aeiou" else "a"
+        whens = [f"WHEN NOT list_has_all({_list_lit(allowed)}, _keys) THEN 'unknown member in {article} {st.tag} event'"]
         whens += [
             f"WHEN {paths.t(_jpath(f.encode_name))} IS NULL THEN {_lit(f'missing required member `{f.encode_name}`')}"
             for f in st.fields

@@ -650,6 +650,53 @@ def test_deleting_the_last_line_feed_cannot_undo_the_last_decision(tmp_path):
     assert verify(path).ok and not verify(path).warnings
 
 
+def _ledger_ending_in_a_proposal(path):
+    from support import gate as open_gate
+
+    g = open_gate(path)
+    g.propose("small_change", {"id": 3}, proposer="agent")
+    p = g.propose("read_thing", {"id": 1}, proposer="agent", context={"a": {"b": {"c": 1}}})  # allowed: nothing follows
+    count = g.ledger.head[0]
+    g.close()
+    segment = max(path.glob("events-*.jsonl"))
+    assert p.request == count and b'"seq":%d,' % count in segment.read_bytes().split(b"\n")[-2]
+    return segment, count
+
+
+def test_a_damaged_last_line_without_its_line_feed_stays_and_fails_verify(tmp_path):
+    """The last line lacks its line feed, yet it is a whole line and the next link of the chain
+    (seq, prev, hash), with DATA that parses but does not match its digest: it is that event
+    (section 6), so verify fails on it, and a writer keeps it (restores the line feed) instead of
+    quarantining it as a torn write, which would make that failure disappear."""
+    path = tmp_path / "l"
+    segment, count = _ledger_ending_in_a_proposal(path)
+    lines = segment.read_bytes().split(b"\n")[:-1]
+    lines[-1] = lines[-1].replace(b'"c":1', b'"c":2')  # body and hash kept, DATA changed
+    segment.write_bytes(b"\n".join(lines))
+    assert (verify(path).problem.seq, verify(path).problem.kind) == (count, "data")
+    Ledger(path).close()
+    assert segment.read_bytes().endswith(b'"c":2}}}}}\n') and not (path / "quarantine").exists()
+    assert (verify(path).problem.seq, verify(path).problem.kind) == (count, "data")
+
+
+@pytest.mark.parametrize("cut", [1, 2, 3, 4])
+def test_a_write_cut_inside_data_after_a_closing_brace_is_a_torn_tail(tmp_path, cut):
+    """A write cut part way through DATA, just after one of its `}`, still starts with the body
+    and the hash and ends in `}`; its DATA is unfinished, so it is no whole line: verify warns of a
+    torn tail and passes, and a writer quarantines it (nothing acknowledged is lost)."""
+    path = tmp_path / "l"
+    segment, count = _ledger_ending_in_a_proposal(path)
+    data = segment.read_bytes()
+    assert data.endswith(b"}}}}}\n")
+    segment.write_bytes(data[: -1 - cut])  # without the line feed and `cut` closing braces
+    report = verify(path)
+    assert report.ok and report.count == count - 1 and any("torn" in w for w in report.warnings)
+    Ledger(path).close()
+    assert len(list((path / "quarantine").iterdir())) == 1
+    report = verify(path)
+    assert report.ok and report.count == count  # count - 1 events and the `recovered` one
+
+
 def test_a_writer_refuses_an_event_verify_would_reject_and_writes_nothing(tmp_path):
     path = tmp_path / "l"
     with Ledger(path) as led:

@@ -169,3 +169,25 @@ def test_an_unlawful_history_with_valid_hashes_is_named_by_seq_and_rule(tmp_path
     report = verify(tmp_path / "l")
     assert report.exit_code == 1
     assert (report.problem.kind, report.problem.seq, report.problem.code) == ("workflow", seq, code)
+
+
+def test_data_nested_too_deeply_to_read_is_a_data_problem_at_its_seq_not_a_crash(tmp_path):
+    """Data beside a body nested far deeper than a writer allows (an edit of the file; msgspec
+    and the digest run out of stack) is reported at its seq by verify and refused by a Gate."""
+    from ledger.log import LedgerCorrupt
+
+    path = tmp_path / "ledger"
+    g = gate(path)
+    p = g.propose("read_thing", {"id": 1}, proposer="agent")
+    g.close()
+    (segment,) = sorted(path.glob("events-*.jsonl"))
+    lines = segment.read_bytes().split(b"\n")
+    index = next(i for i, line in enumerate(lines) if b'"seq":%d,' % (p.request) in line)
+    deep = b"[" * 100_000 + b"1" + b"]" * 100_000
+    lines[index] = lines[index].rsplit(b',"data":', 1)[0] + b',"data":{"args":{"id":' + deep + b'},"context":{}}}'
+    segment.write_bytes(b"\n".join(lines))
+    report = verify(path)
+    assert (report.problem.seq, report.problem.kind) == (p.request, "data")
+    assert "nests too deeply" in report.problem.message
+    with pytest.raises(LedgerCorrupt, match="nests too deeply"):
+        gate(path)
