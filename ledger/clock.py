@@ -13,7 +13,7 @@ from typing import Callable
 
 Clock = Callable[[], datetime]
 
-TS_PATTERN = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z")
+TS_PATTERN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")  # ASCII digits only
 
 
 def utc_now() -> datetime:
@@ -30,10 +30,13 @@ def format_ts(moment: datetime) -> str:
 
 
 def parse_ts(text: str) -> datetime:
-    """Parse a ledger timestamp. Raises ValueError for any other spelling."""
+    """Parse a ledger timestamp into an aware UTC datetime. Raises ValueError for any other
+    spelling (other digits than ASCII ones included) and for a date or time that does not exist."""
     if not TS_PATTERN.fullmatch(text):
         raise ValueError(f"not a ledger timestamp (YYYY-MM-DDTHH:MM:SS.ffffffZ): {text!r}")
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+    # The pattern fixed the layout; fromisoformat (C, ten times faster than strptime) checks the
+    # calendar: month 13, February 30 and second 60 raise ValueError.
+    return datetime.fromisoformat(text[:-1]).replace(tzinfo=timezone.utc)
 
 
 def add_seconds(text: str, seconds: float) -> str:
