@@ -743,7 +743,7 @@ def _verify_incremental(path, checkpoint: Checkpoint, check: CheckpointCheck, ex
     m = checkpoint.size
     redactions = Redactions.collect(path)
     stream = merkle.TreeStream(old_size=m)
-    workflow = Workflow()
+    workflow = Workflow(keep_final=False, edit_targets=redactions.paths)
     prev, expected, head_seen_at, prev_ts = ev.GENESIS_PREV, 1, None, ""
 
     def bad(kind: str, message: str, seq: int, record=None, code=None):
@@ -834,8 +834,8 @@ def _verify_incremental(path, checkpoint: Checkpoint, check: CheckpointCheck, ex
             return report
         if head_seen_at != report.count:
             report.warnings.append(f"the expected head is seq {head_seen_at}; {report.count - head_seen_at} events follow it")
+    report.statuses = workflow.status_counts()
     for state in workflow.requests.values():
-        report.statuses[state.status] = report.statuses.get(state.status, 0) + 1
         if state.status == "interrupting":
             report.warnings.append(f"request {state.request} is an ask with no interrupt recorded")
     report.warnings.append(

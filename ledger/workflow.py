@@ -32,12 +32,14 @@ The rules (each a Violation subclass, `code` in parentheses):
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from dsl.requirements import Requirements, strictest
 from ledger import events as ev
 
 FINAL = ("denied", "rejected", "responded", "expired", "cancelled", "executed")
+_FINAL_CODE = {status: code for code, status in enumerate(FINAL, start=1)}  # one byte per final request
 
 
 class Violation(Exception):
@@ -177,20 +179,62 @@ class RequestState:
 
 
 class Workflow:
-    """The states of all requests of one ledger. `requests[seq]` is the request proposed at seq."""
+    """The states of all requests of one ledger. `requests[seq]` is the request proposed at seq.
 
-    def __init__(self) -> None:
+    `keep_final=False` is for replaying a whole ledger once (verify): a request's state is dropped
+    when it becomes final, keeping only its final status in one byte at index `seq` (no rule
+    needs more of it), so memory is about one byte per event plus the requests still open, instead
+    of about 1.5 KB per request. `requests` then holds only the open requests, `by_call_id` is not
+    kept (only the Gate uses it), and the map of edits (which a redaction may name) keeps only the
+    seqs in `edit_targets` when that is given. `status_counts()` works in both modes."""
+
+    def __init__(self, *, keep_final: bool = True, edit_targets: Collection[int] | None = None) -> None:
         self.requests: dict[int, RequestState] = {}
         self.by_call_id: dict[str, int] = {}
         self.seen_genesis = False
         self.edits: dict[int, int] = {}  # seq of an edited event → its request
         self.redacted: dict[int, list[str]] = {}  # target seq → the field paths redacted so far
+        self.keep_final = keep_final
+        self._edit_targets = None if keep_final or edit_targets is None else frozenset(edit_targets)
+        self._closed = bytearray()  # with keep_final False: seq of a request → _FINAL_CODE of its status, 0 if none
+
+    def final_status(self, request: int) -> str | None:
+        """The final status of a request whose state was dropped (keep_final=False), else None."""
+        code = self._closed[request] if 0 <= request < len(self._closed) else 0
+        return FINAL[code - 1] if code else None
+
+    def status_of(self, request: int) -> str | None:
+        """The status of a request, or None when it was never proposed."""
+        state = self.requests.get(request)
+        return state.status if state is not None else self.final_status(request)
+
+    def status_counts(self) -> dict[str, int]:
+        """How many requests are in each status (statuses with none left out)."""
+        counts: dict[str, int] = {}
+        for state in self.requests.values():
+            counts[state.status] = counts.get(state.status, 0) + 1
+        for status, code in _FINAL_CODE.items():
+            if n := self._closed.count(code):
+                counts[status] = counts.get(status, 0) + n
+        return counts
+
+    def _drop_if_final(self, state: RequestState) -> None:
+        if self.keep_final or state.status not in _FINAL_CODE:
+            return
+        request = state.request
+        if len(self._closed) <= request:
+            self._closed.extend(bytes(request + 1 - len(self._closed)))
+        self._closed[request] = _FINAL_CODE[state.status]
+        del self.requests[request]
 
     # --- checking -----------------------------------------------------------------------------
 
     def _state(self, request: int) -> RequestState:
         state = self.requests.get(request)
         if state is None:
+            dropped = self.final_status(request)
+            if dropped is not None:
+                raise RequestFinal(f"request {request} is already {dropped}", request)
             raise UnknownRequest(f"request {request} was never proposed", request)
         if state.final:
             raise RequestFinal(f"request {request} is already {state.status}", request)
@@ -215,7 +259,7 @@ class Workflow:
     def check(self, event: ev.Event) -> None:
         """Raise the Violation `event` would commit; change nothing."""
         if isinstance(event, ev.Genesis):
-            if self.seen_genesis or self.requests:
+            if self.seen_genesis or self.requests or self._closed:
                 raise MisplacedGenesis("a genesis event may only open the ledger")
             return
         if isinstance(event, (ev.Proposed, ev.Recovered)):
@@ -272,15 +316,16 @@ class Workflow:
 
     def _check_redaction(self, event: ev.Redacted) -> None:
         target = event.target
-        request = target if target in self.requests else self.edits.get(target)
+        proposal = self.status_of(target) is not None
+        request = target if proposal else self.edits.get(target)
         if request is None:
             raise RedactionTarget(f"seq {target} is not an earlier proposal or edit; only those store data")
-        if event.path.startswith("context") and target not in self.requests:
+        if event.path.startswith("context") and not proposal:
             raise RedactionTarget(f"seq {target} is an edit, which stores no context")
-        state = self.requests[request]
-        if not state.final:
+        status = self.status_of(request)
+        if status not in _FINAL_CODE:
             raise RedactionTooEarly(
-                f"request {request} is {state.status} and may still run; it is redacted once final", request
+                f"request {request} is {status} and may still run; it is redacted once final", request
             )
         earlier = self.redacted.get(target, ())
         if event.path in earlier:
@@ -320,8 +365,9 @@ class Workflow:
                 decided_at=event.ts if status == "denied" else None,
                 decision="deny" if status == "denied" else None,
             )
-            if event.call_id is not None:
+            if event.call_id is not None and self.keep_final:
                 self.by_call_id[event.call_id] = seq
+            self._drop_if_final(self.requests[seq])
             return
         state = self.requests[event.request]
         if isinstance(event, ev.Interrupted):
@@ -331,7 +377,8 @@ class Workflow:
             state.approvers.append(event.approver)
             self._maybe_approved(state, event.ts, event.approver)
         elif isinstance(event, ev.Edited):
-            self.edits[seq] = event.request
+            if self._edit_targets is None or seq in self._edit_targets:
+                self.edits[seq] = event.request
             state.digest = event.args_digest
             state.edits += 1
             state.requirements = event.requirements
@@ -354,6 +401,7 @@ class Workflow:
             state.status = "executed"
             state.executed_at, state.outcome = event.ts, event.outcome
             state.result_digest, state.error = event.result_digest, event.error
+        self._drop_if_final(state)
 
     @staticmethod
     def _maybe_approved(state: RequestState, ts: str, who: str) -> None:

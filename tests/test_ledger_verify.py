@@ -191,3 +191,56 @@ def test_data_nested_too_deeply_to_read_is_a_data_problem_at_its_seq_not_a_crash
     assert "nests too deeply" in report.problem.message
     with pytest.raises(LedgerCorrupt, match="nests too deeply"):
         gate(path)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**32 - 1), st.integers(20, 300))
+def test_the_workflow_that_drops_closed_requests_judges_every_event_as_the_full_one(seed, steps):
+    """verify replays with Workflow(keep_final=False), which keeps one byte per closed request;
+    on random histories (lawful and unlawful candidate events, redactions of proposals and edits)
+    it must raise the same Violation, with the same message, for every event, and count the same
+    statuses, as the Workflow the Gate uses."""
+    import random
+
+    from ledger.clock import add_seconds
+    from ledger.workflow import MisplacedGenesis, Violation, Workflow
+    from tests.ledger_factory import _random_event
+
+    rng = random.Random(seed)
+    full = Workflow()
+    history, stored, now = [], {}, "2026-03-01T12:00:00.000000Z"
+    for seq in range(2, steps + 2):
+        now = add_seconds(now, rng.choice([0, 1, 61, 4000]))
+        event, data = _random_event(rng, full, now, seq, stored)
+        try:
+            full.check(event)
+        except Violation:
+            history.append((seq, event, False))
+            continue
+        full.apply(seq, event)
+        history.append((seq, event, True))
+        if data is not None:
+            stored[seq] = data
+    targets = {e.target for _, e, _ in history if isinstance(e, ev.Redacted)}
+    compact = Workflow(keep_final=False, edit_targets=targets)
+    judged = Workflow()
+    for seq, event, lawful in history:
+        outcomes = []
+        for workflow in (judged, compact):
+            try:
+                workflow.check(event)
+                outcomes.append(None)
+            except Violation as exc:
+                outcomes.append((exc.code, exc.message))
+        assert outcomes[0] == outcomes[1], (seq, event)
+        assert (outcomes[0] is None) == lawful
+        if lawful:
+            judged.apply(seq, event)
+            compact.apply(seq, event)
+    assert compact.status_counts() == judged.status_counts() == full.status_counts()
+    assert set(compact.requests) == {r for r, s in judged.requests.items() if not s.final}
+    genesis = ev.Genesis(ts=now, format="countersign-ledger/1", ledger_id="x")
+    for workflow in (judged, compact):
+        if judged.requests:
+            with pytest.raises(MisplacedGenesis):
+                workflow.check(genesis)
