@@ -168,11 +168,12 @@ def table(out: dict) -> str:
         + (" (modified)" if out["versions"]["dsl_or_bench_modified"] else "")
         + f", load average at start {out['machine']['loadavg_at_start']}",
         "",
-        "| rules | load ms (CPU ms; parse/check/compile ms) | fresh process ms | decision p50 / p99 µs: name-indexed | plain | shell/path | all calls | Cedar load ms | Cedar p50 / p99 µs, whole set (engine p50) | Cedar per-tool set | agree allow/deny (3-way) |",
-        "|---:|---|---:|---|---|---|---|---:|---|---|---|",
+        "| rules | load ms (CPU ms; parse/check/compile ms) | fresh process ms | decision p50 / p99 µs: name-indexed | plain | shell/path | shell/path, command not seen before | all calls | Cedar load ms | Cedar p50 / p99 µs, whole set (engine p50) | Cedar per-tool set | agree allow/deny (3-way) |",
+        "|---:|---|---:|---|---|---|---|---|---:|---|---|---|",
     ]
     for size, e in out["sizes"].items():
         d = e["decision"]
+        cold = e["decision_shell_cache_cold"]
         ld = e["load"]
         fresh = e.get("load_fresh_process", {}).get("first_load_ms")
         c = e.get("cedar")
@@ -192,6 +193,7 @@ def table(out: dict) -> str:
             f"| {_us(d['name_indexed']['p50_ns'])} / {_us(d['name_indexed']['p99_ns'])} "
             f"| {_us(d['plain']['p50_ns'])} / {_us(d['plain']['p99_ns'])} "
             f"| {_us(d['subjects']['p50_ns'])} / {_us(d['subjects']['p99_ns'])} "
+            f"| {_us(cold['subjects']['p50_ns'])} / {_us(cold['subjects']['p99_ns'])} "
             f"| {_us(d['all']['p50_ns'])} / {_us(d['all']['p99_ns'])} | " + " | ".join(cedar_cols) + " |"
         )
     lines.append("")

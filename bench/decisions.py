@@ -4,7 +4,8 @@ Every call is timed on its own with `time.perf_counter_ns` around one call (the 
 about 50-100 ns, reported as `timer_overhead_ns` and not subtracted). A first, untimed pass warms
 every cache (countersign's per-tool candidate tuples and its parsed-shell cache) and checks that
 the two engines agree on every call; then the calls are timed in several rounds, each in a new
-shuffled order. Decisions are deterministic, so agreement checked once per call holds for every
+shuffled order, and once more with the parsed-shell caches emptied before each call (the cost of
+a command text seen for the first time). Decisions are deterministic, so agreement checked once per call holds for every
 timed repetition of it.
 
 Calls fall in categories (by the generated policy, not by countersign's internals):
@@ -23,6 +24,7 @@ from bench import cedar as cedar_tr
 from bench.generate import GeneratedPolicy
 from bench.timing import summary_ns
 from dsl import Policy
+from dsl.compiler import clear_caches
 from dsl.values import selector_regex
 
 
@@ -74,7 +76,9 @@ def run(
     triples = [(c["tool"], c["args"], c["context"]) for c in calls]
     evaluate = policy.evaluate
 
-    # pass 1, untimed: warm up and record countersign's decisions
+    # pass 1: the first sight of each call (from empty shell caches, which
+    # an earlier size would otherwise have filled); it warms the caches and records the decisions
+    clear_caches()
     effects = []
     first = collections.defaultdict(list)  # the first sight of each call, caches cold
     pc = time.perf_counter_ns
@@ -107,6 +111,19 @@ def run(
             samples[cats[i]].append(t1 - t0)
     result["rounds"] = rounds
     result["decision"] = _summaries(samples)
+
+    # one more round with the parsed-shell caches emptied before each call (untimed): what a call
+    # costs when its command text has not been seen before
+    cold: dict[str, list[int]] = collections.defaultdict(list)
+    rng.shuffle(order)
+    for i in order:
+        tool, args, ctx = triples[i]
+        clear_caches()
+        t0 = pc()
+        evaluate(tool, args, ctx)
+        t1 = pc()
+        cold[cats[i]].append(t1 - t0)
+    result["decision_shell_cache_cold"] = _summaries(cold)
 
     if with_cedar:
         result["cedar"] = _cedar(g, table, calls, triples, cats, effects, cedar_budget_s, rng)

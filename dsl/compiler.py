@@ -373,6 +373,14 @@ _SUBJECT_TYPES = (subjects.PathValue, subjects.Command, subjects.UrlValue)
 _MEMO_FUNCTIONS = ("path", "url", "shell")
 
 
+def clear_caches() -> None:
+    """Forget every parsed shell text (this module's cache and `dsl.subjects`'): the next `shell()`
+    of any text parses it again. Decisions do not change; only their cost does (benchmarks use it
+    to time the first sight of a command)."""
+    _SHELL_CACHE.clear()
+    subjects.clear_shell_cache()
+
+
 def _shell_parsed(text: Any) -> _Shell:
     """`shell(text)` as a _Shell; raises the EvalError `subjects.parse_shell` raises."""
     if type(text) is str:

@@ -636,6 +636,11 @@ def _parse_cached(text: str) -> tuple[Command, ...]:
     return tuple(_parse(text, 0, False))
 
 
+def clear_shell_cache() -> None:
+    """Forget the parsed shell texts kept by `parse_shell` (at most 8,192 of them)."""
+    _parse_cached.cache_clear()
+
+
 def parse_shell(text: object) -> list[Command]:
     """`shell(x)`: the simple commands of a shell string, in source order (outer before the
     commands nested in it). Raises EvalError for what is not a string or not valid shell."""
