@@ -364,6 +364,8 @@ def _overlap(r: _Rule, rules: list[_Rule], out: list[Finding], reported: list[_R
         shared = [p for p in r.patterns if any(intersects(p, q) for q in a.patterns)]
         if not shared:
             continue
+        if disjoint(a.node.condition, r.node.condition):
+            continue  # never both true: `> 100` and `<= 100` on the same field
         if a.always_with(r):  # no condition (or the same one), but only some of the same tools
             message = f"{_at(a.node)} overrides this allow for the tools both rules match ({_quoted(shared)}; ask beats allow)"
             why = "this ask applies to some of the same tools"
@@ -371,6 +373,70 @@ def _overlap(r: _Rule, rules: list[_Rule], out: list[Finding], reported: list[_R
             message = f"when the condition of {_at(a.node)} holds, it overrides this allow for {_quoted(shared)} (ask beats allow)"
             why = "this ask's condition decides which of the two applies"
         out.append(Finding("note", "overlap", message, head_span(r.node), None, (Related(head_span(a.node), why),)))
+
+
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "=="}
+
+
+def _number(expr: ast.Expr) -> int | float | None:
+    if isinstance(expr, ast.Literal) and type(expr.value) in (int, float):
+        return expr.value
+    return None
+
+
+def _range(expr: ast.Expr) -> tuple[Any, tuple] | None:
+    """`operand op number` (either way round) as (the operand's shape, (low, low included, high,
+    high included)); None for any other condition."""
+    if not isinstance(expr, ast.Compare) or expr.op not in _FLIP:
+        return None
+    op, subject, value = expr.op, expr.left, _number(expr.right)
+    if value is None:
+        op, subject, value = _FLIP[expr.op], expr.right, _number(expr.left)
+    if value is None or _number(subject) is not None:
+        return None
+    inf = float("inf")
+    bounds = {"<": (-inf, False, value, False), "<=": (-inf, False, value, True), ">": (value, False, inf, False),
+              ">=": (value, True, inf, False), "==": (value, True, value, True)}[op]
+    return shape(subject), bounds
+
+
+def _ranges_meet(a: tuple, b: tuple) -> bool:
+    (lo1, lo1_in, hi1, hi1_in), (lo2, lo2_in, hi2, hi2_in) = a, b
+    lo, lo_in = max((lo1, not lo1_in), (lo2, not lo2_in))  # the larger low; an excluded bound is larger
+    hi, hi_in = min((hi1, hi1_in), (hi2, hi2_in))  # the smaller high; an excluded bound is smaller
+    lo_in = not lo_in
+    return lo < hi or (lo == hi and lo_in and hi_in)
+
+
+def _equals(expr: ast.Expr) -> tuple[Any, Any] | None:
+    """`operand == "text"` (or true/false), either way round: (the operand's shape, the literal's shape)."""
+    if not isinstance(expr, ast.Compare) or expr.op != "==":
+        return None
+    for subject, other in ((expr.left, expr.right), (expr.right, expr.left)):
+        if isinstance(other, ast.Literal) and type(other.value) in (str, bool) and not isinstance(subject, ast.Literal):
+            return shape(subject), shape(other)
+    return None
+
+
+def disjoint(a: ast.Expr | None, b: ast.Expr | None) -> bool:
+    """True when no call can make both conditions true: some part of `a` that must hold and some
+    part of `b` that must hold compare the same operand with numbers whose ranges do not meet
+    (`args.n > 100`, `args.n <= 100`), or with `==` to different strings or booleans. Sound under
+    the language's errors: a comparison that errs is not true, so it makes no allow apply. False
+    whenever unsure (a note is then shown)."""
+    if a is None or b is None:
+        return False
+    parts_a = a.operands if isinstance(a, ast.And) else (a,)
+    parts_b = b.operands if isinstance(b, ast.And) else (b,)
+    for x in parts_a:
+        rx, ex = _range(x), _equals(x)
+        for y in parts_b:
+            ry, ey = _range(y), _equals(y)
+            if rx and ry and rx[0] == ry[0] and not _ranges_meet(rx[1], ry[1]):
+                return True
+            if ex and ey and ex[0] == ey[0] and ex[1] != ey[1]:
+                return True
+    return False
 
 
 def uncovered_tools(tree: ast.PolicyFile, tools: Any) -> list[str]:

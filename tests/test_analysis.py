@@ -131,12 +131,44 @@ def test_an_allow_or_deny_under_a_broader_one_of_the_same_effect_is_redundant():
 
 
 def test_a_conditional_ask_overlapping_an_allow_is_a_note():
-    text = "ask refund when args.amount > 100\nallow refund when args.amount <= 100\nallow other\n"
+    text = "ask refund when args.amount > 50\nallow refund when args.amount <= 100\nallow other\n"
     (f,) = findings(text)
     assert (f.severity, f.code, f.span.line) == ("note", "overlap", 2)
     assert f.message == "when the condition of the ask at line 1 holds, it overrides this allow for 'refund' (ask beats allow)"
     assert codes("ask mcp__*__write when args.x\nallow mcp__github__*\n") == [("overlap", 2)]
     assert codes("ask mcp__*__write when args.x\nallow mcp__github__read\n") == []
+
+
+@pytest.mark.parametrize(
+    "ask, allow, overlap",
+    [
+        ("args.amount > 100", "args.amount <= 100", False),
+        ("100 < args.amount", "args.amount <= 100", False),
+        ("args.amount >= 100", "args.amount < 100", False),
+        ("args.amount >= 100", "args.amount <= 100", True),  # both at 100
+        ("args.amount > 100", "args.amount < 100.5", True),
+        ("args.amount == 3", "args.amount > 3", False),
+        ("len(args.items) > 2", "len(args.items) <= 2 and args.ok", False),
+        ("args.kind == \"refund\" and args.n > 1", "args.kind == \"exchange\"", False),
+        ("args.flag == true", "args.flag == false", False),
+        ("args.kind == \"a\"", "args.kind != \"a\"", True),  # not read by the analysis: shown, to be safe
+        ("args.amount > 100", "len(args.amount) <= 100", True),  # another operand
+        ("args.amount > 100 or args.x", "args.amount <= 100", True),
+    ],
+)
+def test_conditions_that_cannot_both_hold_are_no_overlap(ask, allow, overlap):
+    """The allow applies only when its condition is true (an error never allows), and then the
+    ask's comparison of the same operand with a number or literal outside its range is false: no
+    call gets both, so no note; the analysis stays silent only when it can show that."""
+    text = f"ask refund when {ask}\nallow refund when {allow}\n"
+    assert (codes(text) == [("overlap", 2)]) is overlap
+    if not overlap:  # and indeed no call counts both rules
+        policy = Policy.from_text(text)
+        values = [-1, 0, 2, 2.5, 3, 99, 100, 100.5, 101, "refund", "exchange", "a", True, False, None, [1, 2], [1, 2, 3]]
+        for amount, kind, flag, items, ok in itertools.product(values, ["refund", "exchange", 1], [True, False, "x"], [[1], [1, 2, 3], "ab"], [True, None]):
+            args = {"amount": amount, "kind": kind, "flag": flag, "items": items, "ok": ok, "n": amount, "x": True}
+            counted = {o.effect for o in policy.evaluate("refund", args).outcomes if o.counted}
+            assert counted != {"ask", "allow"}, args
 
 
 def test_the_samples_have_no_warnings():
