@@ -25,8 +25,8 @@ tree is treated as "cannot parse" here.
 
 from __future__ import annotations
 
-import codecs
 import re
+import shlex
 import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -182,25 +182,48 @@ FLAG_ALIASES: dict[str, dict[str, str]] = {
     "kill": {},
 }
 
-# Wrappers run the command that follows them. Each entry: options that take a value, and how many
-# leading operands (besides options) to skip before the wrapped command.
-WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
-    "sudo": (frozenset({"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T", "--user", "--group", "--host", "--prompt"}), 0),
-    "doas": (frozenset({"-u", "-C"}), 0),
-    "timeout": (frozenset({"-s", "-k", "--signal", "--kill-after"}), 1),
-    "nice": (frozenset({"-n", "--adjustment"}), 0),
-    "ionice": (frozenset({"-c", "-n", "-p", "-t"}), 0),
-    "nohup": (frozenset(), 0),
-    "env": (frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}), 0),
-    "command": (frozenset(), 0),
-    "builtin": (frozenset(), 0),
-    "exec": (frozenset({"-a"}), 0),
-    "time": (frozenset({"-f", "-o"}), 0),
-    "stdbuf": (frozenset({"-i", "-o", "-e"}), 0),
-    "caffeinate": (frozenset({"-t", "-w"}), 0),
+# Wrappers run the command that follows them. Each entry: the options that take a value (the next
+# word, or attached: `-uroot`, `--user=root`), the options that take none, and how many leading
+# operands to skip before the wrapped command (timeout's duration). From each program's manual
+# (GNU coreutils, sudo, OpenBSD doas, util-linux, macOS caffeinate). An option not listed makes
+# the command unreadable (fail closed): it might take a value and so hide which program runs.
+WRAPPERS: dict[str, tuple[frozenset[str], frozenset[str], int]] = {
+    "sudo": (
+        frozenset({"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T", "-R", "--user", "--group", "--host",
+                   "--prompt", "--close-from", "--chdir", "--role", "--type", "--other-user", "--command-timeout", "--chroot"}),
+        frozenset({"-A", "-B", "-b", "-E", "-H", "-i", "-K", "-k", "-N", "-n", "-P", "-S", "-s", "--askpass", "--bell",
+                   "--background", "--preserve-env", "--set-home", "--login", "--remove-timestamp", "--reset-timestamp",
+                   "--no-update", "--non-interactive", "--preserve-groups", "--stdin", "--shell"}),
+        0,
+    ),
+    "doas": (frozenset({"-u", "-C"}), frozenset({"-n", "-s", "-L"}), 0),
+    "timeout": (frozenset({"-s", "-k", "--signal", "--kill-after"}), frozenset({"-v", "--verbose", "--preserve-status", "--foreground"}), 1),
+    "nice": (frozenset({"-n", "--adjustment"}), frozenset(), 0),
+    "ionice": (frozenset({"-c", "-n", "--class", "--classdata"}), frozenset({"-t", "--ignore"}), 0),
+    "nohup": (frozenset(), frozenset(), 0),
+    "env": (
+        frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string", "-P"}),
+        frozenset({"-i", "--ignore-environment", "-0", "--null", "-v", "--debug", "--block-signal", "--default-signal",
+                   "--ignore-signal", "--list-signal-handling"}),
+        0,
+    ),
+    "command": (frozenset(), frozenset({"-p"}), 0),
+    "builtin": (frozenset(), frozenset(), 0),
+    "exec": (frozenset({"-a"}), frozenset({"-c", "-l"}), 0),
+    "time": (frozenset({"-f", "-o", "--format", "--output"}), frozenset({"-p", "-v", "-a", "-q", "--portability", "--verbose", "--append", "--quiet"}), 0),
+    "stdbuf": (frozenset({"-i", "-o", "-e", "--input", "--output", "--error"}), frozenset(), 0),
+    "caffeinate": (frozenset({"-t", "-w"}), frozenset({"-d", "-i", "-m", "-s", "-u"}), 0),
+    "coproc": (frozenset(), frozenset(), 0),
 }
-_XARGS_VALUE_OPTIONS = frozenset({"-I", "-i", "-n", "-P", "-L", "-l", "-s", "-d", "-E", "-e", "-a", "--max-args", "--max-procs", "--delimiter", "--arg-file", "--replace"})
-_SHELL_VALUE_OPTIONS = frozenset({"-o", "+o", "-O", "+O"})
+# sudo options after which no command follows (list, validate, version, edit files, help).
+_SUDO_NO_COMMAND = frozenset({"-l", "--list", "-v", "--validate", "-V", "--version", "-e", "--edit", "--help"})
+# GNU findutils xargs: options with a required value, and options without one (`-i`, `-l`, `-e`,
+# `--replace`, `--max-lines`, `--eof` take an optional value only when attached).
+_XARGS_VALUE_OPTIONS = frozenset({"-I", "-n", "-P", "-L", "-s", "-d", "-E", "-a", "--max-args", "--max-procs", "--delimiter",
+                                  "--arg-file", "--max-chars", "--process-slot-var"})
+_XARGS_FLAGS = frozenset({"-0", "-r", "-t", "-p", "-x", "-o", "-i", "-l", "-e", "--null", "--no-run-if-empty", "--verbose",
+                          "--interactive", "--exit", "--open-tty", "--show-limits", "--replace", "--max-lines", "--eof"})
+_SHELL_VALUE_OPTIONS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,6 +292,30 @@ def _unescape_unquoted(text: str) -> str:
     return re.sub(r"\\(.)", r"\1", text.replace("\\\n", ""), flags=re.DOTALL)
 
 
+_ANSI_C = re.compile(r"\\(?:([abeEfnrtv\\'\"?])|([0-7]{1,3})|x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})|c(.)|(.))", re.DOTALL)
+_ANSI_C_SIMPLE = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v",
+                  "\\": "\\", "'": "'", '"': '"', "?": "?"}
+
+
+def _ansi_c(text: str) -> str:
+    """The value of bash's `$'...'` (the text between the quotes), with bash's escapes: \\n and the
+    like, \\nnn (1-3 octal digits), \\xHH (1-2 hex), \\uHHHH (1-4), \\UHHHHHHHH (1-8), \\cX; any
+    other backslash stays as written (bash manual, "ANSI-C Quoting")."""
+
+    def one(m: re.Match) -> str:
+        simple, octal, hex2, hex4, hex8, control, other = m.groups()
+        if simple is not None:
+            return _ANSI_C_SIMPLE[simple]
+        if control is not None:
+            return chr(ord(control.upper()) ^ 0x40) if control != "?" else "\x7f"
+        if other is not None:
+            return "\\" + other
+        code = int(octal, 8) if octal else int(hex2 or hex4 or hex8, 16)
+        return chr(code) if code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else "\ufffd"
+
+    return _ANSI_C.sub(one, text)
+
+
 def _unescape_double(text: str) -> str:
     return re.sub(r'\\([$`"\\\n])', lambda m: "" if m.group(1) == "\n" else m.group(1), text)
 
@@ -296,11 +343,7 @@ class _Walker:
         if kind == "raw_string":
             return _Word(self.text(node)[1:-1], False)
         if kind == "ansi_c_string":
-            inner = self.text(node)[2:-1]
-            try:
-                return _Word(codecs.decode(inner.encode("latin-1", "backslashreplace"), "unicode_escape"), False)
-            except UnicodeDecodeError:
-                return _Word(inner, True)
+            return _Word(_ansi_c(self.text(node)[2:-1]), False)
         if kind == "string":
             value, dynamic = "", False
             for child in node.children:
@@ -325,6 +368,13 @@ class _Walker:
         if node.type in ("command_substitution", "process_substitution"):
             self.walk(node, nested=True)
             return
+        if node.type == "word" and node.parent is not None and node.parent.type == "expansion":
+            # `${x:-`cmd`}`: the parser leaves the word after `:-` (or `:=`, `:+`, `:?`) unread,
+            # but bash expands it, running any substitution in it: read it as a script.
+            raw = self.text(node)
+            if "`" in raw or "$(" in raw:
+                self.script(raw, nested=True)
+            return
         for child in node.children:
             self.nested_in(child)
 
@@ -347,11 +397,19 @@ class _Walker:
                     ):
                         targets.append(self.word(destination).value)
             body = node.child_by_field_name("body")
+            before = len(self.commands)
+            if body is not None:
+                self.walk(body, nested, redirects + tuple(targets))
+            # `sh <<EOF`: a shell with no -c reads its script from the heredoc
+            first = self.commands[before] if len(self.commands) > before else None
+            reads_script = first is not None and first.program in SHELLS and _reads_script_from_stdin(
+                [_Word(a, False) for a in first.argv[1:]]
+            )
             for child in node.children:
-                if child is body or (body is not None and child.id == body.id):
-                    self.walk(child, nested, redirects + tuple(targets))
-                elif child.type == "heredoc_redirect":
-                    self.heredoc(child, nested)
+                if body is not None and child.id == body.id:
+                    continue
+                if child.type == "heredoc_redirect":
+                    self.heredoc(child, nested, reads_script)
                 elif child.type not in ("file_redirect",):
                     self.walk(child, nested)
             return
@@ -381,25 +439,46 @@ class _Walker:
             self.nested_in(node)
             return
         if kind == "heredoc_redirect":
-            self.heredoc(node, nested)
+            self.heredoc(node, nested, False)
             return
         for child in node.children:
             self.walk(child, nested)
 
-    def heredoc(self, node, nested: bool) -> None:
+    def heredoc(self, node, nested: bool, feeds_shell: bool) -> None:
         """A heredoc, possibly piped into more commands (`cat <<'EOF' | sh`). When a shell reads
-        it, its body is a script: parse it too."""
-        body_text = None
-        feeds_shell = False
+        it (`feeds_shell`: the command it belongs to is one), its body is a script: parse it too.
+        The body of an unquoted heredoc is expanded: the commands of its `$(...)` and backticks run."""
+        body_text, quoted = None, False
         for child in node.children:
-            if child.type == "heredoc_body":
+            if child.type == "heredoc_start":
+                quoted = any(ch in self.text(child) for ch in "'\"\\")  # <<'EOF', <<"EOF", <<\EOF
+            elif child.type == "heredoc_body":
                 body_text = self.text(child)
+                if not quoted and ("$" in body_text or "`" in body_text):
+                    self.expanded_text(body_text)
             elif child.type in ("pipeline", "command", "list", "redirected_statement"):
                 before = len(self.commands)
                 self.walk(child, nested)
                 feeds_shell |= any(c.program in SHELLS for c in self.commands[before:])
         if feeds_shell and body_text is not None:
             self.script(body_text, nested=True)
+
+    def expanded_text(self, body: str) -> None:
+        """The commands that expanding an unquoted heredoc's body runs. The parser misses a `$(...)`
+        at the start of an indented line, so the body is read again as the double-quoted string
+        it expands like: a backslash quotes only $ ` \\ and newline in both; a `"` is quoted."""
+        out, i = [], 0
+        while i < len(body):
+            ch = body[i]
+            if ch == "\\" and i + 1 < len(body) and body[i + 1] in "$`\\\n":
+                out.append(body[i : i + 2])
+                i += 2
+                continue
+            out.append({"\\": "\\\\", '"': '\\"'}.get(ch, ch))
+            i += 1
+        if self.depth >= 8:
+            raise EvalError("the command nests shells more than 8 deep")
+        self.commands.extend(_parse(': "' + "".join(out) + '"', self.depth + 1, True)[1:])  # all but `:`
 
     def script(self, text: str, nested: bool) -> None:
         if self.depth >= 8:
@@ -410,22 +489,36 @@ class _Walker:
         start = len(self.commands)  # commands nested in the words land here; they follow the outer one
         assignments: list[str] = []
         words: list[_Word] = []
+        herestrings: list[_Word] = []
         for child in node.children:
             if child.type == "variable_assignment":
                 self.nested_in(child)
                 assignments.append(self.text(child))
             elif child.type == "command_name":
                 words.append(self.word(child.children[0]) if child.children else _Word(self.text(child), True))
-            elif child.type in ("file_redirect", "herestring_redirect"):
+            elif child.type == "file_redirect":
                 destination = child.child_by_field_name("destination")
                 if destination is not None:
                     redirects = redirects + (self.word(destination).value,)
+            elif child.type == "herestring_redirect":
+                # `<<< WORD`: WORD is expanded (its substitutions run) and fed to the command
+                fed = [self.word(c) for c in child.children if c.is_named]
+                herestrings.append(_Word(" ".join(w.value for w in fed), any(w.dynamic for w in fed)))
             elif child.is_named:
                 words.append(self.word(child))
         inner = self.commands[start:]
         del self.commands[start:]
         if words:
+            before = len(self.commands)
             self.emit(words, tuple(assignments), redirects, nested, self.text(node), ())
+            first = self.commands[before] if len(self.commands) > before else None
+            if herestrings and first is not None and first.program in SHELLS and _reads_script_from_stdin(
+                [_Word(a, False) for a in first.argv[1:]]
+            ):
+                for fed in herestrings:  # `bash <<< 'rm -rf /'`: the shell reads its script from it
+                    if fed.dynamic:
+                        raise EvalError(f"{first.program} reads a script that is only known at run time")
+                    self.script(fed.value, nested=True)
         self.commands.extend(inner)
 
     def emit(self, words: list[_Word], assignments, redirects, nested, text, wrappers) -> None:
@@ -453,9 +546,10 @@ class _Walker:
                     raise EvalError(f"{program} -c runs a script that is only known at run time")
                 self.script(script.value, nested=True)
         elif program == "eval" and rest:
-            if any(w.dynamic for w in rest):
+            words = rest[1:] if rest[0].value == "--" else rest
+            if any(w.dynamic for w in words):
                 raise EvalError("eval runs a string that is only known at run time")
-            self.script(" ".join(w.value for w in rest), nested=True)
+            self.script(" ".join(w.value for w in words), nested=True)
         elif program == "find":
             for inner in _find_exec_commands(rest):
                 if inner:
@@ -463,7 +557,9 @@ class _Walker:
         elif program == "watch":
             inner = _watch_command(rest)
             if inner:
-                self.emit(inner, (), (), True, text, ())
+                if any(w.dynamic for w in inner):
+                    raise EvalError("watch runs a command that is only known at run time")
+                self.script(" ".join(w.value for w in inner), nested=True)  # watch runs it through sh -c
         elif program == "xargs":
             before = len(self.commands)
             self.emit(_xargs_command(rest), (), (), True, text, ())
@@ -480,12 +576,14 @@ _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 def _unwrap(program: str, rest: list[_Word]) -> tuple[list[_Word], tuple[str, ...]] | None:
     """The command a wrapper runs and the `NAME=value` words it set, or None when it runs none
-    (`sudo -l`, `command -v x`, `env` alone)."""
-    value_options, operands = WRAPPERS[program]
+    (`sudo -l`, `command -v x`, `env` alone). Raises EvalError for an option the wrapper's table
+    does not know, or an `env -S` string that cannot be split."""
+    value_options, flag_options, operands = WRAPPERS[program]
     assignments: list[str] = []
+    words = list(rest)
     i = 0
-    while i < len(rest):
-        word = rest[i].value
+    while i < len(words):
+        word = words[i].value
         if word == "--":
             i += 1
             break
@@ -493,33 +591,81 @@ def _unwrap(program: str, rest: list[_Word]) -> tuple[list[_Word], tuple[str, ..
             assignments.append(word)
             i += 1
             continue
-        if word.startswith("-") and len(word) > 1:
-            if program == "command" and word in ("-v", "-V"):
-                return None  # `command -v x` only looks x up
-            name = word.split("=", 1)[0]
-            i += 2 if name in value_options and "=" not in word else 1
+        if not word.startswith("-") or len(word) == 1:
+            break
+        if program == "command" and word in ("-v", "-V"):
+            return None  # `command -v x` only looks x up
+        if program == "sudo" and word.split("=", 1)[0] in _SUDO_NO_COMMAND:
+            return None  # `sudo -l`, `sudo -e FILE`: no command runs; the call is sudo's own
+        if program == "nice" and word[1:].isdigit():  # the old `nice -10 CMD`
+            i += 1
             continue
-        break
+        if word.startswith("--"):
+            name, attached = word.split("=", 1)[0], "=" in word
+            if name in value_options:
+                value = word.split("=", 1)[1] if attached else (words[i + 1].value if i + 1 < len(words) else "")
+                i += 1 if attached else 2
+            elif name in flag_options:
+                value, i = None, i + 1
+            else:
+                raise EvalError(f"{program} {name}: an option countersign does not know, so it cannot tell which command runs")
+            if program == "env" and name == "--split-string":
+                words[i:i] = _split_string(value or "")
+            continue
+        j, value = 1, None
+        while j < len(word):  # a cluster of short options: -nE, -uroot, -u root
+            option = "-" + word[j]
+            if option in value_options:
+                attached = word[j + 1 :]
+                value = attached if attached else (words[i + 1].value if i + 1 < len(words) else "")
+                i += 0 if attached else 1
+                if program == "env" and option == "-S":
+                    words[i + 1 : i + 1] = _split_string(value)
+                break
+            if option not in flag_options:
+                raise EvalError(f"{program} {option}: an option countersign does not know, so it cannot tell which command runs")
+            j += 1
+        i += 1
     i += operands
-    inner = rest[i:]
+    inner = words[i:]
     return (inner, tuple(assignments)) if inner else None
 
 
+def _split_string(text: str) -> list[_Word]:
+    """`env -S STRING`: the words env splits STRING into (its quoting is close to the shell's)."""
+    try:
+        parts = shlex.split(text)
+    except ValueError:
+        raise EvalError("env -S holds a string that cannot be split into words") from None
+    return [_Word(part, "$" in part) for part in parts]
+
+
 def _shell_script(rest: list[_Word]) -> _Word | None:
-    """The script of `sh -c SCRIPT` (options may come first, as in `bash -lc`)."""
-    i = 0
+    """The script of `sh -c SCRIPT` (options may come first, as in `bash -lc` or `bash --rcfile F
+    -c`, and `--` may stand before the script)."""
+    i, script_follows = 0, False
     while i < len(rest):
         word = rest[i].value
-        if word in _SHELL_VALUE_OPTIONS:
-            i += 2
+        if word == "--":
+            i += 1
+            break
+        if word.split("=", 1)[0] in _SHELL_VALUE_OPTIONS:
+            i += 1 if "=" in word else 2
             continue
         if word.startswith("-") and not word.startswith("--") and "c" in word[1:]:
-            return rest[i + 1] if i + 1 < len(rest) else None
+            script_follows = True
+            i += 1
+            continue
         if word.startswith("-") or word.startswith("+"):
             i += 1
             continue
-        return None
-    return None
+        break
+    return rest[i] if script_follows and i < len(rest) else None
+
+
+def _reads_script_from_stdin(rest: list[_Word]) -> bool:
+    """Whether a shell given these words reads its script from standard input: no `-c`."""
+    return not any(w.value.startswith("-") and not w.value.startswith("--") and "c" in w.value[1:] for w in rest)
 
 
 def _find_exec_commands(rest: list[_Word]) -> list[list[_Word]]:
@@ -538,7 +684,8 @@ def _find_exec_commands(rest: list[_Word]) -> list[list[_Word]]:
 
 
 def _watch_command(rest: list[_Word]) -> list[_Word]:
-    """The command `watch [-n SECS] [-d] CMD ...` runs (its words; watch runs them through sh -c)."""
+    """The words of the command `watch [-n SECS] [-d] CMD ...` runs: it joins them with spaces and
+    runs the result through `sh -c` (unless -x)."""
     i = 0
     while i < len(rest) and rest[i].value.startswith("-"):
         i += 2 if rest[i].value in ("-n", "--interval", "-q", "--equexit") else 1
@@ -554,8 +701,15 @@ def _xargs_command(rest: list[_Word]) -> list[_Word]:
             i += 1
             break
         if word.startswith("-") and len(word) > 1:
-            takes_value = word.split("=", 1)[0] in _XARGS_VALUE_OPTIONS and "=" not in word
-            i += 2 if takes_value else 1
+            name = word.split("=", 1)[0]
+            if name in _XARGS_VALUE_OPTIONS:
+                i += 1 if "=" in word or (not word.startswith("--") and len(word) > 2) else 2
+            elif name in _XARGS_FLAGS or (not word.startswith("--") and word[:2] in ("-i", "-l", "-e")):
+                i += 1  # -i, -l and -e take a value only attached (-i{}, -l2)
+            elif not word.startswith("--") and all("-" + ch in _XARGS_FLAGS for ch in word[1:]):
+                i += 1  # a cluster such as -0r
+            else:
+                raise EvalError(f"xargs {name}: an option countersign does not know, so it cannot tell which command runs")
             continue
         break
     return rest[i:] or [_Word("echo", False)]
@@ -588,7 +742,12 @@ def split_flags(program: str, words: list[str]) -> tuple[tuple[str, ...], tuple[
             positional = True
             continue
         if word.startswith("--") or (program in SINGLE_DASH_LONG and len(word) > 2):
-            flags |= names(word.lstrip("-").split("=", 1)[0])
+            name = word.lstrip("-").split("=", 1)[0]
+            if word.startswith("--") and name not in spellings:
+                # getopt_long takes any unambiguous prefix of a long option: rm --recu is --recursive
+                known = [long for long in spellings if long.startswith(name)] if name else []
+                name = known[0] if len(known) == 1 else name
+            flags |= names(name)
         else:
             for ch in word[1:]:
                 flags |= names(ch)
@@ -614,7 +773,113 @@ def _first_error(node):
 _ASCII_MASK = bytes(range(128)) + b"x" * 128
 
 
+_HEREDOC_DELIMITER = re.compile(r"""[ \t]*((?:[^\s;&|<>()'"\\]|\\.|'[^']*'|"(?:[^"\\]|\\.)*")+)""", re.DOTALL)
+
+
+_QUOTE_REMOVAL = re.compile(r"\\(.)|'([^']*)'|\"((?:[^\"\\]|\\.)*)\"", re.DOTALL)  # quote removal of a delimiter
+
+
+def splice_continuations(text: str) -> str:
+    """`text` with bash's line continuations removed: a backslash before a newline disappears with
+    it, outside single quotes, `$'...'`, comments and heredoc bodies (bash manual, "Escape
+    Character"). The parser reads `r\\<newline>m` as two words where bash runs `rm`, so this
+    runs before it. Raises EvalError when the quoting does not close and a continuation sits
+    between two non-blank characters: how bash would join the words is then not known here."""
+    if "\\\n" not in text:
+        return text
+    out: list[str] = []
+    stack = ["N"]  # N plain, P inside $( ), B backticks, D "...", S '...', A $'...', C a comment
+    pending: list[tuple[str, bool]] = []  # heredocs opened on this line: (delimiter, strip tabs)
+    i, n = 0, len(text)
+    while i < n:
+        ch, top = text[i], stack[-1]
+        nxt = text[i + 1] if i + 1 < n else ""
+        if top in "NPBD" and ch == "\\":
+            if nxt == "\n":
+                i += 2  # the continuation: both characters go
+                continue
+            out.append(text[i : i + 2])
+            i += 2
+            continue
+        if top == "S":
+            stack.pop() if ch == "'" else None
+        elif top == "A":
+            if ch == "\\":
+                out.append(text[i : i + 2])
+                i += 2
+                continue
+            stack.pop() if ch == "'" else None
+        elif top == "C":
+            if ch == "\n":
+                stack.pop()
+                continue  # the newline is handled in the context below the comment
+        elif top == "D":
+            if ch == '"':
+                stack.pop()
+            elif ch == "`":
+                stack.append("B")
+            elif ch == "$" and nxt == "(":
+                stack.append("P")
+                out.append("$(")
+                i += 2
+                continue
+        else:  # N, P, B
+            if ch == "'":
+                stack.append("S")
+            elif ch == "$" and nxt == "'":
+                stack.append("A")
+                out.append("$'")
+                i += 2
+                continue
+            elif ch == '"':
+                stack.append("D")
+            elif ch == "`":
+                stack.pop() if top == "B" else stack.append("B")
+            elif ch == "$" and nxt == "(":
+                stack.append("P")
+                out.append("$(")
+                i += 2
+                continue
+            elif ch == "(" and top == "P":
+                stack.append("P")
+            elif ch == ")" and top == "P":
+                stack.pop()
+            elif ch == "#" and (i == 0 or text[i - 1] in " \t\n;&|()<>"):
+                stack.append("C")
+            elif ch == "<" and text.startswith("<<", i) and not text.startswith("<<<", i):
+                strip = text.startswith("<<-", i)
+                start = i + (3 if strip else 2)
+                m = _HEREDOC_DELIMITER.match(text, start)
+                if m:
+                    word = m.group(1)
+                    delimiter = _QUOTE_REMOVAL.sub(lambda g: g.group(1) or g.group(2) or g.group(3) or "", word)
+                    pending.append((delimiter, strip))
+                    out.append(text[i : m.end()])
+                    i = m.end()
+                    continue
+            elif ch == "\n" and pending:
+                out.append(ch)
+                i += 1
+                for delimiter, strip in pending:  # the bodies follow, one after the other, verbatim
+                    while i < n:
+                        end = text.find("\n", i)
+                        line = text[i:] if end < 0 else text[i : end + 1]
+                        out.append(line)
+                        i += len(line)
+                        if (line.rstrip("\n").lstrip("\t") if strip else line.rstrip("\n")) == delimiter:
+                            break
+                pending = []
+                continue
+        out.append(ch)
+        i += 1
+    spliced = "".join(out)
+    if stack != ["N"] and re.search(r"[^\s]\\\n[^\s]", spliced):
+        raise EvalError("a line continuation joins words inside quoting that does not close; it cannot be read as bash would")
+    return spliced
+
+
 def _parse(text: str, depth: int, nested: bool) -> list[Command]:
+    text = splice_continuations(text)
     source = text.encode("utf-8", "surrogatepass")
     # tree-sitter-bash's scanner can read out of bounds on some characters outside the Basic
     # Multilingual Plane (`{` followed by U+108712 crashes the process). Bash's syntax is all
@@ -707,7 +972,7 @@ def parse_url(text: object) -> UrlValue:
         close = authority.find("]")
         if close < 0:
             raise EvalError(f"{text!r} has an unclosed IPv6 address")
-        host, after = authority[1:close].lower(), authority[close + 1 :]
+        host, after = _ipv6(authority[1:close], text), authority[close + 1 :]
         if after:
             if not after.startswith(":"):
                 raise EvalError(f"{text!r} has a malformed host")
@@ -733,14 +998,59 @@ def _port(text: str, url: str) -> int | None:
 
 
 def _host(host: str, url: str) -> str:
-    host = host.rstrip(".").lower()
-    if not host:
-        return ""
-    if re.fullmatch(r"[0-9.]+", host):
-        return host
-    try:
-        import idna
+    """A host as fetchers resolve it: UTS #46 mapping first (full-width letters and the dots 。．｡
+    become ASCII), then the trailing dot removed and the case folded, then an IPv4 address in any
+    spelling the WHATWG URL standard accepts (`2852039166`, `0xa9fea9fe`, `169.254.43518`,
+    `127.1`) written as four decimal numbers, else the IDNA (punycode) form."""
+    import idna
 
-        return idna.encode(host, uts46=True).decode("ascii")
+    try:
+        mapped = idna.uts46_remap(host, std3_rules=False, transitional=False) if not host.isascii() else host
     except (idna.IDNAError, UnicodeError) as exc:
         raise EvalError(f"{url!r} has a host that is not a valid domain name: {exc}") from None
+    mapped = mapped.rstrip(".").lower()
+    if not mapped:
+        return ""
+    last = mapped.rsplit(".", 1)[-1]
+    if re.fullmatch(r"[0-9]+|0x[0-9a-f]*", last):  # the WHATWG "ends in a number" test
+        return _ipv4(mapped, url)
+    try:
+        return idna.encode(mapped, uts46=True).decode("ascii")
+    except (idna.IDNAError, UnicodeError) as exc:
+        raise EvalError(f"{url!r} has a host that is not a valid domain name: {exc}") from None
+
+
+def _ipv4(host: str, url: str) -> str:
+    """The WHATWG URL standard's IPv4 parser: one to four parts, each decimal, octal (a leading 0)
+    or hexadecimal (0x); the last part fills the bytes the others leave. Raises EvalError where
+    that parser fails (the URL is then invalid for a browser, and unreadable here)."""
+    numbers = []
+    for part in host.split("."):
+        try:
+            if part[:2] == "0x":
+                numbers.append(int(part[2:] or "0", 16))
+            elif len(part) > 1 and part[0] == "0":
+                numbers.append(int(part[1:], 8))
+            else:
+                numbers.append(int(part, 10))
+        except ValueError:
+            raise EvalError(f"{url!r} has a host that is neither a domain name nor an IPv4 address") from None
+    if len(numbers) > 4 or any(n > 255 for n in numbers[:-1]) or numbers[-1] >= 256 ** (5 - len(numbers)):
+        raise EvalError(f"{url!r} has an IPv4 address out of range")
+    value = numbers[-1]
+    for k, n in enumerate(numbers[:-1]):
+        value += n * 256 ** (3 - k)
+    return ".".join(str(value >> shift & 255) for shift in (24, 16, 8, 0))
+
+
+def _ipv6(text: str, url: str) -> str:
+    """An IPv6 literal in its compressed form; one that maps an IPv4 address (`::ffff:a9fe:a9fe`)
+    as that address (`169.254.169.254`), which is where a dual-stack client connects."""
+    import ipaddress
+
+    try:
+        address = ipaddress.IPv6Address(text)
+    except ValueError:
+        raise EvalError(f"{url!r} has a malformed IPv6 address") from None
+    mapped = address.ipv4_mapped
+    return str(mapped) if mapped is not None else address.compressed

@@ -302,3 +302,68 @@ def test_characters_that_crash_tree_sitter_bash_are_parsed_safely():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(__import__("pathlib").Path(__file__).parents[1]))
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-500:]
     assert [c.argv for c in parse_shell("echo 'héllo' 日本語 {\U00108712")] == [("echo", "héllo", "日本語", "{\U00108712")]
+
+
+# --- from a hostile review: what bash does that a parser alone misses ---------------------------
+
+
+@pytest.mark.parametrize(
+    "text, joined",
+    [
+        ("r\\\nm -rf /", "rm -rf /"),
+        ("docker run \\\n  -v x img", "docker run   -v x img"),
+        ('echo "a\\\nb"', 'echo "ab"'),
+        ("echo 'a\\\nb'", "echo 'a\\\nb'"),  # single quotes keep it
+        ("echo $'a\\\nb'", "echo $'a\\\nb'"),
+        ("ls # a\\\nrm x", "ls # a\\\nrm x"),  # a comment ends at the newline
+        ("cat <<'E'\nx\\\ny\nE\nr\\\nm", "cat <<'E'\nx\\\ny\nE\nrm"),  # a heredoc body is kept
+        ("echo $(a\\\nb)", "echo $(ab)"),
+        ("plain text", "plain text"),
+    ],
+)
+def test_line_continuations_are_joined_where_bash_joins_them(text, joined):
+    from dsl.subjects import splice_continuations
+
+    assert splice_continuations(text) == joined
+
+
+def test_a_continuation_inside_quoting_that_does_not_close_fails_closed():
+    from dsl.subjects import splice_continuations
+
+    with pytest.raises(EvalError):
+        splice_continuations("echo 'open\\\nrm")
+
+
+@pytest.mark.parametrize(
+    "url, host",
+    [
+        ("http://2852039166/", "169.254.169.254"),
+        ("http://0xa9fea9fe/", "169.254.169.254"),
+        ("http://0251.0376.0251.0376/", "169.254.169.254"),
+        ("http://169.254.43518/", "169.254.169.254"),
+        ("http://127.1/", "127.0.0.1"),
+        ("http://[::ffff:a9fe:a9fe]/", "169.254.169.254"),
+        ("http://[2001:DB8:0::1]/", "2001:db8::1"),
+        ("https://evil.com\u3002/", "evil.com"),
+        ("https://EVIL.com./", "evil.com"),
+        ("https://b\u00fccher.de/", "xn--bcher-kva.de"),
+    ],
+)
+def test_url_hosts_are_read_as_fetchers_resolve_them(url, host):
+    assert parse_url(url).host == host
+
+
+@pytest.mark.parametrize("url", ["http://256.1.1.1/", "http://1.2.3.4.5/", "http://09/", "http://a.b.1/", "http://[::g]/"])
+def test_hosts_no_fetcher_reads_are_errors(url):
+    with pytest.raises(EvalError):
+        parse_url(url)
+
+
+@pytest.mark.parametrize(
+    "text, value",
+    [("\\u72m", "rm"), ("\\x72\\x6d", "rm"), ("\\162m", "rm"), ("a\\tb", "a\tb"), ("\\cA", "\x01"), ("\\q", "\\q"), ("\\U1F600", "\U0001F600")],
+)
+def test_ansi_c_strings_decode_as_bash_does(text, value):
+    from dsl.subjects import _ansi_c
+
+    assert _ansi_c(text) == value
