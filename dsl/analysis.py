@@ -421,7 +421,8 @@ def _equals(expr: ast.Expr) -> tuple[Any, Any] | None:
 def disjoint(a: ast.Expr | None, b: ast.Expr | None) -> bool:
     """True when no call can make both conditions true: some part of `a` that must hold and some
     part of `b` that must hold compare the same operand with numbers whose ranges do not meet
-    (`args.n > 100`, `args.n <= 100`), or with `==` to different strings or booleans. Sound under
+    (`args.n > 100`, `args.n <= 100`), or with `==` to different strings or booleans, or one is
+    the other negated (`P`, `not P`). Sound under
     the language's errors: a comparison that errs is not true, so it makes no allow apply. False
     whenever unsure (a note is then shown)."""
     if a is None or b is None:
@@ -429,9 +430,11 @@ def disjoint(a: ast.Expr | None, b: ast.Expr | None) -> bool:
     parts_a = a.operands if isinstance(a, ast.And) else (a,)
     parts_b = b.operands if isinstance(b, ast.And) else (b,)
     for x in parts_a:
-        rx, ex = _range(x), _equals(x)
+        rx, ex, sx = _range(x), _equals(x), shape(x)
         for y in parts_b:
-            ry, ey = _range(y), _equals(y)
+            ry, ey, sy = _range(y), _equals(y), shape(y)
+            if sx == ("not", sy) or sy == ("not", sx):
+                return True  # P and not P
             if rx and ry and rx[0] == ry[0] and not _ranges_meet(rx[1], ry[1]):
                 return True
             if ex and ey and ex[0] == ey[0] and ex[1] != ey[1]:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from typing import Iterable
 
 from dsl import ast
@@ -698,7 +699,48 @@ class _Checker:
             for side, kind in ((cmp.left, left), (cmp.right, right)):
                 if kind not in _STRINGISH:
                     self.error(f"'under' compares paths, not {describe(kind)}", side.span)
+        self.normal_forms(cmp)
         return BOOL
+
+    def normal_form(self, expr: ast.Expr) -> str | None:
+        """Which normalized value `expr` is, if any: the result of lower(), a URL's host or scheme,
+        a path (as a whole, or its ext), a command's program or flags."""
+        keys = expr.keys if isinstance(expr, (ast.Call, ast.Path)) else ()
+        if isinstance(expr, ast.Call):
+            if expr.name in ("lower", "path") and not keys:
+                return expr.name
+            if expr.name == "url" and keys in (("host",), ("scheme",)):
+                return keys[0]
+            if expr.name == "path" and keys == ("ext",):
+                return "ext"
+            if expr.name == "shell" and len(keys) == 2 and isinstance(keys[0], int) and keys[1] in ("program", "flags"):
+                return keys[1]
+        if isinstance(expr, ast.Path) and expr.root in self.scope and len(keys) <= 1:
+            kind, field = self.scope[expr.root], keys[0] if keys else None
+            if kind == COMMAND and field in ("program", "flags"):
+                return field
+            if kind == URL and field in ("host", "scheme"):
+                return field
+            if kind == PATH and field in (None, "ext"):
+                return field or "path"
+        return None
+
+    def normal_forms(self, cmp: ast.Compare) -> None:
+        """A literal compared with a normalized value in a spelling that value never has (upper
+        case after lower(), `"-r"` among flags, `"/bin/rm"` as a program, a relative path) makes
+        a condition that is never true: a deny that never fires. A warning at the literal."""
+        pairs = [(cmp.left, cmp.right), (cmp.right, cmp.left)]
+        for subject, other in pairs:
+            form = self.normal_form(subject)
+            if form is None:
+                continue
+            literals = other.items if isinstance(other, ast.ListLiteral) else (other,)
+            for literal in literals:
+                if isinstance(literal, ast.Literal) and isinstance(literal.value, str):
+                    why = _never(form, cmp.op, literal.value)
+                    if why is not None:
+                        outcome = "always true" if cmp.op in ("!=", "not_in") else "never true"
+                        self.warning(f"this comparison is {outcome}: {why}", literal.span)
 
     def membership(self, shown: str, item: str, items: ast.ListLiteral, span: Span) -> None:
         """A value of load-time type `item` looked up in a literal list: an error when no item of the
@@ -710,6 +752,26 @@ class _Checker:
         kinds = {literal_type(i.value) for i in items.items if isinstance(i, ast.Literal)}
         if item not in kinds and NULL not in kinds and item != NULL:
             self.error(f"'{shown}' looks for {_article(item)} in a list of {' and '.join(sorted(kinds))} values", span)
+
+
+def _never(form: str, op: str, text: str) -> str | None:
+    """Why `text` can never be (or be in) a value of the normalized `form` under `op`, or None."""
+    whole = op in ("==", "!=", "in", "not_in", "contains")
+    if form in ("lower", "host", "scheme") and text != text.lower():
+        return {"lower": "lower() gives lower case", "host": "a URL's host is lower case",
+                "scheme": "a URL's scheme is lower case"}[form] + f", and {json.dumps(text)} is not"
+    if form == "host" and whole and op != "contains" and (text.endswith(".") or not text.isascii()):
+        return f"a URL's host has no trailing dot and is ASCII (IDNA), and {json.dumps(text)} is not"
+    if form == "path" and op in ("==", "!=", "in", "not_in"):
+        if not text.startswith("/") or "//" in text or re.search(r"(^|/)\.\.?(/|$)", text) or (text.endswith("/") and text != "/"):
+            return f"path() is absolute and normalized (no ~, . or .., // or trailing /), and {json.dumps(text)} is not; use glob or under for relative patterns"
+    if form == "ext" and op in ("==", "!=", "in", "not_in") and text and not text.startswith("."):
+        return f"a path's ext starts with its dot (\".{text}\")"
+    if form == "program" and whole and "/" in text:
+        return f"a command's program is the basename; compare .path for {json.dumps(text)}"
+    if form == "flags" and whole and text.startswith("-"):
+        return f"flags are kept without their dashes (\"{text.lstrip('-')}\")"
+    return None
 
 
 def _exists_guards(expr: ast.And | ast.Or) -> tuple[tuple[str, tuple], ...]:

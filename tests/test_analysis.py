@@ -154,6 +154,8 @@ def test_a_conditional_ask_overlapping_an_allow_is_a_note():
         ("args.kind == \"a\"", "args.kind != \"a\"", True),  # not read by the analysis: shown, to be safe
         ("args.amount > 100", "len(args.amount) <= 100", True),  # another operand
         ("args.amount > 100 or args.x", "args.amount <= 100", True),
+        ("not (args.amount > 3)", "args.amount > 3 and args.ok", False),
+        ("args.ok and not args.x", "args.x", False),
     ],
 )
 def test_conditions_that_cannot_both_hold_are_no_overlap(ask, allow, overlap):
@@ -330,3 +332,38 @@ def test_an_unconditional_ask_on_some_of_the_same_tools_is_an_overlap_note():
     assert f.message == "the ask at line 1 overrides this allow for the tools both rules match ('mcp__github__*'; ask beats allow)"
     # an ask that shadows the allow on a selector is reported once, as shadowing
     assert codes("ask a\nallow a, b\n") == [("shadowed-in-part", 2)]
+
+
+@pytest.mark.parametrize(
+    "condition, warning",
+    [
+        ('lower(args.q) contains "DROP TABLE"', "lower() gives lower case"),
+        ('url(args.u).host == "Evil.com"', "a URL's host is lower case"),
+        ('url(args.u).host glob "*.EVIL.com"', "a URL's host is lower case"),
+        ('url(args.u).host in ["evil.com."]', "no trailing dot"),
+        ('any c in shell(args.c): c.flags contains "-r"', 'flags are kept without their dashes ("r")'),
+        ('any c in shell(args.c): "--force" in c.flags', 'flags are kept without their dashes ("force")'),
+        ('any c in shell(args.c): c.program == "/bin/rm"', "the basename; compare .path"),
+        ('shell(args.c)[0].program == "/bin/rm"', "the basename"),
+        ('path(args.p) == "~/.bashrc"', "path() is absolute and normalized"),
+        ('path(args.p) == ".env"', "path() is absolute and normalized"),
+        ('path(args.p) in ["/etc/", "/a/./b"]', "path() is absolute and normalized"),
+        ('path(args.p).ext == "env"', 'starts with its dot (".env")'),
+        ('path(args.p) != "/etc/"', "always true"),
+        ('lower(args.q) contains "drop table"', None),
+        ('url(args.u).host glob "*.evil.com"', None),
+        ('any c in shell(args.c): c.flags contains "r" and c.program == "rm"', None),
+        ('path(args.p) == "/etc/passwd" or path(args.p) glob "**/.env" or path(args.p).ext == ".pem"', None),
+        ('args.program == "/bin/rm"', None),  # not a normalized value
+    ],
+)
+def test_a_literal_a_normalized_value_never_equals_is_a_warning(condition, warning):
+    """A deny whose literal is spelled as the normalized value never is (upper case after lower(),
+    a flag with its dashes, a full path as a program, a relative path) never fires: the checker
+    says so at the literal."""
+    policy = Policy.from_text(f'deny t when {condition} reason "r"\n')
+    found = [w.message for w in policy.warnings if "comparison is" in w.message]
+    if warning is None:
+        assert found == []
+    else:
+        assert found and any(warning in m for m in found), found
