@@ -314,6 +314,11 @@ class _Importer:
                 self.note(None, "the settings have no permissions block: every call asks a person", "permissions")
         if not isinstance(permissions, dict):
             raise SettingsError("permissions must be a JSON object")
+        if permissions is not settings:
+            for key in ("allow", "deny", "ask"):
+                if key in settings:  # beside the permissions block, where Claude Code does not read rules
+                    self.note(None, f"a top-level '{key}' list beside the permissions block is not read (Claude Code reads "
+                              f"rules only inside permissions); move it into permissions", key)
         for key in permissions:
             if key not in ("allow", "deny", "ask", "defaultMode", "additionalDirectories"):
                 self.note(None, f"'{key}' is not translated (it is not a rule list)", f"permissions.{key}")

@@ -738,3 +738,11 @@ def test_whatever_the_literal_reading_of_a_path_deny_denies_the_import_denies(pa
     ours = effect(policy, target, {"file_path": path})
     if ClaudeReference(settings, root="/srv/app").decide(target, {"file_path": path}, CTX) == "deny":
         assert ours == "deny", (pattern, path)
+
+
+def test_rule_lists_beside_the_permissions_block_are_named_in_a_note():
+    """Claude Code reads rules only inside `permissions`; a `deny` list next to it is not a rule.
+    The import says so instead of dropping it silently."""
+    result = import_settings({"permissions": {"allow": ["Bash(ls:*)"]}, "deny": ["Bash(rm:*)"]})
+    assert [n.where for n in result.notes if "beside the permissions block" in n.message] == ["deny"]
+    assert bash(check_clean(result.text), "rm -rf x") == "ask"  # the default: not denied, not allowed
