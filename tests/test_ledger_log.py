@@ -741,3 +741,25 @@ def test_a_first_write_that_fails_leaves_a_ledger_that_opens_later(tmp_path):
     with Ledger(path) as led:  # nothing half-made stands in the way
         assert led.head[0] == 1
     assert verify(path).ok
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo", "dangling symlink"])
+def test_something_named_like_a_segment_that_is_not_a_file_makes_the_ledger_unreadable(tmp_path, kind):
+    """Skipping it would hide a segment from verify, and a writer would fail half way through its
+    recovery; reading a FIFO would block. Both refuse at once, naming it."""
+    import os
+
+    path = tmp_path / "l"
+    with Ledger(path) as led:
+        led.append(*proposal())
+    odd = path / "events-00000002.jsonl"
+    if kind == "directory":
+        odd.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(odd)
+    else:
+        odd.symlink_to(tmp_path / "nowhere")
+    report = verify(path)
+    assert report.exit_code == 2 and "events-00000002.jsonl" in report.unreadable
+    with pytest.raises(LedgerUnreadable, match="not a regular file"):
+        Ledger(path)
