@@ -55,7 +55,10 @@ def verify(
         where = f"seq {p.seq}" if p.seq is not None else "head"
         code = f" [{p.code}]" if p.code else ""
         say(f"{directory}: FAILED at {where}: {p.kind}{code}: {p.message}")
-        say(f"  {report.count} events before it verified; last good head {report.head}")
+        if p.kind == "checkpoint":  # the chain itself held; it is not the ledger the checkpoint signed
+            say("  the checkpoint does not vouch for this ledger")
+        else:
+            say(f"  {report.count} events before it verified; last good head {report.head}")
         raise typer.Exit(report.exit_code)
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(report.statuses.items()))
     say(f"{directory}: intact: {report.count} events, head {report.head}")

@@ -773,6 +773,8 @@ def _verify_incremental(path, checkpoint: Checkpoint, check: CheckpointCheck, ex
                     return report
             if expected == 1:
                 check.ledger_id = record.event.ledger_id if isinstance(record.event, ev.Genesis) else None
+                if check.ledger_id != checkpoint.ledger_id:
+                    return bad("checkpoint", f"the checkpoint is for ledger {checkpoint.ledger_id}, this is ledger {check.ledger_id}", 1, record)
             try:
                 workflow.step(record.seq, record.event)
             except Violation as exc:
@@ -791,7 +793,8 @@ def _verify_incremental(path, checkpoint: Checkpoint, check: CheckpointCheck, ex
                 if stream.root() != checkpoint.root:
                     return bad(
                         "checkpoint",
-                        f"the stored hashes of the first {m} events do not give the checkpoint's root: they were rewritten",
+                        f"the stored hashes of the first {m} events do not give the checkpoint's root: some event up to seq {m} "
+                        "was changed or replaced (a verify against the checkpoint without --from-checkpoint checks each one)",
                         m,
                         record,
                     )

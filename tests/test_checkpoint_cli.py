@@ -480,3 +480,31 @@ def test_verify_proof_shows_a_redacted_path_with_its_control_characters_escaped(
     assert 'args["a\\x85b\\u202ec"]' in result.stdout and "\x85" not in result.stdout and "\u202e" not in result.stdout
     shown = run("ledger", "verify", path)
     assert 'args["a\\x85b\\u202ec"]' in shown.stdout and "\x85" not in shown.stdout
+
+
+@pytest.mark.parametrize("incremental", [False, True])
+def test_a_checkpoint_of_another_ledger_is_named_as_such_at_seq_1(ledger, keys, tmp_path, incremental):
+    """Not "FAILED at seq 8 ... rewritten", and no line vouching for events the checkpoint does not
+    cover: the checkpoint belongs to another ledger, by its id."""
+    other = tmp_path / "other"
+    result = run("simulate", "--policy", SAMPLES / "retail.policy", "--calls", SAMPLES / "demo-calls.jsonl",
+                 "--reviewer", SAMPLES / "demo-reviewer.json", "--ledger", other)
+    assert result.exit_code == 0, result.stderr
+    cp = make_checkpoint(other, keys)
+    result = verify_cp(ledger, cp, keys, *(["--from-checkpoint"] if incremental else []))
+    assert result.exit_code == 1
+    assert "FAILED at seq 1: checkpoint: the checkpoint is for ledger" in result.stdout, result.stdout
+    assert "events before it verified" not in result.stdout and "does not vouch for this ledger" in result.stdout
+
+
+def test_an_incremental_verify_of_a_rewritten_prefix_does_not_vouch_for_the_events_before_the_checkpoints_size(ledger, keys):
+    from tests.ledger_factory import rechain
+
+    cp = make_checkpoint(ledger, keys)
+    lines = lines_of(ledger)
+    i = next(n for n, line in enumerate(lines) if b'"proposer":"' in line)  # a proposal early in the ledger
+    lines[i] = lines[i].replace(b'"proposer":"', b'"proposer":"x', 1)
+    rewrite(ledger, rechain(lines, i))  # a lawful history with every hash recomputed
+    result = verify_cp(ledger, cp, keys, "--from-checkpoint")
+    assert result.exit_code == 1
+    assert "some event up to seq" in result.stdout and "events before it verified" not in result.stdout, result.stdout
