@@ -322,8 +322,8 @@ class _Projector:
             raise LedgerUnreadable(f"{self.root}: no ledger segments in this directory")
         expected_names = [segment_name(i + 1) for i in range(len(names))]
         problem: _Stop | None = None
-        if names != expected_names:
-            problem = _Stop(seq + 1, "the segment numbers have a gap")
+        # the first segment number that is missing: the segments before it are folded, as far as they go
+        gap = next((i + 1 for i, (name, want) in enumerate(zip(names, expected_names)) if name != want), None)
         head_segment, head_offset, end_offset = segment, 0, offset
         workflow = self.workflow
         requests = workflow.requests
@@ -336,6 +336,9 @@ class _Projector:
         number = segment if segment > 0 else 1
         pos = offset
         while problem is None:
+            if gap is not None and number >= gap:
+                problem = _Stop(seq + 1, f"{segment_name(gap)} is missing (the segment numbers have a gap)")
+                break
             path = self.root / segment_name(number)
             following = (self.root / segment_name(number + 1)).exists()  # before reading to the end
             try:
@@ -419,7 +422,7 @@ class _Projector:
             except _Stop as stop:
                 problem = stop
                 break
-            if not following:
+            if not following and not (gap is not None and number + 1 == gap):
                 break
             if end != len(data):
                 problem = _Stop(seq + 1, f"{segment_name(number)} ends without a line feed but is not the last segment")

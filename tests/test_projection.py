@@ -273,3 +273,17 @@ def test_project_command(gate_ledger, tmp_path):
         forge.approve(request, "agent-9", digest)
     result = runner.invoke(app, ["ledger", "project", str(path)])
     assert result.exit_code == 1 and "stopped at seq" in result.output
+
+
+def test_a_missing_segment_stops_the_projection_where_verify_stops(tmp_path):
+    """The segments before the gap are folded; the stop is at the seq the missing segment's first
+    line would have had, as verify reports it (not at seq 1 with nothing kept)."""
+    path = tmp_path / "l"
+    random_history(path, random.Random(7), steps=120, unlawful_end=False, segment_bytes=6000)
+    segments = list_segments(path)
+    assert len(segments) >= 4
+    segments[2].unlink()
+    report = verify(path)
+    result = proj.refresh(path, rebuild=True)
+    assert result.events == report.count and result.problem_seq == report.problem.seq
+    assert "missing" in result.problem
