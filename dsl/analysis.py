@@ -36,6 +36,7 @@ Findings (`Finding.code`):
 | `shadowed-in-part` | note | as `never-fires`, but only for some of the rule's selectors |
 | `overlap` | note | an allow that a conditional ask overrides when the ask's condition holds |
 | `uncovered` | note | tools of the schemas that no rule mentions: they get the default |
+| `no-rules` | note | a policy with no rules at all (an empty file, say): every call gets the default |
 
 A rule reported as `never-fires` is never among the rules that decide a call (`Decision.deciding`).
 A `duplicate` or `redundant` rule may be listed among them, but removing it changes no effect.
@@ -249,6 +250,10 @@ def analyze(tree: ast.PolicyFile, tools: Any = None) -> list[Finding]:
         if not never:
             _redundant(r, rules, findings)
             _overlap(r, rules, findings, blockers)
+    if not rules:
+        defaults = tree.of_type(ast.DefaultDecl)
+        effect = defaults[0].effect if defaults else "ask"
+        findings.append(Finding("note", "no-rules", f"the policy has no rules: every call gets the default ({effect})", Span.point(1, 1), None, ()))
     findings.sort(key=lambda f: (f.span.line, f.span.column) if f.span else (0, 0))
     if tools is not None:
         note = coverage_note(tree, tools)

@@ -754,6 +754,22 @@ class _Checker:
             self.error(f"'{shown}' looks for {_article(item)} in a list of {' and '.join(sorted(kinds))} values", span)
 
 
+_BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
+
+
+def bidi_warnings(text: str) -> list[Diagnostic]:
+    """A warning at every bidirectional control character (U+202A-U+202E, U+2066-U+2069): it can
+    make a line display differently from how it parses ("Trojan Source", CVE-2021-42574), so a
+    reviewer would approve a rule that is not the one that runs."""
+    out = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        for m in _BIDI_CONTROLS.finditer(line):
+            out.append(Diagnostic("warning", f"a bidirectional control character (U+{ord(m.group()):04X}) can make this line "
+                                  "read differently from how it runs", Span.point(number, m.start() + 1),
+                                  "remove it, or write it as a \\u escape inside a string"))
+    return out
+
+
 def _never(form: str, op: str, text: str) -> str | None:
     """Why `text` can never be (or be in) a value of the normalized `form` under `op`, or None."""
     whole = op in ("==", "!=", "in", "not_in", "contains")

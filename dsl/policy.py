@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from dsl import ast
-from dsl.checker import check
+from dsl.checker import bidi_warnings, check
 from dsl.compiler import _NO_VARS, CompiledRule, Env, RuleIndex, compile_plan, compile_rule, requirements_of
 from dsl.decision import Decision, DefaultEffect, RuleOutcome, decide
 from dsl.errors import Diagnostic, PolicyError, PolicyInputError, Span, source_lines
@@ -142,6 +142,8 @@ class Policy:
 
             tools = as_tool_schemas(tools)
         diagnostics = check(tree, tools)
+        if not text.isascii():
+            diagnostics = diagnostics + bidi_warnings(text)
         errors = [d for d in diagnostics if d.severity == "error"]
         if errors:
             raise PolicyError(name, text, diagnostics)

@@ -367,3 +367,18 @@ def test_a_literal_a_normalized_value_never_equals_is_a_warning(condition, warni
         assert found == []
     else:
         assert found and any(warning in m for m in found), found
+
+
+def test_a_policy_without_rules_is_a_note():
+    (f,) = findings("")
+    assert (f.severity, f.code, f.message) == ("note", "no-rules", "the policy has no rules: every call gets the default (ask)")
+    (f,) = findings('default deny "Nothing runs here."')
+    assert "(deny)" in f.message
+
+
+def test_a_bidirectional_control_character_is_a_warning_at_its_column():
+    """Trojan Source (CVE-2021-42574): the line shows one thing and parses as another."""
+    policy = Policy.from_text('deny Bash when args.command == "rm \u202e -rf" reason "x"\n')
+    (w,) = policy.warnings
+    assert (w.span.line, w.span.column) == (1, 36) and "U+202E" in w.message
+    assert Policy.from_text('deny Bash when args.command == "rm \\u202e" reason "x"\n').warnings == []  # an escape is visible
