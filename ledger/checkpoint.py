@@ -973,6 +973,8 @@ def parse_proof(data: bytes) -> ProofFile:
         raise MalformedError("malformed proof: it nests too deeply (a proof is an object of lists of hashes)") from None
     except ValueError as exc:  # from the json module or int(), on input no proof holds
         raise MalformedError(f"the proof is not JSON: {exc}") from None
+    if isinstance(value, dict) and value.get("redactions") == []:
+        raise MalformedError("the proof's redactions member is empty: it is absent when nothing was redacted")
     try:
         proof = msgspec.convert(value, ProofFile, strict=True)
     except msgspec.ValidationError as exc:

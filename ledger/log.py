@@ -240,8 +240,13 @@ def parse_line(raw: RawLine, expected_seq: int) -> Record:
     try:
         event = decode_event(body)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-        raise LedgerCorrupt(expected_seq, f"the body is not a valid event: {exc}", raw.segment, raw.line) from None
+        # msgspec names a pattern by its whole regex; the format document names it by its field
+        message = _REGEX_IN_MESSAGE.sub("in the form docs/ledger-format.md gives ", str(exc))
+        raise LedgerCorrupt(expected_seq, f"the body is not a valid event: {message}", raw.segment, raw.line) from None
     return Record(event.seq, digest, event, body, data, raw.segment, raw.line)
+
+
+_REGEX_IN_MESSAGE = re.compile(r"matching regex '.*' (?=- at `)", re.DOTALL)
 
 
 class RecoveryNote(NamedTuple):
