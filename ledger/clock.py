@@ -39,6 +39,18 @@ def parse_ts(text: str) -> datetime:
     return datetime.fromisoformat(text[:-1]).replace(tzinfo=timezone.utc)
 
 
+def is_ts(text: str) -> bool:
+    """Whether `text` is a ledger timestamp of a real time (what parse_ts accepts), without
+    building the datetime: verify asks this of every event."""
+    if not TS_PATTERN.fullmatch(text):
+        return False
+    try:
+        datetime.fromisoformat(text[:-1])
+    except ValueError:
+        return False
+    return True
+
+
 def add_seconds(text: str, seconds: float) -> str:
     return format_ts(parse_ts(text) + timedelta(seconds=seconds))
 
