@@ -4,7 +4,7 @@ from typing import Optional
 
 import typer
 
-from cli.output import EXIT_USAGE, echo_json, fail, say, table
+from cli.output import EXIT_USAGE, echo_json, fail, say, table, visible
 
 app = typer.Typer(no_args_is_help=True, help="Verify, query and summarize ledgers.")
 
@@ -121,7 +121,11 @@ def _fail_on_query_error(exc: Exception) -> None:
     if isinstance(exc, (LedgerUnreadable, QueryRefused)):
         fail(str(exc))
     if isinstance(exc, duckdb.Error):  # a user's SQL mistake or an unreadable file, without a traceback
-        fail(f"query failed: {exc}")
+        lines = str(exc).splitlines() or [""]
+        say(f"error: query failed: {visible(lines[0])}", err=True)
+        for line in lines[1:]:  # DuckDB's hints (candidate bindings, a caret under the mistake)
+            say(f"  {visible(line)}", err=True)
+        raise typer.Exit(EXIT_USAGE)
     if isinstance(exc, OSError):
         fail(f"cannot read the ledger: {exc.strerror or exc}")
 

@@ -158,7 +158,7 @@ def test_(
     file or policy. Lists the rules no case exercised.
 
     A case is one line: TOOL {"json": "args"} [context {"cwd": "..."}] => EFFECT [RULE_ID ...]
-    (see dsl/cases.py). Example: countersign policy test samples/retail.policy
+    (see docs/policy-tools.md). Example: countersign policy test samples/retail.policy
     """
     from cli.output import EXIT_FAIL
     from cli.render_policy import report_lines
@@ -173,8 +173,14 @@ def test_(
     except UnicodeDecodeError:
         fail(f"{path} is not valid UTF-8")
     try:
-        report = run_cases(policy, parse_cases(text, path), path)
+        parsed = parse_cases(text, path)
     except CasesError as exc:
+        fail(f"{exc.source}:{exc.line}: {exc.message}")
+    if not parsed:  # a run that tests nothing must not pass as one that tested everything
+        fail(f"{path} holds no case (a case is a line: TOOL {{args}} => EFFECT)")
+    try:
+        report = run_cases(policy, parsed, path)
+    except CasesError as exc:  # a case names a rule id the policy does not have
         fail(f"{exc.source}:{exc.line}: {exc.message}")
     if as_json:
         echo_json(report)
@@ -221,7 +227,7 @@ def fmt_(
         fail(f"{file} cannot be formatted: it does not parse", EXIT_USAGE)
     if check:
         if formatted == original:
-            typer.echo(f"{file}: formatted", err=True)
+            typer.echo(f"{file}: already formatted", err=True)
             return
         diff = difflib.unified_diff(
             original.splitlines(keepends=True), formatted.splitlines(keepends=True), f"{file}", f"{file} (formatted)"

@@ -271,7 +271,7 @@ class _Checker:
             self.error(
                 f"the quorum needs {clause.count} approvers but only {size} may approve",
                 clause.span,
-                "the proposer never counts, so a request here could never be approved",
+                "a request here could never be approved: add approvers to the group, or lower the quorum",
             )
 
     def decisions(self, clause: ast.DecisionsClause) -> None:

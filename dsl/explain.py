@@ -460,7 +460,7 @@ def _show(value: Any) -> str:
     if isinstance(value, subjects.UrlValue):
         return f"{value.text} (host {value.host})"
     if isinstance(value, (list, tuple)) and any(isinstance(v, (subjects.Command, subjects.PathValue, subjects.UrlValue)) for v in value):
-        return "[" + " | ".join(_show(v) for v in value) + "]"
+        return "[" + ", ".join(_show(v) for v in value) + "]"  # a list; `|` would read as a pipe
     try:
         return json.dumps(to_json(value), ensure_ascii=False)
     except (TypeError, ValueError):

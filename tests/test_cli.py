@@ -223,3 +223,33 @@ def test_visible_escapes_every_control_character_and_nothing_else():
 
     assert visible("a\x00b\x1b[1m\n\r\t\x7f\x85\u202e\u2028\ud800") == "a\\x00b\\x1b[1m\\n\\r\\t\\x7f\\x85\\u202e\\u2028\\ud800"
     assert visible("é ✓ [/] \\ \"q\" 日本") == "é ✓ [/] \\ \"q\" 日本"
+
+
+def test_usability_fixes_from_a_new_users_run(tmp_path):
+    """An empty cases file is an error (a run that tests nothing must not pass); fmt --check on a
+    formatted file says 'already formatted'; a public key given to checkpoint is named as such;
+    a DuckDB error keeps its hint lines as lines."""
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    runner = CliRunner()
+    policy = tmp_path / "p.policy"
+    policy.write_text('allow read_thing\n', encoding="utf-8")
+    (tmp_path / "empty.cases").write_text("# nothing yet\n", encoding="utf-8")
+    result = runner.invoke(app, ["policy", "test", str(policy), str(tmp_path / "empty.cases")])
+    assert result.exit_code == 2 and "holds no case" in result.stderr
+    result = runner.invoke(app, ["policy", "fmt", str(policy), "--check"])
+    assert result.exit_code == 0 and "already formatted" in result.stderr
+    assert runner.invoke(app, ["ledger", "keygen", "--out", str(tmp_path / "k")]).exit_code == 0
+    from support import gate
+
+    g = gate(tmp_path / "l")
+    g.propose("read_thing", {"id": 1}, proposer="agent")
+    g.close()
+    result = runner.invoke(app, ["ledger", "checkpoint", str(tmp_path / "l"), "--key", str(tmp_path / "k.pub")])
+    assert result.exit_code == 2 and "holds no private key" in result.stderr
+    result = runner.invoke(app, ["ledger", "query", str(tmp_path / "l"), "select nosuchcol from requests"])
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith("error: query failed:") and any(line.startswith("  LINE 1:") for line in lines[1:])

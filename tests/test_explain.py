@@ -105,7 +105,7 @@ def test_explain_shows_the_normalized_commands_and_the_item_that_decided():
     quantifier = rule.steps
     assert quantifier.kind == "any" and quantifier.result == "true"
     subject = quantifier.children[0]
-    assert subject.text == "shell(args.command)" and subject.shown == "[cd /tmp | rm -r -f / (via sudo)]"
+    assert subject.text == "shell(args.command)" and subject.shown == "[cd /tmp, rm -r -f / (via sudo)]"
     assert subject.value[1]["flags"] == ["R", "f", "force", "r", "recursive"] and subject.value[1]["wrappers"] == ["sudo"]
     items = quantifier.children[1:]
     assert [(i.text, i.result, i.role) for i in items] == [
