@@ -259,9 +259,11 @@ def load_signing_key(path: str | Path) -> SigningKey:
         mode = os.stat(path).st_mode & 0o777
     except OSError as exc:
         raise MalformedError(f"cannot read the key {path}: {exc.strerror}") from None
+    data = read_file(path, "the key", 64 * 1024)
+    if b"PRIVATE KEY-----" not in data:  # before the mode, whose advice would not help with a public key
+        raise MalformedError(f"{path} holds no private key (the .pub file of keygen is the public key; sign with the .key file)")
     if mode & 0o077:
         raise MalformedError(f"the key {path} can be read by others (mode {mode:04o}); chmod 600 it")
-    data = read_file(path, "the key", 64 * 1024)
     name = DEFAULT_KEY_NAME
     if data.startswith(KEY_NAME_HEADER.encode()):
         first, _, data = data.partition(b"\n")
