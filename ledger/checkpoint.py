@@ -410,7 +410,7 @@ def verify_checkpoint(note: bytes, key: PublicKey) -> Checkpoint:
     cp, body, signatures = parse_checkpoint(note)
     mine = [s for s in signatures if s.name == key.name and s.key_id == key.id]
     if not mine:
-        names = ", ".join(sorted({s.name for s in signatures}))
+        names = ", ".join(sorted({f"{s.name}+{s.key_id.hex()}" for s in signatures}))  # the id tells keys of one name apart
         raise VerificationError(f"the checkpoint is not signed by the key {key.name}+{key.id.hex()} (signed by: {names})")
     for s in mine:
         if not key.verify(s.signature, body):
