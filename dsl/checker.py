@@ -729,15 +729,26 @@ class _Checker:
         """A literal compared with a normalized value in a spelling that value never has (upper
         case after lower(), `"-r"` among flags, `"/bin/rm"` as a program, a relative path) makes
         a condition that is never true: a deny that never fires. A warning at the literal."""
-        pairs = [(cmp.left, cmp.right), (cmp.right, cmp.left)]
-        for subject, other in pairs:
+        op = cmp.op
+        for subject, other, subject_left in ((cmp.left, cmp.right, True), (cmp.right, cmp.left, False)):
             form = self.normal_form(subject)
             if form is None:
                 continue
+            # Only where the literal is what the value must equal, hold or start with: `x == "A"`,
+            # `x in ["A"]`, `x contains "A"`, `"A" in x`, `x startswith "A"`, `x glob "A*"`; not
+            # where the literal holds the value (`"a b" contains x`) or orders it (`x > "M"`).
+            if op in ("<", "<=", ">", ">=", "under"):
+                continue
+            if op in ("contains", "startswith", "endswith", "glob") and not subject_left:
+                continue
+            if op in ("in", "not_in") and subject_left and not isinstance(other, ast.ListLiteral):
+                continue
+            if op == "glob" and isinstance(other, ast.Literal) and "[" in str(other.value):
+                continue  # a character class may spell either case
             literals = other.items if isinstance(other, ast.ListLiteral) else (other,)
             for literal in literals:
                 if isinstance(literal, ast.Literal) and isinstance(literal.value, str):
-                    why = _never(form, cmp.op, literal.value)
+                    why = _never(form, op if not (op in ("in", "not_in") and not subject_left) else "contains", literal.value)
                     if why is not None:
                         outcome = "always true" if cmp.op in ("!=", "not_in") else "never true"
                         self.warning(f"this comparison is {outcome}: {why}", literal.span)

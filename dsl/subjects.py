@@ -703,7 +703,9 @@ def _xargs_command(rest: list[_Word]) -> list[_Word]:
         if word.startswith("-") and len(word) > 1:
             name = word.split("=", 1)[0]
             if name in _XARGS_VALUE_OPTIONS:
-                i += 1 if "=" in word or (not word.startswith("--") and len(word) > 2) else 2
+                i += 1 if "=" in word else 2
+            elif not word.startswith("--") and word[:2] in _XARGS_VALUE_OPTIONS:
+                i += 1  # the value attached: -n1, -I{}, -P4
             elif name in _XARGS_FLAGS or (not word.startswith("--") and word[:2] in ("-i", "-l", "-e")):
                 i += 1  # -i, -l and -e take a value only attached (-i{}, -l2)
             elif not word.startswith("--") and all("-" + ch in _XARGS_FLAGS for ch in word[1:]):

@@ -355,6 +355,14 @@ def test_an_unconditional_ask_on_some_of_the_same_tools_is_an_overlap_note():
         ('any c in shell(args.c): c.flags contains "r" and c.program == "rm"', None),
         ('path(args.p) == "/etc/passwd" or path(args.p) glob "**/.env" or path(args.p).ext == ".pem"', None),
         ('args.program == "/bin/rm"', None),  # not a normalized value
+        # where the literal holds or orders the value, or has a character class: no warning
+        ('lower(args.q) > "M"', None),
+        ('url(args.u).host >= "A"', None),
+        ('lower(args.q) in "Hello world"', None),
+        ('any c in shell(args.c): c.program in "/usr/bin/rm /usr/bin/shred"', None),
+        ('any c in shell(args.c): "/usr/bin/rm" contains c.program', None),
+        ('lower(args.q) glob "*[!A-Z]*"', None),
+        ('"DROP" in lower(args.q)', "lower() gives lower case"),
     ],
 )
 def test_a_literal_a_normalized_value_never_equals_is_a_warning(condition, warning):
