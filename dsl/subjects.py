@@ -160,7 +160,12 @@ def path_glob(path: PathValue, pattern: str, cwd: str | None, home: str | None) 
 
 # --- shell ------------------------------------------------------------------------------------
 
-SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "fish"})
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "fish", "rbash"})
+# Reserved words: never the name of a command bash runs. The parser takes one for a command name
+# only where it misread the text (`time { ...; }`, `coproc NAME { ...; }`), so it is an error.
+_RESERVED = frozenset({"{", "}", "if", "then", "elif", "else", "fi", "for", "while", "until", "do", "done", "case",
+                       "esac", "select", "function", "[[", "]]", "!", "(", ")", "in"})
+MAX_SHELL_TEXT = 100_000  # characters; a longer string is an error (its parse would cost too much)
 
 # Equivalent spellings of common flags, so that `-r` and `--recursive` give the same set. A short
 # flag maps to its long name; both are added.
@@ -214,6 +219,10 @@ WRAPPERS: dict[str, tuple[frozenset[str], frozenset[str], int]] = {
     "stdbuf": (frozenset({"-i", "-o", "-e", "--input", "--output", "--error"}), frozenset(), 0),
     "caffeinate": (frozenset({"-t", "-w"}), frozenset({"-d", "-i", "-m", "-s", "-u"}), 0),
     "coproc": (frozenset(), frozenset(), 0),
+    "setsid": (frozenset(), frozenset({"-c", "-f", "-w", "--ctty", "--fork", "--wait"}), 0),
+    "chroot": (frozenset({"--userspec", "--groups"}), frozenset({"--skip-chdir"}), 1),
+    "taskset": (frozenset(), frozenset({"-a", "--all-tasks", "-c", "--cpu-list"}), 1),  # -c: the mask is a list
+    "busybox": (frozenset(), frozenset(), 0),
 }
 # sudo options after which no command follows (list, validate, version, edit files, help).
 _SUDO_NO_COMMAND = frozenset({"-l", "--list", "-v", "--validate", "-V", "--version", "-e", "--edit", "--help"})
@@ -320,6 +329,52 @@ def _unescape_double(text: str) -> str:
     return re.sub(r'\\([$`"\\\n])', lambda m: "" if m.group(1) == "\n" else m.group(1), text)
 
 
+_SUBSCRIPT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[(.*(?:\$\(|`).*)\]", re.DOTALL)  # name[...$(...)...]
+_BRACES = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")
+
+
+def brace_expand(text: str, limit: int = 256) -> list[str]:
+    """Bash's brace expansion of one unquoted word: `r{m,}` is `rm r`, `f{1..3}` is `f1 f2 f3`
+    (also letters and a step: `{a..e..2}`), nested groups too. A group with neither a comma nor a
+    sequence stays as written. Raises EvalError past `limit` words."""
+    depth, start = 0, -1
+    for i, ch in enumerate(text):
+        if ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}" and depth:
+            depth -= 1
+            if depth:
+                continue
+            inner, parts, level, last = text[start + 1 : i], [], 0, 0
+            for j, c in enumerate(inner):
+                level += (c == "{") - (c == "}")
+                if c == "," and level == 0:
+                    parts.append(inner[last:j])
+                    last = j + 1
+            parts.append(inner[last:])
+            if len(parts) == 1:
+                m = re.fullmatch(r"(-?\d+)\.\.(-?\d+)(?:\.\.(-?\d+))?|([A-Za-z])\.\.([A-Za-z])(?:\.\.(-?\d+))?", inner)
+                if m is None:
+                    continue  # `{x}`, `{}`: not an expansion
+                if m.group(1) is not None:
+                    a, b, step = int(m.group(1)), int(m.group(2)), abs(int(m.group(3) or 1)) or 1
+                    if abs(b - a) // step >= limit:
+                        raise EvalError(f"the brace expansion {text!r} makes more than {limit} words")
+                    parts = [str(v) for v in range(a, b + (1 if b >= a else -1), step if b >= a else -step)]
+                else:
+                    a, b, step = ord(m.group(4)), ord(m.group(5)), abs(int(m.group(6) or 1)) or 1
+                    parts = [chr(v) for v in range(a, b + (1 if b >= a else -1), step if b >= a else -step)]
+            out: list[str] = []
+            for part in parts:
+                out.extend(brace_expand(text[:start] + part + text[i + 1 :], limit))
+                if len(out) > limit:
+                    raise EvalError(f"the brace expansion {text!r} makes more than {limit} words")
+            return out
+    return [text]
+
+
 class _Walker:
     """Collects the simple commands of one parse tree."""
 
@@ -327,6 +382,8 @@ class _Walker:
         self.source = source
         self.depth = depth
         self.commands: list[Command] = []
+        self.stdin_shells: list[Command] = []  # shells reading their script from standard input
+        self.fed: set[int] = set()  # ids of those whose input (a heredoc, a here-string) was read here
 
     def text(self, node) -> str:
         return self.source[node.start_byte : node.end_byte].decode("utf-8", "replace")
@@ -341,6 +398,7 @@ class _Walker:
         if kind == "number":
             return _Word(self.text(node), False)
         if kind == "raw_string":
+            self.quoted_substitutions(node)
             return _Word(self.text(node)[1:-1], False)
         if kind == "ansi_c_string":
             return _Word(_ansi_c(self.text(node)[2:-1]), False)
@@ -363,10 +421,36 @@ class _Walker:
         self.nested_in(node)
         return _Word(self.text(node), True)
 
+    def quoted_substitutions(self, node) -> None:
+        """Single quotes that do not quote: inside `$(( ))`, `(( ))`, `${...}` and an array
+        subscript, bash expands `'$(cmd)'` and runs cmd; so do builtins that take a variable name
+        with a subscript (`printf -v 'a[$(cmd)]'`, `read`, `test -v`, `[[ ... -eq ]]`, `unset`)."""
+        inner = self.text(node)[1:-1]
+        if "$(" not in inner and "`" not in inner:
+            return
+        parent = node.parent
+        if parent is not None and parent.type in ("arithmetic_expansion", "compound_statement", "expansion", "subscript"):
+            self.script(inner, nested=True)
+            return
+        for m in _SUBSCRIPT.finditer(inner):
+            self.script(m.group(1), nested=True)
+
+    def braced(self, node) -> list[_Word]:
+        """The words of one argument after brace expansion (an unquoted `word` or concatenation of
+        them holding `{a,b}` or `{1..3}`); quoted or expanded text is not brace-expanded here."""
+        word = self.word(node)
+        raw = self.text(node)
+        if word.dynamic or not _BRACES.search(raw) or any(ch in raw for ch in "'\"\\$`"):
+            return [word]
+        return [_Word(value, False) for value in brace_expand(word.value)]
+
     def nested_in(self, node) -> None:
         """Collect the commands inside substitutions found under `node`."""
         if node.type in ("command_substitution", "process_substitution"):
             self.walk(node, nested=True)
+            return
+        if node.type == "raw_string":
+            self.quoted_substitutions(node)
             return
         if node.type == "word" and node.parent is not None and node.parent.type == "expansion":
             # `${x:-`cmd`}`: the parser leaves the word after `:-` (or `:=`, `:+`, `:?`) unread,
@@ -410,6 +494,8 @@ class _Walker:
                     continue
                 if child.type == "heredoc_redirect":
                     self.heredoc(child, nested, reads_script)
+                    if reads_script:
+                        self.fed.add(id(first))
                 elif child.type not in ("file_redirect",):
                     self.walk(child, nested)
             return
@@ -435,7 +521,7 @@ class _Walker:
                         dynamic="$" in text or "`" in text, text=text),
             )
             return
-        if kind == "test_command":
+        if kind in ("test_command", "raw_string"):
             self.nested_in(node)
             return
         if kind == "heredoc_redirect":
@@ -446,22 +532,38 @@ class _Walker:
 
     def heredoc(self, node, nested: bool, feeds_shell: bool) -> None:
         """A heredoc, possibly piped into more commands (`cat <<'EOF' | sh`). When a shell reads
-        it (`feeds_shell`: the command it belongs to is one), its body is a script: parse it too.
-        The body of an unquoted heredoc is expanded: the commands of its `$(...)` and backticks run."""
-        body_text, quoted = None, False
+        it (`feeds_shell`: the command it belongs to is one), its body is a script: parse it. Else
+        the body of an unquoted heredoc is expanded: the commands of its `$(...)` and backticks run.
+        The body is taken from the text between the end of the line and the delimiter, not from
+        the parser's body node, which loses a first line that starts with a backslash."""
+        quoted, start_node, end_node, body_node = False, None, None, None
         for child in node.children:
             if child.type == "heredoc_start":
+                start_node = child
                 quoted = any(ch in self.text(child) for ch in "'\"\\")  # <<'EOF', <<"EOF", <<\EOF
+            elif child.type == "heredoc_end":
+                end_node = child
             elif child.type == "heredoc_body":
-                body_text = self.text(child)
-                if not quoted and ("$" in body_text or "`" in body_text):
-                    self.expanded_text(body_text)
+                body_node = child
             elif child.type in ("pipeline", "command", "list", "redirected_statement"):
                 before = len(self.commands)
                 self.walk(child, nested)
-                feeds_shell |= any(c.program in SHELLS for c in self.commands[before:])
-        if feeds_shell and body_text is not None:
-            self.script(body_text, nested=True)
+                for c in self.commands[before:]:
+                    if c.program in SHELLS:
+                        feeds_shell = True
+                        self.fed.add(id(c))
+        if start_node is not None and end_node is not None:
+            line_end = self.source.find(b"\n", start_node.end_byte)
+            raw = self.source[line_end + 1 : end_node.start_byte] if 0 <= line_end < end_node.start_byte else b""
+            body_text = raw.decode("utf-8", "replace")
+        else:
+            body_text = self.text(body_node) if body_node is not None else None
+        if body_text is None:
+            return
+        if feeds_shell:
+            self.script(body_text, nested=True)  # its substitutions are in the script too: read once
+        elif not quoted and ("$" in body_text or "`" in body_text):
+            self.expanded_text(body_text)
 
     def expanded_text(self, body: str) -> None:
         """The commands that expanding an unquoted heredoc's body runs. The parser misses a `$(...)`
@@ -480,6 +582,30 @@ class _Walker:
             raise EvalError("the command nests shells more than 8 deep")
         self.commands.extend(_parse(': "' + "".join(out) + '"', self.depth + 1, True)[1:])  # all but `:`
 
+    def runs_strings(self, program: str, rest: list[_Word]) -> None:
+        """Builtins that run a string or a file this text may not show: `trap 'CMD' SIG`,
+        `mapfile -C 'CMD'`, `alias NAME='CMD'` (the alias may run later), `source`/`.` of standard
+        input or a process substitution, and `hash -p PATH NAME` (NAME then runs PATH)."""
+        values = [w for w in rest if not w.value.startswith("-")]
+        if program == "trap" and values:
+            strings = [values[0]]
+        elif program in ("mapfile", "readarray"):
+            strings = [rest[i + 1] for i, w in enumerate(rest[:-1]) if w.value == "-C"]
+        elif program == "alias":
+            strings = [_Word(w.value.split("=", 1)[1], w.dynamic) for w in values if "=" in w.value]
+        elif program in ("source", "."):
+            if values and (values[0].dynamic or values[0].value.startswith(("/dev/stdin", "/dev/fd/", "/proc/self/fd/"))):
+                raise EvalError(f"{program} runs a script that is only known at run time")
+            return
+        else:  # hash
+            if any(w.value.startswith("-") and "p" in w.value[1:] for w in rest):
+                raise EvalError("hash -p makes a name run another program")
+            return
+        for string in strings:
+            if string.dynamic:
+                raise EvalError(f"{program} runs a string that is only known at run time")
+            self.script(string.value, nested=True)
+
     def script(self, text: str, nested: bool) -> None:
         if self.depth >= 8:
             raise EvalError("the command nests shells more than 8 deep")
@@ -495,7 +621,7 @@ class _Walker:
                 self.nested_in(child)
                 assignments.append(self.text(child))
             elif child.type == "command_name":
-                words.append(self.word(child.children[0]) if child.children else _Word(self.text(child), True))
+                words.extend(self.braced(child.children[0]) if child.children else [_Word(self.text(child), True)])
             elif child.type == "file_redirect":
                 destination = child.child_by_field_name("destination")
                 if destination is not None:
@@ -505,7 +631,7 @@ class _Walker:
                 fed = [self.word(c) for c in child.children if c.is_named]
                 herestrings.append(_Word(" ".join(w.value for w in fed), any(w.dynamic for w in fed)))
             elif child.is_named:
-                words.append(self.word(child))
+                words.extend(self.braced(child))
         inner = self.commands[start:]
         del self.commands[start:]
         if words:
@@ -519,6 +645,7 @@ class _Walker:
                     if fed.dynamic:
                         raise EvalError(f"{first.program} reads a script that is only known at run time")
                     self.script(fed.value, nested=True)
+                self.fed.add(id(first))
         self.commands.extend(inner)
 
     def emit(self, words: list[_Word], assignments, redirects, nested, text, wrappers) -> None:
@@ -531,20 +658,30 @@ class _Walker:
                 inner, more_assignments = unwrapped
                 self.emit(inner, assignments + more_assignments, redirects, nested, text, wrappers + (program,))
                 return
+        if program in _RESERVED and not program_word.dynamic:
+            raise EvalError(f"the keyword '{program}' stands where a command should (after time or coproc?): "
+                            "the commands it runs cannot be read reliably")
         argv = tuple(w.value for w in words)
         dynamic = any(w.dynamic for w in words)
         flags, args = split_flags(program, [w.value for w in rest])
-        self.commands.append(
-            Command(program=program, path=program_word.value, argv=argv, args=args, flags=flags, redirects=redirects,
-                    wrappers=wrappers, assignments=assignments, nested=nested, dynamic=dynamic, text=text)
-        )
+        command = Command(program=program, path=program_word.value, argv=argv, args=args, flags=flags, redirects=redirects,
+                          wrappers=wrappers, assignments=assignments, nested=nested, dynamic=dynamic, text=text)
+        self.commands.append(command)
         # Commands that run other commands.
         if program in SHELLS:
-            script = _shell_script(rest)
+            script = _shell_script(rest) if program != "fish" else (_dash_c_script(rest) or _fish_init(rest))
             if script is not None:
                 if script.dynamic:
                     raise EvalError(f"{program} -c runs a script that is only known at run time")
                 self.script(script.value, nested=True)
+            elif _reads_script_from_stdin(rest) and not _shell_operands(rest):
+                self.stdin_shells.append(command)  # an error unless a heredoc or here-string here feeds it
+        elif program in ("su", "script", "flock") and (inner_script := _dash_c_script(rest)) is not None:
+            if inner_script.dynamic:
+                raise EvalError(f"{program} -c runs a command that is only known at run time")
+            self.script(inner_script.value, nested=True)
+        elif program in ("trap", "mapfile", "readarray", "alias", "source", ".", "hash"):
+            self.runs_strings(program, rest)
         elif program == "eval" and rest:
             words = rest[1:] if rest[0].value == "--" else rest
             if any(w.dynamic for w in words):
@@ -553,6 +690,8 @@ class _Walker:
         elif program == "find":
             for inner in _find_exec_commands(rest):
                 if inner:
+                    if inner[0].value == "{}":  # `-exec {} ...`: the program is each file found
+                        inner = [_Word("{}", True)] + inner[1:]
                     self.emit(inner, (), (), True, text, ())
         elif program == "watch":
             inner = _watch_command(rest)
@@ -565,6 +704,47 @@ class _Walker:
             self.emit(_xargs_command(rest), (), (), True, text, ())
             first = self.commands[before]
             self.commands[before] = Command(**{**_as_dict(first), "dynamic": True})  # its arguments come from stdin
+
+
+def _shell_operands(rest: list[_Word]) -> list[str]:
+    """The words of a shell's command line that are neither options nor their values: a script
+    file and its arguments (`bash deploy.sh x`). `-s` means the script still comes from stdin."""
+    if any(w.value == "-s" or (w.value.startswith("-") and not w.value.startswith("--") and "s" in w.value[1:]) for w in rest):
+        return []
+    out, i = [], 0
+    while i < len(rest):
+        word = rest[i].value
+        if word == "--":
+            return [w.value for w in rest[i + 1 :]]
+        if word.split("=", 1)[0] in _SHELL_VALUE_OPTIONS:
+            i += 1 if "=" in word else 2
+            continue
+        if word.startswith("-") or word.startswith("+"):
+            i += 1
+            continue
+        return [w.value for w in rest[i:]]
+    return out
+
+
+def _fish_init(rest: list[_Word]) -> _Word | None:
+    """fish -C CMD / --init-command CMD: a command fish runs before anything else."""
+    for i, word in enumerate(rest):
+        if word.value in ("-C", "--init-command") and i + 1 < len(rest):
+            return rest[i + 1]
+        if word.value.startswith("--init-command="):
+            return _Word(word.value.split("=", 1)[1], word.dynamic)
+    return None
+
+
+def _dash_c_script(rest: list[_Word]) -> _Word | None:
+    """The command string of `su -c CMD`, `script -c CMD`, `flock FILE -c CMD` (also `--command`)."""
+    for i, word in enumerate(rest):
+        cluster = word.value.startswith("-") and not word.value.startswith("--") and word.value.endswith("c")
+        if (word.value == "--command" or cluster) and i + 1 < len(rest):  # -c, or a cluster ending in it (-qc)
+            return rest[i + 1]
+        if word.value.startswith("--command="):
+            return _Word(word.value.split("=", 1)[1], word.dynamic)
+    return None
 
 
 def _as_dict(cmd: Command) -> dict:
@@ -634,7 +814,7 @@ def _unwrap(program: str, rest: list[_Word]) -> tuple[list[_Word], tuple[str, ..
 def _split_string(text: str) -> list[_Word]:
     """`env -S STRING`: the words env splits STRING into (its quoting is close to the shell's)."""
     try:
-        parts = shlex.split(text)
+        parts = shlex.split(text.replace("\\_", " "))  # env's own escape: \_ is a space
     except ValueError:
         raise EvalError("env -S holds a string that cannot be split into words") from None
     return [_Word(part, "$" in part) for part in parts]
@@ -652,9 +832,12 @@ def _shell_script(rest: list[_Word]) -> _Word | None:
         if word.split("=", 1)[0] in _SHELL_VALUE_OPTIONS:
             i += 1 if "=" in word else 2
             continue
-        if word.startswith("-") and not word.startswith("--") and "c" in word[1:]:
+        if word.startswith(("-", "+")) and not word.startswith("--") and "c" in word[1:]:
             script_follows = True
-            i += 1
+            i += 1 + sum(word[1:].count(o) for o in "oO")  # `bash -co posix SCRIPT`: o's value comes first
+            continue
+        if word.startswith(("-", "+")) and not word.startswith("--") and any(o in word[1:] for o in "oO"):
+            i += 1 + sum(word[1:].count(o) for o in "oO")
             continue
         if word.startswith("-") or word.startswith("+"):
             i += 1
@@ -677,7 +860,7 @@ def _find_exec_commands(rest: list[_Word]) -> list[list[_Word]]:
             j = i + 1
             while j < len(rest) and rest[j].value not in (";", "+"):
                 j += 1
-            out.append([w for w in rest[i + 1 : j] if w.value != "{}"] or [])
+            out.append(list(rest[i + 1 : j]))  # `{}` stays: each file found (as the program, `-exec {} ...`)
             i = j
         i += 1
     return out
@@ -791,6 +974,7 @@ def splice_continuations(text: str) -> str:
         return text
     out: list[str] = []
     stack = ["N"]  # N plain, P inside $( ), B backticks, D "...", S '...', A $'...', C a comment
+    unsure = False  # a `<<` whose delimiter never came
     pending: list[tuple[str, bool]] = []  # heredocs opened on this line: (delimiter, strip tabs)
     i, n = 0, len(text)
     while i < n:
@@ -798,6 +982,8 @@ def splice_continuations(text: str) -> str:
         nxt = text[i + 1] if i + 1 < n else ""
         if top in "NPBD" and ch == "\\":
             if nxt == "\n":
+                if out and out[-1].endswith("<") and text.startswith("<", i + 2):
+                    raise EvalError("a line continuation inside `<<` cannot be read as bash would")
                 i += 2  # the continuation: both characters go
                 continue
             out.append(text[i : i + 2])
@@ -846,7 +1032,7 @@ def splice_continuations(text: str) -> str:
                 stack.append("P")
             elif ch == ")" and top == "P":
                 stack.pop()
-            elif ch == "#" and (i == 0 or text[i - 1] in " \t\n;&|()<>"):
+            elif ch == "#" and (i == 0 or text[i - 1] in " \t\n;&|(<>"):  # `$(x)#y` is one word
                 stack.append("C")
             elif ch == "<" and text.startswith("<<", i) and not text.startswith("<<<", i):
                 strip = text.startswith("<<-", i)
@@ -854,6 +1040,8 @@ def splice_continuations(text: str) -> str:
                 m = _HEREDOC_DELIMITER.match(text, start)
                 if m:
                     word = m.group(1)
+                    if "\\\n" in word:
+                        raise EvalError("a line continuation inside a heredoc's delimiter cannot be read as bash would")
                     delimiter = _QUOTE_REMOVAL.sub(lambda g: g.group(1) or g.group(2) or g.group(3) or "", word)
                     pending.append((delimiter, strip))
                     out.append(text[i : m.end()])
@@ -863,24 +1051,29 @@ def splice_continuations(text: str) -> str:
                 out.append(ch)
                 i += 1
                 for delimiter, strip in pending:  # the bodies follow, one after the other, verbatim
+                    found = False
                     while i < n:
                         end = text.find("\n", i)
                         line = text[i:] if end < 0 else text[i : end + 1]
                         out.append(line)
                         i += len(line)
                         if (line.rstrip("\n").lstrip("\t") if strip else line.rstrip("\n")) == delimiter:
+                            found = True
                             break
+                    unsure |= not found  # `$((1<<2))` is no heredoc: what followed was not read
                 pending = []
                 continue
         out.append(ch)
         i += 1
     spliced = "".join(out)
-    if stack != ["N"] and re.search(r"[^\s]\\\n[^\s]", spliced):
+    if (stack != ["N"] or unsure) and re.search(r"[^\s]\\\n[^\s]", spliced):
         raise EvalError("a line continuation joins words inside quoting that does not close; it cannot be read as bash would")
     return spliced
 
 
 def _parse(text: str, depth: int, nested: bool) -> list[Command]:
+    if len(text) > MAX_SHELL_TEXT:
+        raise EvalError(f"the command is longer than {MAX_SHELL_TEXT:,} characters")
     text = splice_continuations(text)
     source = text.encode("utf-8", "surrogatepass")
     # tree-sitter-bash's scanner can read out of bounds on some characters outside the Basic
@@ -895,6 +1088,10 @@ def _parse(text: str, depth: int, nested: bool) -> list[Command]:
         raise EvalError(f"the command is not valid shell syntax{where}")
     walker = _Walker(source, depth)
     walker.walk(tree.root_node, nested)
+    for shell in walker.stdin_shells:
+        if id(shell) not in walker.fed:
+            raise EvalError(f"{shell.program} reads its script from standard input (a pipe or a file), which this "
+                            "command does not show")
     return walker.commands
 
 

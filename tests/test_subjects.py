@@ -367,3 +367,31 @@ def test_ansi_c_strings_decode_as_bash_does(text, value):
     from dsl.subjects import _ansi_c
 
     assert _ansi_c(text) == value
+
+
+@pytest.mark.parametrize(
+    "word, words",
+    [
+        ("r{m,}", ["rm", "r"]),
+        ("f{1..3}", ["f1", "f2", "f3"]),
+        ("{3..1}", ["3", "2", "1"]),
+        ("{a..e..2}", ["a", "c", "e"]),
+        ("x{a,b{c,d}}y", ["xay", "xbcy", "xbdy"]),
+        ("{x}", ["{x}"]),
+        ("a{}b", ["a{}b"]),
+        ("src/{a,b}/{c,d}", ["src/a/c", "src/a/d", "src/b/c", "src/b/d"]),
+    ],
+)
+def test_brace_expansion_gives_the_words_bash_gives(word, words):
+    from dsl.subjects import brace_expand
+
+    assert brace_expand(word) == words
+
+
+def test_a_brace_expansion_past_its_limit_is_an_error():
+    from dsl.subjects import brace_expand
+
+    with pytest.raises(EvalError):
+        brace_expand("{1..100000}")
+    with pytest.raises(EvalError):
+        brace_expand("{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}")
