@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from operator import attrgetter
 from typing import Any, Callable, NamedTuple
 
@@ -202,10 +203,12 @@ def _compile_or(fns: list[Fn]) -> Fn:
     return test
 
 
+@lru_cache(maxsize=4096)
 def _key_text(base: str, keys: tuple[str | int, ...]) -> str:
     return ast.Path(base, keys, None).text if base.isidentifier() else base + ast.Path("_", keys, None).text[1:]
 
 
+@lru_cache(maxsize=4096)  # rules read the same fields: one reader each (it keeps no state)
 def _reader(base: str, keys: tuple[str | int, ...]) -> Callable[[Any], Any]:
     """A function reading `keys` (fields and indexes) from a value, raising EvalError with the
     source spelling (`args.items[0]`) of whatever is missing or of the wrong type."""
