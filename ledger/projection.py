@@ -537,7 +537,8 @@ def _head_still_there(root: Path, meta: dict) -> str | None:
     except OSError:
         return f"{path.name}, which holds the last line projected, cannot be read"
     if not text.endswith(b"\n"):
-        return f"the log is shorter than the projection ({path.name} ends before the last line projected)"
+        return (f"{path.name} no longer holds the last line projected at the offset it was read from "
+                "(a redaction rewrites a segment; a truncation cuts it)")
     try:
         body, digest, _ = ln.split(text)
     except ln.LineError:
