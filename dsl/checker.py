@@ -204,6 +204,13 @@ class _Checker:
                 self.warning(f"tool '{selector.pattern}' is listed twice", selector.span)
             seen_patterns.add(selector.pattern)
         covered = self.selected_tools(rule) if self.tools is not None else []
+        cond = rule.condition
+        if (rule.effect in ("deny", "ask") and isinstance(cond, ast.Quantifier) and cond.kind == "all"
+                and isinstance(cond.source, ast.Call) and cond.source.name == "shell"):
+            self.warning(
+                f"this {rule.effect} applies only when every command of the string matches, so `ls; rm x` slips past",
+                cond.span, f"a {rule.effect} on commands usually means `any c in shell(...)`",
+            )
         if rule.condition is not None:
             if covered:
                 self.schema_condition(rule.condition, covered)
@@ -711,17 +718,17 @@ class _Checker:
                 return expr.name
             if expr.name == "url" and keys in (("host",), ("scheme",)):
                 return keys[0]
-            if expr.name == "path" and keys == ("ext",):
-                return "ext"
-            if expr.name == "shell" and len(keys) == 2 and isinstance(keys[0], int) and keys[1] in ("program", "flags"):
+            if expr.name == "path" and keys in (("ext",), ("parts",)):
+                return keys[0]
+            if expr.name == "shell" and len(keys) == 2 and isinstance(keys[0], int) and keys[1] in _COMMAND_FORMS:
                 return keys[1]
         if isinstance(expr, ast.Path) and expr.root in self.scope and len(keys) <= 1:
             kind, field = self.scope[expr.root], keys[0] if keys else None
-            if kind == COMMAND and field in ("program", "flags"):
+            if kind == COMMAND and field in _COMMAND_FORMS:
                 return field
             if kind == URL and field in ("host", "scheme"):
                 return field
-            if kind == PATH and field in (None, "ext"):
+            if kind == PATH and field in (None, "ext", "parts"):
                 return field or "path"
         return None
 
@@ -765,6 +772,7 @@ class _Checker:
             self.error(f"'{shown}' looks for {_article(item)} in a list of {' and '.join(sorted(kinds))} values", span)
 
 
+_COMMAND_FORMS = ("program", "flags", "wrappers", "args")
 _BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
 
 
@@ -794,8 +802,19 @@ def _never(form: str, op: str, text: str) -> str | None:
             return f"path() is absolute and normalized (no ~, . or .., // or trailing /), and {json.dumps(text)} is not; use glob or under for relative patterns"
     if form == "ext" and op in ("==", "!=", "in", "not_in") and text and not text.startswith("."):
         return f"a path's ext starts with its dot (\".{text}\")"
-    if form == "program" and whole and "/" in text:
-        return f"a command's program is the basename; compare .path for {json.dumps(text)}"
+    if form == "program" and whole and ("/" in text or " " in text):
+        return (f"a command's program is the basename; compare .path for {json.dumps(text)}" if " " not in text
+                else f"a command's program is one word; {json.dumps(text)} has its arguments (use .argv startswith [...])")
+    if form == "wrappers" and whole and ("/" in text or " " in text):
+        return f"wrappers are kept by their basename (\"{text.rsplit('/', 1)[-1]}\")"
+    if form == "args" and whole and text.startswith("-") and len(text) > 1:
+        return f"args holds the words that are not flags: {json.dumps(text)} is in .flags (without dashes), or search .argv"
+    if form == "host" and whole and ("/" in text or "://" in text):
+        return f"a URL's host has no scheme or path ({json.dumps(text)})"
+    if form == "scheme" and whole and (":" in text or "/" in text):
+        return f"a URL's scheme is written without ':' or '//' (\"{text.split(':', 1)[0]}\")"
+    if form == "parts" and whole and "/" in text:
+        return f"a path's parts are single names, without '/' ({json.dumps(text)})"
     if form == "flags" and whole and text.startswith("-"):
         return f"flags are kept without their dashes (\"{text.lstrip('-')}\")"
     return None

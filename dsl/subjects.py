@@ -185,6 +185,14 @@ FLAG_ALIASES: dict[str, dict[str, str]] = {
     "tar": {"x": "extract", "c": "create", "f": "file", "z": "gzip", "v": "verbose"},
     "find": {},
     "kill": {},
+    # long options that write or run, so that a GNU abbreviation (`sort --comp=sh`) resolves to them
+    "sort": {"o": "output", "T": "temporary-directory", "m": "merge", "u": "unique", "r": "reverse",
+             "compress-program": "compress-program", "files0-from": "files0-from", "random-source": "random-source"},
+    "tree": {"o": "output"},
+    "du": {"files0-from": "files0-from"},
+    "wc": {"files0-from": "files0-from"},
+    "diff": {"from-file": "from-file", "to-file": "to-file", "output": "output"},
+    "grep": {"f": "file", "r": "recursive", "R": "dereference-recursive"},
 }
 
 # Wrappers run the command that follows them. Each entry: the options that take a value (the next
@@ -330,6 +338,7 @@ def _unescape_double(text: str) -> str:
 
 
 _SUBSCRIPT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[(.*(?:\$\(|`).*)\]", re.DOTALL)  # name[...$(...)...]
+_QUOTED_PARTS = re.compile(r"\$?'[^']*'|\"(?:[^\"\\]|\\.)*\"|\\.", re.DOTALL)
 _BRACES = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")
 
 
@@ -394,7 +403,8 @@ class _Walker:
         kind = node.type
         if kind == "word":
             raw = self.text(node)
-            return _Word(_unescape_unquoted(raw), any(ch in raw for ch in "*?[") and "\\" not in raw)
+            unescaped = re.sub(r"\\.", "", raw, flags=re.DOTALL)  # a glob character a backslash quotes is no glob
+            return _Word(_unescape_unquoted(raw), any(ch in unescaped for ch in "*?["))
         if kind == "number":
             return _Word(self.text(node), False)
         if kind == "raw_string":
@@ -440,8 +450,12 @@ class _Walker:
         them holding `{a,b}` or `{1..3}`); quoted or expanded text is not brace-expanded here."""
         word = self.word(node)
         raw = self.text(node)
-        if word.dynamic or not _BRACES.search(raw) or any(ch in raw for ch in "'\"\\$`"):
+        if word.dynamic or not _BRACES.search(raw):
             return [word]
+        if any(ch in raw for ch in "'\"\\$`"):
+            # quoting mixed with braces (`r{m,}''`): which braces are live is not worked out here
+            unquoted = _QUOTED_PARTS.sub("", raw)
+            return [_Word(word.value, True)] if ("{" in unquoted and "}" in unquoted) else [word]
         return [_Word(value, False) for value in brace_expand(word.value)]
 
     def nested_in(self, node) -> None:
@@ -476,14 +490,22 @@ class _Walker:
             for child in [*node.children, *nested_redirects]:
                 if child.type == "file_redirect":
                     destination = child.child_by_field_name("destination")
-                    if destination is not None and child.children[0].type not in (">&", "<&") and not (
+                    if destination is None:
+                        continue
+                    duplicates = child.children[0].type in (">&", "<&") or (
                         len(child.children) > 1 and child.children[1].type in (">&", "<&")
-                    ):
-                        targets.append(self.word(destination).value)
+                    )
+                    target = self.word(destination)
+                    # `2>&1` and `>&-` copy or close a descriptor; `>& FILE` writes FILE (and stderr)
+                    if not duplicates or target.dynamic or not (target.value.isdigit() or target.value == "-"):
+                        targets.append(target.value)
             body = node.child_by_field_name("body")
             before = len(self.commands)
             if body is not None:
                 self.walk(body, nested, redirects + tuple(targets))
+                if targets and len(self.commands) == before:  # `[[ -f x ]] > f` still writes f
+                    self.commands.append(Command(program="", path="", argv=(), args=(), flags=(), redirects=redirects + tuple(targets),
+                                                 nested=nested, text=self.text(node)))
             # `sh <<EOF`: a shell with no -c reads its script from the heredoc
             first = self.commands[before] if len(self.commands) > before else None
             reads_script = first is not None and first.program in SHELLS and _reads_script_from_stdin(
@@ -527,8 +549,18 @@ class _Walker:
         if kind == "heredoc_redirect":
             self.heredoc(node, nested, False)
             return
+        if kind == "for_statement":
+            # `for HOME in DIR; do git status; done`: the loop variable is set (and exported if it
+            # was) for the body, like an assignment statement
+            variable = node.child_by_field_name("variable")
+            # an upper-case name is an environment variable's (HOME, PATH, GIT_DIR): exported if it
+            # was, so the body's programs see it; `for f in *.md` changes nothing they read
+            if variable is not None and self.text(variable).isupper():
+                name = self.text(variable)
+                self.commands.append(Command(program="", path="", argv=(), args=(), flags=(), assignments=(f"{name}=",),
+                                             nested=nested, dynamic=True, text=self.text(node)))
         for child in node.children:
-            self.walk(child, nested)
+            self.walk(child, nested, redirects)  # a group's redirections apply to every command in it
 
     def heredoc(self, node, nested: bool, feeds_shell: bool) -> None:
         """A heredoc, possibly piped into more commands (`cat <<'EOF' | sh`). When a shell reads
@@ -676,6 +708,10 @@ class _Walker:
                 self.script(script.value, nested=True)
             elif _reads_script_from_stdin(rest) and not _shell_operands(rest):
                 self.stdin_shells.append(command)  # an error unless a heredoc or here-string here feeds it
+        elif program == "flock" and _dash_c_script(rest) is None:
+            inner = _flock_command(rest)  # `flock FILE CMD ...` runs CMD holding the lock
+            if inner:
+                self.emit(inner, (), (), True, text, wrappers + ("flock",))
         elif program in ("su", "script", "flock") and (inner_script := _dash_c_script(rest)) is not None:
             if inner_script.dynamic:
                 raise EvalError(f"{program} -c runs a command that is only known at run time")
@@ -724,6 +760,18 @@ def _shell_operands(rest: list[_Word]) -> list[str]:
             continue
         return [w.value for w in rest[i:]]
     return out
+
+
+def _flock_command(rest: list[_Word]) -> list[_Word]:
+    """The command of `flock [options] FILE|FD CMD ...` (util-linux)."""
+    i = 0
+    while i < len(rest) and rest[i].value.startswith("-") and rest[i].value != "--":
+        name = rest[i].value.split("=", 1)[0]
+        takes = name in ("-w", "--timeout", "--wait", "-E", "--conflict-exit-code") and "=" not in rest[i].value
+        i += 2 if takes else 1
+    if i < len(rest) and rest[i].value == "--":
+        i += 1
+    return rest[i + 1 :]  # after the lock file (or descriptor)
 
 
 def _fish_init(rest: list[_Word]) -> _Word | None:
@@ -924,7 +972,8 @@ def split_flags(program: str, words: list[str]) -> tuple[tuple[str, ...], tuple[
             args.append(word)
             continue
         if word == "--":
-            positional = True
+            if program != "find":  # find's `--` ends its options; the expression (-delete) follows
+                positional = True
             continue
         if word.startswith("--") or (program in SINGLE_DASH_LONG and len(word) > 2):
             name = word.lstrip("-").split("=", 1)[0]

@@ -363,6 +363,13 @@ def test_an_unconditional_ask_on_some_of_the_same_tools_is_an_overlap_note():
         ('any c in shell(args.c): "/usr/bin/rm" contains c.program', None),
         ('lower(args.q) glob "*[!A-Z]*"', None),
         ('"DROP" in lower(args.q)', "lower() gives lower case"),
+        ('any c in shell(args.c): c.program == "rm -rf"', "is one word"),
+        ('any c in shell(args.c): c.wrappers contains "/usr/bin/sudo"', 'by their basename ("sudo")'),
+        ('any c in shell(args.c): c.args contains "-rf"', "args holds the words that are not flags"),
+        ('url(args.u).host == "https://evil.com"', "has no scheme or path"),
+        ('url(args.u).scheme == "http:"', 'without \':\' or \'//\' ("http")'),
+        ('path(args.p).parts contains ".ssh/id_rsa"', "single names"),
+        ('any c in shell(args.c): c.args contains "-"', None),  # `-` (stdin) is an argument
     ],
 )
 def test_a_literal_a_normalized_value_never_equals_is_a_warning(condition, warning):
@@ -390,3 +397,11 @@ def test_a_bidirectional_control_character_is_a_warning_at_its_column():
     (w,) = policy.warnings
     assert (w.span.line, w.span.column) == (1, 36) and "U+202E" in w.message
     assert Policy.from_text('deny Bash when args.command == "rm \\u202e" reason "x"\n').warnings == []  # an escape is visible
+
+
+def test_a_deny_with_all_over_shell_is_a_warning():
+    """`deny ... when all c in shell(...)` fires only when every command matches: `ls; rm x`
+    slips past a deny meant for rm."""
+    policy = Policy.from_text('deny Bash when all c in shell(args.command): c.program == "rm" reason "r"\n')
+    assert any("slips past" in w.message for w in policy.warnings)
+    assert not Policy.from_text('allow Bash when all c in shell(args.command): c.program == "ls"\n').warnings
