@@ -90,7 +90,7 @@ def eval_(
     Example: countersign policy eval samples/retail.policy --tool cancel_pending_order
     --args '{"order_id": "#W1", "reason": "ordered by mistake"}'
     """
-    from ledger.jsoninput import parse_json_object
+    from dsl.jsoninput import parse_json_object
 
     if not tool.strip():
         fail("--tool must name a tool", EXIT_USAGE)
@@ -129,7 +129,7 @@ def explain_(
     """
     from cli.render_policy import explanation_lines
     from dsl.explain import explain
-    from ledger.jsoninput import parse_json_object
+    from dsl.jsoninput import parse_json_object
 
     if not tool.strip():
         fail("--tool must name a tool", EXIT_USAGE)

@@ -41,6 +41,7 @@ import msgspec
 
 from dsl import ast
 from dsl.decision import EFFECTS
+from dsl.jsoninput import STRICT
 from dsl.parser import parse
 from dsl.policy import Policy
 
@@ -130,28 +131,6 @@ def default_cases_path(policy_path: str | Path) -> Path:
 _WS = " \t\r\f"
 
 
-def _no_duplicate_keys(pairs: list) -> dict:
-    keys = [k for k, _ in pairs]
-    if len(set(keys)) != len(keys):
-        raise ValueError(f"the key {next(k for k in keys if keys.count(k) > 1)!r} appears twice")
-    return dict(pairs)
-
-
-def _not_json(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON value")
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if value in (float("inf"), float("-inf")):
-        raise ValueError(f"{text} is too large for a number")
-    return value
-
-
-# The same strict JSON as `policy eval --args`: no repeated keys (which value would a tool see?),
-# no NaN or Infinity, no number too large for a double.
-_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys, parse_constant=_not_json, parse_float=_finite)
-
 
 def parse_cases(text: str, source: str = "<cases>") -> list[Case]:
     """Every case of a cases file, in order. Raises `CasesError` at the first malformed line."""
@@ -226,7 +205,8 @@ class _Reader:
 
     def json_value(self, what: str) -> Any:
         try:
-            value, end = _DECODER.raw_decode(self.text, self.pos)
+            # the strict JSON of `policy eval --args` (dsl.jsoninput): no repeated key, NaN or Infinity
+            value, end = STRICT.raw_decode(self.text, self.pos)
         except json.JSONDecodeError as exc:
             raise self.error(f"{what}: not valid JSON ({exc.msg})", exc.pos) from None
         except ValueError as exc:

@@ -562,22 +562,9 @@ def _fast_path(path: ast.Path, item_var: str | None) -> Fn:
 
 
 def _make_path(raw: Any, env: Env) -> subjects.PathValue:
-    """`subjects.make_path(raw, cwd, home)`. An absolute path that is already normalized (no
-    empty, "." or ".." segment, no trailing "/") and holds none of the characters make_path
-    refuses (NUL, "$", "`", a backslash) is its own normalized form; anything else goes to
-    make_path."""
-    if (
-        type(raw) is str
-        and raw[:1] == "/"
-        and "//" not in raw
-        and "/./" not in raw
-        and "/../" not in raw
-        and "\\" not in raw
-        and "$" not in raw
-        and "`" not in raw
-        and "\x00" not in raw
-        and (raw == "/" or not raw.endswith(_NOT_NORMAL_ENDS))
-    ):
+    """`subjects.make_path(raw, cwd, home)`, without its work for a path that is already its own
+    normalized form (`_plain_path`)."""
+    if _plain_path(raw) is not _MISSING:
         return subjects.PathValue(raw)
     return subjects.make_path(raw, env.cwd(), env.home_dir())
 
@@ -1539,8 +1526,9 @@ def _hashable(value: Any) -> bool:
 
 
 def _plain_path(raw: Any) -> Any:
-    """The text of `path(raw)` when raw is an absolute path already normalized (see _make_path),
-    else _MISSING (the predicate decides)."""
+    """The text of `path(raw)` when raw is an absolute path already normalized (no empty, "." or
+    ".." segment, no trailing "/") holding none of the characters make_path refuses (NUL, "$",
+    "`", a backslash): it is then its own normalized form. Else _MISSING (make_path decides)."""
     if (
         type(raw) is str
         and raw[:1] == "/"

@@ -44,6 +44,7 @@ from typing import Annotated, Iterator, Literal
 
 import msgspec
 
+from dsl.jsoninput import strict_decoder
 from ledger import events as ev
 from ledger import lines, merkle
 from ledger.clock import Clock, format_ts, parse_ts, utc_now
@@ -943,21 +944,13 @@ def make_proof(path: str | Path, seq: int, checkpoint: Checkpoint | None = None)
     )
 
 
-def _no_duplicates(pairs):
-    keys = [k for k, _ in pairs]
-    if len(set(keys)) != len(keys):
-        raise MalformedError("the proof repeats a member")
-    return dict(pairs)
-
-
 def _bounded_int(text: str) -> int:
     if len(text.lstrip("-")) > 20:  # beyond any seq or size (and Python's int parsing limit)
         raise MalformedError(f"malformed proof: it holds a number of {len(text)} digits")
     return int(text)
 
 
-def _no_constant(name: str):
-    raise MalformedError(f"the proof is not JSON: {name} is not a JSON number")
+_PROOF_DECODER = strict_decoder(parse_int=_bounded_int)  # dsl.jsoninput's rules, integers bounded
 
 
 def parse_proof(data: bytes) -> ProofFile:
@@ -966,9 +959,7 @@ def parse_proof(data: bytes) -> ProofFile:
     MalformedError, for input of any shape (nested a million levels deep, a number of thousands
     of digits)."""
     try:
-        value = json.loads(
-            data.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_int=_bounded_int, parse_constant=_no_constant
-        )
+        value = _PROOF_DECODER.decode(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise MalformedError(f"the proof is not JSON: {exc}") from None
     except RecursionError:

@@ -47,7 +47,7 @@ from dsl import Policy
 from ledger.clock import ManualClock, parse_duration
 from ledger.digest import ArgumentsError, encode_arguments
 from ledger.gate import Gate, GateError
-from ledger.jsoninput import json_kind, parse_json_object
+from dsl.jsoninput import json_kind, parse_json_object
 from ledger.workflow import RequestState, Violation
 
 DEFAULT_START = datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)

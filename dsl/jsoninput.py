@@ -1,4 +1,5 @@
-"""Strict JSON input from users: no duplicate keys, no NaN or Infinity, no number too large for a
+"""Strict JSON input from users (arguments and contexts on the command line, calls files, policy
+cases files, proofs): no duplicate keys, no NaN or Infinity, no number too large for a
 double (Python's json module would read 1e400 as infinity).
 
 A duplicate key is refused rather than resolved: if the policy saw one value and the tool the
@@ -32,6 +33,17 @@ def _finite_float(text: str) -> float:
     return value
 
 
+def strict_decoder(parse_int: Any = None) -> json.JSONDecoder:
+    """A json.JSONDecoder with these rules (its `raw_decode` reads a value inside longer text);
+    `parse_int` as json's, to bound integers. Raises ValueError for what the rules refuse."""
+    return json.JSONDecoder(
+        object_pairs_hook=_no_duplicates, parse_constant=_reject_constant, parse_float=_finite_float, parse_int=parse_int
+    )
+
+
+STRICT = strict_decoder()
+
+
 def json_kind(value: Any) -> str:
     """'an object', 'a list', 'a string', 'a boolean', 'null' or 'a number'."""
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
@@ -42,9 +54,7 @@ def json_kind(value: Any) -> str:
 def parse_json(text: str, what: str) -> Any:
     """Parse strict JSON. Raises ValueError naming `what` and the column of the problem."""
     try:
-        return json.loads(
-            text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant, parse_float=_finite_float
-        )
+        return STRICT.decode(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{what} is not valid JSON: {exc.msg} at column {exc.colno}") from None
     except ValueError as exc:
