@@ -734,7 +734,7 @@ def _verify_incremental(path, checkpoint: Checkpoint, check: CheckpointCheck, ex
     """
     import hashlib as _hashlib
 
-    from ledger.verify import Problem, Redactions, Report, check_record, complete_torn_tail
+    from ledger.verify import Problem, Redactions, Report, check_record, finish_report
     from ledger.workflow import Violation, Workflow
 
     report = Report(path=str(path))
@@ -814,36 +814,12 @@ def _verify_incremental(path, checkpoint: Checkpoint, check: CheckpointCheck, ex
         return report
     if report.count == 0:
         return bad("format", "the ledger has no events", 1)
-    if reader.torn is not None:
-        t = reader.torn
-        completed = complete_torn_tail(t, expected, prev, prev_ts, workflow, redactions) if expected > m else None
-        if isinstance(completed, Problem):
-            report.problem = completed
-            return report
-        if completed is not None:  # as verify counts it (ledger.verify)
-            stream.append(merkle.leaf_hash(bytes.fromhex(completed.hash)))
-            report.count, report.head = completed.seq, completed.hash
-            if expect_head is not None and completed.hash == expect_head:
-                head_seen_at = completed.seq
-            report.warnings.append(
-                f"{t.segment}: the last event (seq {completed.seq}) lacks its line feed; it is counted, and a writer "
-                "restores the line feed"
-            )
-        else:
-            report.warnings.append(
-                f"{t.segment} ends in a torn line ({len(t.fragment)} bytes at offset {t.offset}) that was never "
-                "acknowledged; the next writer moves it to quarantine/"
-            )
-    if expect_head is not None:
-        if head_seen_at is None:
-            report.problem = Problem(None, "head", f"the expected head {expect_head} is not in this ledger: it was truncated or rewritten")
-            return report
-        if head_seen_at != report.count:
-            report.warnings.append(f"the expected head is seq {head_seen_at}; {report.count - head_seen_at} events follow it")
-    report.statuses = workflow.status_counts()
-    for state in workflow.requests.values():
-        if state.status == "interrupting":
-            report.warnings.append(f"request {state.request} is an ask with no interrupt recorded")
+    completed = finish_report(report, reader, expected, prev, prev_ts, workflow, redactions, expect_head, head_seen_at,
+                              complete_tail=expected > m)
+    if report.problem is not None:
+        return report
+    if completed is not None:  # counted as verify counts it: a leaf of the tree too
+        stream.append(merkle.leaf_hash(bytes.fromhex(completed.hash)))
     report.warnings.append(
         f"incremental: events 1 to {min(m, report.count)} were checked against the checkpoint's root, "
         "not in full (their arguments and context were not checked)"

@@ -129,16 +129,28 @@ def verify(path: str | Path, expect_head: str | None = None) -> Report:
     if report.count == 0:
         report.problem = Problem(1, "format", "the ledger has no events")
         return report
+    finish_report(report, reader, expected, prev, prev_ts, workflow, redactions, expect_head, head_seen_at)
+    return report
+
+
+def finish_report(report: Report, reader, expected: int, prev: str, prev_ts: str, workflow: Workflow, redactions: "Redactions",
+                  expect_head: str | None, head_seen_at: int | None, complete_tail: bool = True):
+    """The end of a verification, after the last complete line (`expected` the next seq, `prev`
+    and `prev_ts` the last line's hash and time): the torn tail of section 6 (counted when it is a
+    whole line continuing the chain and `complete_tail`, else a warning), the expected head, the
+    statuses and the asks never interrupted. Sets `report.problem` on a failure. Returns the Record
+    of a counted tail (the caller may need its hash), else None."""
+    completed = None
     if reader.torn is not None:
         t = reader.torn
-        completed = complete_torn_tail(t, expected, prev, prev_ts, workflow, redactions)
+        completed = complete_torn_tail(t, expected, prev, prev_ts, workflow, redactions) if complete_tail else None
+        if isinstance(completed, Problem):
+            report.problem = completed
+            return None
         if completed is not None:
             # A whole, valid event that lacks only its line feed is an event: a crash can cut the
             # last byte of a write, and ignoring it would let anyone undo the last decision by
             # deleting one byte. (A writer restores the line feed when it opens the ledger.)
-            if isinstance(completed, Problem):
-                report.problem = completed
-                return report
             report.count, report.head = completed.seq, completed.hash
             if expect_head is not None and completed.hash == expect_head:
                 head_seen_at = completed.seq
@@ -153,19 +165,15 @@ def verify(path: str | Path, expect_head: str | None = None) -> Report:
             )
     if expect_head is not None:
         if head_seen_at is None:
-            report.problem = Problem(
-                None,
-                "head",
-                f"the expected head {expect_head} is not in this ledger: it was truncated or rewritten",
-            )
-            return report
+            report.problem = Problem(None, "head", f"the expected head {expect_head} is not in this ledger: it was truncated or rewritten")
+            return completed
         if head_seen_at != report.count:
             report.warnings.append(f"the expected head is seq {head_seen_at}; {report.count - head_seen_at} events follow it")
     report.statuses = workflow.status_counts()
     for state in workflow.requests.values():
         if state.status == "interrupting":
             report.warnings.append(f"request {state.request} is an ask with no interrupt recorded")
-    return report
+    return completed
 
 
 def continues(record, expected: int, prev: str) -> bool:
