@@ -1038,6 +1038,11 @@ def splice_continuations(text: str) -> str:
             out.append(text[i : i + 2])
             i += 2
             continue
+        if top in "NPBD" and ch == "$" and nxt == "(":  # a command substitution, in or out of "..."
+            stack.append("P")
+            out.append("$(")
+            i += 2
+            continue
         if top == "S":
             stack.pop() if ch == "'" else None
         elif top == "A":
@@ -1055,11 +1060,6 @@ def splice_continuations(text: str) -> str:
                 stack.pop()
             elif ch == "`":
                 stack.append("B")
-            elif ch == "$" and nxt == "(":
-                stack.append("P")
-                out.append("$(")
-                i += 2
-                continue
         else:  # N, P, B
             if ch == "'":
                 stack.append("S")
@@ -1072,11 +1072,6 @@ def splice_continuations(text: str) -> str:
                 stack.append("D")
             elif ch == "`":
                 stack.pop() if top == "B" else stack.append("B")
-            elif ch == "$" and nxt == "(":
-                stack.append("P")
-                out.append("$(")
-                i += 2
-                continue
             elif ch == "(" and top == "P":
                 stack.append("P")
             elif ch == ")" and top == "P":

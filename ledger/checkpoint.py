@@ -49,7 +49,7 @@ from ledger import events as ev
 from ledger import lines, merkle
 from ledger.clock import Clock, format_ts, parse_ts, utc_now
 from ledger.fieldpath import FieldPathError, format_field_path, parse_field_path
-from ledger.log import LedgerCorrupt, LedgerError, LedgerReader, LedgerUnreadable, RawLine, list_segments, parse_line, segment_name
+from ledger.log import LedgerCorrupt, LedgerError, LedgerReader, LedgerUnreadable, RawLine, list_segments, parse_line, segment_name, write_all
 
 ORIGIN_PREFIX = "countersign.example/ledger/"
 CHECKPOINTS_DIR = "checkpoints"
@@ -227,9 +227,7 @@ def write_new(path: Path, data: bytes, mode: int) -> None:
     try:
         try:
             os.fchmod(fd, mode)  # whatever the umask
-            payload = memoryview(data)
-            while payload:
-                payload = payload[os.write(fd, payload) :]
+            write_all(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)

@@ -163,6 +163,13 @@ def list_segments(path: Path) -> list[Path]:
     return found
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte of `data` to `fd` (os.write may write fewer). Raises OSError as os.write."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -499,9 +506,7 @@ class Ledger:
             target = qdir / f"{base}.{n}"
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            view = memoryview(fragment)
-            while view:
-                view = view[os.write(fd, view) :]
+            write_all(fd, fragment)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -942,7 +947,7 @@ class Ledger:
                 return
             size_before = self._segment_size
             try:
-                self._write_all(self._fd, payload)
+                write_all(self._fd, payload)
                 _sync(self._fd)
             except OSError:
                 try:  # best effort: leave no partial commit behind; the next writer quarantines what remains
@@ -955,12 +960,6 @@ class Ledger:
             self._broken = exc.strerror or str(exc)
             raise LedgerBroken(f"{self.path}: writing failed ({self._broken}); the writer stopped") from exc
 
-    @staticmethod
-    def _write_all(fd: int, payload: bytes) -> None:
-        view = memoryview(payload)
-        while view:
-            view = view[os.write(fd, view) :]
-
     def _create_segment(self, number: int, payload: bytes) -> None:
         """Segment `number`, holding `payload`, made durable before it appears under its name."""
         target = self.path / segment_name(number)
@@ -969,7 +968,7 @@ class Ledger:
         temp = self.path / temp_name(number)
         fd = os.open(temp, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            self._write_all(fd, payload)
+            write_all(fd, payload)
             _sync(fd)
             os.rename(temp, target)
             _fsync_dir(self.path)

@@ -37,7 +37,7 @@ from ledger import lines
 from ledger.clock import Clock, utc_now
 from ledger.digest import canonical_json, is_marker, redacted_digest, redaction_marker
 from ledger.fieldpath import FieldPathError, format_field_path, parse_field_path, replace, resolve
-from ledger.log import Ledger, LedgerError, LedgerReader, _fsync_dir
+from ledger.log import Ledger, LedgerError, LedgerReader, _fsync_dir, write_all
 from ledger.verify import verify
 from ledger.workflow import FINAL, Workflow
 
@@ -176,9 +176,7 @@ def _rewrite_line(segment: Path, record, new_data: bytes) -> None:
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         try:
-            payload = memoryview(b"\n".join(content))
-            while payload:
-                payload = payload[os.write(fd, payload) :]
+            write_all(fd, b"\n".join(content))
             os.fsync(fd)
         finally:
             os.close(fd)
