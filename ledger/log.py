@@ -355,6 +355,7 @@ class Ledger:
         self.clock = clock
         self.group_window = group_window
         self.recovery: RecoveryNote | None = None  # what opening found
+        self._earlier_notes: list[RecoveryNote] = []  # set by _quarantine, taken by _notes_with_earlier
         self.recoveries: list[RecoveryNote] = []  # every torn tail this writer quarantined
         self.completed_tail = False  # a last line lacking only its line feed was completed
         self.commits = 0  # writes (each with one sync) this writer made; for tests and benchmarks
@@ -436,8 +437,9 @@ class Ledger:
         if self._tip[0] == 0:
             raise LedgerCorrupt(1, "the ledger has segments but no events")
         if self.recovery is not None:
-            self.recoveries.append(self.recovery)
-            self._commit_now(self.recovery.event())
+            for note in self._notes_with_earlier(self.recovery):
+                self.recoveries.append(note)
+                self._commit_now(note.event())
 
     def _commit_now(self, event: Event) -> Record:
         """Append one event the writer itself makes (genesis, recovered). Under the append lock."""
@@ -501,9 +503,16 @@ class Ledger:
         qdir.mkdir(exist_ok=True)
         base = f"{segment.name}.{offset}.torn"
         target, n = qdir / base, 1
+        earlier: list[Path] = []
         while target.exists():
+            earlier.append(target)
             n += 1
             target = qdir / f"{base}.{n}"
+        # A file here with other bytes was cut from this offset by a writer that died before its
+        # `recovered` event was durable (the bytes now here may be that very event, torn): it is
+        # recorded before this one. One with the same bytes was written by a writer that died
+        # before truncating; this quarantine records those bytes.
+        self._earlier_notes = [self._note_for(p, segment.name, offset) for p in earlier if p.read_bytes() != fragment]
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             write_all(fd, fragment)
@@ -570,16 +579,26 @@ class Ledger:
         if not found:
             return None
         _, target = max(found)  # the last one written is the one whose truncation took effect
-        fragment = target.read_bytes()
-        if not fragment:
+        if not target.stat().st_size:
             return None
+        return self._note_for(target, segment_name(self._segment_number), self._segment_size)
+
+    @staticmethod
+    def _note_for(path: Path, segment: str, offset: int) -> RecoveryNote:
+        """The note of the fragment quarantined in `path`, cut from `segment` at `offset`."""
+        fragment = path.read_bytes()
         return RecoveryNote(
-            segment=segment_name(self._segment_number),
-            offset=self._segment_size,
+            segment=segment,
+            offset=offset,
             fragment_bytes=len(fragment),
             fragment_sha256=hashlib.sha256(fragment).hexdigest(),
-            quarantine=f"{QUARANTINE_DIR}/{target.name}",
+            quarantine=f"{QUARANTINE_DIR}/{path.name}",
         )
+
+    def _notes_with_earlier(self, note: RecoveryNote) -> list[RecoveryNote]:
+        """`note`, after the notes of earlier fragments cut from its offset and never recorded."""
+        earlier, self._earlier_notes = self._earlier_notes, []
+        return [*earlier, note]
 
     def _read_head(self, segments: list[Path]) -> tuple[int, str]:
         """Seq and hash of the last event, read from the end of the last non-empty segment."""
@@ -607,12 +626,12 @@ class Ledger:
 
     # --- catching up with other writers (under the append lock) -------------------------------
 
-    def _catch_up(self) -> tuple[bool, RecoveryNote | None]:
+    def _catch_up(self) -> tuple[bool, list[RecoveryNote]]:
         """Bring the head, the active segment and the key index up to date with the files.
 
         Cheap when nothing changed: one stat of the active segment (size and inode) and one of
         the next segment's name. Returns (whether events were found that this writer did not
-        append, the note of a torn tail it quarantined). Raises LedgerCorrupt when the files were
+        append, the notes of the torn tails it quarantined, to record in this order). Raises LedgerCorrupt when the files were
         changed behind the writers' backs (a segment replaced, shrunk or removed)."""
         active = self.path / segment_name(self._segment_number)
         try:
@@ -621,7 +640,7 @@ class Ledger:
             raise LedgerCorrupt(None, f"{active.name}, the segment being appended to, was removed") from None
         following = self.path / segment_name(self._segment_number + 1)
         if st.st_ino == self._ino and st.st_size == self._segment_size and not following.exists():
-            return False, None
+            return False, []
         if st.st_ino != self._ino:
             raise LedgerCorrupt(None, f"{active.name} was replaced by another file; refusing to extend it")
         if st.st_size < self._segment_size:
@@ -640,9 +659,9 @@ class Ledger:
         self._use_segment(last)
         if note is None:
             note = self._unrecorded_quarantine()
-        if note is not None:
-            self.recoveries.append(note)
-        return self._tip != before, note
+        notes = self._notes_with_earlier(note) if note is not None else []
+        self.recoveries.extend(notes)
+        return self._tip != before, notes
 
     def _scan_forward(self, number: int, offset: int) -> None:
         """Read every line from (segment `number`, `offset`) to the end: check that each extends
@@ -725,8 +744,8 @@ class Ledger:
             self._leading = True
         try:
             with self._append_lock():
-                foreign, note = self._catch_up()
-                if note is not None:
+                foreign, notes = self._catch_up()
+                for note in notes:
                     self._commit_now(note.event())
                 if foreign and self._exclusive:
                     self._broken = "events were appended by a writer outside the locking protocol"
@@ -824,15 +843,15 @@ class Ledger:
             if self._broken is not None or self._closed:
                 self._usable()
             with self._append_lock():
-                foreign, note = self._catch_up()
+                foreign, notes = self._catch_up()
                 if foreign and self._exclusive:
                     self._broken = "events were appended by a writer outside the locking protocol"
                     raise ForeignAppend(
                         f"{self.path}: events were appended by a writer that did not take the WRITERS lock; "
                         "this exclusive writer's view is stale: nothing was appended and the writer stopped"
                     )
-                if note is not None:
-                    batch = [_Request([_Item(note.event(), None, None, None)])] + batch
+                if notes:
+                    batch = [_Request([_Item(note.event(), None, None, None) for note in notes])] + batch
                 self._commit_locked(batch)
         except BaseException as exc:
             for request in batch:

@@ -29,6 +29,7 @@ from ledger.log import (
     LedgerLocked,
     LedgerReader,
     LedgerUnreadable,
+    list_segments,
 )
 from ledger.verify import verify
 
@@ -763,3 +764,46 @@ def test_something_named_like_a_segment_that_is_not_a_file_makes_the_ledger_unre
     assert report.exit_code == 2 and "events-00000002.jsonl" in report.unreadable
     with pytest.raises(LedgerUnreadable, match="not a regular file"):
         Ledger(path)
+
+
+def test_a_writer_killed_writing_its_recovered_event_leaves_both_fragments_recorded(tmp_path):
+    """A writer quarantined a torn tail and truncated the segment, then died part way through its
+    `recovered` event, which is the new torn tail at the same offset. The next writer quarantines
+    that one too (.torn.2) and records both, the earlier first; it used to record only the second."""
+    import hashlib
+
+    path = tmp_path / "l"
+    with Ledger(path) as led:
+        led.append(*proposal(1))
+    (segment,) = list_segments(path)
+    offset = segment.stat().st_size
+    first = b'{"body":{"kind":"proposed","seq":3,"ts":"2026-0'  # the first writer's torn tail, already cut off
+    (path / "quarantine").mkdir()
+    (path / "quarantine" / f"{segment.name}.{offset}.torn").write_bytes(first)
+    second = b'{"body":{"kind":"recovered","seq":3,"ts":"2026-'  # its recovered event, torn
+    with segment.open("ab") as handle:
+        handle.write(second)
+    with Ledger(path) as led:
+        notes = led.recoveries
+    assert [n.fragment_sha256 for n in notes] == [hashlib.sha256(first).hexdigest(), hashlib.sha256(second).hexdigest()]
+    recovered = [r.event for r in LedgerReader(path).records() if isinstance(r.event, ev.Recovered)]
+    assert [e.quarantine for e in recovered] == [f"quarantine/{segment.name}.{offset}.torn", f"quarantine/{segment.name}.{offset}.torn.2"]
+    assert verify(path).ok
+
+
+def test_a_quarantine_left_with_the_same_bytes_is_not_recorded_twice(tmp_path):
+    """A writer that died after writing the quarantine file but before truncating left the same
+    bytes in both places: the next writer records the fragment once."""
+    path = tmp_path / "l"
+    with Ledger(path) as led:
+        led.append(*proposal(1))
+    (segment,) = list_segments(path)
+    offset = segment.stat().st_size
+    torn = b'{"body":{"kind":"proposed","seq":3,"ts":"2026-0'
+    (path / "quarantine").mkdir()
+    (path / "quarantine" / f"{segment.name}.{offset}.torn").write_bytes(torn)
+    with segment.open("ab") as handle:
+        handle.write(torn)
+    with Ledger(path) as led:
+        assert len(led.recoveries) == 1
+    assert sum(isinstance(r.event, ev.Recovered) for r in LedgerReader(path).records()) == 1
