@@ -510,9 +510,12 @@ class Ledger:
             target = qdir / f"{base}.{n}"
         # A file here with other bytes was cut from this offset by a writer that died before its
         # `recovered` event was durable (the bytes now here may be that very event, torn): it is
-        # recorded before this one. One with the same bytes was written by a writer that died
-        # before truncating; this quarantine records those bytes.
-        self._earlier_notes = [self._note_for(p, segment.name, offset) for p in earlier if p.read_bytes() != fragment]
+        # recorded before this one. A file holding these bytes, or the first of them, or nothing,
+        # was left by a writer that died before truncating (a quarantine file is whole and synced
+        # before the cut): this quarantine records the bytes.
+        self._earlier_notes = [
+            self._note_for(p, segment.name, offset) for p in earlier if not fragment.startswith(p.read_bytes())
+        ]
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             write_all(fd, fragment)

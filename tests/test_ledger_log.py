@@ -791,9 +791,10 @@ def test_a_writer_killed_writing_its_recovered_event_leaves_both_fragments_recor
     assert verify(path).ok
 
 
-def test_a_quarantine_left_with_the_same_bytes_is_not_recorded_twice(tmp_path):
-    """A writer that died after writing the quarantine file but before truncating left the same
-    bytes in both places: the next writer records the fragment once."""
+@pytest.mark.parametrize("left", ["whole", "beginning", "empty"])
+def test_a_quarantine_left_before_truncating_is_not_recorded_again(tmp_path, left):
+    """A writer that died after writing the quarantine file (or part of it, or before writing it)
+    but before truncating left the fragment in the segment: the next writer records it once."""
     path = tmp_path / "l"
     with Ledger(path) as led:
         led.append(*proposal(1))
@@ -801,7 +802,7 @@ def test_a_quarantine_left_with_the_same_bytes_is_not_recorded_twice(tmp_path):
     offset = segment.stat().st_size
     torn = b'{"body":{"kind":"proposed","seq":3,"ts":"2026-0'
     (path / "quarantine").mkdir()
-    (path / "quarantine" / f"{segment.name}.{offset}.torn").write_bytes(torn)
+    (path / "quarantine" / f"{segment.name}.{offset}.torn").write_bytes({"whole": torn, "beginning": torn[:9], "empty": b""}[left])
     with segment.open("ab") as handle:
         handle.write(torn)
     with Ledger(path) as led:
