@@ -1,0 +1,121 @@
+"""The compiled verifier (ledger/_native.c): a fast path in front of the reference verifier.
+
+`verify_fast(path)` checks a whole ledger with the C module and returns the same Report as
+`ledger.verify.verify` would, or None when it declines. It declines whenever the ledger is not
+plainly intact and lawful, or holds anything it leaves to the reference verifier: a problem of
+any kind (the reference then finds it and words it), a torn tail, a `recovered` or `redacted`
+event, a float or an escaped key in the arguments, nesting deeper than 64 levels, an integer of
+more than 18 digits in a body or 300 in the arguments, an idempotency key or a string escape it
+does not expect. So it never accepts what the reference would reject: what it accepts it checks
+completely (docs/ledger-format.md, section 6, with the workflow rules), and everything else is
+the reference's to judge. tests/test_verify_native.py holds the two to that, on lawful and on
+tampered ledgers.
+
+The module is optional: it is built by hatch_build.py when a C compiler and OpenSSL's headers
+are there, and a build of another source than the ledger/_native.c beside it is not used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from ledger.log import LedgerUnreadable, list_segments, segment_name
+
+try:
+    from ledger import _native
+except ImportError:  # not built: no compiler, COUNTERSIGN_NO_NATIVE, or a wheel without it
+    _native = None
+
+CHUNK_BYTES = 8 * 1024 * 1024  # read size; a longer line grows the buffer
+
+
+def _current() -> bool:
+    """Whether the built module is the build of the source beside it (a checkout), or the source
+    is absent (an installed wheel)."""
+    if _native is None:
+        return False
+    source = Path(__file__).with_name("_native.c")
+    try:
+        return hashlib.sha256(source.read_bytes()).hexdigest() == _native.SOURCE_SHA256
+    except FileNotFoundError:
+        return True
+
+
+_USABLE = _current() and os.environ.get("COUNTERSIGN_VERIFY") != "python"
+
+
+def available() -> bool:
+    """Whether the compiled verifier is built, current and not switched off
+    (COUNTERSIGN_VERIFY=python)."""
+    return _USABLE
+
+
+def verify_fast(path: str | Path, expect_head: str | None = None):
+    """The Report `ledger.verify.verify(path, expect_head)` gives, computed by the compiled
+    verifier; None when it is not available or declines (see the module docstring). Never
+    raises for a bad or unreadable ledger: it declines."""
+    from ledger.verify import Report  # verify imports this module
+
+    if not _USABLE:
+        return None
+    try:
+        segments = list_segments(Path(path))
+    except (OSError, LedgerUnreadable):
+        return None
+    if not segments or not Path(path).is_dir():
+        return None
+    checker = _native.Verifier(expect_head)
+    buffer = bytearray(CHUNK_BYTES)
+    for number, segment in enumerate(segments, start=1):
+        if segment.name != segment_name(number):
+            return None
+        try:
+            with segment.open("rb", buffering=0) as handle:
+                if not _feed_segment(checker, handle, buffer):
+                    return None
+        except OSError:
+            return None
+    finished = checker.finish()
+    if finished is None:
+        return None
+    count, head, head_seen_at, open_statuses, closed_counts = finished
+    report = Report(path=str(path), count=count, head=head)
+    if expect_head is not None:
+        if head_seen_at is None:
+            return None
+        if head_seen_at != count:
+            report.warnings.append(f"the expected head is seq {head_seen_at}; {count - head_seen_at} events follow it")
+    # The order ledger.verify gives: open requests in the order proposed, then the final statuses.
+    statuses: dict[str, int] = {}
+    for _request, status in open_statuses:
+        statuses[status] = statuses.get(status, 0) + 1
+    for status, n in closed_counts:
+        if n:
+            statuses[status] = statuses.get(status, 0) + n
+    report.statuses = statuses
+    for request, status in open_statuses:
+        if status == "interrupting":
+            report.warnings.append(f"request {request} is an ask with no interrupt recorded")
+    return report
+
+
+def _feed_segment(checker, handle, buffer: bytearray) -> bool:
+    """Feed one segment's bytes to the checker, chunk by chunk; a line cut by a chunk boundary
+    is carried to the next chunk. False when the checker declines or the segment does not end in
+    a line feed (a torn tail, or a cut segment: the reference verifier's to report)."""
+    kept = 0  # bytes at the start of `buffer` not yet consumed
+    while True:
+        if kept == len(buffer):  # one line longer than the buffer
+            buffer.extend(bytes(len(buffer)))
+        with memoryview(buffer) as view:
+            got = handle.readinto(view[kept:])
+            if not got:
+                return kept == 0
+            filled = kept + got
+            used = checker.feed(view[:filled])
+        if used < 0:
+            return False
+        buffer[: filled - used] = buffer[used:filled]
+        kept = filled - used
