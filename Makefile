@@ -9,7 +9,8 @@ DEMO   ?= build/demo-ledger
 
 .PHONY: demo test bench clean
 
-$(STAMP): pyproject.toml
+# The editable install compiles ledger/_native.c (hatch_build.py): a change to either rebuilds it.
+$(STAMP): pyproject.toml hatch_build.py ledger/_native.c
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "countersign needs Python 3.11 or newer; set PYTHON=...")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
@@ -36,4 +37,4 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .hypothesis
+	rm -rf $(VENV) build dist .pytest_cache .hypothesis ledger/_native*.so
