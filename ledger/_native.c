@@ -1,18 +1,1173 @@
-/* countersign's compiled verifier: skeleton (filled in by the next commits). */
+/* countersign's compiled verifier: docs/ledger-format.md, sections 2 to 6 and the workflow rules.
+ *
+ * It is a fast path, not a second judge. Verifier.feed() takes whole lines of a ledger, in order,
+ * and checks each completely: the line layout; the body in its one canonical layout (members in
+ * order, no spacing, minimal string escapes, plain integers), with the types and values section 3
+ * allows; seq, prev and SHA-256 of the body as stored; ts a real UTC time, never going backwards;
+ * the data beside the body with its structural digests (section 4) in its canonical spelling; and
+ * the workflow rules, through the same fold as ledger/workflow.py. Anything it finds wrong, and
+ * anything it does not handle (recovered and redacted events, floats, escaped object keys, deep
+ * nesting, long integers), makes it decline (-1); ledger/native.py then hands the ledger to the
+ * reference verifier (ledger/verify.py), which judges it and words the problem. So the rule for
+ * every check below: accept only what the reference accepts; when unsure, decline.
+ *
+ * Memory: the open requests (a hash table by seq) and one byte per request seq for the final
+ * status of a closed one, as Workflow(keep_final=False) keeps. Strings of open requests (the
+ * proposer, approvers, requirements) are copied; everything else points into the caller's
+ * buffer for the span of one line.
+ */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#define OPENSSL_SUPPRESS_DEPRECATED
+#include <openssl/sha.h>
 
 #ifndef COUNTERSIGN_SOURCE_SHA256
 #define COUNTERSIGN_SOURCE_SHA256 "unknown"
 #endif
 
+typedef const unsigned char *Ptr;
+typedef struct { Ptr p, end; } Cur;
+typedef struct { Ptr s; Py_ssize_t n; } Span;
+
+#define MAX_DEPTH 64          /* deeper data: declined (the writer allows 100; the reference reads it) */
+#define MAX_BODY_DIGITS 18    /* a body integer longer than this: declined (fits int64) */
+#define MAX_DATA_DIGITS 300   /* a data integer longer than this: declined */
+#define MAX_QUORUMS 64
+#define MAX_NAMES 1024        /* approvers named in one requirements object */
+
+/* ---- statuses: 1..6 are the final ones, in ledger/workflow.py's FINAL order --------------- */
+enum {
+    ST_NONE = 0, ST_DENIED, ST_REJECTED, ST_RESPONDED, ST_EXPIRED, ST_CANCELLED, ST_EXECUTED,
+    ST_ALLOWED, ST_INTERRUPTING, ST_PENDING, ST_APPROVED, ST_EXECUTING, ST_COUNT
+};
+static const char *STATUS_NAMES[ST_COUNT] = {
+    "", "denied", "rejected", "responded", "expired", "cancelled", "executed",
+    "allowed", "interrupting", "pending", "approved", "executing",
+};
+#define IS_FINAL(s) ((s) >= ST_DENIED && (s) <= ST_EXECUTED)
+
+enum { D_APPROVE = 1, D_EDIT = 2, D_REJECT = 4, D_RESPOND = 8 };
+enum { EFF_ALLOW, EFF_DENY, EFF_ASK };
+enum {
+    K_GENESIS, K_PROPOSED, K_INTERRUPTED, K_APPROVED, K_EDITED, K_REJECTED, K_RESPONDED,
+    K_EXPIRED, K_CANCELLED, K_EXEC_STARTED, K_EXECUTED
+};
+
+/* ---- requirements ---------------------------------------------------------------------------- */
+typedef struct {
+    int64_t count;
+    int anyone;           /* approvers null: admits anyone (but the proposer, checked apart) */
+    Py_ssize_t n;
+    Span *names;          /* canonical JSON spellings; equal spellings are equal strings */
+} Quorum;
+
+typedef struct {
+    Py_ssize_t nq;
+    Quorum *q;
+    unsigned decisions;
+} Reqs;
+
+/* Room for parsing one requirements object; one per thread. */
+typedef struct {
+    Quorum sq[MAX_QUORUMS];
+    Span snames[MAX_NAMES];
+} Scratch;
+
+/* ---- one open request ------------------------------------------------------------------------ */
+typedef struct {
+    int64_t seq;
+    uint8_t status;
+    unsigned char digest[64];    /* current arguments digest, hex */
+    unsigned char deadline[27];
+    int has_deadline;
+    unsigned char *proposer;
+    Py_ssize_t proposer_n;
+    Reqs *reqs;                  /* owned; NULL until interrupted */
+    Py_ssize_t napprovals, capprovals;
+    Span *approvals;             /* owned copies: distinct approvers of `digest` */
+} Req;
+
+typedef struct { int64_t key; Req *val; } Slot;   /* key 0: empty, -1: deleted */
+
+typedef struct {
+    PyObject_HEAD
+    int64_t expected;            /* seq of the next line */
+    unsigned char prev[64];      /* hash of the previous line, hex */
+    unsigned char prev_ts[27];
+    int has_prev_ts;
+    int64_t head_seen_at;
+    int expect_head_set;
+    unsigned char expect_head[64];
+    int declined;
+    /* open requests */
+    Slot *slots;
+    Py_ssize_t cap, used, filled;  /* used: live entries; filled: live + deleted */
+    /* closed requests: final status code by seq */
+    uint8_t *closed;
+    Py_ssize_t closed_cap;
+    int64_t closed_counts[ST_COUNT];
+    Scratch scratch;             /* for the sequential phase */
+    int threads;                 /* for the stateless phase: 1 or 2 */
+    /* per feed(): where each line starts and ends, and what the stateless phase read */
+    Ptr *starts, *ends;
+    struct Event *events;
+    Py_ssize_t lines_cap;
+} Verifier;
+
+/* ---- small parsing helpers ------------------------------------------------------------------- */
+static inline int lit(Cur *c, const char *s, size_t n) {
+    if ((size_t)(c->end - c->p) < n || memcmp(c->p, s, n) != 0) return 0;
+    c->p += n;
+    return 1;
+}
+#define LIT(c, s) lit((c), (s), sizeof(s) - 1)
+
+static inline int hexlower(unsigned char ch) {
+    if (ch >= '0' && ch <= '9') return ch - '0';
+    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+    return -1;
+}
+
+static inline int is_hexlower(unsigned char ch) { return ((unsigned)ch - (unsigned)'0' < 10u) | ((unsigned)ch - (unsigned)'a' < 6u); }
+
+/* A JSON string in the canonical spelling msgspec writes: `\"`, `\\`, the five short escapes for
+ * their control characters, `\u00xx` (lowercase) for the other control characters, everything
+ * else as itself in strict UTF-8 (no overlong forms, no surrogates, at most U+10FFFF). When `h`
+ * is given, the decoded UTF-8 bytes are fed to it. `raw` gets the bytes between the quotes,
+ * `chars` the number of characters, `escaped` whether any escape occurred. */
+static int scan_str(Cur *c, SHA256_CTX *h, Span *raw, Py_ssize_t *chars, int *escaped) {
+    Ptr p = c->p, end = c->end;
+    if (p >= end || *p != '"') return 0;
+    Ptr start = ++p, run = p;
+    Py_ssize_t n = 0;
+    int esc = 0;
+    for (;;) {
+        if (p >= end) return 0;
+        unsigned char ch = *p;
+        if (ch == '"') break;
+        if (ch == '\\') {
+            unsigned char out;
+            if (end - p < 2) return 0;
+            if (h && p > run) SHA256_Update(h, run, (size_t)(p - run));
+            switch (p[1]) {
+            case '"': out = '"'; p += 2; break;
+            case '\\': out = '\\'; p += 2; break;
+            case 'n': out = '\n'; p += 2; break;
+            case 'r': out = '\r'; p += 2; break;
+            case 't': out = '\t'; p += 2; break;
+            case 'b': out = '\b'; p += 2; break;
+            case 'f': out = '\f'; p += 2; break;
+            case 'u': {
+                int hi, lo;
+                if (end - p < 6 || p[2] != '0' || p[3] != '0') return 0;
+                hi = hexlower(p[4]);
+                lo = hexlower(p[5]);
+                if (hi < 0 || lo < 0) return 0;
+                out = (unsigned char)(hi * 16 + lo);
+                if (out >= 0x20 || out == '\n' || out == '\r' || out == '\t' || out == '\b' || out == '\f') return 0;
+                p += 6;
+                break;
+            }
+            default:
+                return 0;
+            }
+            if (h) SHA256_Update(h, &out, 1);
+            n++;
+            esc = 1;
+            run = p;
+            continue;
+        }
+        if (ch < 0x20) return 0;
+        if (ch < 0x80) {
+            p++;
+            n++;
+            continue;
+        }
+        {
+            int len, i;
+            uint32_t cp;
+            if (ch >= 0xC2 && ch <= 0xDF) { len = 2; cp = ch & 0x1F; }
+            else if (ch >= 0xE0 && ch <= 0xEF) { len = 3; cp = ch & 0x0F; }
+            else if (ch >= 0xF0 && ch <= 0xF4) { len = 4; cp = ch & 0x07; }
+            else return 0;
+            if (end - p < len) return 0;
+            for (i = 1; i < len; i++) {
+                if ((p[i] & 0xC0) != 0x80) return 0;
+                cp = (cp << 6) | (p[i] & 0x3F);
+            }
+            if (len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) return 0;
+            if (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) return 0;
+            p += len;
+            n++;
+        }
+    }
+    if (h && p > run) SHA256_Update(h, run, (size_t)(p - run));
+    if (raw) { raw->s = start; raw->n = p - start; }
+    if (chars) *chars = n;
+    if (escaped) *escaped = esc;
+    c->p = p + 1;
+    return 1;
+}
+
+static inline int str(Cur *c, Span *raw) { return scan_str(c, NULL, raw, NULL, NULL); }
+
+static inline int str_or_null(Cur *c, Span *raw, int *is_null) {
+    if (LIT(c, "null")) { *is_null = 1; return 1; }
+    *is_null = 0;
+    return str(c, raw);
+}
+
+/* A non-negative integer as msgspec writes it: no sign, no leading zero, at most 18 digits. */
+static int uint_(Cur *c, int64_t *out) {
+    Ptr p = c->p;
+    int64_t v = 0;
+    int digits = 0;
+    if (p >= c->end || *p < '0' || *p > '9') return 0;
+    if (*p == '0') {
+        p++;
+        if (p < c->end && *p >= '0' && *p <= '9') return 0;
+    } else {
+        while (p < c->end && *p >= '0' && *p <= '9') {
+            if (++digits > MAX_BODY_DIGITS) return 0;
+            v = v * 10 + (*p - '0');
+            p++;
+        }
+    }
+    c->p = p;
+    *out = v;
+    return 1;
+}
+
+static inline int hex64(Cur *c, Ptr *out) {
+    int i;
+    if (c->end - c->p < 66 || c->p[0] != '"' || c->p[65] != '"') return 0;
+    for (i = 1; i <= 64; i++)
+        if (!is_hexlower(c->p[i])) return 0;
+    *out = c->p + 1;
+    c->p += 66;
+    return 1;
+}
+
+/* 64 bytes between quotes, for a digest that is compared with a known-good one before it is
+ * accepted (prev with the previous hash, an args_digest with the computed digest or the
+ * request's): equality with lowercase hex is the check. */
+static inline int quoted64(Cur *c, Ptr *out) {
+    if (c->end - c->p < 66 || c->p[0] != '"' || c->p[65] != '"') return 0;
+    *out = c->p + 1;
+    c->p += 66;
+    return 1;
+}
+
+static inline int hex64_or_null(Cur *c) {
+    Ptr ignored;
+    if (LIT(c, "null")) return 1;
+    return hex64(c, &ignored);
+}
+
+static int days_in_month(int year, int month) {
+    static const int days[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (month == 2 && ((year % 4 == 0 && year % 100 != 0) || year % 400 == 0)) return 29;
+    return days[month - 1];
+}
+
+/* `"YYYY-MM-DDTHH:MM:SS.ffffffZ"`, ASCII digits, a real date and time (year 1 to 9999, as
+ * Python's datetime.fromisoformat reads it; no second 60). */
+static int ts(Cur *c, Ptr *out) {
+    static const char shape[] = "dddd-dd-ddTdd:dd:dd.ddddddZ";
+    Ptr t;
+    int i, year, month, day;
+    if (c->end - c->p < 29 || c->p[0] != '"' || c->p[28] != '"') return 0;
+    t = c->p + 1;
+    for (i = 0; i < 27; i++) {
+        if (shape[i] == 'd') {
+            if (t[i] < '0' || t[i] > '9') return 0;
+        } else if (t[i] != (unsigned char)shape[i]) return 0;
+    }
+#define NUM2(k) ((t[k] - '0') * 10 + (t[(k) + 1] - '0'))
+    year = NUM2(0) * 100 + NUM2(2);
+    month = NUM2(5);
+    day = NUM2(8);
+    if (year < 1 || month < 1 || month > 12 || day < 1 || day > days_in_month(year, month)) return 0;
+    if (NUM2(11) > 23 || NUM2(14) > 59 || NUM2(17) > 59) return 0;
+#undef NUM2
+    *out = t;
+    c->p += 29;
+    return 1;
+}
+
+static inline int effect(Cur *c, int *out) {
+    if (LIT(c, "\"allow\"")) { *out = EFF_ALLOW; return 1; }
+    if (LIT(c, "\"deny\"")) { *out = EFF_DENY; return 1; }
+    if (LIT(c, "\"ask\"")) { *out = EFF_ASK; return 1; }
+    return 0;
+}
+
+/* `[{"id":str,"line":int}...]` */
+static int rules(Cur *c) {
+    int64_t line;
+    Span id;
+    if (!LIT(c, "[")) return 0;
+    if (LIT(c, "]")) return 1;
+    for (;;) {
+        if (!LIT(c, "{\"id\":") || !str(c, &id) || !LIT(c, ",\"line\":") || !uint_(c, &line) || !LIT(c, "}")) return 0;
+        if (LIT(c, "]")) return 1;
+        if (!LIT(c, ",")) return 0;
+    }
+}
+
+/* `[str...]` */
+static int str_list(Cur *c) {
+    Span s;
+    if (!LIT(c, "[")) return 0;
+    if (LIT(c, "]")) return 1;
+    for (;;) {
+        if (!str(c, &s)) return 0;
+        if (LIT(c, "]")) return 1;
+        if (!LIT(c, ",")) return 0;
+    }
+}
+
+/* A Requirements object (dsl/requirements.py), into the verifier's scratch arrays:
+ * {"quorums":[{"count":int>=1,"approvers":null|[str...],"group":str?}...],
+ *  "decisions":[...],"timeout_seconds":int>=1,"on_timeout":"reject","timeout_message":str?} */
+static int requirements(Scratch *v, Cur *c, Reqs *out, Span *raw) {
+    Py_ssize_t nq = 0, nn = 0;
+    int64_t n;
+    int is_null;
+    Span s;
+    raw->s = c->p;
+    out->decisions = 0;
+    if (!LIT(c, "{\"quorums\":[")) return 0;
+    if (!LIT(c, "]")) {
+        for (;;) {
+            Quorum *q;
+            if (nq == MAX_QUORUMS) return 0;
+            q = &v->sq[nq++];
+            if (!LIT(c, "{\"count\":") || !uint_(c, &q->count) || q->count < 1 || !LIT(c, ",\"approvers\":")) return 0;
+            q->names = &v->snames[nn];
+            q->n = 0;
+            if (LIT(c, "null")) {
+                q->anyone = 1;
+            } else {
+                q->anyone = 0;
+                if (!LIT(c, "[")) return 0;
+                if (!LIT(c, "]")) {
+                    for (;;) {
+                        if (nn == MAX_NAMES || !str(c, &v->snames[nn])) return 0;
+                        nn++;
+                        q->n++;
+                        if (LIT(c, "]")) break;
+                        if (!LIT(c, ",")) return 0;
+                    }
+                }
+            }
+            if (!LIT(c, ",\"group\":") || !str_or_null(c, &s, &is_null) || !LIT(c, "}")) return 0;
+            if (LIT(c, "]")) break;
+            if (!LIT(c, ",")) return 0;
+        }
+    }
+    if (!LIT(c, ",\"decisions\":[")) return 0;
+    if (!LIT(c, "]")) {
+        for (;;) {
+            if (LIT(c, "\"approve\"")) out->decisions |= D_APPROVE;
+            else if (LIT(c, "\"edit\"")) out->decisions |= D_EDIT;
+            else if (LIT(c, "\"reject\"")) out->decisions |= D_REJECT;
+            else if (LIT(c, "\"respond\"")) out->decisions |= D_RESPOND;
+            else return 0;
+            if (LIT(c, "]")) break;
+            if (!LIT(c, ",")) return 0;
+        }
+    }
+    if (!LIT(c, ",\"timeout_seconds\":") || !uint_(c, &n) || n < 1) return 0;
+    if (!LIT(c, ",\"on_timeout\":\"reject\",\"timeout_message\":") || !str_or_null(c, &s, &is_null) || !LIT(c, "}")) return 0;
+    out->nq = nq;
+    out->q = v->sq;
+    raw->n = c->p - raw->s;
+    return 1;
+}
+
+/* A heap copy of parsed requirements (one block), its names pointing into a copy of `raw`. */
+static Reqs *reqs_copy(const Reqs *r, Span raw) {
+    Py_ssize_t i, j, names = 0;
+    size_t size;
+    Reqs *out;
+    Quorum *qs;
+    Span *ns;
+    unsigned char *bytes;
+    for (i = 0; i < r->nq; i++) names += r->q[i].n;
+    size = sizeof(Reqs) + (size_t)r->nq * sizeof(Quorum) + (size_t)names * sizeof(Span) + (size_t)raw.n;
+    out = (Reqs *)PyMem_RawMalloc(size);
+    if (out == NULL) return NULL;
+    qs = (Quorum *)(out + 1);
+    ns = (Span *)(qs + r->nq);
+    bytes = (unsigned char *)(ns + names);
+    memcpy(bytes, raw.s, (size_t)raw.n);
+    out->nq = r->nq;
+    out->q = qs;
+    out->decisions = r->decisions;
+    for (i = 0; i < r->nq; i++) {
+        qs[i] = r->q[i];
+        qs[i].names = ns;
+        for (j = 0; j < r->q[i].n; j++) {
+            ns[j].s = bytes + (r->q[i].names[j].s - raw.s);
+            ns[j].n = r->q[i].names[j].n;
+        }
+        ns += r->q[i].n;
+    }
+    return out;
+}
+
+static inline int span_eq(Span a, Span b) { return a.n == b.n && memcmp(a.s, b.s, (size_t)a.n) == 0; }
+
+static int quorum_admits(const Quorum *q, Span who) {
+    Py_ssize_t i;
+    if (q->anyone) return 1;
+    for (i = 0; i < q->n; i++)
+        if (span_eq(q->names[i], who)) return 1;
+    return 0;
+}
+
+/* Requirements.allows: some quorum admits `who`. */
+static int reqs_allows(const Reqs *r, Span who) {
+    Py_ssize_t i;
+    for (i = 0; i < r->nq; i++)
+        if (quorum_admits(&r->q[i], who)) return 1;
+    return 0;
+}
+
+/* Requirements.met_by: every quorum counts at least `count` of the (distinct) approvals. */
+static int reqs_met(const Reqs *r, const Span *approvals, Py_ssize_t n) {
+    Py_ssize_t i, j;
+    for (i = 0; i < r->nq; i++) {
+        int64_t admitted = 0;
+        for (j = 0; j < n; j++)
+            if (quorum_admits(&r->q[i], approvals[j])) admitted++;
+        if (admitted < r->q[i].count) return 0;
+    }
+    return 1;
+}
+
+/* ---- data: structural digests (section 4) of canonically spelled values ------------------- */
+static unsigned char D_NULL[32], D_TRUE[32], D_FALSE[32];
+
+static int value_digest(Cur *c, int depth, unsigned char out[32]);
+
+static int object_digest(Cur *c, int depth, unsigned char out[32]) {
+    SHA256_CTX h;
+    Span prev_key = {NULL, -1};
+    SHA256_Init(&h);
+    SHA256_Update(&h, "o", 1);
+    c->p++; /* { */
+    if (!LIT(c, "}")) {
+        for (;;) {
+            SHA256_CTX kh;
+            unsigned char kd[32], vd[32];
+            Span key;
+            int escaped;
+            Py_ssize_t chars;
+            SHA256_Init(&kh);
+            SHA256_Update(&kh, "s", 1);
+            if (!scan_str(c, &kh, &key, &chars, &escaped) || escaped) return 0;
+            /* Keys in strictly ascending order of their bytes (no escapes, so the bytes as
+             * stored are the UTF-8 bytes): the canonical spelling sorts them, and a repeated
+             * key is refused. */
+            if (prev_key.n >= 0) {
+                Py_ssize_t m = prev_key.n < key.n ? prev_key.n : key.n;
+                int cmp = memcmp(prev_key.s, key.s, (size_t)m);
+                if (cmp > 0 || (cmp == 0 && prev_key.n >= key.n)) return 0;
+            }
+            prev_key = key;
+            SHA256_Final(kd, &kh);
+            if (!LIT(c, ":") || !value_digest(c, depth, vd)) return 0;
+            SHA256_Update(&h, kd, 32);
+            SHA256_Update(&h, vd, 32);
+            if (LIT(c, "}")) break;
+            if (!LIT(c, ",")) return 0;
+        }
+    }
+    SHA256_Final(out, &h);
+    return 1;
+}
+
+static int list_digest(Cur *c, int depth, unsigned char out[32]) {
+    SHA256_CTX h;
+    SHA256_Init(&h);
+    SHA256_Update(&h, "l", 1);
+    c->p++; /* [ */
+    if (!LIT(c, "]")) {
+        for (;;) {
+            unsigned char d[32];
+            if (!value_digest(c, depth, d)) return 0;
+            SHA256_Update(&h, d, 32);
+            if (LIT(c, "]")) break;
+            if (!LIT(c, ",")) return 0;
+        }
+    }
+    SHA256_Final(out, &h);
+    return 1;
+}
+
+/* An integer in its canonical spelling (`-?(0|[1-9][0-9]*)`, not `-0`), whose digest text is
+ * that spelling. A fraction or an exponent (a float) is declined. */
+static int number_digest(Cur *c, unsigned char out[32]) {
+    Ptr p = c->p, start = c->p;
+    SHA256_CTX h;
+    if (*p == '-') p++;
+    if (p >= c->end || *p < '0' || *p > '9') return 0;
+    if (*p == '0') {
+        p++;
+        if (start[0] == '-') return 0; /* -0 */
+    } else {
+        while (p < c->end && *p >= '0' && *p <= '9') p++;
+    }
+    if (p - start > MAX_DATA_DIGITS) return 0;
+    if (p < c->end && (*p == '.' || *p == 'e' || *p == 'E' || (*p >= '0' && *p <= '9'))) return 0;
+    SHA256_Init(&h);
+    SHA256_Update(&h, "d", 1);
+    SHA256_Update(&h, start, (size_t)(p - start));
+    SHA256_Final(out, &h);
+    c->p = p;
+    return 1;
+}
+
+static int value_digest(Cur *c, int depth, unsigned char out[32]) {
+    if (c->p >= c->end) return 0;
+    switch (*c->p) {
+    case '{':
+        if (depth >= MAX_DEPTH) return 0;
+        return object_digest(c, depth + 1, out);
+    case '[':
+        if (depth >= MAX_DEPTH) return 0;
+        return list_digest(c, depth + 1, out);
+    case '"': {
+        SHA256_CTX h;
+        SHA256_Init(&h);
+        SHA256_Update(&h, "s", 1);
+        if (!scan_str(c, &h, NULL, NULL, NULL)) return 0;
+        SHA256_Final(out, &h);
+        return 1;
+    }
+    case 'n':
+        if (!LIT(c, "null")) return 0;
+        memcpy(out, D_NULL, 32);
+        return 1;
+    case 't':
+        if (!LIT(c, "true")) return 0;
+        memcpy(out, D_TRUE, 32);
+        return 1;
+    case 'f':
+        if (!LIT(c, "false")) return 0;
+        memcpy(out, D_FALSE, 32);
+        return 1;
+    default:
+        return number_digest(c, out);
+    }
+}
+
+static const char HEX[] = "0123456789abcdef";
+
+static inline int digest_is(const unsigned char d[32], Ptr hex) {
+    int i;
+    for (i = 0; i < 32; i++)
+        if (hex[2 * i] != (unsigned char)HEX[d[i] >> 4] || hex[2 * i + 1] != (unsigned char)HEX[d[i] & 15]) return 0;
+    return 1;
+}
+
+/* ---- open requests ------------------------------------------------------------------------- */
+static void req_free(Req *r) {
+    Py_ssize_t i;
+    if (r == NULL) return;
+    for (i = 0; i < r->napprovals; i++) PyMem_RawFree((void *)r->approvals[i].s);
+    PyMem_RawFree(r->approvals);
+    PyMem_RawFree(r->reqs);
+    PyMem_RawFree(r->proposer);
+    PyMem_RawFree(r);
+}
+
+static inline Py_ssize_t slot_of(int64_t key, Py_ssize_t cap) {
+    uint64_t x = (uint64_t)key * 0x9E3779B97F4A7C15ull;
+    return (Py_ssize_t)(x >> 20) & (cap - 1);
+}
+
+static Req *table_get(Verifier *v, int64_t key) {
+    Py_ssize_t i;
+    if (v->cap == 0) return NULL;
+    for (i = slot_of(key, v->cap);; i = (i + 1) & (v->cap - 1)) {
+        if (v->slots[i].key == key) return v->slots[i].val;
+        if (v->slots[i].key == 0) return NULL;
+    }
+}
+
+static int table_grow(Verifier *v) {
+    Py_ssize_t newcap = v->cap ? v->cap * 2 : 1024, i;
+    Slot *old = v->slots, *slots;
+    Py_ssize_t oldcap = v->cap;
+    while (v->used * 2 >= newcap) newcap *= 2;
+    if (v->used * 4 < oldcap && oldcap > 1024) newcap = oldcap; /* mostly deleted: rehash in place size */
+    slots = (Slot *)PyMem_RawCalloc((size_t)newcap, sizeof(Slot));
+    if (slots == NULL) return 0;
+    for (i = 0; i < oldcap; i++) {
+        if (old[i].key > 0) {
+            Py_ssize_t j = slot_of(old[i].key, newcap);
+            while (slots[j].key != 0) j = (j + 1) & (newcap - 1);
+            slots[j] = old[i];
+        }
+    }
+    PyMem_RawFree(old);
+    v->slots = slots;
+    v->cap = newcap;
+    v->filled = v->used;
+    return 1;
+}
+
+static int table_put(Verifier *v, int64_t key, Req *val) {
+    Py_ssize_t i;
+    if ((v->filled + 1) * 10 >= v->cap * 7 && !table_grow(v)) return 0;
+    for (i = slot_of(key, v->cap);; i = (i + 1) & (v->cap - 1)) {
+        if (v->slots[i].key <= 0) {
+            if (v->slots[i].key == 0) v->filled++;
+            v->slots[i].key = key;
+            v->slots[i].val = val;
+            v->used++;
+            return 1;
+        }
+    }
+}
+
+static void table_del(Verifier *v, int64_t key) {
+    Py_ssize_t i;
+    for (i = slot_of(key, v->cap);; i = (i + 1) & (v->cap - 1)) {
+        if (v->slots[i].key == key) {
+            v->slots[i].key = -1;
+            v->slots[i].val = NULL;
+            v->used--;
+            return;
+        }
+        if (v->slots[i].key == 0) return;
+    }
+}
+
+static uint8_t closed_status(Verifier *v, int64_t seq) {
+    return seq < v->closed_cap ? v->closed[seq] : ST_NONE;
+}
+
+/* A request that became final: keep its status in one byte, drop the rest. */
+static int close_request(Verifier *v, Req *r, uint8_t status) {
+    if (r->seq >= v->closed_cap) {
+        Py_ssize_t cap = v->closed_cap ? v->closed_cap : 1 << 16;
+        uint8_t *closed;
+        while (cap <= r->seq) cap *= 2;
+        closed = (uint8_t *)PyMem_RawRealloc(v->closed, (size_t)cap);
+        if (closed == NULL) return 0;
+        memset(closed + v->closed_cap, 0, (size_t)(cap - v->closed_cap));
+        v->closed = closed;
+        v->closed_cap = cap;
+    }
+    v->closed[r->seq] = status;
+    v->closed_counts[status]++;
+    table_del(v, r->seq);
+    req_free(r);
+    return 1;
+}
+
+static int approvals_set(Req *r, Span who) {
+    unsigned char *copy;
+    if (r->napprovals == r->capprovals) {
+        Py_ssize_t cap = r->capprovals ? r->capprovals * 2 : 4;
+        Span *a = (Span *)PyMem_RawRealloc(r->approvals, (size_t)cap * sizeof(Span));
+        if (a == NULL) return 0;
+        r->approvals = a;
+        r->capprovals = cap;
+    }
+    copy = (unsigned char *)PyMem_RawMalloc(who.n ? (size_t)who.n : 1);
+    if (copy == NULL) return 0;
+    memcpy(copy, who.s, (size_t)who.n);
+    r->approvals[r->napprovals].s = copy;
+    r->approvals[r->napprovals].n = who.n;
+    r->napprovals++;
+    return 1;
+}
+
+static void approvals_clear(Req *r) {
+    Py_ssize_t i;
+    for (i = 0; i < r->napprovals; i++) PyMem_RawFree((void *)r->approvals[i].s);
+    r->napprovals = 0;
+}
+
+/* ---- one event ------------------------------------------------------------------------------ */
+typedef struct Event {
+    int kind;
+    int64_t seq, request;
+    Ptr hash, ts, prev, digest, replaces, deadline, context_digest;
+    Span who, proposer;
+    int effect;
+    Reqs reqs;       /* valid only in the phase that parsed it (it points into a Scratch) */
+    Span reqs_raw;   /* the requirements' bytes, parsed again by the sequential phase */
+} Event;
+
+/* The members after `prev` (and `key`) of each kind, in order (section 3). */
+static int body_members(Scratch *v, Cur *c, Event *e) {
+    Span s;
+    int is_null, x;
+    Ptr ignored;
+    switch (e->kind) {
+    case K_GENESIS:
+        return LIT(c, ",\"format\":\"countersign-ledger/1\",\"ledger_id\":") && str(c, &s);
+    case K_PROPOSED:
+        return LIT(c, ",\"run\":") && str_or_null(c, &s, &is_null)
+            && LIT(c, ",\"proposer\":") && str(c, &e->proposer)
+            && LIT(c, ",\"call_id\":") && str_or_null(c, &s, &is_null)
+            && LIT(c, ",\"tool\":") && str(c, &s)
+            && LIT(c, ",\"args_digest\":") && quoted64(c, &e->digest)
+            && LIT(c, ",\"context_digest\":") && quoted64(c, &e->context_digest)
+            && LIT(c, ",\"policy\":") && str(c, &s)
+            && LIT(c, ",\"policy_digest\":") && hex64(c, &ignored)
+            && LIT(c, ",\"effect\":") && effect(c, &e->effect)
+            && LIT(c, ",\"rules\":") && rules(c)
+            && LIT(c, ",\"reasons\":") && str_list(c);
+    }
+    if (!LIT(c, ",\"request\":") || !uint_(c, &e->request) || e->request < 1) return 0;
+    switch (e->kind) {
+    case K_INTERRUPTED:
+        return LIT(c, ",\"requirements\":") && requirements(v, c, &e->reqs, &e->reqs_raw)
+            && LIT(c, ",\"deadline\":") && ts(c, &e->deadline);
+    case K_APPROVED:
+        return LIT(c, ",\"approver\":") && str(c, &e->who)
+            && LIT(c, ",\"args_digest\":") && quoted64(c, &e->digest)
+            && LIT(c, ",\"comment\":") && str_or_null(c, &s, &is_null);
+    case K_EDITED:
+        return LIT(c, ",\"editor\":") && str(c, &e->who)
+            && LIT(c, ",\"args_digest\":") && quoted64(c, &e->digest)
+            && LIT(c, ",\"replaces\":") && quoted64(c, &e->replaces)
+            && LIT(c, ",\"policy_digest\":") && hex64(c, &ignored)
+            && LIT(c, ",\"effect\":") && effect(c, &e->effect)
+            && LIT(c, ",\"rules\":") && rules(c)
+            && LIT(c, ",\"requirements\":") && requirements(v, c, &e->reqs, &e->reqs_raw)
+            && LIT(c, ",\"reason\":") && str_or_null(c, &s, &is_null);
+    case K_REJECTED:
+        return LIT(c, ",\"approver\":") && str(c, &e->who) && LIT(c, ",\"reason\":") && str(c, &s);
+    case K_RESPONDED:
+        return LIT(c, ",\"approver\":") && str(c, &e->who) && LIT(c, ",\"message\":") && str(c, &s);
+    case K_EXPIRED:
+        return LIT(c, ",\"outcome\":\"reject\",\"message\":") && str_or_null(c, &s, &is_null);
+    case K_CANCELLED:
+        return LIT(c, ",\"by\":") && str(c, &e->who) && LIT(c, ",\"reason\":") && str_or_null(c, &s, &is_null);
+    case K_EXEC_STARTED:
+        return LIT(c, ",\"args_digest\":") && quoted64(c, &e->digest)
+            && LIT(c, ",\"executor\":") && str_or_null(c, &s, &is_null);
+    case K_EXECUTED:
+        x = LIT(c, ",\"args_digest\":") && quoted64(c, &e->digest) && LIT(c, ",\"outcome\":");
+        if (!x) return 0;
+        if (!LIT(c, "\"ok\"") && !LIT(c, "\"error\"")) return 0;
+        return LIT(c, ",\"result_digest\":") && hex64_or_null(c)
+            && LIT(c, ",\"error\":") && str_or_null(c, &s, &is_null);
+    }
+    return 0;
+}
+
+static const struct { const char *name; size_t n; int kind; } KINDS[] = {
+    {"\"genesis\"", 9, K_GENESIS},
+    {"\"proposed\"", 10, K_PROPOSED},
+    {"\"interrupted\"", 13, K_INTERRUPTED},
+    {"\"approved\"", 10, K_APPROVED},
+    {"\"edited\"", 8, K_EDITED},
+    {"\"rejected\"", 10, K_REJECTED},
+    {"\"responded\"", 11, K_RESPONDED},
+    {"\"expired\"", 9, K_EXPIRED},
+    {"\"cancelled\"", 11, K_CANCELLED},
+    {"\"execution_started\"", 19, K_EXEC_STARTED},
+    {"\"executed\"", 10, K_EXECUTED},
+};
+
+/* The whole body: `{"kind":K,"seq":N,"ts":T,"prev":P[,"key":S]<members>}`; `c` is left just
+after its closing brace. */
+static int body(Scratch *v, Cur *c, Event *e) {
+    size_t k;
+    Span key;
+    Py_ssize_t chars;
+    if (!LIT(c, "{\"kind\":")) return 0;
+    e->kind = -1;
+    for (k = 0; k < sizeof(KINDS) / sizeof(KINDS[0]); k++) {
+        if (lit(c, KINDS[k].name, KINDS[k].n)) { e->kind = KINDS[k].kind; break; }
+    }
+    if (e->kind < 0) return 0; /* recovered, redacted or unknown: the reference's to judge */
+    if (!LIT(c, ",\"seq\":") || !uint_(c, &e->seq) || !LIT(c, ",\"ts\":") || !ts(c, &e->ts)) return 0;
+    if (!LIT(c, ",\"prev\":") || !quoted64(c, &e->prev)) return 0;
+    if (LIT(c, ",\"key\":")) {
+        /* Key: 1 to 256 characters. */
+        if (!scan_str(c, NULL, &key, &chars, NULL) || chars < 1 || chars > 256) return 0;
+    }
+    if (!body_members(v, c, e)) return 0;
+    return LIT(c, "}");
+}
+
+/* The data beside the body (section 5). */
+static int data(Cur *c, const Event *e) {
+    unsigned char d[32];
+    if (e->kind != K_PROPOSED && e->kind != K_EDITED) return LIT(c, "null") && c->p == c->end;
+    if (!LIT(c, "{\"args\":") || c->p >= c->end || *c->p != '{') return 0;
+    if (!value_digest(c, 0, d) || !digest_is(d, e->digest)) return 0;
+    if (e->kind == K_PROPOSED) {
+        if (!LIT(c, ",\"context\":") || !value_digest(c, 0, d) || !digest_is(d, e->context_digest)) return 0;
+    }
+    return LIT(c, "}") && c->p == c->end;
+}
+
+/* ---- the workflow rules (ledger/workflow.py: check, then apply) ------------------------- */
+/* A decision's common conditions (Workflow._decider). */
+static int decider(const Req *r, Span who, unsigned decision, Ptr when) {
+    if (r->status != ST_PENDING || r->reqs == NULL || !r->has_deadline) return 0;
+    if (!(r->reqs->decisions & decision)) return 0;
+    if (who.n == r->proposer_n && memcmp(who.s, r->proposer, (size_t)who.n) == 0) return 0;
+    if (!reqs_allows(r->reqs, who)) return 0;
+    return memcmp(when, r->deadline, 27) < 0;
+}
+
+static int has_approval(const Req *r, Span who) {
+    Py_ssize_t i;
+    for (i = 0; i < r->napprovals; i++)
+        if (span_eq(r->approvals[i], who)) return 1;
+    return 0;
+}
+
+/* 1: lawful and applied; 0: unlawful or out of memory (declined either way). */
+static int step(Verifier *v, const Event *e, const Reqs *reqs) {
+    Req *r;
+    if (e->kind == K_GENESIS) return 1; /* only at seq 1, checked before */
+    if (e->kind == K_PROPOSED) {
+        uint8_t status = e->effect == EFF_ALLOW ? ST_ALLOWED : e->effect == EFF_ASK ? ST_INTERRUPTING : ST_DENIED;
+        if (table_get(v, e->seq) != NULL || closed_status(v, e->seq) != ST_NONE) return 0; /* cannot happen: seqs grow */
+        r = (Req *)PyMem_RawCalloc(1, sizeof(Req));
+        if (r == NULL) return 0;
+        r->seq = e->seq;
+        r->status = status;
+        memcpy(r->digest, e->digest, 64);
+        r->proposer = (unsigned char *)PyMem_RawMalloc(e->proposer.n ? (size_t)e->proposer.n : 1);
+        if (r->proposer == NULL) { PyMem_RawFree(r); return 0; }
+        memcpy(r->proposer, e->proposer.s, (size_t)e->proposer.n);
+        r->proposer_n = e->proposer.n;
+        if (!table_put(v, e->seq, r)) { req_free(r); return 0; }
+        if (status == ST_DENIED) return close_request(v, r, ST_DENIED);
+        return 1;
+    }
+    r = table_get(v, e->request);
+    if (r == NULL) return 0; /* never proposed, or already final */
+    switch (e->kind) {
+    case K_INTERRUPTED:
+        if (r->status != ST_INTERRUPTING) return 0;
+        r->reqs = reqs_copy(reqs, e->reqs_raw);
+        if (r->reqs == NULL) return 0;
+        memcpy(r->deadline, e->deadline, 27);
+        r->has_deadline = 1;
+        r->status = ST_PENDING;
+        return 1;
+    case K_APPROVED:
+        if (!decider(r, e->who, D_APPROVE, e->ts)) return 0;
+        if (memcmp(e->digest, r->digest, 64) != 0 || has_approval(r, e->who)) return 0;
+        if (!approvals_set(r, e->who)) return 0;
+        if (reqs_met(r->reqs, r->approvals, r->napprovals)) r->status = ST_APPROVED;
+        return 1;
+    case K_EDITED: {
+        Reqs *fresh;
+        if (!decider(r, e->who, D_EDIT, e->ts)) return 0;
+        if (memcmp(e->replaces, r->digest, 64) != 0 || e->effect == EFF_DENY) return 0;
+        fresh = reqs_copy(reqs, e->reqs_raw);
+        if (fresh == NULL) return 0;
+        PyMem_RawFree(r->reqs);
+        r->reqs = fresh;
+        memcpy(r->digest, e->digest, 64);
+        approvals_clear(r);
+        if (reqs_allows(r->reqs, e->who) && !approvals_set(r, e->who)) return 0;
+        if (reqs_met(r->reqs, r->approvals, r->napprovals)) r->status = ST_APPROVED;
+        return 1;
+    }
+    case K_REJECTED:
+        return decider(r, e->who, D_REJECT, e->ts) && close_request(v, r, ST_REJECTED);
+    case K_RESPONDED:
+        return decider(r, e->who, D_RESPOND, e->ts) && close_request(v, r, ST_RESPONDED);
+    case K_EXPIRED:
+        if (r->status != ST_PENDING || !r->has_deadline || memcmp(e->ts, r->deadline, 27) < 0) return 0;
+        return close_request(v, r, ST_EXPIRED);
+    case K_CANCELLED:
+        if (r->status == ST_EXECUTING) return 0;
+        return close_request(v, r, ST_CANCELLED);
+    case K_EXEC_STARTED:
+        if (r->status != ST_ALLOWED && r->status != ST_APPROVED) return 0;
+        if (memcmp(e->digest, r->digest, 64) != 0) return 0;
+        r->status = ST_EXECUTING;
+        return 1;
+    case K_EXECUTED:
+        if (r->status != ST_EXECUTING || memcmp(e->digest, r->digest, 64) != 0) return 0;
+        return close_request(v, r, ST_EXECUTED);
+    }
+    return 0;
+}
+
+/* ---- one line ---------------------------------------------------------------------------- */
+/* The checks that need no state (they run on two threads): the layout of section 2, the body,
+ * its hash, the data and its digests. The body is parsed from byte 8 to its closing brace, which
+ * must be followed by `,"hash":"`: that is then the first occurrence of those bytes (section 2),
+ * since a canonical body has no member named hash and every quote inside its strings escaped. */
+static int check_line(Scratch *s, Ptr p, Ptr end, Event *e) {
+    Ptr hash;
+    Cur c;
+    SHA256_CTX h;
+    unsigned char digest[32];
+    memset(e, 0, sizeof *e);
+    if (end - p < 8 + 9 + 64 + 9 + 1 || memcmp(p, "{\"body\":", 8) != 0) return 0;
+    c.p = p + 8;
+    c.end = end;
+    if (!body(s, &c, e) || !LIT(&c, ",\"hash\":\"")) return 0;
+    hash = c.p;
+    if (end - hash < 64 + 9 + 1 || memcmp(hash + 64, "\",\"data\":", 9) != 0 || end[-1] != '}') return 0;
+    SHA256_Init(&h);
+    SHA256_Update(&h, p + 8, (size_t)(hash - 9 - (p + 8)));
+    SHA256_Final(digest, &h);
+    if (!digest_is(digest, hash)) return 0;
+    e->hash = hash;
+    c.p = hash + 64 + 9;
+    c.end = end - 1;
+    return data(&c, e);
+}
+
+/* The checks in order (one thread): seq, prev, time, the genesis, the workflow. */
+static int chain_line(Verifier *v, const Event *e) {
+    Reqs reqs;
+    if (e->seq != v->expected || memcmp(e->prev, v->prev, 64) != 0) return 0;
+    if (v->has_prev_ts && memcmp(e->ts, v->prev_ts, 27) < 0) return 0;
+    if ((e->seq == 1) != (e->kind == K_GENESIS)) return 0;
+    if (e->kind == K_INTERRUPTED || e->kind == K_EDITED) {
+        Span raw;
+        Cur c = {e->reqs_raw.s, e->reqs_raw.s + e->reqs_raw.n};
+        if (!requirements(&v->scratch, &c, &reqs, &raw)) return 0;
+    }
+    if (!step(v, e, &reqs)) return 0;
+    memcpy(v->prev, e->hash, 64);
+    memcpy(v->prev_ts, e->ts, 27);
+    v->has_prev_ts = 1;
+    if (v->expect_head_set && memcmp(e->hash, v->expect_head, 64) == 0) v->head_seen_at = e->seq;
+    v->expected++;
+    return 1;
+}
+
+typedef struct {
+    Ptr *starts, *ends;
+    Event *events;
+    Py_ssize_t from, to;
+    int ok;
+} Job;
+
+static void *run_job(void *arg) {
+    Job *job = (Job *)arg;
+    Scratch *s = (Scratch *)PyMem_RawMalloc(sizeof(Scratch));
+    Py_ssize_t i;
+    job->ok = s != NULL;
+    for (i = job->from; job->ok && i < job->to; i++)
+        job->ok = check_line(s, job->starts[i], job->ends[i], &job->events[i]);
+    PyMem_RawFree(s);
+    return NULL;
+}
+
+/* All whole lines of [p, end): the stateless checks split over the threads, then the sequential
+ * ones. Returns the end of the last whole line, or NULL to decline. */
+static Ptr lines(Verifier *v, Ptr p, Ptr end) {
+    Py_ssize_t n = 0, i;
+    Ptr nl;
+    Job jobs[2];
+    pthread_t worker;
+    int spawned = 0;
+    while (p < end && (nl = (Ptr)memchr(p, '\n', (size_t)(end - p))) != NULL) {
+        if (n == v->lines_cap) {
+            Py_ssize_t cap = v->lines_cap ? v->lines_cap * 2 : 4096;
+            Ptr *starts = (Ptr *)PyMem_RawRealloc(v->starts, (size_t)cap * sizeof(Ptr));
+            Ptr *ends = starts ? (Ptr *)PyMem_RawRealloc(v->ends, (size_t)cap * sizeof(Ptr)) : NULL;
+            Event *events = ends ? (Event *)PyMem_RawRealloc(v->events, (size_t)cap * sizeof(Event)) : NULL;
+            if (starts) v->starts = starts;
+            if (ends) v->ends = ends;
+            if (events) v->events = events;
+            if (events == NULL) return NULL;
+            v->lines_cap = cap;
+        }
+        v->starts[n] = p;
+        v->ends[n] = nl;
+        n++;
+        p = nl + 1;
+    }
+    for (i = 0; i < 2; i++) {
+        jobs[i].starts = v->starts;
+        jobs[i].ends = v->ends;
+        jobs[i].events = v->events;
+    }
+    jobs[0].from = 0;
+    jobs[0].to = v->threads > 1 && n >= 256 ? n / 2 : n;
+    jobs[1].from = jobs[0].to;
+    jobs[1].to = n;
+    jobs[1].ok = 1;
+    if (jobs[1].from < jobs[1].to) {
+        spawned = pthread_create(&worker, NULL, run_job, &jobs[1]) == 0;
+        if (!spawned) jobs[0].to = n;
+    }
+    run_job(&jobs[0]);
+    if (spawned) pthread_join(worker, NULL);
+    if (!jobs[0].ok || !jobs[1].ok) return NULL;
+    for (i = 0; i < n; i++)
+        if (!chain_line(v, &v->events[i])) return NULL;
+    return p;
+}
+
+/* ---- the Python type ------------------------------------------------------------------------ */
+static int Verifier_init(Verifier *v, PyObject *args, PyObject *kwds) {
+    static char *names[] = {"expect_head", "threads", NULL};
+    PyObject *head = Py_None;
+    int threads = 2;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|Oi", names, &head, &threads)) return -1;
+    v->threads = threads > 1 ? 2 : 1;
+    v->expected = 1;
+    memset(v->prev, '0', 64);
+    v->head_seen_at = 0;
+    v->expect_head_set = 0;
+    if (head != Py_None) {
+        Py_ssize_t n;
+        const char *text;
+        if (!PyUnicode_Check(head)) {
+            PyErr_SetString(PyExc_TypeError, "expect_head must be a str or None");
+            return -1;
+        }
+        text = PyUnicode_AsUTF8AndSize(head, &n);
+        if (text == NULL) return -1;
+        v->expect_head_set = 1;
+        if (n == 64) memcpy(v->expect_head, text, 64);
+        else memset(v->expect_head, 0, 64); /* matches no hash */
+    }
+    return 0;
+}
+
+static void Verifier_dealloc(Verifier *v) {
+    Py_ssize_t i;
+    for (i = 0; i < v->cap; i++)
+        if (v->slots[i].key > 0) req_free(v->slots[i].val);
+    PyMem_RawFree(v->slots);
+    PyMem_RawFree(v->closed);
+    PyMem_RawFree(v->starts);
+    PyMem_RawFree(v->ends);
+    PyMem_RawFree(v->events);
+    Py_TYPE(v)->tp_free((PyObject *)v);
+}
+
+PyDoc_STRVAR(feed_doc,
+"feed(buffer) -> int\n\n"
+"Check the whole lines at the start of `buffer` (bytes of one segment, in order). Returns how many\n"
+"bytes they take (the rest is an unfinished line, to be fed again with what follows), or -1 when\n"
+"the verifier declines: something is wrong, or is left to the reference verifier. After -1 it\n"
+"declines everything.");
+
+static PyObject *Verifier_feed(Verifier *v, PyObject *arg) {
+    Py_buffer view;
+    Ptr p, end;
+    Py_ssize_t used;
+    int ok = 1;
+    if (v->declined) return PyLong_FromLong(-1);
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    p = (Ptr)view.buf;
+    end = p + view.len;
+    Py_BEGIN_ALLOW_THREADS
+    p = lines(v, p, end);
+    Py_END_ALLOW_THREADS
+    ok = p != NULL;
+    used = ok ? p - (Ptr)view.buf : -1;
+    PyBuffer_Release(&view);
+    if (!ok) {
+        v->declined = 1;
+        return PyLong_FromLong(-1);
+    }
+    return PyLong_FromSsize_t(used);
+}
+
+static int cmp_seq(const void *a, const void *b) {
+    int64_t x = (*(Req *const *)a)->seq, y = (*(Req *const *)b)->seq;
+    return x < y ? -1 : x > y;
+}
+
+PyDoc_STRVAR(finish_doc,
+"finish() -> (count, head, head_seen_at, open, closed) or None\n\n"
+"After the last line: the number of events, the head hash, the seq of the expected head (None when\n"
+"not seen or not asked), the open requests as (seq, status) in seq order, and (status, count) of\n"
+"the final statuses in ledger/workflow.py's FINAL order. None when it declined or saw no event.");
+
+static PyObject *Verifier_finish(Verifier *v, PyObject *Py_UNUSED(ignored)) {
+    Req **open;
+    Py_ssize_t i, n = 0;
+    PyObject *opens, *closed, *result;
+    if (v->declined || v->expected == 1) Py_RETURN_NONE;
+    open = (Req **)PyMem_RawMalloc((size_t)(v->used ? v->used : 1) * sizeof(Req *));
+    if (open == NULL) return PyErr_NoMemory();
+    for (i = 0; i < v->cap; i++)
+        if (v->slots[i].key > 0) open[n++] = v->slots[i].val;
+    qsort(open, (size_t)n, sizeof(Req *), cmp_seq);
+    opens = PyList_New(n);
+    if (opens == NULL) { PyMem_RawFree(open); return NULL; }
+    for (i = 0; i < n; i++) {
+        PyObject *item = Py_BuildValue("(Ls)", (long long)open[i]->seq, STATUS_NAMES[open[i]->status]);
+        if (item == NULL) { PyMem_RawFree(open); Py_DECREF(opens); return NULL; }
+        PyList_SET_ITEM(opens, i, item);
+    }
+    PyMem_RawFree(open);
+    closed = PyList_New(0);
+    if (closed == NULL) { Py_DECREF(opens); return NULL; }
+    for (i = ST_DENIED; i <= ST_EXECUTED; i++) {
+        PyObject *item = Py_BuildValue("(sL)", STATUS_NAMES[i], (long long)v->closed_counts[i]);
+        if (item == NULL || PyList_Append(closed, item) < 0) { Py_XDECREF(item); Py_DECREF(opens); Py_DECREF(closed); return NULL; }
+        Py_DECREF(item);
+    }
+    {
+        PyObject *seen = v->head_seen_at ? PyLong_FromLongLong((long long)v->head_seen_at) : Py_NewRef(Py_None);
+        result = Py_BuildValue("(Ls#NNN)", (long long)(v->expected - 1), (const char *)v->prev, (Py_ssize_t)64, seen, opens, closed);
+    }
+    return result;
+}
+
+static PyMethodDef Verifier_methods[] = {
+    {"feed", (PyCFunction)Verifier_feed, METH_O, feed_doc},
+    {"finish", (PyCFunction)Verifier_finish, METH_NOARGS, finish_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+PyDoc_STRVAR(Verifier_doc,
+"Verifier(expect_head=None)\n\n"
+"Checks a ledger's lines, fed in order with feed(), and sums them up with finish(). See\n"
+"ledger/native.py and the comment at the top of ledger/_native.c.");
+
+static PyTypeObject VerifierType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "ledger._native.Verifier",
+    .tp_basicsize = sizeof(Verifier),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = Verifier_doc,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Verifier_init,
+    .tp_dealloc = (destructor)Verifier_dealloc,
+    .tp_methods = Verifier_methods,
+};
+
 static struct PyModuleDef native_module = {
-    PyModuleDef_HEAD_INIT, "ledger._native", "countersign's compiled verifier (see ledger/native.py).", -1, NULL,
+    PyModuleDef_HEAD_INIT, "ledger._native", "countersign's compiled verifier (see ledger/native.py).", -1,
+    NULL, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__native(void) {
-    PyObject *m = PyModule_Create(&native_module);
+    PyObject *m;
+    SHA256((const unsigned char *)"n", 1, D_NULL);
+    SHA256((const unsigned char *)"b1", 2, D_TRUE);
+    SHA256((const unsigned char *)"b0", 2, D_FALSE);
+    if (PyType_Ready(&VerifierType) < 0) return NULL;
+    m = PyModule_Create(&native_module);
     if (m == NULL) return NULL;
     if (PyModule_AddStringConstant(m, "SOURCE_SHA256", COUNTERSIGN_SOURCE_SHA256) < 0) { Py_DECREF(m); return NULL; }
+    Py_INCREF(&VerifierType);
+    if (PyModule_AddObject(m, "Verifier", (PyObject *)&VerifierType) < 0) { Py_DECREF(&VerifierType); Py_DECREF(m); return NULL; }
     return m;
 }
