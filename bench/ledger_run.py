@@ -25,7 +25,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 TARGETS = {
     "append_batched_vs_bare": {"what": "batched append rate / bare encode+hash+write loop (same events, one fsync per batch)", "min": 0.60},
     "append_vs_eventsourcing": {"what": "batched append rate / eventsourcing on SQLite (WAL, synchronous=FULL), same batches", "min": 5.0},
-    "verify_vs_hash": {"what": "verify rate / SHA-256 of the same bodies and nothing else", "min": 0.50},
+    "verify_vs_hash": {"what": "verify rate / SHA-256 of the same bodies and nothing else (2 processes: verify uses both cores)", "min": 0.50},
     "verify_rate": {"what": "verify events/s (both cores may be used)", "min": 1_000_000},
     "verify_peak_memory": {"what": "verify's peak RSS on the large ledger, MB", "max": 100},
     "stats_warm": {"what": "stats on the large ledger, warm, ms (through the projection)", "max": 300},
@@ -47,8 +47,10 @@ def verdicts(out: dict) -> dict:
                 "pass": a["batched_vs_eventsourcing"] >= 5.0,
             }
     if v:
-        res["verify_vs_hash"] = {"value": v["verify_vs_hash_bodies"], "vs_hash_files": v["verify_vs_hash_files"], "min": 0.5,
-                                 "pass": v["verify_vs_hash_bodies"] >= 0.5}
+        # verify uses both cores, so its limit is hashing the bodies on both (one core: reported too)
+        res["verify_vs_hash"] = {"value": v["verify_vs_hash_bodies_2"], "vs_one_core": v["verify_vs_hash_bodies"],
+                                 "vs_hash_files": v["verify_vs_hash_files"], "engine": v["engine"], "min": 0.5,
+                                 "pass": v["verify_vs_hash_bodies_2"] >= 0.5 and v["verify_ok"]}
         res["verify_rate"] = {"value": v["rate_events_per_s"]["verify"], "min": 1_000_000,
                               "pass": v["rate_events_per_s"]["verify"] >= 1_000_000}
         res["verify_peak_memory"] = {"value_mb": v["peak_rss_mb"]["verify"], "max_mb": 100,
@@ -80,10 +82,14 @@ def table(out: dict) -> str:
             lines.append(f"| eventsourcing, single durable appends/s | {r['es_single']:,} | | ours {a['single_vs_eventsourcing']}× | |")
     if v:
         r = v["rate_events_per_s"]
-        lines.append(f"| verify, {v['events']:,} events, events/s | {r['verify']:,} | {r['hash_bodies']:,} (SHA-256 of the bodies) "
-                     f"| {v['verify_vs_hash_bodies']:.1%} | ≥ 50 %{mark('verify_vs_hash')} |")
+        lines.append(f"| verify, {v['events']:,} events, events/s ({v['engine']} verifier) | {r['verify']:,} | {r['hash_bodies_2']:,} "
+                     f"(SHA-256 of the bodies, 2 processes) | {v['verify_vs_hash_bodies_2']:.1%} | ≥ 50 %{mark('verify_vs_hash')}; "
+                     f"≥ 1,000,000/s{mark('verify_rate')} |")
+        lines.append(f"| | | {r['hash_bodies']:,} (the same, one process) | {v['verify_vs_hash_bodies']:.1%} | |")
         lines.append(f"| | | {r['hash_files']:,} (SHA-256 of the files, {v['hash_files_mb_per_s']:,} MB/s) | {v['verify_vs_hash_files']:.1%} | |")
-        lines.append(f"| | | {r['hash_bodies_2']:,} (bodies, 2 processes) | | ≥ 1,000,000/s{mark('verify_rate')} |")
+        if "verify_python" in r:
+            lines.append(f"| verify, the reference (Python) verifier alone, events/s | {r['verify_python']:,} | {r['hash_bodies']:,} (one process) "
+                         f"| {v['reference_vs_hash_bodies']:.1%} | |")
         lines.append(f"| verify peak memory (RSS), MB | {v['peak_rss_mb']['verify']:,} | {v['peak_rss_mb']['baseline']} (an idle child) "
                      f"| | ≤ 100{mark('verify_peak_memory')} |")
     if s:

@@ -1130,6 +1130,91 @@ static PyObject *Verifier_finish(Verifier *v, PyObject *Py_UNUSED(ignored)) {
     return result;
 }
 
+PyDoc_STRVAR(valid_body_doc,
+"valid_body(body) -> bool\n\n"
+"True when `body` (bytes) is an event body of a kind this module reads, in its one canonical layout,\n"
+"with the types and values docs/ledger-format.md section 3 allows and real times: then\n"
+"ledger.events.decode_event accepts it too. False says nothing more than that this module is unsure;\n"
+"the writer then asks decode_event.");
+
+static PyObject *valid_body(PyObject *Py_UNUSED(module), PyObject *arg) {
+    Py_buffer view;
+    Scratch scratch;
+    Event e;
+    Cur c;
+    int ok;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    memset(&e, 0, sizeof e);
+    c.p = (Ptr)view.buf;
+    c.end = c.p + view.len;
+    ok = body(&scratch, &c, &e) && c.p == c.end;
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(ok);
+}
+
+PyDoc_STRVAR(seal_doc,
+"seal(body, data) -> (hash, line) or None\n\n"
+"For a body that valid_body() accepts and the data bytes beside it (b\"null\" for none): the body's\n"
+"SHA-256 in lowercase hex (str) and the whole ledger line, line feed included:\n"
+"{\"body\":BODY,\"hash\":\"HASH\",\"data\":DATA}\\n (docs/ledger-format.md, section 2). None when\n"
+"valid_body() would say False; the caller then checks and composes the line itself.");
+
+static PyObject *seal(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs) {
+    Py_buffer b, d;
+    Scratch scratch;
+    Event e;
+    Cur c;
+    SHA256_CTX h;
+    unsigned char digest[32], hex[64];
+    PyObject *line = NULL, *hash = NULL, *result = NULL;
+    char *out;
+    int i;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "seal() takes the body and the data");
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[0], &b, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(args[1], &d, PyBUF_SIMPLE) < 0) { PyBuffer_Release(&b); return NULL; }
+    memset(&e, 0, sizeof e);
+    c.p = (Ptr)b.buf;
+    c.end = c.p + b.len;
+    if (!(body(&scratch, &c, &e) && c.p == c.end)) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    SHA256_Init(&h);
+    SHA256_Update(&h, b.buf, (size_t)b.len);
+    SHA256_Final(digest, &h);
+    for (i = 0; i < 32; i++) {
+        hex[2 * i] = (unsigned char)HEX[digest[i] >> 4];
+        hex[2 * i + 1] = (unsigned char)HEX[digest[i] & 15];
+    }
+    line = PyBytes_FromStringAndSize(NULL, 8 + b.len + 9 + 64 + 9 + d.len + 2);
+    hash = PyUnicode_FromStringAndSize((const char *)hex, 64);
+    if (line == NULL || hash == NULL) goto done;
+    out = PyBytes_AS_STRING(line);
+    memcpy(out, "{\"body\":", 8); out += 8;
+    memcpy(out, b.buf, (size_t)b.len); out += b.len;
+    memcpy(out, ",\"hash\":\"", 9); out += 9;
+    memcpy(out, hex, 64); out += 64;
+    memcpy(out, "\",\"data\":", 9); out += 9;
+    memcpy(out, d.buf, (size_t)d.len); out += d.len;
+    memcpy(out, "}\n", 2);
+    result = PyTuple_Pack(2, hash, line);
+done:
+    Py_XDECREF(line);
+    Py_XDECREF(hash);
+    PyBuffer_Release(&b);
+    PyBuffer_Release(&d);
+    return result;
+}
+
+static PyMethodDef module_methods[] = {
+    {"valid_body", valid_body, METH_O, valid_body_doc},
+    {"seal", (PyCFunction)(void (*)(void))seal, METH_FASTCALL, seal_doc},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyMethodDef Verifier_methods[] = {
     {"feed", (PyCFunction)Verifier_feed, METH_O, feed_doc},
     {"finish", (PyCFunction)Verifier_finish, METH_NOARGS, finish_doc},
@@ -1155,7 +1240,7 @@ static PyTypeObject VerifierType = {
 
 static struct PyModuleDef native_module = {
     PyModuleDef_HEAD_INIT, "ledger._native", "countersign's compiled verifier (see ledger/native.py).", -1,
-    NULL, NULL, NULL, NULL, NULL,
+    module_methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__native(void) {

@@ -37,9 +37,10 @@ from typing import Any, Iterator, NamedTuple, Sequence
 
 import msgspec
 
-from ledger import lines
+from ledger import lines, native
 from ledger.clock import Clock, format_ts, utc_now
 from ledger.digest import canonical_json
+from ledger.events import _encoder as _event_encoder
 from ledger.events import (
     FORMAT,
     GENESIS_PREV,
@@ -288,11 +289,17 @@ def content_of(event: Event, data: bytes | None) -> bytes:
     return encode_event(neutral) + b"\n" + (data if data is not None else b"null")
 
 
+encode_event_bytes = _event_encoder.encode  # encode_event without the call around it (the writer's loop)
+
+
 class _Item(NamedTuple):
     event: Event
     data: bytes | None  # canonical data bytes, None for `null`
     key: str | None
     content: bytes | None  # content_of(...) for a keyed event
+
+
+_unkeyed = tuple.__new__  # _Item without its generated __new__ (the writer makes one per event)
 
 
 class _Request:
@@ -825,9 +832,9 @@ class Ledger:
         if not isinstance(event, Event):
             raise TypeError(f"not an event: {type(event).__name__}")
         data_bytes = canonical_json(data) if isinstance(data, dict) else data
-        key = getattr(event, "key", msgspec.UNSET)
+        key = event.key
         if key is msgspec.UNSET:
-            return _Item(event, data_bytes, None, None)
+            return _unkeyed(_Item, (event, data_bytes, None, None))
         if not isinstance(key, str) or not 1 <= len(key) <= KEY_MAX_LENGTH:
             raise ValueError(f"an idempotency key is a string of 1 to {KEY_MAX_LENGTH} characters, not {key!r}")
         return _Item(event, data_bytes, key, content_of(event, data_bytes))
@@ -878,6 +885,7 @@ class Ledger:
         plans: list[tuple[_Request, list[Any]]] = []  # per request: an index into fresh, or a stored Record
         batch_keys: dict[str, tuple[bytes, int, int]] = {}  # key → (content, index into fresh, seq), this commit
         replace, sha256, null = msgspec.structs.replace, hashlib.sha256, b"null"
+        seal, encode = native.sealer(), encode_event_bytes
         prefix, hash_mark, data_mark, suffix = lines.PREFIX, lines.HASH_MARK, lines.DATA_MARK, lines.SUFFIX + b"\n"
         for request in batch:
             first = len(fresh)
@@ -908,18 +916,25 @@ class Ledger:
                         ts = now = now or format_ts(self.clock())
                     # Timestamps never go backwards in a ledger (verify checks it): a clock that
                     # stepped back, or another writer's clock ahead of ours, gives the head's time.
-                    ts = local_ts = max(ts, local_ts)
+                    if ts < local_ts:
+                        ts = local_ts
+                    local_ts = ts
                     stamped = replace(item.event, seq=local_seq, ts=ts, prev=local_prev)
-                    body = encode_event(stamped)
-                    # Never write what verify would reject: the body must decode as a valid event
-                    # (types, patterns, ranges); a wrong one fails this request alone.
-                    try:
-                        decode_event(body)
-                    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-                        raise LedgerError(f"refusing to append an invalid {type(item.event).__name__} event: {exc}") from None
-                    digest = sha256(body).hexdigest()
+                    body = encode(stamped)
                     data = item.data if item.data is not None else null
-                    chunks.append(b"".join((prefix, body, hash_mark, digest.encode(), data_mark, data, suffix)))
+                    # Never write what verify would reject: the body must decode as a valid event
+                    # (types, patterns, ranges); a wrong one fails this request alone. The
+                    # compiled sealer's grammar is the stricter one: its yes is enough.
+                    sealed = seal(body, data) if seal is not None else None
+                    if sealed is None:
+                        try:
+                            decode_event(body)
+                        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+                            raise LedgerError(f"refusing to append an invalid {type(item.event).__name__} event: {exc}") from None
+                        digest = sha256(body).hexdigest()
+                        sealed = digest, b"".join((prefix, body, hash_mark, digest.encode(), data_mark, data, suffix))
+                    digest = sealed[0]
+                    chunks.append(sealed[1])
                     index = len(fresh)
                     fresh.append((local_seq, digest, stamped, body, data))
                     if item.key is not None:
@@ -946,7 +961,8 @@ class Ledger:
         if payload:
             self._write(payload, rotate)
         name = segment_name(number)
-        records = [Record(s, digest, event, body, data, name, 0) for s, digest, event, body, data in fresh]
+        make = tuple.__new__  # Record without its generated __new__: one per event
+        records = [make(Record, (s, digest, event, body, data, name, 0)) for s, digest, event, body, data in fresh]
         if self._keys is not None and fresh_keys:
             offsets = [base]
             for chunk in chunks:

@@ -21,8 +21,6 @@ import hashlib
 import os
 from pathlib import Path
 
-from ledger.log import LedgerUnreadable, list_segments, segment_name
-
 try:
     from ledger import _native
 except ImportError:  # not built: no compiler, COUNTERSIGN_NO_NATIVE, or a wheel without it
@@ -46,6 +44,16 @@ def _current() -> bool:
 _USABLE = _current() and os.environ.get("COUNTERSIGN_VERIFY") != "python"
 
 
+def sealer():
+    """`seal(body: bytes, data: bytes) -> (hash, line) | None` of the compiled module, or None
+    when it is not usable. For a body in the module's grammar (the stricter one: then
+    ledger.events.decode_event accepts it too) it returns the body's SHA-256 (hex) and the whole
+    line with its line feed; None only says the caller must check the body with decode_event and
+    compose the line itself. The writer uses it to skip that decode, about half its time per
+    event."""
+    return _native.seal if _USABLE else None
+
+
 def available() -> bool:
     """Whether the compiled verifier is built, current and not switched off
     (COUNTERSIGN_VERIFY=python)."""
@@ -56,7 +64,8 @@ def verify_fast(path: str | Path, expect_head: str | None = None):
     """The Report `ledger.verify.verify(path, expect_head)` gives, computed by the compiled
     verifier; None when it is not available or declines (see the module docstring). Never
     raises for a bad or unreadable ledger: it declines."""
-    from ledger.verify import Report  # verify imports this module
+    from ledger.log import LedgerUnreadable, list_segments, segment_name  # both import this module
+    from ledger.verify import Report
 
     if not _USABLE:
         return None
