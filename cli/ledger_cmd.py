@@ -19,8 +19,14 @@ def verify(
     from_checkpoint: bool = typer.Option(
         False, "--from-checkpoint", help="Trust the checkpoint's events (checked against its root) and verify in full only what follows."
     ),
+    reference: bool = typer.Option(
+        False, "--reference", help="Use only the reference (Python) verifier, about 20 times slower than the compiled one."
+    ),
 ) -> None:
     """Check every link of the hash chain and every workflow rule.
+
+    The compiled verifier (when it was built) checks an intact, lawful ledger of the common shape;
+    everything else, and every problem, goes to the reference verifier, which words the report.
 
     With --checkpoint and --pubkey, also check the checkpoint's signature and that the ledger
     extends it (a consistency proof), which detects truncation, rollback and a rewrite with
@@ -40,7 +46,7 @@ def verify(
         return
     from ledger.verify import verify as run_verify
 
-    report = run_verify(directory, expect_head=expect_head)
+    report = run_verify(directory, expect_head=expect_head, engine="python" if reference else "auto")
     if report.unreadable is None:
         _stored_checkpoint_warning(directory, report)
     if as_json:

@@ -235,6 +235,10 @@ _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(AnyEvent)
 
 
+encode_body = _encoder.encode
+"""encode_event itself, without the Python call around it: for the writer's loop."""
+
+
 def encode_event(event: Event) -> bytes:
     """The event's body bytes: compact JSON, `kind` first, then the fields in declaration order."""
     return _encoder.encode(event)

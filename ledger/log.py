@@ -40,7 +40,6 @@ import msgspec
 from ledger import lines, native
 from ledger.clock import Clock, format_ts, utc_now
 from ledger.digest import canonical_json
-from ledger.events import _encoder as _event_encoder
 from ledger.events import (
     FORMAT,
     GENESIS_PREV,
@@ -50,6 +49,7 @@ from ledger.events import (
     Genesis,
     Recovered,
     decode_event,
+    encode_body,
     encode_event,
 )
 
@@ -287,9 +287,6 @@ def content_of(event: Event, data: bytes | None) -> bytes:
     writer's, and a retry comes later), then a line feed, then the data bytes (`null` when none)."""
     neutral = msgspec.structs.replace(event, seq=0, ts="", prev="")
     return encode_event(neutral) + b"\n" + (data if data is not None else b"null")
-
-
-encode_event_bytes = _event_encoder.encode  # encode_event without the call around it (the writer's loop)
 
 
 class _Item(NamedTuple):
@@ -885,7 +882,7 @@ class Ledger:
         plans: list[tuple[_Request, list[Any]]] = []  # per request: an index into fresh, or a stored Record
         batch_keys: dict[str, tuple[bytes, int, int]] = {}  # key → (content, index into fresh, seq), this commit
         replace, sha256, null = msgspec.structs.replace, hashlib.sha256, b"null"
-        seal, encode = native.sealer(), encode_event_bytes
+        seal, encode = native.sealer(), encode_body
         prefix, hash_mark, data_mark, suffix = lines.PREFIX, lines.HASH_MARK, lines.DATA_MARK, lines.SUFFIX + b"\n"
         for request in batch:
             first = len(fresh)

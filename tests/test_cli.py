@@ -127,6 +127,19 @@ def test_verify_names_the_seq_of_a_changed_byte(demo_ledger, tmp_path):
     assert result.exit_code == 1 and "FAILED at seq 10" in result.stdout
 
 
+def test_verify_with_the_reference_verifier_alone_says_the_same(demo_ledger, monkeypatch):
+    from ledger import native
+
+    calls = []
+    monkeypatch.setattr(native, "verify_fast", lambda *a, **k: calls.append(a))  # declines, and counts
+    reference = run("ledger", "verify", demo_ledger, "--reference", "--json")
+    assert calls == []  # --reference never asks the compiled verifier
+    monkeypatch.undo()
+    auto = run("ledger", "verify", demo_ledger, "--json")
+    assert reference.exit_code == auto.exit_code == 0
+    assert json.loads(reference.stdout) == json.loads(auto.stdout)
+
+
 def test_verify_exit_2_for_an_unreadable_ledger(tmp_path):
     result = run("ledger", "verify", tmp_path / "nothing-here")
     assert result.exit_code == 2 and "no such ledger directory" in result.stderr
