@@ -252,16 +252,6 @@ static inline int hex64(Cur *c, Ptr *out) {
     return 1;
 }
 
-/* 64 bytes between quotes, for a digest that is compared with a known-good one before it is
- * accepted (prev with the previous hash, an args_digest with the computed digest or the
- * request's): equality with lowercase hex is the check. */
-static inline int quoted64(Cur *c, Ptr *out) {
-    if (c->end - c->p < 66 || c->p[0] != '"' || c->p[65] != '"') return 0;
-    *out = c->p + 1;
-    c->p += 66;
-    return 1;
-}
-
 static inline int hex64_or_null(Cur *c) {
     Ptr ignored;
     if (LIT(c, "null")) return 1;
@@ -722,8 +712,8 @@ static int body_members(Scratch *v, Cur *c, Event *e) {
             && LIT(c, ",\"proposer\":") && str(c, &e->proposer)
             && LIT(c, ",\"call_id\":") && str_or_null(c, &s, &is_null)
             && LIT(c, ",\"tool\":") && str(c, &s)
-            && LIT(c, ",\"args_digest\":") && quoted64(c, &e->digest)
-            && LIT(c, ",\"context_digest\":") && quoted64(c, &e->context_digest)
+            && LIT(c, ",\"args_digest\":") && hex64(c, &e->digest)
+            && LIT(c, ",\"context_digest\":") && hex64(c, &e->context_digest)
             && LIT(c, ",\"policy\":") && str(c, &s)
             && LIT(c, ",\"policy_digest\":") && hex64(c, &ignored)
             && LIT(c, ",\"effect\":") && effect(c, &e->effect)
@@ -737,12 +727,12 @@ static int body_members(Scratch *v, Cur *c, Event *e) {
             && LIT(c, ",\"deadline\":") && ts(c, &e->deadline);
     case K_APPROVED:
         return LIT(c, ",\"approver\":") && str(c, &e->who)
-            && LIT(c, ",\"args_digest\":") && quoted64(c, &e->digest)
+            && LIT(c, ",\"args_digest\":") && hex64(c, &e->digest)
             && LIT(c, ",\"comment\":") && str_or_null(c, &s, &is_null);
     case K_EDITED:
         return LIT(c, ",\"editor\":") && str(c, &e->who)
-            && LIT(c, ",\"args_digest\":") && quoted64(c, &e->digest)
-            && LIT(c, ",\"replaces\":") && quoted64(c, &e->replaces)
+            && LIT(c, ",\"args_digest\":") && hex64(c, &e->digest)
+            && LIT(c, ",\"replaces\":") && hex64(c, &e->replaces)
             && LIT(c, ",\"policy_digest\":") && hex64(c, &ignored)
             && LIT(c, ",\"effect\":") && effect(c, &e->effect)
             && LIT(c, ",\"rules\":") && rules(c)
@@ -757,10 +747,10 @@ static int body_members(Scratch *v, Cur *c, Event *e) {
     case K_CANCELLED:
         return LIT(c, ",\"by\":") && str(c, &e->who) && LIT(c, ",\"reason\":") && str_or_null(c, &s, &is_null);
     case K_EXEC_STARTED:
-        return LIT(c, ",\"args_digest\":") && quoted64(c, &e->digest)
+        return LIT(c, ",\"args_digest\":") && hex64(c, &e->digest)
             && LIT(c, ",\"executor\":") && str_or_null(c, &s, &is_null);
     case K_EXECUTED:
-        x = LIT(c, ",\"args_digest\":") && quoted64(c, &e->digest) && LIT(c, ",\"outcome\":");
+        x = LIT(c, ",\"args_digest\":") && hex64(c, &e->digest) && LIT(c, ",\"outcome\":");
         if (!x) return 0;
         if (!LIT(c, "\"ok\"") && !LIT(c, "\"error\"")) return 0;
         return LIT(c, ",\"result_digest\":") && hex64_or_null(c)
@@ -796,7 +786,7 @@ static int body(Scratch *v, Cur *c, Event *e) {
     }
     if (e->kind < 0) return 0; /* recovered, redacted or unknown: the reference's to judge */
     if (!LIT(c, ",\"seq\":") || !uint_(c, &e->seq) || !LIT(c, ",\"ts\":") || !ts(c, &e->ts)) return 0;
-    if (!LIT(c, ",\"prev\":") || !quoted64(c, &e->prev)) return 0;
+    if (!LIT(c, ",\"prev\":") || !hex64(c, &e->prev)) return 0;
     if (LIT(c, ",\"key\":")) {
         /* Key: 1 to 256 characters. */
         if (!scan_str(c, NULL, &key, &chars, NULL) || chars < 1 || chars > 256) return 0;
