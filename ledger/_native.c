@@ -65,11 +65,27 @@ typedef struct {
     Span *names;          /* canonical JSON spellings; equal spellings are equal strings */
 } Quorum;
 
+typedef struct { Span name; Py_ssize_t q; } NameRef;
+
 typedef struct {
     Py_ssize_t nq;
     Quorum *q;
     unsigned decisions;
+    /* For counting approvals as they come (a copy from reqs_copy only): every (identity, quorum
+     * naming it) pair once, sorted by the identity's bytes; whether some quorum admits anyone,
+     * and the largest count among those (they all count every distinct approver). */
+    NameRef *index;
+    Py_ssize_t nindex, named;
+    int any_anyone;
+    int64_t anyone_needed;
 } Reqs;
+
+/* A set of identities (owned copies), open addressing, keyed with Python's own randomized hash
+ * (SipHash) so that no ledger can be crafted to make it collide. */
+typedef struct {
+    Span *slots;     /* s == NULL: empty */
+    Py_ssize_t cap, n;
+} SpanSet;
 
 /* Room for parsing one requirements object; one per thread. */
 typedef struct {
@@ -87,8 +103,11 @@ typedef struct {
     unsigned char *proposer;
     Py_ssize_t proposer_n;
     Reqs *reqs;                  /* owned; NULL until interrupted */
-    Py_ssize_t napprovals, capprovals;
-    Span *approvals;             /* owned copies: distinct approvers of `digest` */
+    /* The approvals of `digest`, counted as they come, so that N approvals cost O(N) and not
+     * O(N x identities) (ledger/workflow.py's Tally does the same): */
+    SpanSet approvals;           /* distinct approvers */
+    int64_t *counts;             /* per quorum: approvers it admits */
+    Py_ssize_t unmet;            /* named quorums whose count is not reached */
 } Req;
 
 typedef struct { int64_t key; Req *val; } Slot;   /* key 0: empty, -1: deleted */
@@ -380,64 +399,141 @@ static int requirements(Scratch *v, Cur *c, Reqs *out, Span *raw) {
     return 1;
 }
 
-/* A heap copy of parsed requirements (one block), its names pointing into a copy of `raw`. */
+static int nameref_cmp(const void *a, const void *b) {
+    const NameRef *x = (const NameRef *)a, *y = (const NameRef *)b;
+    Py_ssize_t m = x->name.n < y->name.n ? x->name.n : y->name.n;
+    int c = memcmp(x->name.s, y->name.s, (size_t)m);
+    if (c) return c;
+    if (x->name.n != y->name.n) return x->name.n < y->name.n ? -1 : 1;
+    return x->q < y->q ? -1 : x->q > y->q;
+}
+
+static inline int span_cmp(Span a, Span b) {
+    Py_ssize_t m = a.n < b.n ? a.n : b.n;
+    int c = memcmp(a.s, b.s, (size_t)m);
+    if (c) return c;
+    return a.n < b.n ? -1 : a.n > b.n;
+}
+
+static inline int span_eq(Span a, Span b) { return a.n == b.n && memcmp(a.s, b.s, (size_t)a.n) == 0; }
+
+/* A heap copy of parsed requirements (one block), its names pointing into a copy of `raw`, with
+ * the index of (identity, quorum) pairs. */
 static Reqs *reqs_copy(const Reqs *r, Span raw) {
-    Py_ssize_t i, j, names = 0;
+    Py_ssize_t i, j, k, names = 0;
     size_t size;
     Reqs *out;
     Quorum *qs;
     Span *ns;
+    NameRef *index;
     unsigned char *bytes;
     for (i = 0; i < r->nq; i++) names += r->q[i].n;
-    size = sizeof(Reqs) + (size_t)r->nq * sizeof(Quorum) + (size_t)names * sizeof(Span) + (size_t)raw.n;
+    size = sizeof(Reqs) + (size_t)r->nq * sizeof(Quorum) + (size_t)names * (sizeof(Span) + sizeof(NameRef)) + (size_t)raw.n;
     out = (Reqs *)PyMem_RawMalloc(size);
     if (out == NULL) return NULL;
     qs = (Quorum *)(out + 1);
     ns = (Span *)(qs + r->nq);
-    bytes = (unsigned char *)(ns + names);
+    index = (NameRef *)(ns + names);
+    bytes = (unsigned char *)(index + names);
     memcpy(bytes, raw.s, (size_t)raw.n);
     out->nq = r->nq;
     out->q = qs;
     out->decisions = r->decisions;
+    out->index = index;
+    out->any_anyone = 0;
+    out->anyone_needed = 0;
+    out->named = 0;
+    k = 0;
     for (i = 0; i < r->nq; i++) {
         qs[i] = r->q[i];
         qs[i].names = ns;
         for (j = 0; j < r->q[i].n; j++) {
             ns[j].s = bytes + (r->q[i].names[j].s - raw.s);
             ns[j].n = r->q[i].names[j].n;
+            index[k].name = ns[j];
+            index[k].q = i;
+            k++;
         }
         ns += r->q[i].n;
+        if (qs[i].anyone) {
+            out->any_anyone = 1;
+            if (qs[i].count > out->anyone_needed) out->anyone_needed = qs[i].count;
+        } else {
+            out->named++;
+        }
     }
+    /* A name listed twice in one quorum counts once there (Quorum.admits is membership). */
+    qsort(index, (size_t)k, sizeof(NameRef), nameref_cmp);
+    for (i = 0, j = 0; i < k; i++)
+        if (j == 0 || index[i].q != index[j - 1].q || !span_eq(index[i].name, index[j - 1].name)) index[j++] = index[i];
+    out->nindex = j;
     return out;
 }
 
-static inline int span_eq(Span a, Span b) { return a.n == b.n && memcmp(a.s, b.s, (size_t)a.n) == 0; }
-
-static int quorum_admits(const Quorum *q, Span who) {
-    Py_ssize_t i;
-    if (q->anyone) return 1;
-    for (i = 0; i < q->n; i++)
-        if (span_eq(q->names[i], who)) return 1;
-    return 0;
+/* The first index entry of `who`, or -1. */
+static Py_ssize_t index_find(const Reqs *r, Span who) {
+    Py_ssize_t lo = 0, hi = r->nindex;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (span_cmp(r->index[mid].name, who) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < r->nindex && span_eq(r->index[lo].name, who) ? lo : -1;
 }
 
 /* Requirements.allows: some quorum admits `who`. */
 static int reqs_allows(const Reqs *r, Span who) {
-    Py_ssize_t i;
-    for (i = 0; i < r->nq; i++)
-        if (quorum_admits(&r->q[i], who)) return 1;
+    return r->any_anyone || index_find(r, who) >= 0;
+}
+
+static int spanset_slot(const SpanSet *set, Span who, Py_ssize_t *slot) {
+    Py_ssize_t i = (Py_ssize_t)((size_t)_Py_HashBytes(who.s, who.n) & (size_t)(set->cap - 1));
+    while (set->slots[i].s != NULL) {
+        if (span_eq(set->slots[i], who)) { *slot = i; return 1; }
+        i = (i + 1) & (set->cap - 1);
+    }
+    *slot = i;
     return 0;
 }
 
-/* Requirements.met_by: every quorum counts at least `count` of the (distinct) approvals. */
-static int reqs_met(const Reqs *r, const Span *approvals, Py_ssize_t n) {
-    Py_ssize_t i, j;
-    for (i = 0; i < r->nq; i++) {
-        int64_t admitted = 0;
-        for (j = 0; j < n; j++)
-            if (quorum_admits(&r->q[i], approvals[j])) admitted++;
-        if (admitted < r->q[i].count) return 0;
+static int spanset_has(const SpanSet *set, Span who) {
+    Py_ssize_t slot;
+    return set->cap > 0 && spanset_slot(set, who, &slot);
+}
+
+static void spanset_clear(SpanSet *set) {
+    Py_ssize_t i;
+    for (i = 0; i < set->cap; i++) PyMem_RawFree((void *)set->slots[i].s);
+    PyMem_RawFree(set->slots);
+    set->slots = NULL;
+    set->cap = set->n = 0;
+}
+
+/* Add a copy of `who` (not in the set). 0 when out of memory. */
+static int spanset_add(SpanSet *set, Span who) {
+    Py_ssize_t slot;
+    unsigned char *copy;
+    if ((set->n + 1) * 2 > set->cap) {
+        SpanSet bigger = {NULL, set->cap ? set->cap * 2 : 8, set->n};
+        Py_ssize_t i;
+        bigger.slots = (Span *)PyMem_RawCalloc((size_t)bigger.cap, sizeof(Span));
+        if (bigger.slots == NULL) return 0;
+        for (i = 0; i < set->cap; i++) {
+            if (set->slots[i].s != NULL) {
+                spanset_slot(&bigger, set->slots[i], &slot);
+                bigger.slots[slot] = set->slots[i];
+            }
+        }
+        PyMem_RawFree(set->slots);
+        *set = bigger;
     }
+    copy = (unsigned char *)PyMem_RawMalloc(who.n ? (size_t)who.n : 1);
+    if (copy == NULL) return 0;
+    memcpy(copy, who.s, (size_t)who.n);
+    spanset_slot(set, who, &slot);
+    set->slots[slot].s = copy;
+    set->slots[slot].n = who.n;
+    set->n++;
     return 1;
 }
 
@@ -569,10 +665,9 @@ static inline int digest_is(const unsigned char d[32], Ptr hex) {
 
 /* ---- open requests ------------------------------------------------------------------------- */
 static void req_free(Req *r) {
-    Py_ssize_t i;
     if (r == NULL) return;
-    for (i = 0; i < r->napprovals; i++) PyMem_RawFree((void *)r->approvals[i].s);
-    PyMem_RawFree(r->approvals);
+    spanset_clear(&r->approvals);
+    PyMem_RawFree(r->counts);
     PyMem_RawFree(r->reqs);
     PyMem_RawFree(r->proposer);
     PyMem_RawFree(r);
@@ -664,28 +759,36 @@ static int close_request(Verifier *v, Req *r, uint8_t status) {
     return 1;
 }
 
-static int approvals_set(Req *r, Span who) {
-    unsigned char *copy;
-    if (r->napprovals == r->capprovals) {
-        Py_ssize_t cap = r->capprovals ? r->capprovals * 2 : 4;
-        Span *a = (Span *)PyMem_RawRealloc(r->approvals, (size_t)cap * sizeof(Span));
-        if (a == NULL) return 0;
-        r->approvals = a;
-        r->capprovals = cap;
-    }
-    copy = (unsigned char *)PyMem_RawMalloc(who.n ? (size_t)who.n : 1);
-    if (copy == NULL) return 0;
-    memcpy(copy, who.s, (size_t)who.n);
-    r->approvals[r->napprovals].s = copy;
-    r->approvals[r->napprovals].n = who.n;
-    r->napprovals++;
+/* Requirements in force from now on (an interrupt's, an edit's), with no approval counted:
+ * takes ownership of `reqs`. 0 when out of memory. */
+static int tally_reset(Req *r, Reqs *reqs) {
+    int64_t *counts = (int64_t *)PyMem_RawCalloc((size_t)(reqs->nq ? reqs->nq : 1), sizeof(int64_t));
+    if (counts == NULL) { PyMem_RawFree(reqs); return 0; }
+    PyMem_RawFree(r->reqs);
+    PyMem_RawFree(r->counts);
+    spanset_clear(&r->approvals);
+    r->reqs = reqs;
+    r->counts = counts;
+    r->unmet = reqs->named;  /* every count is at least 1 */
     return 1;
 }
 
-static void approvals_clear(Req *r) {
-    Py_ssize_t i;
-    for (i = 0; i < r->napprovals; i++) PyMem_RawFree((void *)r->approvals[i].s);
-    r->napprovals = 0;
+/* Count an approval of the current digest by `who` (not counted yet): one step per quorum that
+ * names `who`. 0 when out of memory. */
+static int tally_add(Req *r, Span who) {
+    Py_ssize_t i = index_find(r->reqs, who);
+    if (!spanset_add(&r->approvals, who)) return 0;
+    for (; i >= 0 && i < r->reqs->nindex && span_eq(r->reqs->index[i].name, who); i++) {
+        Py_ssize_t q = r->reqs->index[i].q;
+        if (++r->counts[q] == r->reqs->q[q].count) r->unmet--;
+    }
+    return 1;
+}
+
+/* Requirements.met_by over the approvals counted: every named quorum reached its count, and
+ * the distinct approvers reach the largest count of the quorums that admit anyone. */
+static inline int tally_met(const Req *r) {
+    return r->unmet == 0 && (int64_t)r->approvals.n >= r->reqs->anyone_needed;
 }
 
 /* ---- one event ------------------------------------------------------------------------------ */
@@ -817,13 +920,6 @@ static int decider(const Req *r, Span who, unsigned decision, Ptr when) {
     return memcmp(when, r->deadline, 27) < 0;
 }
 
-static int has_approval(const Req *r, Span who) {
-    Py_ssize_t i;
-    for (i = 0; i < r->napprovals; i++)
-        if (span_eq(r->approvals[i], who)) return 1;
-    return 0;
-}
-
 /* 1: lawful and applied; 0: unlawful or out of memory (declined either way). */
 static int step(Verifier *v, const Event *e, const Reqs *reqs) {
     Req *r;
@@ -849,30 +945,31 @@ static int step(Verifier *v, const Event *e, const Reqs *reqs) {
     switch (e->kind) {
     case K_INTERRUPTED:
         if (r->status != ST_INTERRUPTING) return 0;
-        r->reqs = reqs_copy(reqs, e->reqs_raw);
-        if (r->reqs == NULL) return 0;
+        {
+            Reqs *fresh = reqs_copy(reqs, e->reqs_raw);
+            if (fresh == NULL || !tally_reset(r, fresh)) return 0;
+        }
         memcpy(r->deadline, e->deadline, 27);
         r->has_deadline = 1;
         r->status = ST_PENDING;
         return 1;
     case K_APPROVED:
         if (!decider(r, e->who, D_APPROVE, e->ts)) return 0;
-        if (memcmp(e->digest, r->digest, 64) != 0 || has_approval(r, e->who)) return 0;
-        if (!approvals_set(r, e->who)) return 0;
-        if (reqs_met(r->reqs, r->approvals, r->napprovals)) r->status = ST_APPROVED;
+        if (memcmp(e->digest, r->digest, 64) != 0 || spanset_has(&r->approvals, e->who)) return 0;
+        if (!tally_add(r, e->who)) return 0;
+        if (tally_met(r)) r->status = ST_APPROVED;
         return 1;
     case K_EDITED: {
         Reqs *fresh;
         if (!decider(r, e->who, D_EDIT, e->ts)) return 0;
         if (memcmp(e->replaces, r->digest, 64) != 0 || e->effect == EFF_DENY) return 0;
+        /* The edit's requirements govern; it counts as the editor's approval of the new digest
+         * when they admit the editor, and approvals of earlier digests stop counting. */
         fresh = reqs_copy(reqs, e->reqs_raw);
-        if (fresh == NULL) return 0;
-        PyMem_RawFree(r->reqs);
-        r->reqs = fresh;
+        if (fresh == NULL || !tally_reset(r, fresh)) return 0;
         memcpy(r->digest, e->digest, 64);
-        approvals_clear(r);
-        if (reqs_allows(r->reqs, e->who) && !approvals_set(r, e->who)) return 0;
-        if (reqs_met(r->reqs, r->approvals, r->napprovals)) r->status = ST_APPROVED;
+        if (reqs_allows(r->reqs, e->who) && !tally_add(r, e->who)) return 0;
+        if (tally_met(r)) r->status = ST_APPROVED;
         return 1;
     }
     case K_REJECTED:

@@ -133,6 +133,54 @@ class AlreadyRedacted(Violation):
     code = "already-redacted"
 
 
+class Tally:
+    """The distinct approvers of a request's current arguments, counted per quorum as they come:
+    `met` is `requirements.met_by(approvers)` and `allows(who)` is `requirements.allows(who)`,
+    without re-counting. met_by counts every quorum over every approval, so N approvals of one
+    request cost O(N² x identities) and a ledger of a few MB could keep verify busy for hours; here
+    an approval costs one step per quorum that names the approver. The quorums that admit anyone
+    count every approver, so one count serves them all: the distinct approvers against the largest
+    of their counts. (ledger/_native.c keeps the same tally.)"""
+
+    __slots__ = ("requirements", "approvers", "_quorums_of", "_counts", "_unmet", "_anyone", "_anyone_needed")
+
+    def __init__(self, requirements: Requirements):
+        self.requirements = requirements
+        self.approvers: set[str] = set()
+        self._quorums_of: dict[str, list[int]] = {}  # identity → the named quorums that list it
+        self._counts = [0] * len(requirements.quorums)
+        self._unmet = 0  # named quorums whose count is not reached
+        self._anyone = False
+        self._anyone_needed = 0
+        for i, quorum in enumerate(requirements.quorums):
+            if quorum.approvers is None:
+                self._anyone = True
+                self._anyone_needed = max(self._anyone_needed, quorum.count)
+                continue
+            if quorum.count > 0:
+                self._unmet += 1
+            for who in set(quorum.approvers):  # a name listed twice counts once (Quorum.admits)
+                self._quorums_of.setdefault(who, []).append(i)
+
+    def allows(self, who: str) -> bool:
+        return self._anyone or who in self._quorums_of
+
+    def add(self, who: str) -> None:
+        """Count an approval by `who` (a second one by the same identity counts nothing)."""
+        if who in self.approvers:
+            return
+        self.approvers.add(who)
+        quorums = self.requirements.quorums
+        for i in self._quorums_of.get(who, ()):
+            self._counts[i] += 1
+            if self._counts[i] == quorums[i].count:
+                self._unmet -= 1
+
+    @property
+    def met(self) -> bool:
+        return self._unmet == 0 and len(self.approvers) >= self._anyone_needed
+
+
 @dataclass
 class RequestState:
     """Everything known about one request, folded from its events.
@@ -172,6 +220,19 @@ class RequestState:
     @property
     def final(self) -> bool:
         return self.status in FINAL
+
+    def tally(self) -> Tally:
+        """`approvals` counted against `requirements` (which must be set). Kept beside the fields,
+        not among them (a projection stores the fields), and rebuilt from them when it no longer
+        matches: after a decode, an edit, or on a copy."""
+        tally = self.__dict__.get("_tally")
+        if tally is None or tally.requirements is not self.requirements or len(tally.approvers) != len(self.approvals):
+            assert self.requirements is not None
+            tally = Tally(self.requirements)
+            for who in self.approvals:
+                tally.add(who)
+            self.__dict__["_tally"] = tally
+        return tally
 
     @property
     def executable(self) -> bool:
@@ -251,7 +312,7 @@ class Workflow:
             )
         if who == state.proposer:
             raise SelfApproval(f"{who} proposed request {state.request} and cannot decide it", state.request)
-        if not reqs.allows(who):
+        if not state.tally().allows(who):
             raise NotAnApprover(f"{who} is not among the approvers of request {state.request}", state.request)
         if state.deadline is not None and ts >= state.deadline:
             raise DeadlinePassed(f"request {state.request} expired at {state.deadline}", state.request)
@@ -373,6 +434,7 @@ class Workflow:
         if isinstance(event, ev.Interrupted):
             state.requirements, state.deadline, state.status = event.requirements, event.deadline, "pending"
         elif isinstance(event, ev.Approved):
+            state.tally().add(event.approver)
             state.approvals[event.approver] = event.ts
             state.approvers.append(event.approver)
             self._maybe_approved(state, event.ts, event.approver)
@@ -384,7 +446,12 @@ class Workflow:
             state.requirements = event.requirements
             # Earlier approvals were of other arguments; the edit is the editor's approval of the
             # new ones, if the requirements now in force still admit the editor.
-            state.approvals = {event.editor: event.ts} if event.requirements.allows(event.editor) else {}
+            state.approvals = {}
+            state.__dict__.pop("_tally", None)  # counted afresh against the edit's requirements
+            tally = state.tally()
+            if tally.allows(event.editor):
+                tally.add(event.editor)
+                state.approvals[event.editor] = event.ts
             state.approvers.append(event.editor)
             self._maybe_approved(state, event.ts, event.editor)
         elif isinstance(event, ev.Rejected):
@@ -405,8 +472,7 @@ class Workflow:
 
     @staticmethod
     def _maybe_approved(state: RequestState, ts: str, who: str) -> None:
-        assert state.requirements is not None
-        if state.requirements.met_by(state.approvals):
+        if state.tally().met:
             state.status = "approved"
             state.decision, state.decided_at, state.decided_by = "approve", ts, who
 

@@ -149,17 +149,29 @@ def _many_approvals(path: Path, approvals: int) -> None:
 
 
 @pytest.mark.skipif(not native.available(), reason="the compiled module is not built or not current")
-def test_approvals_cost_linear_time_not_quadratic(tmp_path: Path):
-    """Each approval re-counts every quorum over every approval so far (has_approval, reqs_met:
-    O(approvals x named identities) per event), so a hostile ledger of N approvals of one request
-    costs O(N^2 x identities): 2,000 approvals (0.8 MB) take seconds, 8,000 (3 MB) over half a
-    minute, against the 1.3M events/s the fast path is for. Counted incrementally, they take
-    milliseconds."""
-    import time
-
+def test_thousands_of_approvals_of_one_request_verify_alike(tmp_path: Path):
+    """The ledger that made both verifiers quadratic (each approval re-counted every quorum over
+    every approval so far: 2,000 approvals took 1.6 s compiled and 40 s in Python, 8,000 over
+    half a minute compiled): both now count approvals as they come (ledger.workflow.Tally and
+    its C twin), and agree."""
     _many_approvals(tmp_path / "l", 2000)
-    started = time.perf_counter()
     report = native.verify_fast(tmp_path / "l")
-    elapsed = time.perf_counter() - started
-    assert report is not None and report.ok
-    assert elapsed < 0.3, f"{elapsed:.1f} s for 2,063 approvals of one request (0.8 MB)"
+    assert report is not None and report.ok and report.count == 2000 + 66
+    assert report == verify(tmp_path / "l", engine="python")
+
+
+def test_the_reference_counts_each_approval_once_not_every_approval_again(tmp_path: Path, monkeypatch):
+    """Without timing anything: how often the reference asks a quorum whether it admits someone
+    does not grow with the number of approvals (it grew with their square)."""
+    from dsl.requirements import Quorum
+
+    asked = []
+    original = Quorum.admits
+    monkeypatch.setattr(Quorum, "admits", lambda self, who: asked.append(who) or original(self, who))
+    counts = []
+    for n in (100, 400):
+        asked.clear()
+        _many_approvals(tmp_path / str(n), n)
+        assert verify(tmp_path / str(n), engine="python").ok
+        counts.append(len(asked))
+    assert counts[0] == counts[1], counts
