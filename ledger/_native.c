@@ -122,6 +122,8 @@ typedef struct {
     int expect_head_set;
     unsigned char expect_head[64];
     int declined;
+    int initialized;             /* __init__ ran (it runs once) */
+    int busy;                    /* a feed() is running (without the GIL) */
     /* open requests */
     Slot *slots;
     Py_ssize_t cap, used, filled;  /* used: live entries; filled: live + deleted */
@@ -1061,12 +1063,24 @@ static void *run_job(void *arg) {
 
 /* All whole lines of [p, end): the stateless checks split over the threads, then the sequential
  * ones. Returns the end of the last whole line, or NULL to decline. */
+#define BATCH_LINES 16384  /* lines indexed at a time: bounds the index whatever the lines' lengths */
+
+static Ptr batch(Verifier *v, Ptr p, Ptr end, int *more);
+
 static Ptr lines(Verifier *v, Ptr p, Ptr end) {
+    int more = 1;
+    while (more && p != NULL) p = batch(v, p, end, &more);
+    return p;
+}
+
+/* Up to BATCH_LINES whole lines from p; `more` says whether the batch was full. */
+static Ptr batch(Verifier *v, Ptr p, Ptr end, int *more) {
     Py_ssize_t n = 0, i;
     Ptr nl;
     Job jobs[2];
     pthread_t worker;
     int spawned = 0;
+    *more = 0;
     while (p < end && (nl = (Ptr)memchr(p, '\n', (size_t)(end - p))) != NULL) {
         if (n == v->lines_cap) {
             Py_ssize_t cap = v->lines_cap ? v->lines_cap * 2 : 4096;
@@ -1083,6 +1097,10 @@ static Ptr lines(Verifier *v, Ptr p, Ptr end) {
         v->ends[n] = nl;
         n++;
         p = nl + 1;
+        if (n == BATCH_LINES) {
+            *more = 1;
+            break;
+        }
     }
     for (i = 0; i < 2; i++) {
         jobs[i].starts = v->starts;
@@ -1112,6 +1130,10 @@ static int Verifier_init(Verifier *v, PyObject *args, PyObject *kwds) {
     PyObject *head = Py_None;
     int threads = 2;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "|Oi", names, &head, &threads)) return -1;
+    if (v->initialized) {
+        PyErr_SetString(PyExc_RuntimeError, "a Verifier is initialized once; make a new one");
+        return -1;
+    }
     v->threads = threads > 1 ? 2 : 1;
     v->expected = 1;
     memset(v->prev, '0', 64);
@@ -1130,6 +1152,7 @@ static int Verifier_init(Verifier *v, PyObject *args, PyObject *kwds) {
         if (n == 64) memcpy(v->expect_head, text, 64);
         else memset(v->expect_head, 0, 64); /* matches no hash */
     }
+    v->initialized = 1;
     return 0;
 }
 
@@ -1157,13 +1180,19 @@ static PyObject *Verifier_feed(Verifier *v, PyObject *arg) {
     Ptr p, end;
     Py_ssize_t used;
     int ok = 1;
+    if (!v->initialized || v->busy) {
+        PyErr_SetString(PyExc_RuntimeError, v->busy ? "feed() is already running on this Verifier" : "the Verifier was not initialized");
+        return NULL;
+    }
     if (v->declined) return PyLong_FromLong(-1);
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    v->busy = 1;
     p = (Ptr)view.buf;
     end = p + view.len;
     Py_BEGIN_ALLOW_THREADS
     p = lines(v, p, end);
     Py_END_ALLOW_THREADS
+    v->busy = 0;
     ok = p != NULL;
     used = ok ? p - (Ptr)view.buf : -1;
     PyBuffer_Release(&view);
@@ -1189,7 +1218,11 @@ static PyObject *Verifier_finish(Verifier *v, PyObject *Py_UNUSED(ignored)) {
     Req **open;
     Py_ssize_t i, n = 0;
     PyObject *opens, *closed, *result;
-    if (v->declined || v->expected == 1) Py_RETURN_NONE;
+    if (v->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "feed() is running on this Verifier");
+        return NULL;
+    }
+    if (!v->initialized || v->declined || v->expected == 1) Py_RETURN_NONE;
     open = (Req **)PyMem_RawMalloc((size_t)(v->used ? v->used : 1) * sizeof(Req *));
     if (open == NULL) return PyErr_NoMemory();
     for (i = 0; i < v->cap; i++)

@@ -175,3 +175,27 @@ def test_the_reference_counts_each_approval_once_not_every_approval_again(tmp_pa
         assert verify(tmp_path / str(n), engine="python").ok
         counts.append(len(asked))
     assert counts[0] == counts[1], counts
+
+
+@pytest.mark.skipif(not native.available(), reason="the compiled module is not built or not current")
+def test_a_verifier_is_used_once_and_only_after_its_init():
+    """Misuse through the module's own API is refused rather than trusted: a second __init__
+    would keep the first ledger's requests, and an uninitialized one starts at seq 0."""
+    from ledger import _native
+
+    checker = _native.Verifier()
+    with pytest.raises(RuntimeError):
+        checker.__init__()
+    bare = _native.Verifier.__new__(_native.Verifier)
+    with pytest.raises(RuntimeError):
+        bare.feed(b"\n")
+    assert bare.finish() is None
+
+
+@pytest.mark.skipif(not native.available(), reason="the compiled module is not built or not current")
+def test_a_chunk_of_empty_lines_is_declined():
+    """An empty line is no ledger line. (Lines are now indexed 16,384 at a time; indexing a whole
+    chunk of empty lines first reserved about a gigabyte.)"""
+    from ledger import _native
+
+    assert _native.Verifier().feed(b"\n" * 1_000_000) == -1
