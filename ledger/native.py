@@ -4,9 +4,10 @@
 `ledger.verify.verify` would, or None when it declines. It declines whenever the ledger is not
 plainly intact and lawful, or holds anything it leaves to the reference verifier: a problem of
 any kind (the reference then finds it and words it), a torn tail, a `recovered` or `redacted`
-event, a float or an escaped key in the arguments, nesting deeper than 64 levels, an integer of
-more than 18 digits in a body or 300 in the arguments, an idempotency key or a string escape it
-does not expect. So it never accepts what the reference would reject: what it accepts it checks
+event, a float or an escaped object key in the arguments, nesting deeper than 64 levels, an
+integer of more than 18 digits in a body or 300 in the arguments, more than 64 quorums or 1,024
+named approvers in one requirements object, an expected head that is not 64 lowercase hex digits.
+So it never accepts what the reference would reject: what it accepts it checks
 completely (docs/ledger-format.md, section 6, with the workflow rules), and everything else is
 the reference's to judge. tests/test_verify_native.py holds the two to that, on lawful and on
 tampered ledgers.
