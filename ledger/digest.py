@@ -42,6 +42,11 @@ level more (`{"a": [1]}` is two levels). A writer refuses deeper values, so ever
 lawful ledger (verify, the views, the projection) reads its values without running out of stack."""
 
 
+MAX_NUMBER_TEXT = 4300
+"""The longest integer text, sign included, that every reader reads: Python writes no more than
+4,300 digits, and msgspec reads no more than 4,300 characters (so not a negative 4,300-digit one)."""
+
+
 class ArgumentsError(ValueError):
     """The arguments are not a JSON value (NaN, infinity, a non-string key, an unknown type, an
     integer too long to write, or nesting deeper than MAX_NESTING)."""
@@ -59,9 +64,12 @@ def number_text(value: int | float) -> str:
         raise ArgumentsError("a boolean is not a number")
     if isinstance(value, int):
         try:
-            return str(value)
+            text = str(value)
         except ValueError:  # Python refuses to write an integer of more than 4,300 digits
             raise ArgumentsError("an integer of more than 4,300 digits cannot be written") from None
+        if len(text) > MAX_NUMBER_TEXT:  # a negative one of 4,300 digits: msgspec cannot read it back
+            raise ArgumentsError(f"an integer written in more than {MAX_NUMBER_TEXT:,} characters cannot be read back")
+        return text
     if not math.isfinite(value):
         raise ArgumentsError(f"{value!r} is not a JSON number")
     if value.is_integer():

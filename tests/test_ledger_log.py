@@ -808,3 +808,18 @@ def test_a_quarantine_left_before_truncating_is_not_recorded_again(tmp_path, lef
     with Ledger(path) as led:
         assert len(led.recoveries) == 1
     assert sum(isinstance(r.event, ev.Recovered) for r in LedgerReader(path).records()) == 1
+
+
+def test_the_writer_refuses_an_integer_no_reader_can_read_back(tmp_path):
+    """msgspec reads integers of at most 4,300 characters, sign included, so a negative
+    4,300-digit one was written and then failed verify ("Integer value out of range"; found by
+    the differential tests). The positive one of 4,300 digits is still written and read."""
+    from ledger.digest import ArgumentsError
+    from ledger_factory import Forge
+
+    n = int("9" * 4300)
+    with Forge(tmp_path / "l") as forge:
+        forge.propose(args={"n": n}, effect="deny")
+        with pytest.raises(ArgumentsError, match="4,300 characters"):
+            forge.propose(args={"n": -n}, effect="deny")
+    assert verify(tmp_path / "l", engine="python").ok

@@ -244,3 +244,18 @@ def test_the_workflow_that_drops_closed_requests_judges_every_event_as_the_full_
         if judged.requests:
             with pytest.raises(MisplacedGenesis):
                 workflow.check(genesis)
+
+
+@pytest.mark.parametrize("spelled", [b" null", b"null ", b"\tnull"])
+def test_whitespace_around_the_null_data_of_an_event_is_a_data_problem(mixed, tmp_path, spelled):
+    """Section 2 allows no whitespace outside strings; the reference read the JSON value and let
+    ` null` pass beside an event that carries no data (found by the differential tests)."""
+    copy = copy_of(mixed, tmp_path)
+    segment = sorted(copy.glob("events-*.jsonl"))[0]
+    lines = segment.read_bytes().splitlines(keepends=True)
+    assert lines[0].endswith(b',"data":null}\n')  # the genesis
+    lines[0] = lines[0].replace(b',"data":null}', b',"data":' + spelled + b"}")
+    segment.write_bytes(b"".join(lines))
+    for engine in ("auto", "python"):
+        report = verify(copy, engine=engine)
+        assert report.problem is not None and (report.problem.seq, report.problem.kind) == (1, "data"), engine
