@@ -8,6 +8,7 @@ from pathlib import Path
 from dsl import Policy
 from ledger.clock import ManualClock
 from ledger.gate import Gate
+from ledger.log import Ledger
 
 START = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -47,12 +48,16 @@ def gate(path: Path, clock: ManualClock | None = None) -> Gate:
     return Gate(policy(), path, clock=clock or ManualClock(START))
 
 
-def build_mixed_ledger(path: Path) -> tuple[Gate, ManualClock]:
+def build_mixed_ledger(path: Path, *, item: float | int = 2.5, segment_bytes: int | None = None) -> tuple[Gate, ManualClock]:
     """A ledger with every kind of step: allow+execute, deny, ask approved, an edit approved by a
-    quorum of two, a reject, a respond, an expiry, a cancel and an execution that failed. Returns
-    the open Gate (the caller closes it) and its clock."""
+    quorum of two, a reject, a respond, an expiry, a cancel and an execution that failed. `item`
+    is a number among the edited arguments (a float by default), `segment_bytes` the writer's
+    segment size. Returns the open Gate (the caller closes it) and its clock."""
     clock = ManualClock(START)
-    g = gate(path, clock)
+    if segment_bytes is None:
+        g = gate(path, clock)
+    else:
+        g = Gate(policy(), Ledger(path, clock=clock, segment_bytes=segment_bytes), clock=clock)
     a = g.propose("read_thing", {"id": 1}, proposer="agent", run="r1")
     g.execute(a.request, lambda args: {"found": True})
     g.propose("drop_thing", {"id": 2}, proposer="agent", run="r1")
@@ -60,9 +65,9 @@ def build_mixed_ledger(path: Path) -> tuple[Gate, ManualClock]:
     clock.advance(60)
     g.approve(b.request, approver="alice", digest=b.args_digest)
     g.execute(b.request, lambda args: None)
-    c = g.propose("big_change", {"amount": 500, "items": [1, 2.5, None, True]}, proposer="agent", run="r2")
+    c = g.propose("big_change", {"amount": 500, "items": [1, item, None, True]}, proposer="agent", run="r2")
     clock.advance(120)
-    g.edit(c.request, editor="sup-1", args={"amount": 400, "items": [1, 2.5, None, True]}, reason="less")
+    g.edit(c.request, editor="sup-1", args={"amount": 400, "items": [1, item, None, True]}, reason="less")
     clock.advance(60)
     g.approve(c.request, approver="sup-2", digest=g.get(c.request).digest, comment="ok")
     g.execute(c.request, lambda args: 1 / 0)
@@ -117,3 +122,20 @@ def make_read_only(monkeypatch, directory: Path) -> None:
     monkeypatch.setattr(os, "mkdir", fake_mkdir)
     monkeypatch.setattr(os, "link", fake_two("link"))
     monkeypatch.setattr(os, "replace", fake_two("replace"))
+
+
+def build_matrix_ledger(path: Path, segment_bytes: int) -> None:
+    """The tamper matrix's ledger: four rounds of an allowed call run, an ask approved by two
+    and run, and a denied call, in segments of `segment_bytes` (several of them)."""
+    clock = ManualClock(START)
+    gate = Gate(policy(), Ledger(path, segment_bytes=segment_bytes, clock=clock), clock=clock)
+    for i in range(4):
+        a = gate.propose("read_thing", {"id": i, "note": "é ✓"}, proposer="agent", run=f"r{i}", context={"cwd": "/srv"})
+        gate.execute(a.request, lambda args: {"ok": True})
+        b = gate.propose("big_change", {"amount": 100 + i}, proposer="agent", run=f"r{i}")
+        clock.advance(60)
+        gate.approve(b.request, approver="sup-1", digest=b.args_digest)
+        gate.approve(b.request, approver="sup-2", digest=b.args_digest, comment="ok")
+        gate.execute(b.request, lambda args: None)
+        gate.propose("drop_thing", {"id": i}, proposer="agent")
+    gate.close()

@@ -17,14 +17,12 @@ import pytest
 from ledger import events as ev
 from ledger import lines
 from ledger.checkpoint import generate_key, make_checkpoint, verify_against_checkpoint
-from ledger.clock import ManualClock
 from ledger.events import decode_event, encode_event
-from ledger.gate import Gate
-from ledger.log import Ledger, list_segments
+from ledger.log import list_segments
 from ledger.verify import verify
 import msgspec
 
-from support import START, policy
+from support import build_matrix_ledger
 
 SEGMENT_BYTES = 2500
 
@@ -33,18 +31,7 @@ SEGMENT_BYTES = 2500
 def original(tmp_path_factory) -> tuple[Path, object]:
     """A ledger of several segments with every kind of step, and a checkpoint of all of it."""
     path = tmp_path_factory.mktemp("matrix") / "ledger"
-    clock = ManualClock(START)
-    gate = Gate(policy(), Ledger(path, segment_bytes=SEGMENT_BYTES, clock=clock), clock=clock)
-    for i in range(4):
-        a = gate.propose("read_thing", {"id": i, "note": "é ✓"}, proposer="agent", run=f"r{i}", context={"cwd": "/srv"})
-        gate.execute(a.request, lambda args: {"ok": True})
-        b = gate.propose("big_change", {"amount": 100 + i}, proposer="agent", run=f"r{i}")
-        clock.advance(60)
-        gate.approve(b.request, approver="sup-1", digest=b.args_digest)
-        gate.approve(b.request, approver="sup-2", digest=b.args_digest, comment="ok")
-        gate.execute(b.request, lambda args: None)
-        gate.propose("drop_thing", {"id": i}, proposer="agent")
-    gate.close()
+    build_matrix_ledger(path, SEGMENT_BYTES)
     assert len(list_segments(path)) >= 4
     checkpoint, _ = make_checkpoint(path, generate_key("matrix-key"))
     return path, checkpoint

@@ -53,7 +53,7 @@ from ledger.gate import Gate
 from ledger.lines import compose, split
 from ledger.log import Ledger, list_segments
 from ledger.verify import verify
-from support import START, build_mixed_ledger, policy
+from support import START, build_matrix_ledger, build_mixed_ledger, policy
 from tests.ledger_factory import Forge, read_lines, rebody, rechain
 
 pytestmark = pytest.mark.skipif(
@@ -249,33 +249,9 @@ ESCAPED = 'q"uote\\ back\\slash \x00\x01\x08\x0b\x0c\x1f\x7f \n\r\t\b\f /'
 
 
 def build_plain_mixed(path: Path, segment_bytes: int | None = None) -> None:
-    """tests/support.build_mixed_ledger with integers for its one float (the fast path leaves
-    floats to the reference), in segments of `segment_bytes`."""
-    clock = ManualClock(START)
-    led = Ledger(path, clock=clock, **({"segment_bytes": segment_bytes} if segment_bytes else {}))
-    g = Gate(policy(), led, clock=clock)
-    a = g.propose("read_thing", {"id": 1}, proposer="agent", run="r1")
-    g.execute(a.request, lambda args: {"found": True})
-    g.propose("drop_thing", {"id": 2}, proposer="agent", run="r1")
-    b = g.propose("small_change", {"id": 3, "note": "é ✓"}, proposer="agent", run="r1", context={"cwd": "/srv"})
-    clock.advance(60)
-    g.approve(b.request, approver="alice", digest=b.args_digest)
-    g.execute(b.request, lambda args: None)
-    c = g.propose("big_change", {"amount": 500, "items": [1, 25, None, True]}, proposer="agent", run="r2")
-    clock.advance(120)
-    g.edit(c.request, editor="sup-1", args={"amount": 400, "items": [1, 25, None, True]}, reason="less")
-    clock.advance(60)
-    g.approve(c.request, approver="sup-2", digest=g.get(c.request).digest, comment="ok")
-    g.execute(c.request, lambda args: 1 / 0)
-    d = g.propose("small_change", {"id": 4}, proposer="agent", run="r2")
-    g.reject(d.request, approver="bob", reason="Ask the customer first.")
-    e = g.propose("big_change", {"amount": 10}, proposer="agent", run="r3")
-    g.respond(e.request, approver="sup-3", message="Done by hand.")
-    g.propose("unknown_tool", {}, proposer="agent", run="r3")
-    clock.advance(25 * 3600)
-    g.expire()
-    h = g.propose("small_change", {"id": 5}, proposer="agent", run="r3")
-    g.cancel(h.request, by="agent", reason="no longer needed")
+    """tests/support.build_mixed_ledger with an integer for its one float (the fast path leaves
+    floats to the reference), in segments of `segment_bytes`, and a wire left pending."""
+    g, _clock = build_mixed_ledger(path, item=25, segment_bytes=segment_bytes)
     w = g.propose("wire", {"amount": 5000, "to": "DE00 1234"}, proposer="agent", run="r4")
     g.approve(w.request, approver="sup-1", digest=w.args_digest)
     g.approve(w.request, approver="alice", digest=w.args_digest)  # pending: the sups quorum needs two
@@ -1836,18 +1812,7 @@ def rechained_append(lines: list[bytes], event: ev.Event) -> list[bytes]:
 def matrix(tmp_path_factory) -> Path:
     """The ledger of tests/test_tamper_matrix.py (several segments, every kind of step)."""
     path = tmp_path_factory.mktemp("native-matrix") / "ledger"
-    clock = ManualClock(START)
-    gate = Gate(policy(), Ledger(path, segment_bytes=2500, clock=clock), clock=clock)
-    for i in range(4):
-        a = gate.propose("read_thing", {"id": i, "note": "é ✓"}, proposer="agent", run=f"r{i}", context={"cwd": "/srv"})
-        gate.execute(a.request, lambda args: {"ok": True})
-        b = gate.propose("big_change", {"amount": 100 + i}, proposer="agent", run=f"r{i}")
-        clock.advance(60)
-        gate.approve(b.request, approver="sup-1", digest=b.args_digest)
-        gate.approve(b.request, approver="sup-2", digest=b.args_digest, comment="ok")
-        gate.execute(b.request, lambda args: None)
-        gate.propose("drop_thing", {"id": i}, proposer="agent")
-    gate.close()
+    build_matrix_ledger(path, 2500)
     assert_accepted(path)
     return path
 
