@@ -10,7 +10,7 @@ from typing import NoReturn, Optional
 
 import typer
 
-from cli.output import EXIT_FAIL, EXIT_USAGE, echo_json, fail, say
+from cli.output import EXIT_FAIL, EXIT_USAGE, echo_json, fail, say, verified_before
 
 
 def _fail(exc: Exception) -> NoReturn:
@@ -171,8 +171,10 @@ def verify_with_checkpoint(
     from_checkpoint: bool,
     expect_head: Optional[str],
     as_json: bool,
+    engine: str = "auto",
 ) -> None:
-    """`ledger verify DIR --checkpoint FILE --pubkey KEY [--from-checkpoint]`."""
+    """`ledger verify DIR --checkpoint FILE --pubkey KEY [--from-checkpoint] [--reference]`
+    (`engine` is ledger.verify.verify's; --from-checkpoint is always the reference's)."""
     from ledger.checkpoint import CheckpointError, load_public_key, read_checkpoint, verify_against_checkpoint
     from ledger.log import LedgerError
 
@@ -181,7 +183,7 @@ def verify_with_checkpoint(
     try:
         key = load_public_key(pubkey)
         cp = read_checkpoint(checkpoint_file, key)
-        report, check = verify_against_checkpoint(directory, cp, expect_head=expect_head, incremental=from_checkpoint)
+        report, check = verify_against_checkpoint(directory, cp, expect_head=expect_head, incremental=from_checkpoint, engine=engine)
     except CheckpointError as exc:
         _fail(exc)
     except LedgerError as exc:  # the ledger changed under the second pass (removed, cut short)
@@ -203,7 +205,7 @@ def verify_with_checkpoint(
         if p.kind == "checkpoint":  # the chain itself held; it is not the ledger the checkpoint signed
             say("  the checkpoint does not vouch for this ledger")
         else:
-            say(f"  {report.count} events before it verified; last good head {report.head}")
+            say(verified_before(report))
         raise typer.Exit(EXIT_FAIL)
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(report.statuses.items()))
     say(f"{directory}: intact: {report.count} events, head {report.head}")

@@ -4,7 +4,7 @@ from typing import Optional
 
 import typer
 
-from cli.output import EXIT_USAGE, echo_json, fail, say, table, visible
+from cli.output import EXIT_USAGE, echo_json, fail, say, table, verified_before, visible
 
 app = typer.Typer(no_args_is_help=True, help="Verify, query and summarize ledgers.")
 
@@ -42,7 +42,7 @@ def verify(
     if checkpoint is not None or pubkey is not None or from_checkpoint:
         from cli.checkpoint_cmd import verify_with_checkpoint
 
-        verify_with_checkpoint(directory, checkpoint, pubkey, from_checkpoint, expect_head, as_json)
+        verify_with_checkpoint(directory, checkpoint, pubkey, from_checkpoint, expect_head, as_json, engine="python" if reference else "auto")
         return
     from ledger.verify import verify as run_verify
 
@@ -64,7 +64,7 @@ def verify(
         if p.kind == "checkpoint":  # the chain itself held; it is not the ledger the checkpoint signed
             say("  the checkpoint does not vouch for this ledger")
         else:
-            say(f"  {report.count} events before it verified; last good head {report.head}")
+            say(verified_before(report))
         raise typer.Exit(report.exit_code)
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(report.statuses.items()))
     say(f"{directory}: intact: {report.count} events, head {report.head}")

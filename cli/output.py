@@ -31,6 +31,16 @@ def say(text: str, err: bool = False) -> None:
     typer.echo(visible(text), err=err)
 
 
+def verified_before(report) -> str:
+    """The line under a failed verification (a ledger.verify.Report with a problem): how many
+    events verified before it, and the last good head."""
+    n = report.count
+    events = f"{n:,} event{'' if n == 1 else 's'}"
+    if report.problem is not None and report.problem.kind == "head":
+        return f"  {events} verified, none of them with the expected head; the head is {report.head}"
+    return f"  {events} before it verified; last good head {report.head}"
+
+
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     """Print `error: message` to stderr and exit with `code` (2: bad input, 1: a failed check).
     The message is one line: a control character in it (a value from a ledger) is shown escaped."""

@@ -661,14 +661,16 @@ class CheckpointCheck:
         }
 
 
-def verify_against_checkpoint(path: str | Path, checkpoint: Checkpoint, *, expect_head: str | None = None, incremental: bool = False):
+def verify_against_checkpoint(path: str | Path, checkpoint: Checkpoint, *, expect_head: str | None = None, incremental: bool = False,
+                              engine: str = "auto"):
     """Verify a ledger and that it extends a trusted (already signature-checked) checkpoint:
     at least as long, same ledger id, the event at seq `size` is the head, and a consistency
     proof from the checkpoint's tree to the ledger's whole tree verifies. Returns `(Report,
     CheckpointCheck)`; a failed checkpoint check is the Report's problem, of kind `checkpoint`.
 
     With `incremental`, the events up to the checkpoint are not verified in full: see
-    `_verify_incremental`.
+    `_verify_incremental` (which is the reference verifier's). Otherwise `engine` is
+    ledger.verify.verify's.
     """
     from ledger.verify import Problem, verify
 
@@ -676,7 +678,7 @@ def verify_against_checkpoint(path: str | Path, checkpoint: Checkpoint, *, expec
     if incremental:
         report = _verify_incremental(path, checkpoint, check, expect_head)
     else:
-        report = verify(path, expect_head=expect_head)
+        report = verify(path, expect_head=expect_head, engine=engine)
     if not report.ok:
         return report, check
 

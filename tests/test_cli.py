@@ -140,6 +140,27 @@ def test_verify_with_the_reference_verifier_alone_says_the_same(demo_ledger, mon
     assert json.loads(reference.stdout) == json.loads(auto.stdout)
 
 
+def test_verify_against_a_checkpoint_with_the_reference_verifier_alone(demo_ledger, tmp_path, monkeypatch):
+    import shutil
+
+    from ledger import native
+
+    copy = tmp_path / "copy"
+    shutil.copytree(demo_ledger, copy)
+    assert run("ledger", "keygen", "--out", tmp_path / "k").exit_code == 0
+    assert run("ledger", "checkpoint", copy, "--key", tmp_path / "k.key", "--out", tmp_path / "c.checkpoint").exit_code == 0
+    calls = []
+    monkeypatch.setattr(native, "verify_fast", lambda *a, **k: calls.append(a))
+    result = run("ledger", "verify", copy, "--reference", "--checkpoint", tmp_path / "c.checkpoint", "--pubkey", tmp_path / "k.pub")
+    assert result.exit_code == 0 and "intact" in result.stdout and calls == []  # --reference was passed on
+
+
+def test_a_missing_expected_head_is_said_plainly(demo_ledger):
+    result = run("ledger", "verify", demo_ledger, "--expect-head", "ab" * 32)
+    assert result.exit_code == 1
+    assert "events verified, none of them with the expected head" in result.stdout and "before it" not in result.stdout
+
+
 def test_verify_exit_2_for_an_unreadable_ledger(tmp_path):
     result = run("ledger", "verify", tmp_path / "nothing-here")
     assert result.exit_code == 2 and "no such ledger directory" in result.stderr
