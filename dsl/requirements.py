@@ -67,7 +67,7 @@ class Requirements(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     - `timeout_message`: the text the agent receives on expiry, if the author wrote one.
     """
 
-    quorums: tuple[Quorum, ...] = (Quorum(),)
+    quorums: Annotated[tuple[Quorum, ...], msgspec.Meta(min_length=1)] = (Quorum(),)  # at least one (docs/ledger-format.md, 3)
     decisions: tuple[Decision, ...] = DEFAULT_DECISIONS
     timeout_seconds: Positive = DEFAULT_TIMEOUT_SECONDS
     on_timeout: Literal["reject"] = "reject"

@@ -353,7 +353,8 @@ static int requirements(Scratch *v, Cur *c, Reqs *out, Span *raw) {
     raw->s = c->p;
     out->decisions = 0;
     if (!LIT(c, "{\"quorums\":[")) return 0;
-    if (!LIT(c, "]")) {
+    if (LIT(c, "]")) return 0; /* at least one quorum (section 3) */
+    {
         for (;;) {
             Quorum *q;
             if (nq == MAX_QUORUMS) return 0;

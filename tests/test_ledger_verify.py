@@ -259,3 +259,22 @@ def test_whitespace_around_the_null_data_of_an_event_is_a_data_problem(mixed, tm
     for engine in ("auto", "python"):
         report = verify(copy, engine=engine)
         assert report.problem is not None and (report.problem.seq, report.problem.kind) == (1, "data"), engine
+
+
+def test_requirements_without_a_quorum_are_a_format_problem(mixed, tmp_path):
+    """Section 3: `quorums` holds at least one. Both verifiers let an empty list pass (found by
+    a new user's trial): a request that no approval could ever satisfy."""
+    from ledger_factory import all_lines, rebody, rechain, rewrite
+
+    copy = copy_of(mixed, tmp_path)
+    lines = all_lines(copy)
+    index = next(i for i, line in enumerate(lines) if line.startswith(b'{"body":{"kind":"interrupted"'))
+    body = lines[index][len(b'{"body":') : lines[index].index(b',"hash":"')]
+    start = body.index(b'"quorums":[') + len(b'"quorums":[')
+    emptied = body[:start] + body[body.index(b'],"decisions"') :]
+    lines[index] = rebody(lines[index], emptied)
+    rewrite(copy, rechain(lines, index + 1))
+    for engine in ("auto", "python"):
+        report = verify(copy, engine=engine)
+        assert report.problem is not None and (report.problem.seq, report.problem.kind) == (index + 1, "format"), engine
+        assert "quorums" in report.problem.message
