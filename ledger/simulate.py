@@ -94,8 +94,10 @@ class Reviewers(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class Summary(msgspec.Struct):
-    """What a simulation did. Counts are of calls; `refused` lists review steps the Gate refused
-    (each `line: message`), which a reviewer file can provoke on purpose."""
+    """What a simulation did. Counts are of calls; `outcomes` counts each call's request by its
+    status when the simulation ended (a request left pending by one call may expire during a
+    later one); `refused` lists review steps the Gate refused (each `line: message`), which a
+    reviewer file can provoke on purpose."""
 
     calls: int = 0
     effects: dict[str, int] = {}
@@ -261,10 +263,13 @@ class Simulation:
     def run(self, calls: list[Call]) -> Summary:
         summary = self.summary
         summary.started = self.clock().isoformat()
+        requests = []
         for call in calls:
             self.clock.advance(self.gap)
             self.gate.expire()
-            self._one(call)
+            requests.append(self._one(call))
+        for request in requests:  # the statuses at the end, as the ledger holds them
+            self._count(summary.outcomes, "duplicate" if request is None else self.gate.get(request).status)
         summary.events, summary.head = self.gate.ledger.head
         summary.ended = self.clock().isoformat()
         return summary
@@ -272,7 +277,8 @@ class Simulation:
     def _count(self, table: dict[str, int], key: str) -> None:
         table[key] = table.get(key, 0) + 1
 
-    def _one(self, call: Call) -> None:
+    def _one(self, call: Call) -> int | None:
+        """Propose, review and run one call; its request, or None for a duplicate proposal."""
         s = self.summary
         s.calls += 1
         proposal = self.gate.propose(
@@ -285,8 +291,7 @@ class Simulation:
         )
         self._count(s.effects, proposal.effect)
         if proposal.duplicate:
-            self._count(s.outcomes, "duplicate")
-            return
+            return None
         if proposal.effect == "ask":
             self._review(call, proposal.request)
         state = self.gate.get(proposal.request)
@@ -296,7 +301,7 @@ class Simulation:
             state = self.gate.get(proposal.request)
         if state.edits:
             s.edited += 1
-        self._count(s.outcomes, state.status)
+        return proposal.request
 
     def _review(self, call: Call, request: int) -> None:
         state = self.gate.get(request)

@@ -210,6 +210,20 @@ def test_simulate_json_summary_counts_every_call(tmp_path):
     assert summary["calls"] == calls == sum(summary["effects"].values()) == sum(summary["outcomes"].values())
 
 
+def test_the_simulation_summary_counts_what_the_ledger_holds_at_the_end(tmp_path):
+    """A request left pending by the first pass over the trace expires during the second; the
+    summary counted it pending (found by a new user's trial)."""
+    from ledger.verify import verify
+
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text((SAMPLES / "demo-calls.jsonl").read_text() * 2)
+    result = run("simulate", "--policy", SAMPLES / "retail.policy", "--calls", twice, "--reviewer",
+                 SAMPLES / "demo-reviewer.json", "--ledger", tmp_path / "l", "--json")
+    summary = json.loads(result.stdout)
+    assert summary["outcomes"] == verify(tmp_path / "l").statuses
+    assert summary["outcomes"]["expired"] == 3
+
+
 def test_a_second_simulation_cannot_write_while_a_writer_holds_the_ledger(tmp_path):
     from ledger.log import Ledger
 
