@@ -877,9 +877,12 @@ class Ledger:
         tip_ts = self._tip_ts
         now: str | None = None  # one reading of the clock per commit
         chunks: list[bytes] = []  # the lines of the commit
-        fresh: list[tuple[int, str, Event, bytes, bytes]] = []  # seq, hash, event, body, data of each line
+        # The Record of each new line, named after the active segment (made again below in the rare
+        # commit that opens a new one): made here, it costs no second pass.
+        fresh: list[Record] = []
+        make, name = tuple.__new__, segment_name(self._segment_number)
         fresh_keys: list[tuple[str, int]] = []  # (key, index into fresh) of the keyed new lines
-        plans: list[tuple[_Request, list[Any]]] = []  # per request: an index into fresh, or a stored Record
+        plans: list[tuple[_Request, list[Any] | None, int, int]] = []  # per request: its plan and its span of fresh
         batch_keys: dict[str, tuple[bytes, int, int]] = {}  # key → (content, index into fresh, seq), this commit
         replace, sha256, null = msgspec.structs.replace, hashlib.sha256, b"null"
         seal, encode = native.sealer(), encode_body
@@ -887,28 +890,32 @@ class Ledger:
         for request in batch:
             first = len(fresh)
             try:
-                plan: list[Any] = []
+                # None while the request's records are fresh[first:] in order; a list (indexes
+                # into fresh, or stored Records) once a key finds an earlier event.
+                plan: list[Any] | None = None
                 added_keys: dict[str, tuple[bytes, int, int]] = {}
                 local_seq, local_prev, local_ts = seq, prev, tip_ts
-                for item in request.items:
-                    if item.key is not None:
-                        known = added_keys.get(item.key) or batch_keys.get(item.key)
+                for event, item_data, key, content in request.items:
+                    if key is not None:
+                        known = added_keys.get(key) or batch_keys.get(key)
                         if known is not None:
-                            if known[0] != item.content:
-                                raise KeyConflict(item.key, known[2], f"idempotency key {item.key!r} was appended just before "
+                            if known[0] != content:
+                                raise KeyConflict(key, known[2], f"idempotency key {key!r} was appended just before "
                                                   f"(seq {known[2]}) with other content")
+                            plan = list(range(first, len(fresh))) if plan is None else plan
                             plan.append(known[1])
                             continue
-                        stored = self._keys.get(item.key) if self._keys is not None else None
+                        stored = self._keys.get(key) if self._keys is not None else None
                         if stored is not None:
                             original = self._stored(stored[1], stored[2])
-                            if content_of(original.event, original.data) != item.content:
-                                raise KeyConflict(item.key, original.seq, f"idempotency key {item.key!r} is already in the "
+                            if content_of(original.event, original.data) != content:
+                                raise KeyConflict(key, original.seq, f"idempotency key {key!r} is already in the "
                                                   f"ledger at seq {original.seq} with other content")
+                            plan = list(range(first, len(fresh))) if plan is None else plan
                             plan.append(original)
                             continue
                     local_seq += 1
-                    ts = item.event.ts
+                    ts = event.ts
                     if not ts:
                         ts = now = now or format_ts(self.clock())
                     # Timestamps never go backwards in a ledger (verify checks it): a clock that
@@ -916,9 +923,9 @@ class Ledger:
                     if ts < local_ts:
                         ts = local_ts
                     local_ts = ts
-                    stamped = replace(item.event, seq=local_seq, ts=ts, prev=local_prev)
+                    stamped = replace(event, seq=local_seq, ts=ts, prev=local_prev)
                     body = encode(stamped)
-                    data = item.data if item.data is not None else null
+                    data = item_data if item_data is not None else null
                     # Never write what verify would reject: the body must decode as a valid event
                     # (types, patterns, ranges); a wrong one fails this request alone. The
                     # compiled sealer's grammar is the stricter one: its yes is enough.
@@ -927,17 +934,18 @@ class Ledger:
                         try:
                             decode_event(body)
                         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-                            raise LedgerError(f"refusing to append an invalid {type(item.event).__name__} event: {exc}") from None
+                            raise LedgerError(f"refusing to append an invalid {type(event).__name__} event: {exc}") from None
                         digest = sha256(body).hexdigest()
                         sealed = digest, b"".join((prefix, body, hash_mark, digest.encode(), data_mark, data, suffix))
                     digest = sealed[0]
                     chunks.append(sealed[1])
                     index = len(fresh)
-                    fresh.append((local_seq, digest, stamped, body, data))
-                    if item.key is not None:
-                        added_keys[item.key] = (item.content, index, local_seq)
-                        fresh_keys.append((item.key, index))
-                    plan.append(index)
+                    fresh.append(make(Record, (local_seq, digest, stamped, body, data, name, 0)))
+                    if key is not None:
+                        added_keys[key] = (content, index, local_seq)
+                        fresh_keys.append((key, index))
+                    if plan is not None:
+                        plan.append(index)
                     local_prev = digest
             except Exception as exc:  # this request fails alone; its seqs are not used
                 request.error = exc
@@ -947,7 +955,7 @@ class Ledger:
                 continue
             batch_keys.update(added_keys)
             seq, prev, tip_ts = local_seq, local_prev, local_ts
-            plans.append((request, plan))
+            plans.append((request, plan, first, len(fresh)))
         payload = b"".join(chunks)
         rotate = bool(payload) and (
             self._segment_number == 0
@@ -957,9 +965,10 @@ class Ledger:
         base = 0 if rotate else self._segment_size
         if payload:
             self._write(payload, rotate)
-        name = segment_name(number)
-        make = tuple.__new__  # Record without its generated __new__: one per event
-        records = [make(Record, (s, digest, event, body, data, name, 0)) for s, digest, event, body, data in fresh]
+        if fresh and fresh[0].segment != segment_name(number):  # the commit opened a new segment
+            name = segment_name(number)
+            fresh = [make(Record, (r.seq, r.hash, r.event, r.body, r.data, name, 0)) for r in fresh]
+        records = fresh
         if self._keys is not None and fresh_keys:
             offsets = [base]
             for chunk in chunks:
@@ -970,8 +979,8 @@ class Ledger:
             self._tip = (seq, prev)
             self._tip_ts = tip_ts
             self.commits += 1
-        for request, plan in plans:
-            request.records = [records[p] if isinstance(p, int) else p for p in plan]
+        for request, plan, first, end in plans:
+            request.records = records[first:end] if plan is None else [records[p] if isinstance(p, int) else p for p in plan]
 
     def _write(self, payload: bytes, rotate: bool) -> None:
         """Write and sync `payload`: appended to the active segment, or as the first lines of the

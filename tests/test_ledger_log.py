@@ -823,3 +823,16 @@ def test_the_writer_refuses_an_integer_no_reader_can_read_back(tmp_path):
         with pytest.raises(ArgumentsError, match="4,300 characters"):
             forge.propose(args={"n": -n}, effect="deny")
     assert verify(tmp_path / "l", engine="python").ok
+
+
+def test_every_record_names_the_segment_that_holds_it(tmp_path):
+    """The writer names the Records of a commit after the active segment while it composes them,
+    and again after the segment the commit opened: each Record's segment holds its line."""
+    path = tmp_path / "l"
+    with Ledger(path, segment_bytes=1500) as led:
+        records = [r for _ in range(6) for r in led.append_batch([proposal(), proposal()])]
+        records.append(led.append(*proposal()))
+    assert len({r.segment for r in records}) >= 3
+    for record in records:
+        assert record.body in (path / record.segment).read_bytes(), record.seq
+    assert verify(path).ok
