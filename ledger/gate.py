@@ -405,10 +405,10 @@ class Gate:
         passed. Returns their ids. Silence never approves."""
         with self._lock:
             now = self._now()
-            due = [
-                s for s in self.workflow.requests.values()
-                if s.status == "pending" and s.deadline is not None and s.deadline <= now
-            ]
+            due = sorted(  # oldest request first, as the ledger has always recorded them
+                (s for s in self.workflow.pending.values() if s.deadline is not None and s.deadline <= now),
+                key=lambda s: s.request,
+            )
             for state in due:
                 message = (state.requirements.timeout_message if state.requirements else None) or DEFAULT_EXPIRY_MESSAGE
                 self._append(ev.Expired(ts=now, request=state.request, outcome="reject", message=message))

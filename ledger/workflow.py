@@ -258,6 +258,9 @@ class Workflow:
         self.keep_final = keep_final
         self._edit_targets = None if keep_final or edit_targets is None else frozenset(edit_targets)
         self._closed = bytearray()  # with keep_final False: seq of a request → _FINAL_CODE of its status, 0 if none
+        # The pending requests (interrupted, not yet decided) by request, so that expiring them
+        # does not scan every request ever made (the Gate keeps them all).
+        self.pending: dict[int, RequestState] = {}
 
     def final_status(self, request: int) -> str | None:
         """The final status of a request whose state was dropped (keep_final=False), else None."""
@@ -468,6 +471,10 @@ class Workflow:
             state.status = "executed"
             state.executed_at, state.outcome = event.ts, event.outcome
             state.result_digest, state.error = event.result_digest, event.error
+        if state.status == "pending":
+            self.pending[state.request] = state
+        else:
+            self.pending.pop(state.request, None)
         self._drop_if_final(state)
 
     @staticmethod

@@ -164,6 +164,11 @@ class Workflow(RuleBasedStateMachine):
             assert started.get(request) == 1
         assert verify(self.dir / "l").ok
 
+    @invariant()
+    def the_index_of_pending_requests_is_the_pending_requests(self):
+        workflow = self.gate.workflow
+        assert workflow.pending == {r: s for r, s in workflow.requests.items() if s.status == "pending"}
+
 
 Workflow.TestCase.settings = settings(
     max_examples=100, stateful_step_count=30, deadline=None, suppress_health_check=[HealthCheck.too_slow]
