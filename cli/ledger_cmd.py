@@ -227,6 +227,8 @@ def project(
         differ = proj.check(directory) if check else None
     except (LedgerUnreadable, proj.ProjectionError) as exc:
         fail(str(exc))
+    except OSError as exc:  # the directory or a file of it cannot be read or written
+        fail(f"{directory}: {exc.strerror or exc}")
     if as_json:
         import msgspec
 

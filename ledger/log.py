@@ -156,8 +156,13 @@ def temp_name(number: int) -> str:
 def list_segments(path: Path) -> list[Path]:
     """The segment files of a ledger directory (named exactly `events-NNNNNNNN.jsonl`), in order.
     Raises LedgerUnreadable when something of that name is not a regular file (a directory, a
-    FIFO, a dangling symlink): skipping it would hide a segment, and reading a FIFO would block."""
-    found = sorted(p for p in path.glob(SEGMENT_GLOB) if SEGMENT_NAME.fullmatch(p.name))
+    FIFO, a dangling symlink): skipping it would hide a segment, and reading a FIFO would block;
+    OSError (PermissionError) when the directory cannot be listed. No directory: no segments."""
+    try:
+        names = os.listdir(path)  # unlike glob, says when the directory cannot be read
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    found = sorted(path / name for name in names if SEGMENT_NAME.fullmatch(name))
     for p in found:
         if not p.is_file():
             raise LedgerUnreadable(f"{p}: named like a segment but not a regular file; move it out of the ledger directory")

@@ -161,6 +161,25 @@ def test_a_missing_expected_head_is_said_plainly(demo_ledger):
     assert "events verified, none of them with the expected head" in result.stdout and "before it" not in result.stdout
 
 
+@pytest.mark.parametrize("command", [["ledger", "verify"], ["ledger", "verify", "--reference"], ["ledger", "stats"], ["ledger", "project"]])
+def test_a_ledger_directory_that_cannot_be_listed_says_permission_denied(demo_ledger, monkeypatch, command):
+    """glob read an unlistable directory as empty: 'no ledger segments' (found by a new user's
+    trial, with the directory's mode 000; as root, listing is refused here by a stand-in)."""
+    import os
+
+    real = os.listdir
+
+    def listdir(path="."):
+        if Path(path) == Path(demo_ledger):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "listdir", listdir)
+    result = run(*command[:2], demo_ledger, *command[2:])
+    assert result.exit_code == 2 and "Permission denied" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+
 def test_verify_exit_2_for_an_unreadable_ledger(tmp_path):
     result = run("ledger", "verify", tmp_path / "nothing-here")
     assert result.exit_code == 2 and "no such ledger directory" in result.stderr
