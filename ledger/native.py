@@ -66,7 +66,8 @@ def verify_fast(path: str | Path, expect_head: str | None = None):
     verifier; None when it is not available or declines (see the module docstring). Never
     raises for a bad or unreadable ledger: it declines."""
     from ledger.log import LedgerUnreadable, list_segments, segment_name  # both import this module
-    from ledger.verify import Report
+    from ledger.verify import Report, close_report
+    from ledger.workflow import count_statuses
 
     if not _USABLE:
         return None
@@ -92,25 +93,11 @@ def verify_fast(path: str | Path, expect_head: str | None = None):
     finished = checker.finish()
     if finished is None:
         return None
-    count, head, head_seen_at, open_statuses, closed_counts = finished
+    count, head, head_seen_at, open_requests, final_counts = finished
     report = Report(path=str(path), count=count, head=head)
-    if expect_head is not None:
-        if head_seen_at is None:
-            return None
-        if head_seen_at != count:
-            report.warnings.append(f"the expected head is seq {head_seen_at}; {count - head_seen_at} events follow it")
-    # The order ledger.verify gives: open requests in the order proposed, then the final statuses.
-    statuses: dict[str, int] = {}
-    for _request, status in open_statuses:
-        statuses[status] = statuses.get(status, 0) + 1
-    for status, n in closed_counts:
-        if n:
-            statuses[status] = statuses.get(status, 0) + n
-    report.statuses = statuses
-    for request, status in open_statuses:
-        if status == "interrupting":
-            report.warnings.append(f"request {request} is an ask with no interrupt recorded")
-    return report
+    statuses = count_statuses((status for _request, status in open_requests), final_counts)
+    close_report(report, expect_head, head_seen_at, open_requests, statuses)
+    return None if report.problem is not None else report  # a missing head: the reference reports it
 
 
 def _feed_segment(checker, handle, buffer: bytearray) -> bool:

@@ -174,17 +174,27 @@ def finish_report(report: Report, reader, expected: int, prev: str, prev_ts: str
                 f"{t.segment} ends in a torn line ({len(t.fragment)} bytes at offset {t.offset}) that was never "
                 "acknowledged; the next writer moves it to quarantine/"
             )
+    close_report(report, expect_head, head_seen_at, [(state.request, state.status) for state in workflow.requests.values()],
+                 workflow.status_counts())
+    return completed
+
+
+def close_report(report: Report, expect_head: str | None, head_seen_at: int | None, open_requests: list[tuple[int, str]],
+                 statuses: dict[str, int]) -> None:
+    """The end both verifiers give a report after its last event: the expected head (a problem
+    when no line had it, a warning when events follow it), the requests by `statuses`
+    (ledger.workflow.count_statuses), and a warning for each ask whose interrupt was never
+    recorded, among `open_requests` ((request, status), in the order proposed)."""
     if expect_head is not None:
         if head_seen_at is None:
             report.problem = Problem(None, "head", f"the expected head {expect_head} is not in this ledger: it was truncated or rewritten")
-            return completed
+            return
         if head_seen_at != report.count:
             report.warnings.append(f"the expected head is seq {head_seen_at}; {report.count - head_seen_at} events follow it")
-    report.statuses = workflow.status_counts()
-    for state in workflow.requests.values():
-        if state.status == "interrupting":
-            report.warnings.append(f"request {state.request} is an ask with no interrupt recorded")
-    return completed
+    report.statuses = statuses
+    for request, status in open_requests:
+        if status == "interrupting":
+            report.warnings.append(f"request {request} is an ask with no interrupt recorded")
 
 
 def continues(record, expected: int, prev: str) -> bool:
