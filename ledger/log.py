@@ -301,7 +301,7 @@ class _Item(NamedTuple):
     content: bytes | None  # content_of(...) for a keyed event
 
 
-_unkeyed = tuple.__new__  # _Item without its generated __new__ (the writer makes one per event)
+_new_tuple = tuple.__new__  # an _Item or Record without its generated __new__ (the writer makes one per event)
 
 
 class _Request:
@@ -836,7 +836,7 @@ class Ledger:
         data_bytes = canonical_json(data) if isinstance(data, dict) else data
         key = event.key
         if key is msgspec.UNSET:
-            return _unkeyed(_Item, (event, data_bytes, None, None))
+            return _new_tuple(_Item, (event, data_bytes, None, None))
         if not isinstance(key, str) or not 1 <= len(key) <= KEY_MAX_LENGTH:
             raise ValueError(f"an idempotency key is a string of 1 to {KEY_MAX_LENGTH} characters, not {key!r}")
         return _Item(event, data_bytes, key, content_of(event, data_bytes))
@@ -885,13 +885,12 @@ class Ledger:
         # The Record of each new line, named after the active segment (made again below in the rare
         # commit that opens a new one): made here, it costs no second pass.
         fresh: list[Record] = []
-        make, name = tuple.__new__, segment_name(self._segment_number)
+        make, name = _new_tuple, segment_name(self._segment_number)
         fresh_keys: list[tuple[str, int]] = []  # (key, index into fresh) of the keyed new lines
         plans: list[tuple[_Request, list[Any] | None, int, int]] = []  # per request: its plan and its span of fresh
         batch_keys: dict[str, tuple[bytes, int, int]] = {}  # key → (content, index into fresh, seq), this commit
-        replace, sha256, null = msgspec.structs.replace, hashlib.sha256, b"null"
+        replace, null = msgspec.structs.replace, b"null"
         seal, encode = native.sealer(), encode_body
-        prefix, hash_mark, data_mark, suffix = lines.PREFIX, lines.HASH_MARK, lines.DATA_MARK, lines.SUFFIX + b"\n"
         for request in batch:
             first = len(fresh)
             try:
@@ -940,8 +939,7 @@ class Ledger:
                             decode_event(body)
                         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
                             raise LedgerError(f"refusing to append an invalid {type(event).__name__} event: {exc}") from None
-                        digest = sha256(body).hexdigest()
-                        sealed = digest, b"".join((prefix, body, hash_mark, digest.encode(), data_mark, data, suffix))
+                        sealed = lines.compose(body, data)
                     digest = sealed[0]
                     chunks.append(sealed[1])
                     index = len(fresh)
