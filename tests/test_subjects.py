@@ -364,7 +364,7 @@ def test_hosts_no_fetcher_reads_are_errors(url):
     [("\\u72m", "rm"), ("\\x72\\x6d", "rm"), ("\\162m", "rm"), ("a\\tb", "a\tb"), ("\\cA", "\x01"), ("\\q", "\\q"), ("\\U1F600", "\U0001F600")],
 )
 def test_ansi_c_strings_decode_as_bash_does(text, value):
-    from dsl.subjects import _ansi_c
+    from dsl.subjects.quoting import _ansi_c
 
     assert _ansi_c(text) == value
 

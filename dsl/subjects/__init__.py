@@ -1,0 +1,39 @@
+"""Normalized subjects: turn a raw argument into what it means, so rules match meaning.
+
+Most bypasses of tool-call gates come from matching raw strings: a deny on `rm -rf /` misses
+`rm -fr /`, a rule on a relative path misses the absolute path the tool receives, a deny on `cat`
+misses `cd x && cat y`. Three functions of the policy language normalize instead:
+
+* `path(x)` → `PathValue`: absolute, `.` and `..` resolved lexically (no file system access), `~`
+  expanded against the caller's home, relative paths resolved against `context.cwd`.
+* `shell(x)` → a list of `Command`: every simple command in a shell string, after unwrapping
+  `sudo`, `timeout`, `env`, ..., including the commands nested in `$(...)`, backticks,
+  `bash -c '...'`, `eval`, `xargs` and a heredoc piped into a shell, with flags normalized so that
+  `-rf`, `-r -f`, `-fr` and `--recursive --force` give one set.
+* `url(x)` → `UrlValue`: scheme, host (lowercased, IDNA, trailing dot removed, userinfo
+  separated), port, path.
+
+All three are pure (the same input always gives the same value) and fail closed: input they
+cannot understand raises `EvalError`, which makes the condition error, and an error never allows.
+
+The shell parser is tree-sitter-bash (MIT, maintained by the tree-sitter project, the grammar GitHub
+uses for highlighting and navigation). It was chosen over bashlex (GPL-3.0, a port of bash 4's
+parser, little maintained) and over shlex (a tokenizer, not a parser: it knows nothing of `&&`,
+`$(...)` or heredocs). tree-sitter is error-tolerant by design; any ERROR or MISSING node in the
+tree is treated as "cannot parse" here.
+"""
+
+from __future__ import annotations
+
+from dsl.subjects.command import Command
+from dsl.subjects.paths import PathValue, make_path, path_glob, under
+from dsl.subjects.programs import FLAG_ALIASES, SHELLS, SINGLE_DASH_LONG, WRAPPERS, split_flags
+from dsl.subjects.quoting import brace_expand, splice_continuations
+from dsl.subjects.shell import MAX_SHELL_TEXT, clear_shell_cache, parse_shell
+from dsl.subjects.urls import UrlValue, parse_url
+
+__all__ = [
+    "Command", "PathValue", "make_path", "path_glob", "under", "FLAG_ALIASES", "SHELLS", "SINGLE_DASH_LONG",
+    "WRAPPERS", "split_flags", "brace_expand", "splice_continuations", "MAX_SHELL_TEXT", "clear_shell_cache",
+    "parse_shell", "UrlValue", "parse_url",
+]

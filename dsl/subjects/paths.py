@@ -1,0 +1,131 @@
+"""`path(x)`: absolute, lexically normalized paths, and path patterns (see dsl.subjects)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Iterable
+
+from dsl.values import EvalError
+
+
+@dataclass(frozen=True, slots=True)
+class PathValue:
+    """An absolute, lexically normalized POSIX path (`text` starts with "/", has no "." or ".."
+    segments, no repeated or trailing "/" except the root itself)."""
+
+    text: str
+
+    KIND = "path"
+    FIELDS = {"text": "string", "name": "string", "ext": "string", "parent": "path", "parts": "list[string]"}
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        return tuple(p for p in self.text.split("/") if p)
+
+    @property
+    def name(self) -> str:
+        parts = self.parts
+        return parts[-1] if parts else ""
+
+    @property
+    def ext(self) -> str:
+        name = self.name
+        dot = name.rfind(".")
+        return name[dot:] if dot > 0 else ""
+
+    @property
+    def parent(self) -> "PathValue":
+        parts = self.parts
+        return PathValue("/" + "/".join(parts[:-1])) if len(parts) > 1 else PathValue("/")
+
+    def __str__(self) -> str:
+        return self.text
+
+
+_WINDOWS = re.compile(r"^[A-Za-z]:|\\")
+
+
+def _lexical(parts: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    for part in parts:
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if out:
+                out.pop()
+            continue
+        out.append(part)
+    return out
+
+
+def _absolute(raw: str, cwd: str | None, home: str | None, what: str) -> list[str]:
+    """The normalized segments of `raw` made absolute. Raises EvalError."""
+    if not isinstance(raw, str):
+        raise EvalError(f"{what} must be a string")
+    if raw == "":
+        raise EvalError(f"{what} is empty")
+    if "\x00" in raw:
+        raise EvalError(f"{what} contains a NUL byte")
+    if "$" in raw or "`" in raw:
+        raise EvalError(f"{what} {raw!r} holds a shell expansion that is not expanded here")
+    if _WINDOWS.search(raw):
+        raise EvalError(f"{what} {raw!r} is not a POSIX path")
+    if raw == "~" or raw.startswith("~/"):
+        if not home:
+            raise EvalError(f"{what} {raw!r} starts with ~ but no home is known (context.home or the policy's home)")
+        base = _absolute(home, None, None, "the home directory")
+        return _lexical(base + raw[2:].split("/"))
+    if raw.startswith("~"):
+        raise EvalError(f"{what} {raw!r} names another user's home, which is not known here")
+    if raw.startswith("/"):
+        return _lexical(raw.split("/"))
+    if not cwd:
+        raise EvalError(f"{what} {raw!r} is relative and the call has no context.cwd")
+    base = _absolute(cwd, None, home, "context.cwd")
+    return _lexical(base + raw.split("/"))
+
+
+def make_path(raw: object, cwd: str | None, home: str | None) -> PathValue:
+    """`path(x)`: see the module docstring. Raises EvalError for what is not a usable path."""
+    if isinstance(raw, PathValue):
+        return raw
+    return PathValue("/" + "/".join(_absolute(raw, cwd, home, "the path")))
+
+
+def under(path: PathValue, base: PathValue) -> bool:
+    """True when `path` is `base` or inside it, segment by segment (not a string prefix)."""
+    parts, prefix = path.parts, base.parts
+    return parts[: len(prefix)] == prefix
+
+
+@lru_cache(maxsize=4096)
+def _path_glob_regex(segments: tuple[str, ...]) -> re.Pattern[str]:
+    """A regex over a path's text ("" for the root) that matches the pattern's segments."""
+    out = ""
+    for seg in segments:
+        if seg == "**":
+            out += r"(?:/[^/]+)*"
+            continue
+        piece = ""
+        for ch in seg:
+            piece += "[^/]*" if ch == "*" else "[^/]" if ch == "?" else re.escape(ch)
+        out += "/" + piece
+    return re.compile(out + r"\Z", re.DOTALL)
+
+
+def path_glob(path: PathValue, pattern: str, cwd: str | None, home: str | None) -> bool:
+    """Match a path against a path pattern: `*` within one segment, `?` one character, `**` any
+    number of whole segments (including none). A relative pattern is anchored at `cwd`, one
+    starting with `~` at the home, like a path. Raises EvalError when the pattern cannot be
+    anchored."""
+    if pattern.startswith("**"):
+        if not cwd:
+            raise EvalError(f"the pattern {pattern!r} is relative and the call has no context.cwd")
+        segments = tuple(_absolute(cwd, None, home, "context.cwd")) + tuple(p for p in pattern.split("/") if p not in ("", "."))
+    else:
+        # Wildcards are kept as segments; only "." and ".." are resolved.
+        segments = tuple(_absolute(pattern, cwd, home, "the pattern"))
+    # The root is the path with no segments; match it as the empty string against the segments.
+    return _path_glob_regex(segments).match(path.text if path.text != "/" else "") is not None

@@ -1,0 +1,457 @@
+"""`shell(x)`: the simple commands of a shell string, read from tree-sitter-bash's parse tree
+(see dsl.subjects for what is unwrapped and why this parser)."""
+
+from __future__ import annotations
+
+import re
+import threading
+from functools import lru_cache
+
+from dsl.subjects.command import Command, _Word, _as_dict
+from dsl.subjects.programs import (
+    _RESERVED, SHELLS, WRAPPERS, _dash_c_script, _find_exec_commands, _fish_init, _flock_command,
+    _reads_script_from_stdin, _shell_operands, _shell_script, _unwrap, _watch_command, _xargs_command, split_flags,
+)
+from dsl.subjects.quoting import (
+    _BRACES, _QUOTED_PARTS, _SUBSCRIPT, _ansi_c, _unescape_double, _unescape_unquoted, brace_expand,
+    splice_continuations,
+)
+from dsl.values import EvalError
+
+MAX_SHELL_TEXT = 100_000  # characters; a longer string is an error (its parse would cost too much)
+
+
+_local = threading.local()
+
+
+def _parser():
+    """This thread's tree-sitter parser: a Parser is not meant to be shared between threads, and
+    a policy may be evaluated from several at once."""
+    parser = getattr(_local, "parser", None)
+    if parser is None:
+        import tree_sitter_bash
+        from tree_sitter import Language, Parser
+
+        parser = _local.parser = Parser(Language(tree_sitter_bash.language()))
+    return parser
+
+
+class _Walker:
+    """Collects the simple commands of one parse tree."""
+
+    def __init__(self, source: bytes, depth: int):
+        self.source = source
+        self.depth = depth
+        self.commands: list[Command] = []
+        self.stdin_shells: list[Command] = []  # shells reading their script from standard input
+        self.fed: set[int] = set()  # ids of those whose input (a heredoc, a here-string) was read here
+
+    def text(self, node) -> str:
+        return self.source[node.start_byte : node.end_byte].decode("utf-8", "replace")
+
+    # words
+
+    def word(self, node) -> _Word:
+        kind = node.type
+        if kind == "word":
+            raw = self.text(node)
+            unescaped = re.sub(r"\\.", "", raw, flags=re.DOTALL)  # a glob character a backslash quotes is no glob
+            return _Word(_unescape_unquoted(raw), any(ch in unescaped for ch in "*?["))
+        if kind == "number":
+            return _Word(self.text(node), False)
+        if kind == "raw_string":
+            self.quoted_substitutions(node)
+            return _Word(self.text(node)[1:-1], False)
+        if kind == "ansi_c_string":
+            return _Word(_ansi_c(self.text(node)[2:-1]), False)
+        if kind == "string":
+            value, dynamic = "", False
+            for child in node.children:
+                if child.type == '"':
+                    continue
+                if child.type == "string_content":
+                    value += _unescape_double(self.text(child))
+                else:
+                    self.nested_in(child)
+                    value += self.text(child)
+                    dynamic = True
+            return _Word(value, dynamic)
+        if kind == "concatenation":
+            parts = [self.word(child) for child in node.children]
+            return _Word("".join(p.value for p in parts), any(p.dynamic for p in parts))
+        # expansions, substitutions, brace expressions, arithmetic: unknown until run time
+        self.nested_in(node)
+        return _Word(self.text(node), True)
+
+    def quoted_substitutions(self, node) -> None:
+        """Single quotes that do not quote: inside `$(( ))`, `(( ))`, `${...}` and an array
+        subscript, bash expands `'$(cmd)'` and runs cmd; so do builtins that take a variable name
+        with a subscript (`printf -v 'a[$(cmd)]'`, `read`, `test -v`, `[[ ... -eq ]]`, `unset`)."""
+        inner = self.text(node)[1:-1]
+        if "$(" not in inner and "`" not in inner:
+            return
+        parent = node.parent
+        if parent is not None and parent.type in ("arithmetic_expansion", "compound_statement", "expansion", "subscript"):
+            self.script(inner, nested=True)
+            return
+        for m in _SUBSCRIPT.finditer(inner):
+            self.script(m.group(1), nested=True)
+
+    def braced(self, node) -> list[_Word]:
+        """The words of one argument after brace expansion (an unquoted `word` or concatenation of
+        them holding `{a,b}` or `{1..3}`); quoted or expanded text is not brace-expanded here."""
+        word = self.word(node)
+        raw = self.text(node)
+        if word.dynamic or not _BRACES.search(raw):
+            return [word]
+        if any(ch in raw for ch in "'\"\\$`"):
+            # quoting mixed with braces (`r{m,}''`): which braces are live is not worked out here
+            unquoted = _QUOTED_PARTS.sub("", raw)
+            return [_Word(word.value, True)] if ("{" in unquoted and "}" in unquoted) else [word]
+        return [_Word(value, False) for value in brace_expand(word.value)]
+
+    def nested_in(self, node) -> None:
+        """Collect the commands inside substitutions found under `node`."""
+        if node.type in ("command_substitution", "process_substitution"):
+            self.walk(node, nested=True)
+            return
+        if node.type == "raw_string":
+            self.quoted_substitutions(node)
+            return
+        if node.type == "word" and node.parent is not None and node.parent.type == "expansion":
+            # `${x:-`cmd`}`: the parser leaves the word after `:-` (or `:=`, `:+`, `:?`) unread,
+            # but bash expands it, running any substitution in it: read it as a script.
+            raw = self.text(node)
+            if "`" in raw or "$(" in raw:
+                self.script(raw, nested=True)
+            return
+        for child in node.children:
+            self.nested_in(child)
+
+    # commands
+
+    def walk(self, node, nested: bool, redirects: tuple[str, ...] = ()) -> None:
+        kind = node.type
+        if kind == "command":
+            self.command(node, nested, redirects)
+            return
+        if kind == "redirected_statement":
+            targets = []
+            # `cat <<EOF > out` nests the file redirection inside the heredoc's node
+            nested_redirects = [g for c in node.children if c.type == "heredoc_redirect" for g in c.children if g.type == "file_redirect"]
+            for child in [*node.children, *nested_redirects]:
+                if child.type == "file_redirect":
+                    destination = child.child_by_field_name("destination")
+                    if destination is None:
+                        continue
+                    duplicates = child.children[0].type in (">&", "<&") or (
+                        len(child.children) > 1 and child.children[1].type in (">&", "<&")
+                    )
+                    target = self.word(destination)
+                    # `2>&1` and `>&-` copy or close a descriptor; `>& FILE` writes FILE (and stderr)
+                    if not duplicates or target.dynamic or not (target.value.isdigit() or target.value == "-"):
+                        targets.append(target.value)
+            body = node.child_by_field_name("body")
+            before = len(self.commands)
+            if body is not None:
+                self.walk(body, nested, redirects + tuple(targets))
+                if targets and len(self.commands) == before:  # `[[ -f x ]] > f` still writes f
+                    self.commands.append(Command(program="", path="", argv=(), args=(), flags=(), redirects=redirects + tuple(targets),
+                                                 nested=nested, text=self.text(node)))
+            # `sh <<EOF`: a shell with no -c reads its script from the heredoc
+            first = self.commands[before] if len(self.commands) > before else None
+            reads_script = first is not None and first.program in SHELLS and _reads_script_from_stdin(
+                [_Word(a, False) for a in first.argv[1:]]
+            )
+            for child in node.children:
+                if body is not None and child.id == body.id:
+                    continue
+                if child.type == "heredoc_redirect":
+                    self.heredoc(child, nested, reads_script)
+                    if reads_script:
+                        self.fed.add(id(first))
+                elif child.type not in ("file_redirect",):
+                    self.walk(child, nested)
+            return
+        if kind == "declaration_command":
+            words = [self.text(c) for c in node.children]
+            start = len(self.commands)
+            self.nested_in(node)
+            self.commands.insert(
+                start,
+                Command(program=words[0], path=words[0], argv=tuple(words), args=tuple(words[1:]), flags=(),
+                        nested=nested, dynamic=any("$" in w or "`" in w for w in words), text=self.text(node))
+            )
+            return
+        if kind == "variable_assignment":
+            # A statement that only assigns (`PATH=/tmp/evil; ls`) changes what later commands do;
+            # it is listed as a command with no program, so that an `all` rule must account for it.
+            start = len(self.commands)
+            self.nested_in(node)
+            text = self.text(node)
+            self.commands.insert(
+                start,
+                Command(program="", path="", argv=(), args=(), flags=(), assignments=(text,), nested=nested,
+                        dynamic="$" in text or "`" in text, text=text),
+            )
+            return
+        if kind in ("test_command", "raw_string"):
+            self.nested_in(node)
+            return
+        if kind == "heredoc_redirect":
+            self.heredoc(node, nested, False)
+            return
+        if kind == "for_statement":
+            # `for HOME in DIR; do git status; done`: the loop variable is set (and exported if it
+            # was) for the body, like an assignment statement
+            variable = node.child_by_field_name("variable")
+            # an upper-case name is an environment variable's (HOME, PATH, GIT_DIR): exported if it
+            # was, so the body's programs see it; `for f in *.md` changes nothing they read
+            if variable is not None and self.text(variable).isupper():
+                name = self.text(variable)
+                self.commands.append(Command(program="", path="", argv=(), args=(), flags=(), assignments=(f"{name}=",),
+                                             nested=nested, dynamic=True, text=self.text(node)))
+        for child in node.children:
+            self.walk(child, nested, redirects)  # a group's redirections apply to every command in it
+
+    def heredoc(self, node, nested: bool, feeds_shell: bool) -> None:
+        """A heredoc, possibly piped into more commands (`cat <<'EOF' | sh`). When a shell reads
+        it (`feeds_shell`: the command it belongs to is one), its body is a script: parse it. Else
+        the body of an unquoted heredoc is expanded: the commands of its `$(...)` and backticks run.
+        The body is taken from the text between the end of the line and the delimiter, not from
+        the parser's body node, which loses a first line that starts with a backslash."""
+        quoted, start_node, end_node, body_node = False, None, None, None
+        for child in node.children:
+            if child.type == "heredoc_start":
+                start_node = child
+                quoted = any(ch in self.text(child) for ch in "'\"\\")  # <<'EOF', <<"EOF", <<\EOF
+            elif child.type == "heredoc_end":
+                end_node = child
+            elif child.type == "heredoc_body":
+                body_node = child
+            elif child.type in ("pipeline", "command", "list", "redirected_statement"):
+                before = len(self.commands)
+                self.walk(child, nested)
+                for c in self.commands[before:]:
+                    if c.program in SHELLS:
+                        feeds_shell = True
+                        self.fed.add(id(c))
+        if start_node is not None and end_node is not None:
+            line_end = self.source.find(b"\n", start_node.end_byte)
+            raw = self.source[line_end + 1 : end_node.start_byte] if 0 <= line_end < end_node.start_byte else b""
+            body_text = raw.decode("utf-8", "replace")
+        else:
+            body_text = self.text(body_node) if body_node is not None else None
+        if body_text is None:
+            return
+        if feeds_shell:
+            self.script(body_text, nested=True)  # its substitutions are in the script too: read once
+        elif not quoted and ("$" in body_text or "`" in body_text):
+            self.expanded_text(body_text)
+
+    def expanded_text(self, body: str) -> None:
+        """The commands that expanding an unquoted heredoc's body runs. The parser misses a `$(...)`
+        at the start of an indented line, so the body is read again as the double-quoted string
+        it expands like: a backslash quotes only $ ` \\ and newline in both; a `"` is quoted."""
+        out, i = [], 0
+        while i < len(body):
+            ch = body[i]
+            if ch == "\\" and i + 1 < len(body) and body[i + 1] in "$`\\\n":
+                out.append(body[i : i + 2])
+                i += 2
+                continue
+            out.append({"\\": "\\\\", '"': '\\"'}.get(ch, ch))
+            i += 1
+        if self.depth >= 8:
+            raise EvalError("the command nests shells more than 8 deep")
+        self.commands.extend(_parse(': "' + "".join(out) + '"', self.depth + 1, True)[1:])  # all but `:`
+
+    def runs_strings(self, program: str, rest: list[_Word]) -> None:
+        """Builtins that run a string or a file this text may not show: `trap 'CMD' SIG`,
+        `mapfile -C 'CMD'`, `alias NAME='CMD'` (the alias may run later), `source`/`.` of standard
+        input or a process substitution, and `hash -p PATH NAME` (NAME then runs PATH)."""
+        values = [w for w in rest if not w.value.startswith("-")]
+        if program == "trap" and values:
+            strings = [values[0]]
+        elif program in ("mapfile", "readarray"):
+            strings = [rest[i + 1] for i, w in enumerate(rest[:-1]) if w.value == "-C"]
+        elif program == "alias":
+            strings = [_Word(w.value.split("=", 1)[1], w.dynamic) for w in values if "=" in w.value]
+        elif program in ("source", "."):
+            if values and (values[0].dynamic or values[0].value.startswith(("/dev/stdin", "/dev/fd/", "/proc/self/fd/"))):
+                raise EvalError(f"{program} runs a script that is only known at run time")
+            return
+        else:  # hash
+            if any(w.value.startswith("-") and "p" in w.value[1:] for w in rest):
+                raise EvalError("hash -p makes a name run another program")
+            return
+        for string in strings:
+            if string.dynamic:
+                raise EvalError(f"{program} runs a string that is only known at run time")
+            self.script(string.value, nested=True)
+
+    def script(self, text: str, nested: bool) -> None:
+        if self.depth >= 8:
+            raise EvalError("the command nests shells more than 8 deep")
+        self.commands.extend(_parse(text, self.depth + 1, nested))
+
+    def command(self, node, nested: bool, redirects: tuple[str, ...]) -> None:
+        start = len(self.commands)  # commands nested in the words land here; they follow the outer one
+        assignments: list[str] = []
+        words: list[_Word] = []
+        herestrings: list[_Word] = []
+        for child in node.children:
+            if child.type == "variable_assignment":
+                self.nested_in(child)
+                assignments.append(self.text(child))
+            elif child.type == "command_name":
+                words.extend(self.braced(child.children[0]) if child.children else [_Word(self.text(child), True)])
+            elif child.type == "file_redirect":
+                destination = child.child_by_field_name("destination")
+                if destination is not None:
+                    redirects = redirects + (self.word(destination).value,)
+            elif child.type == "herestring_redirect":
+                # `<<< WORD`: WORD is expanded (its substitutions run) and fed to the command
+                fed = [self.word(c) for c in child.children if c.is_named]
+                herestrings.append(_Word(" ".join(w.value for w in fed), any(w.dynamic for w in fed)))
+            elif child.is_named:
+                words.extend(self.braced(child))
+        inner = self.commands[start:]
+        del self.commands[start:]
+        if words:
+            before = len(self.commands)
+            self.emit(words, tuple(assignments), redirects, nested, self.text(node), ())
+            first = self.commands[before] if len(self.commands) > before else None
+            if herestrings and first is not None and first.program in SHELLS and _reads_script_from_stdin(
+                [_Word(a, False) for a in first.argv[1:]]
+            ):
+                for fed in herestrings:  # `bash <<< 'rm -rf /'`: the shell reads its script from it
+                    if fed.dynamic:
+                        raise EvalError(f"{first.program} reads a script that is only known at run time")
+                    self.script(fed.value, nested=True)
+                self.fed.add(id(first))
+        self.commands.extend(inner)
+
+    def emit(self, words: list[_Word], assignments, redirects, nested, text, wrappers) -> None:
+        program_word = words[0]
+        program = program_word.value.rsplit("/", 1)[-1]
+        rest = words[1:]
+        if program in WRAPPERS and not program_word.dynamic:
+            unwrapped = _unwrap(program, rest)
+            if unwrapped is not None:
+                inner, more_assignments = unwrapped
+                self.emit(inner, assignments + more_assignments, redirects, nested, text, wrappers + (program,))
+                return
+        if program in _RESERVED and not program_word.dynamic:
+            raise EvalError(f"the keyword '{program}' stands where a command should (after time or coproc?): "
+                            "the commands it runs cannot be read reliably")
+        argv = tuple(w.value for w in words)
+        dynamic = any(w.dynamic for w in words)
+        flags, args = split_flags(program, [w.value for w in rest])
+        command = Command(program=program, path=program_word.value, argv=argv, args=args, flags=flags, redirects=redirects,
+                          wrappers=wrappers, assignments=assignments, nested=nested, dynamic=dynamic, text=text)
+        self.commands.append(command)
+        # Commands that run other commands.
+        if program in SHELLS:
+            script = _shell_script(rest) if program != "fish" else (_dash_c_script(rest) or _fish_init(rest))
+            if script is not None:
+                if script.dynamic:
+                    raise EvalError(f"{program} -c runs a script that is only known at run time")
+                self.script(script.value, nested=True)
+            elif _reads_script_from_stdin(rest) and not _shell_operands(rest):
+                self.stdin_shells.append(command)  # an error unless a heredoc or here-string here feeds it
+        elif program == "flock" and _dash_c_script(rest) is None:
+            inner = _flock_command(rest)  # `flock FILE CMD ...` runs CMD holding the lock
+            if inner:
+                self.emit(inner, (), (), True, text, wrappers + ("flock",))
+        elif program in ("su", "script", "flock") and (inner_script := _dash_c_script(rest)) is not None:
+            if inner_script.dynamic:
+                raise EvalError(f"{program} -c runs a command that is only known at run time")
+            self.script(inner_script.value, nested=True)
+        elif program in ("trap", "mapfile", "readarray", "alias", "source", ".", "hash"):
+            self.runs_strings(program, rest)
+        elif program == "eval" and rest:
+            words = rest[1:] if rest[0].value == "--" else rest
+            if any(w.dynamic for w in words):
+                raise EvalError("eval runs a string that is only known at run time")
+            self.script(" ".join(w.value for w in words), nested=True)
+        elif program == "find":
+            for inner in _find_exec_commands(rest):
+                if inner:
+                    if inner[0].value == "{}":  # `-exec {} ...`: the program is each file found
+                        inner = [_Word("{}", True)] + inner[1:]
+                    self.emit(inner, (), (), True, text, ())
+        elif program == "watch":
+            inner = _watch_command(rest)
+            if inner:
+                if any(w.dynamic for w in inner):
+                    raise EvalError("watch runs a command that is only known at run time")
+                self.script(" ".join(w.value for w in inner), nested=True)  # watch runs it through sh -c
+        elif program == "xargs":
+            before = len(self.commands)
+            self.emit(_xargs_command(rest), (), (), True, text, ())
+            first = self.commands[before]
+            self.commands[before] = Command(**{**_as_dict(first), "dynamic": True})  # its arguments come from stdin
+
+
+def _has_error(node) -> bool:
+    return node.has_error
+
+
+def _first_error(node):
+    if node.type == "ERROR" or node.is_missing:
+        return node
+    for child in node.children:
+        if child.has_error or child.is_missing:
+            found = _first_error(child)
+            if found is not None:
+                return found
+    return None
+
+
+# Every byte of a non-ASCII character, for the copy tree-sitter parses (see _parse).
+_ASCII_MASK = bytes(range(128)) + b"x" * 128
+
+
+def _parse(text: str, depth: int, nested: bool) -> list[Command]:
+    if len(text) > MAX_SHELL_TEXT:
+        raise EvalError(f"the command is longer than {MAX_SHELL_TEXT:,} characters")
+    text = splice_continuations(text)
+    source = text.encode("utf-8", "surrogatepass")
+    # tree-sitter-bash's scanner can read out of bounds on some characters outside the Basic
+    # Multilingual Plane (`{` followed by U+108712 crashes the process). Bash's syntax is all
+    # ASCII and any byte >= 0x80 is an ordinary word character to it, so the parser is given a copy
+    # with each such byte replaced by "x": the same tree at the same byte offsets, while every word
+    # is still read from the original bytes.
+    tree = _parser().parse(source.translate(_ASCII_MASK))
+    if _has_error(tree.root_node):
+        bad = _first_error(tree.root_node)
+        where = f" at byte {bad.start_byte}" if bad is not None else ""
+        raise EvalError(f"the command is not valid shell syntax{where}")
+    walker = _Walker(source, depth)
+    walker.walk(tree.root_node, nested)
+    for shell in walker.stdin_shells:
+        if id(shell) not in walker.fed:
+            raise EvalError(f"{shell.program} reads its script from standard input (a pipe or a file), which this "
+                            "command does not show")
+    return walker.commands
+
+
+@lru_cache(maxsize=8192)
+def _parse_cached(text: str) -> tuple[Command, ...]:
+    return tuple(_parse(text, 0, False))
+
+
+def clear_shell_cache() -> None:
+    """Forget the parsed shell texts kept by `parse_shell` (at most 8,192 of them)."""
+    _parse_cached.cache_clear()
+
+
+def parse_shell(text: object) -> list[Command]:
+    """`shell(x)`: the simple commands of a shell string, in source order (outer before the
+    commands nested in it). Raises EvalError for what is not a string or not valid shell."""
+    if not isinstance(text, str):
+        raise EvalError("shell() takes a string")
+    if "\x00" in text:
+        raise EvalError("the command contains a NUL byte")
+    return list(_parse_cached(text))
