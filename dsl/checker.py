@@ -34,7 +34,7 @@ from dsl import ast
 from dsl.errors import Diagnostic, Span
 from dsl.requirements import DECISIONS, TIMEOUT_OUTCOMES
 from dsl.schema import ArgType, ToolSchemas, enum_allows
-from dsl.subjects import Command, PathValue, UrlValue
+from dsl.subjects import Command, PathValue, UrlValue, winpaths
 
 ROOTS = ("tool", "args", "context")
 FUNCTIONS = {"len": 1, "lower": 1, "exists": 1, "path": 1, "shell": 1, "url": 1}
@@ -797,7 +797,10 @@ def _never(form: str, op: str, text: str) -> str | None:
                 "scheme": "a URL's scheme is lower case"}[form] + f", and {json.dumps(text)} is not"
     if form == "host" and whole and op != "contains" and (text.endswith(".") or not text.isascii()):
         return f"a URL's host has no trailing dot and is ASCII (IDNA), and {json.dumps(text)} is not"
-    if form == "path" and op in ("==", "!=", "in", "not_in"):
+    if form == "path" and op in ("==", "!=", "in", "not_in") and winpaths.is_windows_text(text):
+        if not winpaths.is_normal(text):
+            return f"a Windows path() is absolute and normalized (C:\\dir\\name, no . or .., no trailing separator, period or space), and {json.dumps(text)} is not"
+    elif form == "path" and op in ("==", "!=", "in", "not_in"):
         if not text.startswith("/") or "//" in text or re.search(r"(^|/)\.\.?(/|$)", text) or (text.endswith("/") and text != "/"):
             return f"path() is absolute and normalized (no ~, . or .., // or trailing /), and {json.dumps(text)} is not; use glob or under for relative patterns"
     if form == "ext" and op in ("==", "!=", "in", "not_in") and text and not text.startswith("."):
@@ -813,7 +816,7 @@ def _never(form: str, op: str, text: str) -> str | None:
         return f"a URL's host has no scheme or path ({json.dumps(text)})"
     if form == "scheme" and whole and (":" in text or "/" in text):
         return f"a URL's scheme is written without ':' or '//' (\"{text.split(':', 1)[0]}\")"
-    if form == "parts" and whole and "/" in text:
+    if form == "parts" and whole and ("/" in text or "\\" in text):
         return f"a path's parts are single names, without '/' ({json.dumps(text)})"
     if form == "flags" and whole and text.startswith("-"):
         return f"flags are kept without their dashes (\"{text.lstrip('-')}\")"

@@ -23,6 +23,7 @@ from typing import Any, Callable, NamedTuple
 
 from dsl import ast, subjects, values
 from dsl.requirements import DEFAULT_DECISIONS, Quorum, Requirements
+from dsl.subjects import winpaths
 from dsl.values import EvalError
 
 _NO_VARS: dict[str, Any] = {}
@@ -310,8 +311,10 @@ def _compile_compare(cmp: ast.Compare) -> Fn:
 
         def glob(env: Env) -> bool:
             value = left(env)
-            if isinstance(value, subjects.PathValue):  # path globs: * within a segment, ** across
+            if isinstance(value, _PATH_TYPES):  # path globs: * within a segment, ** across
                 return subjects.path_glob(value, pattern, env.cwd(), env.home_dir())
+            if type(value) is subjects.WinStr:  # a name or part of a Windows path: caseless
+                return winpaths.string_glob(value, pattern)
             return values.glob(value, regex)
 
         return glob
@@ -372,7 +375,8 @@ class _Shell(NamedTuple):
 
 _SHELL_CACHE: dict[str, Any] = {}  # text → _Shell or _Failure; bounded like RuleIndex's cache
 _SHELL_CACHE_LIMIT = 8192
-_SUBJECT_TYPES = (subjects.PathValue, subjects.Command, subjects.UrlValue)
+_SUBJECT_TYPES = (subjects.PathValue, subjects.WinPathValue, subjects.Command, subjects.UrlValue)
+_PATH_TYPES = (subjects.PathValue, subjects.WinPathValue)
 _MEMO_FUNCTIONS = ("path", "url", "shell")
 
 
@@ -563,8 +567,8 @@ def _fast_path(path: ast.Path, item_var: str | None) -> Fn:
 
 def _make_path(raw: Any, env: Env) -> subjects.PathValue:
     """`subjects.make_path(raw, cwd, home)`, without its work for a path that is already its own
-    normalized form (`_plain_path`)."""
-    if _plain_path(raw) is not _MISSING:
+    normalized form (`_plain_path`; under a Windows cwd, `/x` is a Windows path)."""
+    if _plain_path(raw) is not _MISSING and not winpaths.is_windows_text(env.cwd()):
         return subjects.PathValue(raw)
     return subjects.make_path(raw, env.cwd(), env.home_dir())
 
@@ -1020,6 +1024,10 @@ def _fast_glob(left: Fn, pattern: str, item_var: str | None) -> Fn:
         t = type(value)
         if t is str:
             return regex.match(value) is not None
+        if t is subjects.WinPathValue:  # a Windows path: the pattern is read in the call's context
+            return subjects.path_glob(value, pattern, x.cwd(), x.home_dir())
+        if t is subjects.WinStr:
+            return winpaths.string_glob(value, pattern)
         if isinstance(value, subjects.PathValue):  # path globs: * within a segment, ** across
             if matches is not None:
                 text = value.text
@@ -1052,7 +1060,9 @@ def _fast_under(left: Fn, right: Fn, base_lit: Any) -> Fn:
         def under_root(env: Env) -> bool:
             value = left(env)
             if type(value) is not subjects.PathValue:
-                _make_path(value, env)  # raises for what is not a path
+                value = _make_path(value, env)  # raises for what is not a path
+                if type(value) is subjects.WinPathValue:  # "/" is the root of the cwd's drive
+                    return subjects.under(value, subjects.make_path(base_lit, env.cwd(), env.home_dir()))
             return True
 
         return under_root
@@ -1062,6 +1072,8 @@ def _fast_under(left: Fn, right: Fn, base_lit: Any) -> Fn:
         value = left(env)
         if type(value) is not subjects.PathValue:
             value = _make_path(value, env)
+            if type(value) is subjects.WinPathValue:  # the base is read in the call's context too
+                return subjects.under(value, subjects.make_path(base_lit, env.cwd(), env.home_dir()))
         text = value.text
         return text == base or text.startswith(prefix)
 
@@ -1335,7 +1347,10 @@ class _PlanWriter:
         elif kind == "path":
             field = self.shared(v[1])
             name = f"p{len(self.values)}"
-            self.prelude.append(f"{name} = _plain_path({field})")
+            if "W" not in self.values.values():  # under a Windows cwd `/x` is Windows: the predicate decides
+                self.values[("windows",)] = "W"
+                self.prelude.append("W = _windows_text(context.get('cwd'))")
+            self.prelude.append(f"{name} = M if W else _plain_path({field})")
         elif kind == "shell":
             field = self.shared(v[1])
             name = f"s{len(self.values)}"
@@ -1612,6 +1627,7 @@ def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[in
     lines.append("    return -1")
     namespace = {
         "M": _MISSING, "X": _UNKNOWN, "ERRORS": _PLAN_ERRORS, "_plain_path": _plain_path,
+        "_windows_text": winpaths.is_windows_text,
         "_parsed_or_none": _parsed_or_none, **w.consts,
     }
     text = "\n".join(lines)

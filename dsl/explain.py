@@ -428,6 +428,8 @@ def to_json(value: Any) -> Any:
     """A value as JSON: normalized subjects become objects with a `kind` and their fields."""
     if isinstance(value, subjects.PathValue):
         return {"kind": "path", "text": value.text}
+    if isinstance(value, subjects.WinPathValue):
+        return {"kind": "path", "style": "windows", "text": str(value)}
     if isinstance(value, (subjects.Command, subjects.UrlValue)):
         out = {"kind": value.KIND}
         for name in value.FIELDS:
@@ -448,8 +450,8 @@ def show(value: Any) -> str:
 
 
 def _show(value: Any) -> str:
-    if isinstance(value, subjects.PathValue):
-        return value.text
+    if isinstance(value, (subjects.PathValue, subjects.WinPathValue)):
+        return str(value)
     if isinstance(value, subjects.Command):
         notes = [f"via {' '.join(value.wrappers)}"] if value.wrappers else []
         if value.nested:
@@ -459,7 +461,7 @@ def _show(value: Any) -> str:
         return " ".join(value.argv) + (f" ({', '.join(notes)})" if notes else "")
     if isinstance(value, subjects.UrlValue):
         return f"{value.text} (host {value.host})"
-    if isinstance(value, (list, tuple)) and any(isinstance(v, (subjects.Command, subjects.PathValue, subjects.UrlValue)) for v in value):
+    if isinstance(value, (list, tuple)) and any(isinstance(v, (subjects.Command, subjects.PathValue, subjects.WinPathValue, subjects.UrlValue)) for v in value):
         return "[" + ", ".join(_show(v) for v in value) + "]"  # a list; `|` would read as a pipe
     try:
         return json.dumps(to_json(value), ensure_ascii=False)

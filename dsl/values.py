@@ -94,6 +94,13 @@ def order(op: str, a: Any, b: Any) -> bool:
     return a >= b
 
 
+def _caseless(a: str, b: str) -> tuple[str, str]:
+    """Both strings by their comparison key when either is caseless (a str subclass with a `fold`:
+    the text of a Windows path, dsl.subjects.winpaths.WinStr); else as they are."""
+    fold = getattr(type(a), "fold", None) or getattr(type(b), "fold", None)
+    return (fold(a), fold(b)) if fold is not None else (a, b)
+
+
 def member(item: Any, container: Any) -> bool:
     """`item in container`: list membership, or a substring of a string."""
     item = _text(item)
@@ -101,6 +108,7 @@ def member(item: Any, container: Any) -> bool:
     if kc == "string":
         if kind(item) != "string":
             raise EvalError(f"looks for {_a(kind(item))} in a string")
+        item, container = _caseless(item, container)
         return item in container
     if kc != "list":
         raise EvalError(f"'in' needs a list or a string, not {_a(kc)}")
@@ -140,6 +148,7 @@ def affix(op: str, text: Any, part: Any) -> bool:
         return all(_deep_equal(x, y) for x, y in zip(window, part))
     if kt != "string" or kp != "string":
         raise EvalError(f"'{op}' works on two strings or two lists, not {_a(kt)} and {_a(kp)}")
+    text, part = _caseless(text, part)
     return text.startswith(part) if op == "startswith" else text.endswith(part)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import collections
 import json
+import ntpath
 import os
 import re
 import urllib.parse
@@ -180,7 +181,28 @@ class ClaudeReference:
             return re.fullmatch(regex + ("( .*)?" if optional else ""), command, re.DOTALL) is not None
         return command == spec
 
+    @staticmethod
+    def windows_posix(path: str, cwd: object) -> str | None:
+        """A Windows path in the POSIX form Claude Code's docs give for matching on Windows
+        (`C:\\Users\\a` is `/c/Users/a`), lower case (Windows names are case-insensitive);
+        None when it cannot be made absolute."""
+        if not ntpath.isabs(path) or not ntpath.splitdrive(path)[0]:
+            if not (isinstance(cwd, str) and ntpath.splitdrive(cwd)[0]):
+                return None
+            path = ntpath.join(cwd, path)
+        drive, rest = ntpath.splitdrive(ntpath.normpath(path))
+        return ("/" + drive.rstrip(":") + rest.replace("\\", "/")).lower() if len(drive) == 2 else None
+
     def path_rule(self, spec: str, target: str, context: dict) -> bool:
+        cwd = context.get("cwd")
+        if re.match(r"[A-Za-z]:|\\", target) or (isinstance(cwd, str) and re.match(r"[A-Za-z]:|\\", cwd)):
+            target = self.windows_posix(target, cwd)
+            context = dict(context, cwd=self.windows_posix(cwd, None) if isinstance(cwd, str) else None)
+            if isinstance(context.get("home"), str) and re.match(r"[A-Za-z]:", context["home"]):
+                context["home"] = self.windows_posix(context["home"], None)
+            if target is None:
+                return False
+            spec = spec.lower()
         if not target.startswith("/"):
             cwd = context.get("cwd")
             if not isinstance(cwd, str) or not cwd.startswith("/"):

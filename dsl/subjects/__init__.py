@@ -5,7 +5,9 @@ Most bypasses of tool-call gates come from matching raw strings: a deny on `rm -
 misses `cd x && cat y`. Three functions of the policy language normalize instead:
 
 * `path(x)` → `PathValue`: absolute, `.` and `..` resolved lexically (no file system access), `~`
-  expanded against the caller's home, relative paths resolved against `context.cwd`.
+  expanded against the caller's home, relative paths resolved against `context.cwd`; a Windows
+  path (`C:\\...`, `\\\\server\\share`, or any path under a Windows cwd) → `WinPathValue`
+  (dsl.subjects.winpaths), compared case-insensitively.
 * `shell(x)` → a list of `Command`: every simple command in a shell string, after unwrapping
   `sudo`, `timeout`, `env`, ..., including the commands nested in `$(...)`, backticks,
   `bash -c '...'`, `eval`, `xargs` and a heredoc piped into a shell, with flags normalized so that
@@ -31,9 +33,10 @@ from dsl.subjects.programs import FLAG_ALIASES, SHELLS, SINGLE_DASH_LONG, WRAPPE
 from dsl.subjects.quoting import brace_expand, splice_continuations
 from dsl.subjects.shell import MAX_SHELL_TEXT, clear_shell_cache, parse_shell
 from dsl.subjects.urls import UrlValue, parse_url
+from dsl.subjects.winpaths import WinPathValue, WinStr
 
 __all__ = [
     "Command", "PathValue", "make_path", "path_glob", "under", "FLAG_ALIASES", "SHELLS", "SINGLE_DASH_LONG",
     "WRAPPERS", "split_flags", "brace_expand", "splice_continuations", "MAX_SHELL_TEXT", "clear_shell_cache",
-    "parse_shell", "UrlValue", "parse_url",
+    "parse_shell", "UrlValue", "parse_url", "WinPathValue", "WinStr",
 ]

@@ -18,7 +18,11 @@ class PathValue:
     text: str
 
     KIND = "path"
-    FIELDS = {"text": "string", "name": "string", "ext": "string", "parent": "path", "parts": "list[string]"}
+    FIELDS = {"text": "string", "name": "string", "ext": "string", "parent": "path", "parts": "list[string]",
+              "drive": "string", "style": "string"}
+    # What a Windows path (dsl.subjects.winpaths.WinPathValue) has too: a POSIX path has no drive.
+    drive = ""
+    style = "posix"
 
     @property
     def parts(self) -> tuple[str, ...]:
@@ -91,11 +95,15 @@ def make_path(raw: object, cwd: str | None, home: str | None) -> PathValue:
     """`path(x)`: see the module docstring. Raises EvalError for what is not a usable path."""
     if isinstance(raw, PathValue):
         return raw
+    if type(raw) is _winpaths.WinPathValue or _winpaths.wants_windows(raw, cwd, home):
+        return _winpaths.make_windows_path(raw, cwd, home)
     return PathValue("/" + "/".join(_absolute(raw, cwd, home, "the path")))
 
 
 def under(path: PathValue, base: PathValue) -> bool:
     """True when `path` is `base` or inside it, segment by segment (not a string prefix)."""
+    if type(path) is not PathValue or type(base) is not PathValue:
+        return _winpaths.under(path, base)  # a Windows path: only under a Windows path
     parts, prefix = path.parts, base.parts
     return parts[: len(prefix)] == prefix
 
@@ -120,6 +128,8 @@ def path_glob(path: PathValue, pattern: str, cwd: str | None, home: str | None) 
     number of whole segments (including none). A relative pattern is anchored at `cwd`, one
     starting with `~` at the home, like a path. Raises EvalError when the pattern cannot be
     anchored."""
+    if type(path) is _winpaths.WinPathValue:
+        return _winpaths.path_glob(path, pattern, cwd, home)
     if pattern.startswith("**"):
         if not cwd:
             raise EvalError(f"the pattern {pattern!r} is relative and the call has no context.cwd")
@@ -129,3 +139,7 @@ def path_glob(path: PathValue, pattern: str, cwd: str | None, home: str | None) 
         segments = tuple(_absolute(pattern, cwd, home, "the pattern"))
     # The root is the path with no segments; match it as the empty string against the segments.
     return _path_glob_regex(segments).match(path.text if path.text != "/" else "") is not None
+
+
+# Windows paths are their own module; imported last, as it reads PathValue from here.
+from dsl.subjects import winpaths as _winpaths  # noqa: E402

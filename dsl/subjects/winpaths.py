@@ -1,0 +1,408 @@
+"""Windows paths in `path()`: drive letters, UNC shares, backslashes, compared case-insensitively.
+
+A Windows agent's tools receive `C:\\Users\\me\\proj\\app.py`, `c:/Users/me/proj/app.py`,
+`\\\\server\\share\\x` or `\\\\?\\C:\\x`. `path()` reads them as Windows does and gives a
+`WinPathValue`: the same language type `path` as a POSIX `PathValue` (same fields, the same
+operators, one set of rules for both), but its own Python class, so that code written for POSIX
+text (the compiler's fast paths test `type(v) is PathValue`) can never misread a Windows path as
+POSIX: a Windows value takes the generic operations, which dispatch here. Two fields tell them
+apart in a rule: `style` ("posix" or "windows") and `drive` ("C:", `\\\\server\\share`, "" on POSIX).
+
+Which reading applies (`wants_windows`): a path starting with a drive letter (`C:`) or a
+backslash is Windows; a path starting with `/` or relative is Windows when `context.cwd` is a
+Windows path (on Windows `/x` is `\\x`, rooted on the current drive), POSIX otherwise; `~` follows
+the kind of the home.
+
+Normalization follows Microsoft's "File path formats on Windows systems" (.NET docs, "Path
+normalization") and "Naming Files, Paths, and Namespaces" (Win32 docs):
+
+* both `/` and `\\` separate segments, and runs of separators collapse;
+* `.` and `..` are resolved lexically, never above the root: the drive (`C:\\`) or the share
+  (`\\\\server\\share`);
+* the drive letter is upper-cased; a drive-relative path (`C:foo`) resolves against a Windows cwd
+  on the same drive (Windows keeps one current directory per drive, which is not known here for
+  another drive: an error); a rooted path without a drive (`\\foo`, `/foo`) takes the cwd's drive
+  or share (an error without a Windows cwd);
+* trimming: the last segment (when the path does not end in a separator) loses all its trailing
+  periods and spaces, any other segment one trailing period. Where the docs leave Windows'
+  reading open (a segment still ending in a period or a space after that, or made only of periods
+  and spaces, such as `...`) the path is an error: guessing either way would let a rule be
+  bypassed, or let an allow match another file;
+* DOS device paths: `\\\\.\\C:\\x` and `\\\\.\\UNC\\server\\share\\x` are read as `C:\\x` and
+  `\\\\server\\share\\x` (a `..` climbing above the volume, into the device namespace, is an error);
+  `\\\\?\\` paths skip normalization in Windows, so one is read only when it is already in normal
+  form (no `/`, no `.` or `..`, no empty segment, no trailing period or space), else an error;
+  any other device (`\\\\.\\pipe\\x`, `\\\\?\\Volume{...}`, `\\\\?\\GLOBALROOT`, `\\??\\`) is an error;
+* fail closed, an error rather than a guess: a colon after the drive (an NTFS alternate data
+  stream, `file.txt:s` or `file.txt::$DATA`, which would name the same file as `file.txt`), the
+  characters Windows forbids in names (`< > " | ? *` and U+0000-U+001F), a reserved device name
+  as a segment (`CON`, `PRN`, `AUX`, `NUL`, `COM0`-`COM9`, `LPT0`-`LPT9`, with superscript digits,
+  `CONIN$`, `CONOUT$`, also with an extension: `nul.txt`), a segment shaped like an 8.3 short name
+  (`PROGRA~1`, `GIT~1`: an alias of a long name that only the file system knows, the class of
+  git's CVE-2014-9390), `$` or a backtick (an unexpanded shell expansion, as for POSIX paths) and
+  `%NAME%` (an unexpanded cmd.exe variable).
+
+Comparison is case-insensitive, as NTFS names are: the text, name, ext, parts and drive of a
+Windows path are `WinStr`, a str whose `==`, hash, `in`, `startswith`, `endswith` and globs compare
+the `fold` of both sides: each character's simple uppercase mapping (the per-character mapping
+Windows' upcase table approximates; `ß` stays `ß`, so `straße` and `STRASSE` differ, as on NTFS),
+with `/` read as `\\`. The fold happens at comparison, so the fields keep the case written.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from string import ascii_letters
+from typing import Any
+
+from dsl.values import EvalError
+
+_LETTERS = frozenset(ascii_letters)
+_SEPARATORS = re.compile(r"[\\/]+")
+# Names the Win32 layer maps to devices ("Naming Files, Paths, and Namespaces"), compared folded.
+_RESERVED = frozenset(
+    ["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"]
+    + [f"{p}{d}" for p in ("COM", "LPT") for d in "0123456789\u00b9\u00b2\u00b3"]
+)
+_FORBIDDEN = re.compile(r'[\x00-\x1f<>"|?*]')
+_SHORT_NAME = re.compile(r"[^~.]{1,6}~[0-9]+(?:\.[^.]{0,3})?\Z")
+_CMD_VARIABLE = re.compile(r"%[^%\\/]+%")
+
+
+def _upcase_table() -> dict[int, str]:
+    """The simple uppercase mapping of each BMP character that has a one-character uppercase."""
+    table = {}
+    for cp in range(0x80, 0x10000):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        upper = chr(cp).upper()
+        if len(upper) == 1 and upper != chr(cp):
+            table[cp] = upper
+    return table
+
+
+_UPCASE: dict[int, str] | None = None
+
+
+def fold(text: str) -> str:
+    """The comparison key of Windows path text: every character by its simple uppercase mapping
+    (BMP only, one character to one), `/` as `\\`. Linear in the text."""
+    global _UPCASE
+    if text.isascii():
+        return text.upper().replace("/", "\\")
+    if _UPCASE is None:
+        _UPCASE = _upcase_table()
+    return text.translate(_UPCASE).replace("/", "\\")
+
+
+class WinStr(str):
+    """A string of a Windows path (its text, name, ext, parts, drive): equal to a string with the
+    same `fold`, and its `in`, `startswith`, `endswith` and globs compare folded too (dsl.values
+    and the compiler's glob dispatch on `fold`). Its hash is the fold's, so it must not be looked
+    up among plain strings in a set (a plain string hashes by its own case); dsl.values compares
+    item by item."""
+
+    __slots__ = ()
+    fold = staticmethod(fold)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            return fold(self) == fold(other)
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        if isinstance(other, str):
+            return fold(self) != fold(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(fold(self))
+
+    def __contains__(self, part: object) -> bool:
+        return isinstance(part, str) and fold(part) in fold(self)
+
+    def startswith(self, prefix: Any, *rest: Any) -> bool:  # type: ignore[override]
+        if isinstance(prefix, str) and not rest:
+            return fold(self).startswith(fold(prefix))
+        return str.startswith(self, prefix, *rest)
+
+    def endswith(self, suffix: Any, *rest: Any) -> bool:  # type: ignore[override]
+        if isinstance(suffix, str) and not rest:
+            return fold(self).endswith(fold(suffix))
+        return str.endswith(self, suffix, *rest)
+
+
+_PATH_FIELDS = {
+    "text": "string", "name": "string", "ext": "string", "parent": "path", "parts": "list[string]",
+    "drive": "string", "style": "string",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class WinPathValue:
+    """An absolute, normalized Windows path. `drive` is `C:` (upper case) or `\\\\server\\share`;
+    `parts` the segments below it (trimmed as Windows trims them); `text` the drive, `\\`, and the
+    parts joined by `\\` (`C:\\Users\\me`, `C:\\` for the root, `\\\\server\\share\\dir`). `key` is the
+    folded drive and parts, which equality, `under` and globs compare. Build it with
+    `make_windows_path`."""
+
+    drive: str
+    parts: tuple[str, ...]
+    text: str = field(init=False)
+    key: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    KIND = "path"
+    FIELDS = _PATH_FIELDS
+    style = "windows"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", WinStr(self.drive + "\\" + "\\".join(self.parts)))
+        object.__setattr__(self, "key", (fold(self.drive),) + tuple(fold(p) for p in self.parts))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, WinPathValue) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    @property
+    def name(self) -> str:
+        return self.parts[-1] if self.parts else WinStr("")
+
+    @property
+    def ext(self) -> str:
+        name = self.name
+        dot = name.rfind(".")
+        return WinStr(name[dot:]) if dot > 0 else WinStr("")
+
+    @property
+    def parent(self) -> "WinPathValue":
+        return WinPathValue(self.drive, self.parts[:-1])
+
+    def __str__(self) -> str:
+        return str.__str__(self.text)
+
+
+def is_windows_text(text: Any) -> bool:
+    """Whether a string has a Windows form of its own: a drive letter (`C:`) or a leading `\\`."""
+    return type(text) is str and (text[:1] == "\\" or (text[1:2] == ":" and text[:1] in _LETTERS))
+
+
+def wants_windows(raw: Any, cwd: str | None, home: str | None) -> bool:
+    """Whether `path(raw)` reads `raw` as a Windows path (see the module docstring)."""
+    if type(raw) is not str or not raw:
+        return False
+    if is_windows_text(raw):
+        return True
+    if raw[0] == "~":
+        return is_windows_text(home) or raw[1:2] == "\\"
+    return is_windows_text(cwd)
+
+
+def make_windows_path(raw: Any, cwd: str | None, home: str | None, what: str = "the path") -> WinPathValue:
+    """`path(raw)` for a Windows path. Raises EvalError for what is not a usable Windows path."""
+    if isinstance(raw, WinPathValue):
+        return raw
+    drive, parts = _parse(raw, cwd, home, what, pattern=False)
+    return WinPathValue(WinStr(drive), tuple(WinStr(p) for p in parts))
+
+
+def is_normal(text: str) -> bool:
+    """Whether `text` is, but for case and `/` for `\\`, the text of an absolute Windows path
+    (what `path()` of it gives): a literal `==` can then match."""
+    try:
+        value = make_windows_path(text, None, None)
+    except EvalError:
+        return False
+    return fold(value.text) == fold(text)
+
+
+def under(path: Any, base: Any) -> bool:
+    """`path under base` when either is a Windows path: the same drive or share (folded) and the
+    base's parts a prefix of the path's. A POSIX path is never under a Windows path, nor the
+    reverse."""
+    if not (isinstance(path, WinPathValue) and isinstance(base, WinPathValue)):
+        return False
+    n = len(base.key)
+    return path.key[:n] == base.key
+
+
+def path_glob(path: WinPathValue, pattern: str, cwd: str | None, home: str | None) -> bool:
+    """A path pattern against a Windows path, case-insensitively, with `/` and `\\` both
+    separators. `/**` (or `\\**`) at the start matches under every drive and share (`/**/.env` is
+    any `.env`); otherwise the pattern is anchored like a path: `C:/x/**`, `//server/share/**`,
+    `/x/**` on the cwd's drive, `~/...` at a Windows home, a relative one (and `**/...`) at a
+    Windows cwd. The match itself is `dsl.subjects.paths.path_glob` on the folded segments.
+    Raises EvalError when the pattern cannot be anchored."""
+    from dsl.subjects.paths import PathValue
+    from dsl.subjects.paths import path_glob as posix_glob
+
+    segments: list[str]
+    drive: str | None
+    if re.match(r"[\\/]\*\*(?:[\\/]|\Z)", pattern):
+        drive, segments = None, _resolve(_SEPARATORS.split(pattern), "the pattern", clamp=True)
+    elif pattern.startswith("**"):
+        if not is_windows_text(cwd):
+            raise EvalError(f"the pattern {pattern!r} is relative and the call has no Windows context.cwd")
+        base = make_windows_path(cwd, None, home, "context.cwd")
+        drive, segments = base.drive, list(base.parts) + [s for s in _SEPARATORS.split(pattern) if s not in ("", ".")]
+    else:
+        drive, segments = _parse(pattern, cwd, home, "the pattern", pattern=True)
+    if drive is not None and fold(drive) != path.key[0]:
+        return False
+    text = "/" + "/".join(path.key[1:])
+    return posix_glob(PathValue(text), "/" + "/".join(fold(s) for s in segments), None, None)
+
+
+def string_glob(text: str, pattern: str) -> bool:
+    """A string glob (`glob` on a name, ext or part of a Windows path): both sides folded."""
+    from dsl.values import glob_regex
+
+    return glob_regex(fold(pattern)).match(fold(text)) is not None
+
+
+# --- parsing ------------------------------------------------------------------------------
+
+
+def _parse(raw: Any, cwd: str | None, home: str | None, what: str, pattern: bool) -> tuple[str, list[str]]:
+    """(drive, parts) of `raw` made absolute and normalized. Raises EvalError."""
+    if not isinstance(raw, str):
+        raise EvalError(f"{what} must be a string")
+    if raw == "":
+        raise EvalError(f"{what} is empty")
+    if "\x00" in raw:
+        raise EvalError(f"{what} contains a NUL byte")
+    if "$" in raw or "`" in raw:
+        raise EvalError(f"{what} {raw!r} holds a shell expansion that is not expanded here")
+    if _CMD_VARIABLE.search(raw):
+        raise EvalError(f"{what} {raw!r} holds a %VARIABLE% that is not expanded here")
+    head = raw[:4].replace("/", "\\")
+    if head in ("\\\\?\\", "\\\\.\\") or raw.startswith("\\??\\"):
+        return _device(raw, what, pattern)
+    if raw[:2] in ("\\\\", "//", "\\/", "/\\"):
+        pieces = _SEPARATORS.split(raw[2:])
+        if len(pieces) < 2 or not pieces[0] or not pieces[1]:
+            raise EvalError(f"{what} {raw!r} is a UNC path without a server and a share")
+        for piece in pieces[:2]:
+            if piece in (".", "..") or _FORBIDDEN.search(piece) or ":" in piece:
+                raise EvalError(f"{what} {raw!r} has {piece!r} as its server or share, which Windows does not allow")
+        drive = "\\\\" + pieces[0] + "\\" + pieces[1]
+        return drive, _segments(pieces[2:], [], raw, what, pattern, clamp=True)
+    if raw[1:2] == ":" and raw[:1] in _LETTERS:
+        drive = raw[0].upper() + ":"
+        rest = raw[2:]
+        if rest[:1] in ("\\", "/"):
+            return drive, _segments(_SEPARATORS.split(rest), [], raw, what, pattern, clamp=True)
+        base = _cwd(cwd, home, raw, what)
+        if base.key[0] != drive:
+            raise EvalError(f"{what} {raw!r} is relative to the current directory of drive {drive}, which is not known here")
+        return drive, _segments(_SEPARATORS.split(rest), list(base.parts), raw, what, pattern, clamp=True)
+    if raw[:1] in ("\\", "/"):
+        base = _cwd(cwd, home, raw, what, rooted=True)
+        return base.drive, _segments(_SEPARATORS.split(raw), [], raw, what, pattern, clamp=True)
+    if raw[:1] == "~":
+        if raw != "~" and raw[1:2] not in ("\\", "/"):
+            raise EvalError(f"{what} {raw!r} names another user's home, which is not known here")
+        if not home:
+            raise EvalError(f"{what} {raw!r} starts with ~ but no home is known (context.home or the policy's home)")
+        if not is_windows_text(home):
+            raise EvalError(f"{what} {raw!r} is a Windows path and the home {home!r} is not a Windows path")
+        base = make_windows_path(home, None, None, "the home directory")
+        return base.drive, _segments(_SEPARATORS.split(raw[1:]), list(base.parts), raw, what, pattern, clamp=True)
+    base = _cwd(cwd, home, raw, what)
+    return base.drive, _segments(_SEPARATORS.split(raw), list(base.parts), raw, what, pattern, clamp=True)
+
+
+def _cwd(cwd: str | None, home: str | None, raw: str, what: str, rooted: bool = False) -> WinPathValue:
+    if not cwd:
+        raise EvalError(f"{what} {raw!r} is relative and the call has no context.cwd")
+    if not is_windows_text(cwd):
+        kind = "rooted without a drive" if rooted else "a relative Windows path"
+        raise EvalError(f"{what} {raw!r} is {kind} and context.cwd {cwd!r} is not a Windows path")
+    return make_windows_path(cwd, None, home, "context.cwd")
+
+
+def _device(raw: str, what: str, pattern: bool) -> tuple[str, list[str]]:
+    """A DOS device path: `\\\\.\\` (normalized) or `\\\\?\\` (verbatim) before a drive or UNC."""
+    verbatim = raw.startswith("\\\\?\\")
+    if raw.startswith("\\??\\"):
+        raise EvalError(f"{what} {raw!r} is an NT object path, not a file path read here")
+    rest = raw[4:]
+    if verbatim:
+        if "/" in rest:
+            raise EvalError(f"{what} {raw!r} is a \\\\?\\ path (not normalized by Windows) holding '/', which is not a separator there")
+        pieces = rest.split("\\")
+    else:
+        pieces = _SEPARATORS.split(rest)
+    volume = pieces[0]
+    if len(volume) == 2 and volume[1] == ":" and volume[0] in _LETTERS:
+        drive, below = volume[0].upper() + ":", pieces[1:]
+    elif fold(volume) == "UNC" and len(pieces) >= 3 and pieces[1] and pieces[2]:
+        drive, below = "\\\\" + pieces[1] + "\\" + pieces[2], pieces[3:]
+    else:
+        raise EvalError(f"{what} {raw!r} names a device or a volume ({volume!r}), not a drive or a share")
+    if verbatim:
+        if below and below[-1] == "":
+            below = below[:-1]  # `\\?\C:\dir\`: the trailing separator
+        for seg in below:
+            if seg in ("", ".", "..") or seg.endswith((".", " ")):
+                raise EvalError(f"{what} {raw!r} is a \\\\?\\ path that Windows does not normalize, and its segment {seg!r} is not in normal form")
+        return drive, _segments(below, [], raw, what, pattern, clamp=False)
+    return drive, _segments(below, [], raw, what, pattern, clamp=False)
+
+
+def _resolve(pieces: list[str], what: str, clamp: bool) -> list[str]:
+    """`.` and `..` resolved over pattern pieces, nothing else checked (a `**` pattern's tail)."""
+    out: list[str] = []
+    for piece in pieces:
+        if piece in ("", "."):
+            continue
+        if piece == "..":
+            if out:
+                out.pop()
+            continue
+        out.append(piece)
+    return out
+
+
+def _segments(pieces: list[str], base: list[str], raw: str, what: str, pattern: bool, clamp: bool) -> list[str]:
+    """`base` (normalized segments) extended by `pieces` as Windows normalizes them: `.` dropped,
+    `..` removing the segment before (at the root: kept at the root when `clamp`, else an error),
+    each name trimmed and checked. Raises EvalError."""
+    out = list(base)
+    ends_open = not raw.endswith(("\\", "/"))
+    last = len(pieces) - 1
+    for i, piece in enumerate(pieces):
+        if piece in ("", "."):
+            continue
+        if piece == "..":
+            if out:
+                out.pop()
+            elif not clamp:
+                raise EvalError(f"{what} {raw!r} climbs above its volume into the device namespace")
+            continue
+        out.append(piece if pattern else _name(piece, i == last and ends_open, raw, what))
+    return out
+
+
+def _name(seg: str, final: bool, raw: str, what: str) -> str:
+    """One segment trimmed as Win32 normalization trims it, then checked. Raises EvalError."""
+    if final:
+        name = seg.rstrip(". ")
+    else:
+        name = seg[:-1] if seg.endswith(".") else seg
+        if name.endswith((".", " ")):
+            raise EvalError(f"{what} {raw!r} has the segment {seg!r}, whose trailing periods or spaces Windows' reading leaves open")
+    if not name or name.strip(". ") == "":
+        raise EvalError(f"{what} {raw!r} has the segment {seg!r}, made only of periods and spaces")
+    if ":" in name:
+        raise EvalError(f"{what} {raw!r} names an NTFS alternate data stream or holds ':' in {seg!r}")
+    bad = _FORBIDDEN.search(name)
+    if bad:
+        raise EvalError(f"{what} {raw!r} holds {bad.group()!r}, which Windows does not allow in a name")
+    if fold(name.split(".", 1)[0].rstrip(" ")) in _RESERVED:
+        raise EvalError(f"{what} {raw!r} names the Windows device {name!r}")
+    if _SHORT_NAME.match(name):
+        raise EvalError(f"{what} {raw!r} has {name!r}, which may be an 8.3 short name: an alias of a long name that only the file system knows")
+    return name
