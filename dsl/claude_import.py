@@ -1052,7 +1052,8 @@ def import_file(path: str | Path, **options: Any) -> ImportResult:
 
 def hook_context(payload: dict) -> dict:
     """The context for a Claude Code PreToolUse hook input: `cwd`, and `home` when the transcript
-    path shows it (`/Users/me/.claude/projects/...` → `/Users/me`)."""
+    path shows it (`/Users/me/.claude/projects/...` → `/Users/me`; on Windows
+    `C:\\Users\\me\\.claude\\projects\\...` → `C:\\Users\\me`)."""
     context: dict[str, str] = {}
     cwd = payload.get("cwd")
     if isinstance(cwd, str):
@@ -1060,4 +1061,6 @@ def hook_context(payload: dict) -> dict:
     transcript = payload.get("transcript_path")
     if isinstance(transcript, str) and "/.claude/" in transcript and transcript.startswith("/"):
         context["home"] = transcript.split("/.claude/", 1)[0] or "/"
+    elif isinstance(transcript, str) and "\\.claude\\" in transcript and transcript[1:3] == ":\\":
+        context["home"] = transcript.split("\\.claude\\", 1)[0]
     return context

@@ -506,6 +506,11 @@ def test_hook_context():
     assert hook_context({"tool_name": "Bash"}) == {}
 
 
+def test_hook_context_of_a_windows_payload():
+    payload = {"cwd": "C:\\Users\\me\\proj", "transcript_path": "C:\\Users\\me\\.claude\\projects\\C--Users-me-proj\\s.jsonl"}
+    assert hook_context(payload) == {"cwd": "C:\\Users\\me\\proj", "home": "C:\\Users\\me"}
+
+
 def test_bad_input_is_refused():
     from dsl.claude_import import SettingsError
 

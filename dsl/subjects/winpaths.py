@@ -73,7 +73,7 @@ _CMD_VARIABLE = re.compile(r"%[^%\\/]+%")
 def _upcase_table() -> dict[int, str]:
     """The simple uppercase mapping of each BMP character that has a one-character uppercase."""
     table = {}
-    for cp in range(0x80, 0x10000):
+    for cp in range(0x10000):
         if 0xD800 <= cp <= 0xDFFF:
             continue
         upper = chr(cp).upper()
