@@ -115,6 +115,10 @@ def member(item: Any, container: Any) -> bool:
     # `x in [a, b]` means `x == a or x == b` under the language's three-valued `or`: an equal
     # item makes it true; otherwise an item `==` would refuse to compare makes it an error.
     ki = kind(item)
+    if ki == "string" and type(container) is not list and type(container) is not tuple:
+        find = getattr(type(container), "find_caseless", None)
+        if find is not None:  # a Windows path's parts (dsl.subjects.winpaths.WinParts)
+            return find(container, item)
     mismatch = None
     for x in container:
         kx = kind(x)

@@ -403,3 +403,26 @@ def test_the_corpus_windows_payloads_are_decided_without_a_path_error():
     assert seen > 1000
     assert errors == []
     assert effects.get("allow", 0) > seen // 2  # reads and edits inside the project are allowed
+
+
+@settings(max_examples=300, deadline=None)
+@given(windows_paths())
+def test_the_fast_reading_of_a_normal_path_agrees_with_the_segment_by_segment_one(raw):
+    from dsl.subjects import winpaths
+
+    try:
+        drive, parts = winpaths._parse(raw, CWD, "C:\\Users\\me", "the path", pattern=False)
+    except EvalError:
+        with pytest.raises(EvalError):
+            winpaths.make_windows_path(raw, CWD, "C:\\Users\\me")
+        return
+    value = winpaths.make_windows_path(raw, CWD, "C:\\Users\\me")
+    assert (str(value.drive), tuple(map(str, value.parts))) == (drive, tuple(parts))
+    assert value.key == (fold(drive), *map(fold, parts))
+    assert make_path(raw, CWD, "C:\\Users\\me") is not None  # and again, from the cache
+
+
+def test_a_windows_path_value_is_immutable():
+    value = make_path("C:\\x", None, None)
+    with pytest.raises(AttributeError):
+        value.text = "D:\\y"

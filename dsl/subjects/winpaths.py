@@ -52,10 +52,12 @@ with `/` read as `\\`. The fold happens at comparison, so the fields keep the ca
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from functools import lru_cache
 from string import ascii_letters
 from typing import Any
 
+from dsl.subjects.paths import PathValue as _PosixPath  # paths.py imports this module at its end
+from dsl.subjects.paths import path_glob as _posix_glob
 from dsl.values import EvalError
 
 _LETTERS = frozenset(ascii_letters)
@@ -103,34 +105,65 @@ class WinStr(str):
     up among plain strings in a set (a plain string hashes by its own case); dsl.values compares
     item by item."""
 
-    __slots__ = ()
-    fold = staticmethod(fold)
+    # (no __slots__: a str subclass cannot have any, and `key` is kept per instance)
+    key: str
+
+    def __new__(cls, text: str = "") -> "WinStr":
+        self = super().__new__(cls, text)
+        self.key = fold(text)  # folded once: rules compare the same parts many times
+        return self
+
+    @staticmethod
+    def keyed(text: str, key: str) -> "WinStr":
+        """A WinStr whose fold is known (`key == fold(text)`)."""
+        self = str.__new__(WinStr, text)
+        self.key = key
+        return self
+
+    @staticmethod
+    def fold(text: str) -> str:
+        return text.key if type(text) is WinStr else fold(text)
 
     def __eq__(self, other: object) -> bool:
+        if type(other) is str:
+            return self.key == fold(other)
         if isinstance(other, str):
-            return fold(self) == fold(other)
+            return self.key == WinStr.fold(other)
         return NotImplemented
 
     def __ne__(self, other: object) -> bool:
-        if isinstance(other, str):
-            return fold(self) != fold(other)
-        return NotImplemented
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
 
     def __hash__(self) -> int:
-        return hash(fold(self))
+        return hash(self.key)
+
+    def __reduce__(self) -> tuple:
+        return (WinStr, (str(self),))
 
     def __contains__(self, part: object) -> bool:
-        return isinstance(part, str) and fold(part) in fold(self)
+        return isinstance(part, str) and WinStr.fold(part) in self.key
 
     def startswith(self, prefix: Any, *rest: Any) -> bool:  # type: ignore[override]
         if isinstance(prefix, str) and not rest:
-            return fold(self).startswith(fold(prefix))
+            return self.key.startswith(WinStr.fold(prefix))
         return str.startswith(self, prefix, *rest)
 
     def endswith(self, suffix: Any, *rest: Any) -> bool:  # type: ignore[override]
         if isinstance(suffix, str) and not rest:
-            return fold(self).endswith(fold(suffix))
+            return self.key.endswith(WinStr.fold(suffix))
         return str.endswith(self, suffix, *rest)
+
+
+class WinParts(tuple):
+    """A Windows path's parts: a tuple of WinStr whose `contains` (dsl.values.member) folds the
+    item once and compares the parts' kept keys."""
+
+    __slots__ = ()
+
+    def find_caseless(self, item: str) -> bool:
+        key = WinStr.fold(item)
+        return any(part.key == key for part in self)
 
 
 _PATH_FIELDS = {
@@ -139,26 +172,45 @@ _PATH_FIELDS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
 class WinPathValue:
-    """An absolute, normalized Windows path. `drive` is `C:` (upper case) or `\\\\server\\share`;
-    `parts` the segments below it (trimmed as Windows trims them); `text` the drive, `\\`, and the
-    parts joined by `\\` (`C:\\Users\\me`, `C:\\` for the root, `\\\\server\\share\\dir`). `key` is the
-    folded drive and parts, which equality, `under` and globs compare. Build it with
-    `make_windows_path`."""
+    """An absolute, normalized Windows path (immutable). `drive` is `C:` (upper case) or
+    `\\\\server\\share`; `parts` the segments below it (trimmed as Windows trims them); `text`
+    the drive, `\\`, and the parts joined by `\\` (`C:\\Users\\me`, `C:\\` for the root,
+    `\\\\server\\share\\dir`). `key` is the folded drive and parts, which equality, `under` and
+    globs compare; `folded` is `/` and the folded parts joined by `/`, the text globs match. The
+    parts (one WinStr each) are made on first use: most rules read only the name or the key.
+    Build one with `make_windows_path`."""
 
-    drive: str
-    parts: tuple[str, ...]
-    text: str = field(init=False)
-    key: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    __slots__ = ("drive", "text", "key", "folded", "_names", "_parts")
 
     KIND = "path"
     FIELDS = _PATH_FIELDS
     style = "windows"
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "text", WinStr(self.drive + "\\" + "\\".join(self.parts)))
-        object.__setattr__(self, "key", (fold(self.drive),) + tuple(fold(p) for p in self.parts))
+    @classmethod
+    def of(cls, drive: str, parts: list[str], keys: list[str]) -> "WinPathValue":
+        """The value of normalized `parts` below `drive`, their folds `keys` known."""
+        self = object.__new__(cls)
+        put = object.__setattr__
+        drive_key = fold(drive)
+        put(self, "drive", WinStr.keyed(drive, drive_key))
+        put(self, "text", WinStr.keyed(drive + "\\" + "\\".join(parts), drive_key + "\\" + "\\".join(keys)))
+        put(self, "key", (drive_key, *keys))
+        put(self, "folded", "/" + "/".join(keys))
+        put(self, "_names", tuple(parts))
+        put(self, "_parts", None)
+        return self
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("a WinPathValue is immutable")
+
+    @property
+    def parts(self) -> "WinParts":
+        parts = self._parts
+        if parts is None:
+            parts = WinParts(map(WinStr.keyed, self._names, self.key[1:]))
+            object.__setattr__(self, "_parts", parts)
+        return parts
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, WinPathValue) and self.key == other.key
@@ -166,9 +218,12 @@ class WinPathValue:
     def __hash__(self) -> int:
         return hash(self.key)
 
+    def __repr__(self) -> str:
+        return f"WinPathValue({str(self)!r})"
+
     @property
     def name(self) -> str:
-        return self.parts[-1] if self.parts else WinStr("")
+        return WinStr.keyed(self._names[-1], self.key[-1]) if self._names else WinStr("")
 
     @property
     def ext(self) -> str:
@@ -178,7 +233,7 @@ class WinPathValue:
 
     @property
     def parent(self) -> "WinPathValue":
-        return WinPathValue(self.drive, self.parts[:-1])
+        return WinPathValue.of(self.drive, list(self._names[:-1]), list(self.key[1:-1]))
 
     def __str__(self) -> str:
         return str.__str__(self.text)
@@ -204,8 +259,24 @@ def make_windows_path(raw: Any, cwd: str | None, home: str | None, what: str = "
     """`path(raw)` for a Windows path. Raises EvalError for what is not a usable Windows path."""
     if isinstance(raw, WinPathValue):
         return raw
+    hit = _PLAIN_CACHE.get(raw) if type(raw) is str else None
+    if hit is not None:
+        return hit
+    if (type(raw) is str and raw[1:3] in (":\\", ":/") and raw[0] in _LETTERS and _PLAIN_RUN.match(raw, 2)
+            and "$" not in raw and "`" not in raw and "%" not in raw):
+        # the common case, `C:\\dir\\name` already in normal form: one fold, one split; it
+        # depends on nothing else, so it is kept (a call's cwd is read for every path it has)
+        folded = fold(raw[2:])
+        if not _RESERVED_SEGMENT.search(folded):
+            hit = WinPathValue.of(raw[0].upper() + ":", [p for p in _SEPARATORS.split(raw[2:]) if p], [k for k in folded.split("\\") if k])
+            if len(raw) <= _PLAIN_CACHE_TEXT:
+                if len(_PLAIN_CACHE) >= _PLAIN_CACHE_ENTRIES:
+                    _PLAIN_CACHE.clear()
+                _PLAIN_CACHE[raw] = hit
+            return hit
     drive, parts = _parse(raw, cwd, home, what, pattern=False)
-    return WinPathValue(WinStr(drive), tuple(WinStr(p) for p in parts))
+    keys = fold("\\".join(parts)).split("\\") if parts else []  # one fold: no part holds a separator
+    return WinPathValue.of(drive, parts, keys)
 
 
 def is_normal(text: str) -> bool:
@@ -216,6 +287,14 @@ def is_normal(text: str) -> bool:
     except EvalError:
         return False
     return fold(value.text) == fold(text)
+
+
+# make_windows_path's results for absolute paths already in normal form, which depend on the text
+# alone: at most 512 of at most 1,024 characters (the text, its fold and the parts' strings:
+# about 5 MB at most), cleared when full. Pure: a hit is the value the text always gives.
+_PLAIN_CACHE: dict[str, WinPathValue] = {}
+_PLAIN_CACHE_ENTRIES = 512
+_PLAIN_CACHE_TEXT = 1024
 
 
 def under(path: Any, base: Any) -> bool:
@@ -235,14 +314,11 @@ def path_glob(path: WinPathValue, pattern: str, cwd: str | None, home: str | Non
     `/x/**` on the cwd's drive, `~/...` at a Windows home, a relative one (and `**/...`) at a
     Windows cwd. The match itself is `dsl.subjects.paths.path_glob` on the folded segments.
     Raises EvalError when the pattern cannot be anchored."""
-    from dsl.subjects.paths import PathValue
-    from dsl.subjects.paths import path_glob as posix_glob
-
-    segments: list[str]
+    segments: list[str] | tuple[str, ...]
     drive: str | None
-    if re.match(r"[\\/]\*\*(?:[\\/]|\Z)", pattern):
-        drive, segments = None, _resolve(_SEPARATORS.split(pattern), "the pattern", clamp=True)
-    elif pattern.startswith("**"):
+    if pattern[1:3] == "**" and pattern[:1] in ("/", "\\") and pattern[3:4] in ("", "/", "\\"):
+        return _posix_glob(_PosixPath(path.folded), _any_root(pattern), None, None)
+    if pattern.startswith("**"):
         if not is_windows_text(cwd):
             raise EvalError(f"the pattern {pattern!r} is relative and the call has no Windows context.cwd")
         base = make_windows_path(cwd, None, home, "context.cwd")
@@ -251,8 +327,7 @@ def path_glob(path: WinPathValue, pattern: str, cwd: str | None, home: str | Non
         drive, segments = _parse(pattern, cwd, home, "the pattern", pattern=True)
     if drive is not None and fold(drive) != path.key[0]:
         return False
-    text = "/" + "/".join(path.key[1:])
-    return posix_glob(PathValue(text), "/" + "/".join(fold(s) for s in segments), None, None)
+    return _posix_glob(_PosixPath(path.folded), "/" + "/".join(fold(s) for s in segments), None, None)
 
 
 def string_glob(text: str, pattern: str) -> bool:
@@ -293,7 +368,8 @@ def _parse(raw: Any, cwd: str | None, home: str | None, what: str, pattern: bool
         drive = raw[0].upper() + ":"
         rest = raw[2:]
         if rest[:1] in ("\\", "/"):
-            return drive, _segments(_SEPARATORS.split(rest), [], raw, what, pattern, clamp=True)
+            plain = None if pattern else _plain(rest, [])
+            return drive, plain if plain is not None else _segments(_SEPARATORS.split(rest), [], raw, what, pattern, clamp=True)
         base = _cwd(cwd, home, raw, what)
         if base.key[0] != drive:
             raise EvalError(f"{what} {raw!r} is relative to the current directory of drive {drive}, which is not known here")
@@ -311,7 +387,25 @@ def _parse(raw: Any, cwd: str | None, home: str | None, what: str, pattern: bool
         base = make_windows_path(home, None, None, "the home directory")
         return base.drive, _segments(_SEPARATORS.split(raw[1:]), list(base.parts), raw, what, pattern, clamp=True)
     base = _cwd(cwd, home, raw, what)
-    return base.drive, _segments(_SEPARATORS.split(raw), list(base.parts), raw, what, pattern, clamp=True)
+    plain = None if pattern else _plain(raw, list(base.parts))
+    return base.drive, plain if plain is not None else _segments(_SEPARATORS.split(raw), list(base.parts), raw, what, pattern, clamp=True)
+
+
+# A run of segments already in normal form (no empty, `.` or `..` segment, none ending in a period
+# or a space, nothing refused, no `~`), and a segment that may be a reserved device name: with
+# the first and not the second, `_plain` splits the text without checking segment by segment.
+# Each segment is bounded by separators, which neither class holds: linear.
+_SEG = r'[^\x00-\x1f<>"|?*:~\\/]*[^\x00-\x1f<>"|?*:~. \\/]'
+_PLAIN_RUN = re.compile(rf"[\\/]?{_SEG}(?:[\\/]{_SEG})*[\\/]?\Z")
+# (searched in folded text, where every separator is `\\` and every letter upper case)
+_RESERVED_SEGMENT = re.compile(r"(?:^|\\)(?:CON|PRN|AUX|NUL|COM.|LPT.)(?:[. ][^\\]*)?(?:\\|\Z)")
+
+
+def _plain(rest: str, base: list[str]) -> list[str] | None:
+    """`base` and the segments of `rest` when they need no normalization or check, else None."""
+    if _PLAIN_RUN.match(rest) and not _RESERVED_SEGMENT.search(fold(rest)):
+        return base + [p for p in _SEPARATORS.split(rest) if p]
+    return None
 
 
 def _cwd(cwd: str | None, home: str | None, raw: str, what: str, rooted: bool = False) -> WinPathValue:
@@ -352,10 +446,12 @@ def _device(raw: str, what: str, pattern: bool) -> tuple[str, list[str]]:
     return drive, _segments(below, [], raw, what, pattern, clamp=False)
 
 
-def _resolve(pieces: list[str], what: str, clamp: bool) -> list[str]:
-    """`.` and `..` resolved over pattern pieces, nothing else checked (a `**` pattern's tail)."""
+@lru_cache(maxsize=512)  # glob patterns are literals of the policy: a few, short
+def _any_root(pattern: str) -> str:
+    """A `/**...` pattern as the POSIX pattern of its folded segments, `.` and `..` resolved,
+    nothing else checked."""
     out: list[str] = []
-    for piece in pieces:
+    for piece in _SEPARATORS.split(pattern):
         if piece in ("", "."):
             continue
         if piece == "..":
@@ -363,7 +459,7 @@ def _resolve(pieces: list[str], what: str, clamp: bool) -> list[str]:
                 out.pop()
             continue
         out.append(piece)
-    return out
+    return "/" + "/".join(fold(p) for p in out)
 
 
 def _segments(pieces: list[str], base: list[str], raw: str, what: str, pattern: bool, clamp: bool) -> list[str]:
@@ -386,8 +482,18 @@ def _segments(pieces: list[str], base: list[str], raw: str, what: str, pattern: 
     return out
 
 
+# A segment that needs no trimming and holds nothing refused (no `~`: no short name); only a
+# reserved device name of 3 or 4 characters before its first period is left to check.
+_ORDINARY = re.compile(r'[^\x00-\x1f<>"|?*:~]*[^\x00-\x1f<>"|?*:~. ]\Z')
+
+
 def _name(seg: str, final: bool, raw: str, what: str) -> str:
     """One segment trimmed as Win32 normalization trims it, then checked. Raises EvalError."""
+    if _ORDINARY.match(seg):
+        dot = seg.find(".")
+        base = (seg if dot < 0 else seg[:dot]).rstrip(" ")
+        if not 3 <= len(base) <= 4 or fold(base) not in _RESERVED:
+            return seg
     if final:
         name = seg.rstrip(". ")
     else:
