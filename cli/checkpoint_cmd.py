@@ -123,13 +123,13 @@ def verify_proof(
 
     Example: countersign verify-proof 5.proof --checkpoint cp.checkpoint --pubkey keys/ledger.pub
     """
-    from ledger.checkpoint import CheckpointError, read_file, load_public_key
+    from ledger.checkpoint import MAX_PROOF_BYTES, CheckpointError, read_file, load_public_key
     from ledger.checkpoint import verify_proof as run_verify_proof
 
     try:
         key = load_public_key(pubkey)
         note = read_file(checkpoint_file, "the checkpoint")
-        data = read_file(proof, "the proof")
+        data = read_file(proof, "the proof", MAX_PROOF_BYTES)
         try:
             proven = run_verify_proof(data, note, key)
         except CheckpointError as exc:

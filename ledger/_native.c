@@ -7,7 +7,7 @@
  * the data beside the body with its structural digests (section 4) in its canonical spelling; and
  * the workflow rules, through the same fold as ledger/workflow.py. Anything it finds wrong, and
  * anything it does not handle (recovered and redacted events, floats, escaped object keys, deep
- * nesting, long integers), makes it decline (-1); ledger/native.py then hands the ledger to the
+ * nesting, long integers, lines over MAX_LINE_BYTES), makes it decline (-1); ledger/native.py then hands the ledger to the
  * reference verifier (ledger/verify.py), which judges it and words the problem. So the rule for
  * every check below: accept only what the reference accepts; when unsure, decline.
  *
@@ -38,6 +38,10 @@ typedef struct { Ptr s; Py_ssize_t n; } Span;
 #define MAX_DATA_DIGITS 300   /* a data integer longer than this: declined */
 #define MAX_QUORUMS 64
 #define MAX_NAMES 1024        /* approvers named in one requirements object */
+/* The longest line, line feed not counted (docs/ledger-format.md, section 2; ledger.lines.MAX_LINE_BYTES):
+ * a longer line is declined, and seal() refuses to compose one. */
+#define MAX_LINE_BYTES (16 * 1024 * 1024)
+#define LINE_OVERHEAD (8 + 9 + 64 + 9 + 1)  /* a line's bytes beside BODY and DATA */
 
 /* ---- statuses: 1..6 are the final ones, in ledger/workflow.py's FINAL order --------------- */
 enum {
@@ -1094,6 +1098,7 @@ static Ptr batch(Verifier *v, Ptr p, Ptr end, int *more) {
             if (events == NULL) return NULL;
             v->lines_cap = cap;
         }
+        if (nl - p > MAX_LINE_BYTES) return NULL;  /* over the limit: the reference reports it */
         v->starts[n] = p;
         v->ends[n] = nl;
         n++;
@@ -1278,7 +1283,8 @@ PyDoc_STRVAR(seal_doc,
 "For a body that valid_body() accepts and the data bytes beside it (b\"null\" for none): the body's\n"
 "SHA-256 in lowercase hex (str) and the whole ledger line, line feed included:\n"
 "{\"body\":BODY,\"hash\":\"HASH\",\"data\":DATA}\\n (docs/ledger-format.md, section 2). None when\n"
-"valid_body() would say False; the caller then checks and composes the line itself.");
+"valid_body() would say False; the caller then checks and composes the line itself. Raises\n"
+"ValueError when the line would be longer than MAX_LINE_BYTES (its line feed not counted).");
 
 static PyObject *seal(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs) {
     Py_buffer b, d;
@@ -1296,6 +1302,11 @@ static PyObject *seal(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssi
     }
     if (PyObject_GetBuffer(args[0], &b, PyBUF_SIMPLE) < 0) return NULL;
     if (PyObject_GetBuffer(args[1], &d, PyBUF_SIMPLE) < 0) { PyBuffer_Release(&b); return NULL; }
+    if (b.len > MAX_LINE_BYTES || d.len > MAX_LINE_BYTES || b.len + d.len + LINE_OVERHEAD > MAX_LINE_BYTES) {
+        PyErr_Format(PyExc_ValueError, "a ledger line is at most %d bytes; this one would be %zd",
+                     MAX_LINE_BYTES, b.len + d.len + (Py_ssize_t)LINE_OVERHEAD);
+        goto done;
+    }
     memset(&e, 0, sizeof e);
     c.p = (Ptr)b.buf;
     c.end = c.p + b.len;
@@ -1373,6 +1384,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     m = PyModule_Create(&native_module);
     if (m == NULL) return NULL;
     if (PyModule_AddStringConstant(m, "SOURCE_SHA256", COUNTERSIGN_SOURCE_SHA256) < 0) { Py_DECREF(m); return NULL; }
+    if (PyModule_AddIntConstant(m, "MAX_LINE_BYTES", MAX_LINE_BYTES) < 0) { Py_DECREF(m); return NULL; }
     Py_INCREF(&VerifierType);
     if (PyModule_AddObject(m, "Verifier", (PyObject *)&VerifierType) < 0) { Py_DECREF(&VerifierType); Py_DECREF(m); return NULL; }
     return m;

@@ -47,6 +47,7 @@ import msgspec
 from dsl.jsoninput import strict_decoder
 from ledger import events as ev
 from ledger import lines, merkle
+from ledger.scan import last_line, last_newline
 from ledger.clock import Clock, format_ts, parse_ts, utc_now
 from ledger.fieldpath import FieldPathError, format_field_path, parse_field_path
 from ledger.log import LedgerCorrupt, LedgerError, LedgerReader, LedgerUnreadable, RawLine, list_segments, parse_line, segment_name, write_all
@@ -60,6 +61,9 @@ KEY_NAME_HEADER = "Key-Name: "
 ED25519 = 0x01  # the signed-note signature type of Ed25519
 MAX_SIGNATURES = 100
 MAX_NOTE_BYTES = 1 << 20
+MAX_PROOF_BYTES = 2 * lines.MAX_LINE_BYTES + (1 << 20)
+"""The largest proof file read: its line (at most MAX_LINE_BYTES, each `"` and `\\` escaped as two
+bytes in the JSON string) and 1 MiB for the paths and the other members."""
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _SIZE = re.compile(r"0|[1-9][0-9]{0,19}")
@@ -452,31 +456,29 @@ def _genesis_id(raw: RawLine) -> str:
 
 def ledger_tail(path: str | Path) -> tuple[int, str | None, str | None]:
     """`(size, head hash, ledger id)` of a ledger, reading only its first and last lines (a torn
-    last line is not part of the ledger). `(0, None, None)` when it has no events."""
+    last line is not part of the ledger). `(0, None, None)` when it has no events. Each of the
+    two lines is read in bounded memory (ledger.scan); LedgerCorrupt when one is longer than
+    ledger.lines.MAX_LINE_BYTES or is not an event."""
     path = Path(path)
     segments = list_segments(path)
     ledger_id = None
     if segments:
         with segments[0].open("rb") as handle:
-            first = handle.readline()
+            first = handle.readline(lines.MAX_LINE_BYTES + 1)
         if first.endswith(b"\n"):
             ledger_id = _genesis_id(RawLine(segments[0].name, 1, 0, first[:-1]))
+        elif len(first) > lines.MAX_LINE_BYTES:
+            raise LedgerCorrupt(1, f"the first line is longer than the limit of {lines.MAX_LINE_BYTES:,} bytes", segments[0].name, 1)
     for segment in reversed(segments):
         size = segment.stat().st_size
         with segment.open("rb") as handle:
-            chunk = 4096
-            while True:
-                start = max(0, size - chunk)
-                handle.seek(start)
-                data = handle.read(size - start)
-                end = data.rfind(b"\n")
-                cut = data.rfind(b"\n", 0, max(end, 0))
-                if (end >= 0 and cut >= 0) or start == 0:
-                    break
-                chunk *= 2
-        if end < 0:
-            continue
-        record = parse_line(RawLine(segment.name, 0, 0, data[cut + 1 : end]), -1)
+            end = last_newline(handle, size)  # backwards in chunks: a torn tail of any size
+            if end < 0:
+                continue
+            start, text = last_line(handle, end + 1)
+        if text is None:
+            raise LedgerCorrupt(None, f"the last line of {segment.name} (at byte {start}): {lines.too_long(end - start)}", segment.name)
+        record = parse_line(RawLine(segment.name, 0, start, text), -1)
         return record.seq, record.hash, ledger_id
     return 0, None, ledger_id
 
@@ -986,7 +988,10 @@ def verify_proof(data: bytes, checkpoint_note: bytes, key: PublicKey) -> ProvenE
     if "\n" in proof.line:
         raise MalformedError("the proof's line contains a newline")
     try:
-        record = parse_line(RawLine("proof", 1, 0, proof.line.encode("utf-8")), proof.seq)
+        line = proof.line.encode("utf-8")
+        if len(line) > lines.MAX_LINE_BYTES:  # no ledger holds it (docs/ledger-format.md, section 2)
+            raise VerificationError(f"the proof's line is not a ledger event: {lines.too_long(len(line))}")
+        record = parse_line(RawLine("proof", 1, 0, line), proof.seq)
     except (LedgerCorrupt, UnicodeEncodeError) as exc:
         raise VerificationError(f"the proof's line is not a ledger event: {getattr(exc, 'message', exc)}") from None
     except RecursionError:

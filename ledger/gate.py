@@ -32,7 +32,7 @@ from dsl.requirements import Requirements
 from ledger import events as ev
 from ledger.clock import Clock, add_seconds, format_ts, utc_now
 from ledger.digest import ArgumentsError, encode_arguments, value_digest
-from ledger.log import Ledger, LedgerCorrupt
+from ledger.log import Ledger, LedgerCorrupt, LineTooLong
 from ledger.verify import Redactions, check_record
 from ledger.workflow import (
     EditDenied,
@@ -91,6 +91,18 @@ def _request_id(request: object) -> int:
 def _printable(text: str) -> str:
     """Text safe to store: lone surrogates become backslash escapes."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+ERROR_CHARS = 65_536
+"""The most characters of a tool's error message an `executed` event records (the rest is cut,
+and the cut said): the outcome must always fit in a ledger line (ledger.lines.MAX_LINE_BYTES)."""
+
+
+def _error_text(text: str) -> str:
+    """`_printable(text)`, cut to ERROR_CHARS characters."""
+    if len(text) > ERROR_CHARS:
+        text = f"{text[:ERROR_CHARS]}... ({len(text) - ERROR_CHARS:,} more characters not recorded)"
+    return _printable(text)
 
 
 @dataclass(frozen=True)
@@ -188,7 +200,10 @@ class Gate:
     def _append(self, event: ev.Event, data: dict | bytes | None = None) -> int:
         """Check, append durably, then apply. Returns the event's seq."""
         self.workflow.check(event)
-        record = self.ledger.append(event, data)
+        try:
+            record = self.ledger.append(event, data)
+        except LineTooLong as exc:  # nothing was appended: the step did not happen
+            raise InvalidCall(f"this step cannot be recorded: {exc}") from None
         self.workflow.apply(record.seq, record.event)
         self._remember(record.seq, record.event, msgspec.json.decode(record.data) if data is not None else None)
         return record.seq
@@ -218,7 +233,9 @@ class Gate:
     ) -> Proposal:
         """Decide a tool call and record it; an ask also records the interrupt and its deadline.
 
-        Raises InvalidCall for a malformed call and CallIdConflict when `call_id` was already
+        Raises InvalidCall for a malformed call, or one whose ledger line would be longer than
+        ledger.lines.MAX_LINE_BYTES (nothing is appended, so it can never run), and
+        CallIdConflict when `call_id` was already
         proposed with other arguments. A repeated `call_id` with the same call returns the first
         Proposal (`duplicate=True`) and appends nothing.
         """
@@ -266,7 +283,10 @@ class Gate:
                 deadline = add_seconds(ts, decision.requirements.timeout_seconds)
                 items.append((ev.Interrupted(ts=ts, request=request, requirements=decision.requirements, deadline=deadline), None))
             self.workflow.check(proposed)
-            records = self.ledger.append_batch(items)
+            try:
+                records = self.ledger.append_batch(items)
+            except LineTooLong as exc:  # nothing was appended: a call that cannot be recorded never runs
+                raise InvalidCall(f"the call cannot be recorded: {exc}") from None
             assert records[0].seq == request
             for record in records:
                 self.workflow.apply(record.seq, record.event)
@@ -455,7 +475,7 @@ class Gate:
                 result = fn(args)
                 outcome = "ok"
             except Exception as exc:  # the tool's failure is an outcome to record, not a Gate failure
-                outcome, exception, error = "error", exc, _printable(f"{type(exc).__name__}: {exc}")
+                outcome, exception, error = "error", exc, _error_text(f"{type(exc).__name__}: {exc}")
             try:
                 result_digest = value_digest(result) if outcome == "ok" else None
             except ArgumentsError:

@@ -20,6 +20,20 @@ DATA_MARK = b'","data":'
 SUFFIX = b"}"
 _HEX64 = re.compile(rb"[0-9a-f]{64}")
 
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""The longest a line may be, in bytes, its line feed not counted (docs/ledger-format.md,
+section 2): 16 MiB. Events carry the tool's arguments (a Write's whole file content), so the
+limit is generous; it exists so that every reader can refuse a longer line, torn or forged,
+after reading at most this much of it, instead of holding it whole."""
+
+OVERHEAD = len(PREFIX) + len(HASH_MARK) + 64 + len(DATA_MARK) + len(SUFFIX)
+"""The bytes of a line beside BODY and DATA (91): the line is exactly this plus both."""
+
+
+def too_long(size: int) -> str:
+    """The words every reader uses for a line of `size` bytes over MAX_LINE_BYTES."""
+    return f"the line is {size:,} bytes long, over the limit of {MAX_LINE_BYTES:,} bytes (docs/ledger-format.md, section 2)"
+
 
 class LineError(ValueError):
     """A line does not have the ledger's layout."""

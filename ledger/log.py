@@ -38,6 +38,7 @@ from typing import Any, Iterator, NamedTuple, Sequence
 import msgspec
 
 from ledger import lines, native
+from ledger.scan import last_line, last_newline, read_lines
 from ledger.clock import Clock, format_ts, utc_now
 from ledger.digest import canonical_json
 from ledger.events import (
@@ -68,7 +69,9 @@ _sync = getattr(os, "fdatasync", os.fsync)
 
 # The start of a line whose body carries a `key` (it follows `prev`; docs/ledger-format.md 3).
 # Anchored at a line start, so a member named "prev" inside DATA cannot match.
-_KEYED_LINE = re.compile(rb'^\{"body":\{"kind":"[a-z_]+","seq":[0-9]+,"ts":"[^"\n]*","prev":"[0-9a-f]{64}","key":"', re.M)
+# Each quantifier is followed by a byte its class excludes, so a match attempt is linear.
+_KEYED_LINE = re.compile(rb'\{"body":\{"kind":"[a-z_]+","seq":[0-9]+,"ts":"[^"\n]*","prev":"[0-9a-f]{64}","key":"')
+_COPY_BYTES = 1 << 20  # chunk size for copying and hashing fragments of any size
 
 
 class LedgerError(Exception):
@@ -101,6 +104,19 @@ class ForeignAppend(LedgerError):
     """An exclusive writer found events it did not write: some process appended without taking
     the WRITERS lock. Nothing was appended; the exclusive writer's view (a Gate's workflow) is
     stale, so it stops (later appends raise LedgerBroken)."""
+
+
+class LineTooLong(LedgerError, ValueError):
+    """An event's line would be longer than ledger.lines.MAX_LINE_BYTES (docs/ledger-format.md,
+    section 2): it is refused and nothing of its append is written. `size` is the line's length
+    in bytes (line feed not counted); `event` the refused event's kind."""
+
+    def __init__(self, kind: str, size: int):
+        super().__init__(
+            f"refusing to append a {kind} event of {size:,} bytes: a ledger line is at most "
+            f"{lines.MAX_LINE_BYTES:,} bytes (docs/ledger-format.md, section 2), and nothing of this append was written"
+        )
+        self.kind, self.size = kind, size
 
 
 class KeyConflict(LedgerError):
@@ -137,11 +153,14 @@ class RawLine(NamedTuple):
 
 
 class TornTail(NamedTuple):
-    """Bytes after the last newline of the last segment: a write that never completed."""
+    """Bytes after the last newline of the last segment: a write that never completed.
+    `fragment` is None when they are more than ledger.lines.MAX_LINE_BYTES (then no whole line,
+    and not read); `size` is their number."""
 
     segment: str
     offset: int
-    fragment: bytes
+    fragment: bytes | None
+    size: int = -1
 
 
 def segment_name(number: int) -> str:
@@ -210,7 +229,10 @@ class LedgerReader:
         """Every complete line of every segment, without its newline.
 
         Raises LedgerCorrupt (with `seq` None; the caller knows how many lines came before) when
-        the segment numbers have a gap or a segment before the last does not end in a line feed.
+        the segment numbers have a gap, a segment before the last does not end in a line feed, or
+        a line is longer than ledger.lines.MAX_LINE_BYTES (it is skipped over, never held whole;
+        its segment, line number and byte offset are named). An unterminated last line of any
+        length is the torn tail, not an error.
         """
         last = len(self.segments) - 1
         for i, segment in enumerate(self.segments):
@@ -221,19 +243,20 @@ class LedgerReader:
             except OSError as exc:
                 raise LedgerUnreadable(f"{segment}: {exc.strerror}") from None
             with handle:
-                offset = 0
-                for number, text in enumerate(handle, start=1):
-                    if not text.endswith(b"\n"):
+                # Bounded reads: a line over the limit is measured, never held (ledger.scan).
+                for number, offset, text, size, terminated in read_lines(handle):
+                    if not terminated:
                         if i == last:
-                            self.torn = TornTail(segment.name, offset, text)
+                            self.torn = TornTail(segment.name, offset, text, size)
                             return
                         # A segment before the last one was cut short: that is not a crash of the
                         # current writer, so it is reported as corruption, not quarantined.
                         raise LedgerCorrupt(
                             None, f"{segment.name} ends without a line feed but is not the last segment", segment.name, number
                         )
-                    yield RawLine(segment.name, number, offset, text[:-1])
-                    offset += len(text)
+                    if text is None:
+                        raise LedgerCorrupt(None, f"{lines.too_long(size)}, at byte {offset}", segment.name, number)
+                    yield RawLine(segment.name, number, offset, text)
 
     def records(self) -> Iterator[Record]:
         """Every event, decoded. Raises LedgerCorrupt for a line that is not a valid event; the
@@ -254,12 +277,24 @@ def parse_line(raw: RawLine, expected_seq: int) -> Record:
         event = decode_event(body)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         # msgspec names a pattern by its whole regex; the format document names it by its field
-        message = _REGEX_IN_MESSAGE.sub("in the form docs/ledger-format.md gives ", str(exc))
+        message = _without_regex(str(exc))
         raise LedgerCorrupt(expected_seq, f"the body is not a valid event: {message}", raw.segment, raw.line) from None
     return Record(event.seq, digest, event, body, data, raw.segment, raw.line)
 
 
-_REGEX_IN_MESSAGE = re.compile(r"matching regex '.*' (?=- at `)", re.DOTALL)
+def _without_regex(message: str) -> str:
+    """msgspec's message with its "matching regex '<pattern>' " (up to the last "- at `") worded
+    as the format document's form. A scan with str.find, linear in the message (the pattern
+    `matching regex '.*' (?=- at `)` this replaces backtracked over the rest of the message
+    from every occurrence, quadratic in a message naming a long unknown member)."""
+    start = message.find(_REGEX_OPEN)
+    end = message.rfind(_REGEX_CLOSE)
+    if start < 0 or end < start + len(_REGEX_OPEN):
+        return message
+    return message[:start] + "in the form docs/ledger-format.md gives " + message[end + 2 :]
+
+
+_REGEX_OPEN, _REGEX_CLOSE = "matching regex '", "' - at `"
 
 
 class RecoveryNote(NamedTuple):
@@ -285,6 +320,17 @@ class RecoveryNote(NamedTuple):
             fragment_sha256=self.fragment_sha256,
             quarantine=self.quarantine,
         )
+
+
+def _holds_beginning(segment: Path, offset: int, earlier: Path) -> bool:
+    """Whether the bytes of the file `earlier` are the beginning of those of `segment` from
+    `offset` (or nothing): compared in chunks, both may be of any size."""
+    with earlier.open("rb") as a, segment.open("rb") as b:
+        b.seek(offset)
+        while chunk := a.read(_COPY_BYTES):
+            if b.read(len(chunk)) != chunk:
+                return False
+    return True
 
 
 def content_of(event: Event, data: bytes | None) -> bytes:
@@ -483,20 +529,17 @@ class Ledger:
         if size == 0:
             return None
         with segment.open("rb") as handle:
-            chunk = 4096
-            while True:
-                start = max(0, size - chunk)
-                handle.seek(start)
-                data = handle.read(size - start)
-                cut = data.rfind(b"\n")
-                if cut >= 0 or start == 0:
-                    break
-                chunk *= 4
-        if data.endswith(b"\n"):
-            return None
-        offset = start + cut + 1
-        fragment = data[cut + 1 :]
-        if self._continues_chain(segment, offset, fragment):
+            # Backwards in chunks: a torn tail of any size costs time, not memory.
+            offset = last_newline(handle, size) + 1
+            if offset == size:
+                return None
+            # Over the limit it cannot be a whole line: it is copied to quarantine in chunks,
+            # never held. Within the limit it is read to be judged.
+            fragment = None
+            if size - offset <= lines.MAX_LINE_BYTES:
+                handle.seek(offset)
+                fragment = handle.read(size - offset)
+        if fragment is not None and self._continues_chain(segment, offset, fragment):
             # A whole, valid event that lacks only its line feed: a crash can cut just the last
             # byte of a write, and dropping the event would let anyone undo the last decision
             # (a rejection, say) by deleting one byte. Keep it: restore the line feed.
@@ -523,11 +566,16 @@ class Ledger:
         # was left by a writer that died before truncating (a quarantine file is whole and synced
         # before the cut): this quarantine records the bytes.
         self._earlier_notes = [
-            self._note_for(p, segment.name, offset) for p in earlier if not fragment.startswith(p.read_bytes())
+            self._note_for(p, segment.name, offset) for p in earlier if not _holds_beginning(segment, offset, p)
         ]
+        digest = hashlib.sha256()
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            write_all(fd, fragment)
+            with segment.open("rb") as handle:
+                handle.seek(offset)
+                while chunk := handle.read(min(_COPY_BYTES, size - handle.tell())):
+                    digest.update(chunk)
+                    write_all(fd, chunk)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -542,8 +590,8 @@ class Ledger:
         return RecoveryNote(
             segment=segment.name,
             offset=offset,
-            fragment_bytes=len(fragment),
-            fragment_sha256=hashlib.sha256(fragment).hexdigest(),
+            fragment_bytes=size - offset,
+            fragment_sha256=digest.hexdigest(),
             quarantine=f"{QUARANTINE_DIR}/{target.name}",
         )
 
@@ -556,8 +604,9 @@ class Ledger:
 
         if offset > 0:
             with segment.open("rb") as handle:
-                before = handle.read(offset)
-            previous = before[:-1].rsplit(b"\n", 1)[-1]
+                previous = last_line(handle, offset)[1]
+            if previous is None:  # a line over the limit: not one a writer extends
+                return False
             try:
                 last = parse_line(RawLine(segment.name, 0, 0, previous), -1)
             except LedgerCorrupt:
@@ -597,13 +646,18 @@ class Ledger:
 
     @staticmethod
     def _note_for(path: Path, segment: str, offset: int) -> RecoveryNote:
-        """The note of the fragment quarantined in `path`, cut from `segment` at `offset`."""
-        fragment = path.read_bytes()
+        """The note of the fragment quarantined in `path`, cut from `segment` at `offset` (the file
+        is hashed in chunks: a fragment may be of any size)."""
+        digest, size = hashlib.sha256(), 0
+        with path.open("rb") as handle:
+            while chunk := handle.read(_COPY_BYTES):
+                digest.update(chunk)
+                size += len(chunk)
         return RecoveryNote(
             segment=segment,
             offset=offset,
-            fragment_bytes=len(fragment),
-            fragment_sha256=hashlib.sha256(fragment).hexdigest(),
+            fragment_bytes=size,
+            fragment_sha256=digest.hexdigest(),
             quarantine=f"{QUARANTINE_DIR}/{path.name}",
         )
 
@@ -613,22 +667,18 @@ class Ledger:
         return [*earlier, note]
 
     def _read_head(self, segments: list[Path]) -> tuple[int, str]:
-        """Seq and hash of the last event, read from the end of the last non-empty segment."""
+        """Seq and hash of the last event, read from the end of the last non-empty segment (which
+        ends in a line feed: its torn tail was quarantined). Raises LedgerCorrupt when that line
+        is not an event, or is longer than ledger.lines.MAX_LINE_BYTES (never read whole)."""
         for segment in reversed(segments):
             size = segment.stat().st_size
             if size == 0:
                 continue
             with segment.open("rb") as handle:
-                chunk = 4096
-                while True:
-                    start = max(0, size - chunk)
-                    handle.seek(start)
-                    data = handle.read(size - start)
-                    cut = data.rfind(b"\n", 0, len(data) - 1)
-                    if cut >= 0 or start == 0:
-                        break
-                    chunk *= 2
-            text = data[cut + 1 : -1]
+                start, text = last_line(handle, size)
+            if text is None:
+                raise LedgerCorrupt(None, f"the last line of {segment.name} (at byte {start}): {lines.too_long(size - 1 - start)}; "
+                                    "refusing to extend it", segment.name)
             record = parse_line(RawLine(segment.name, 0, 0, text), expected_seq=-1)
             if hashlib.sha256(record.body).hexdigest() != record.hash:
                 raise LedgerCorrupt(record.seq, "the last event's hash does not match its body; refusing to extend it")
@@ -685,21 +735,20 @@ class Ledger:
                 break
             with segment.open("rb") as handle:
                 handle.seek(offset)
-                data = handle.read()
-            end = data.rfind(b"\n") + 1
-            pos = 0
-            while pos < end:
-                nl = data.index(b"\n", pos)
-                record = parse_line(RawLine(segment.name, 0, offset + pos, data[pos:nl]), seq + 1)
-                if record.seq != seq + 1 or record.event.prev != prev or hashlib.sha256(record.body).hexdigest() != record.hash:
-                    raise LedgerCorrupt(seq + 1, "an event another writer appended does not extend the chain; refusing to extend it",
-                                        segment.name)
-                seq, prev = record.seq, record.hash
-                self._tip_ts = record.event.ts
-                key = getattr(record.event, "key", msgspec.UNSET)
-                if isinstance(key, str):
-                    self._keys.setdefault(key, (seq, number, offset + pos))
-                pos = nl + 1
+                for _number, at, text, size, terminated in read_lines(handle, offset):
+                    if not terminated:
+                        break  # a write in progress elsewhere cannot be: we hold the lock; quarantined before
+                    if text is None:
+                        raise LedgerCorrupt(seq + 1, f"{lines.too_long(size)}, at byte {at}; refusing to extend it", segment.name)
+                    record = parse_line(RawLine(segment.name, 0, at, text), seq + 1)
+                    if record.seq != seq + 1 or record.event.prev != prev or hashlib.sha256(record.body).hexdigest() != record.hash:
+                        raise LedgerCorrupt(seq + 1, "an event another writer appended does not extend the chain; refusing to extend it",
+                                            segment.name)
+                    seq, prev = record.seq, record.hash
+                    self._tip_ts = record.event.ts
+                    key = getattr(record.event, "key", msgspec.UNSET)
+                    if isinstance(key, str):
+                        self._keys.setdefault(key, (seq, number, at))
             number, offset = number + 1, 0
         self._tip = (seq, prev)
 
@@ -708,21 +757,21 @@ class Ledger:
         keys: dict[str, tuple[int, int, int]] = {}
         for number in range(1, self._segment_number + 1):
             segment = self.path / segment_name(number)
-            data = segment.read_bytes()
-            if number == self._segment_number:
-                data = data[: self._segment_size]
-            for match in _KEYED_LINE.finditer(data):
-                start = match.start()
-                end = data.find(b"\n", start)
-                if end < 0:
-                    continue
-                try:
-                    record = parse_line(RawLine(segment.name, 0, start, data[start:end]), -1)
-                except LedgerCorrupt:
-                    continue  # not this writer's business; verify reports it
-                key = getattr(record.event, "key", msgspec.UNSET)
-                if isinstance(key, str):
-                    keys.setdefault(key, (record.seq, number, start))
+            end = self._segment_size if number == self._segment_number else None
+            with segment.open("rb") as handle:  # line by line, bounded (ledger.scan)
+                for _number, start, text, _size, terminated in read_lines(handle):
+                    if end is not None and start >= end:
+                        break
+                    # not whole, too long or unkeyed: not this writer's business; verify reports it
+                    if not terminated or text is None or not _KEYED_LINE.match(text):
+                        continue
+                    try:
+                        record = parse_line(RawLine(segment.name, 0, start, text), -1)
+                    except LedgerCorrupt:
+                        continue
+                    key = getattr(record.event, "key", msgspec.UNSET)
+                    if isinstance(key, str):
+                        keys.setdefault(key, (record.seq, number, start))
         self._keys = keys
 
     def _stored(self, number: int, offset: int) -> Record:
@@ -730,7 +779,7 @@ class Ledger:
         segment = self.path / segment_name(number)
         with segment.open("rb") as handle:
             handle.seek(offset)
-            text = handle.readline()
+            text = handle.readline(lines.MAX_LINE_BYTES + 1)  # an indexed line is within the limit
         return parse_line(RawLine(segment.name, 0, offset, text.rstrip(b"\n")), -1)
 
     # --- appending ----------------------------------------------------------------------------
@@ -804,7 +853,8 @@ class Ledger:
         whole call raises KeyConflict and appends none of its items. Also raises: LedgerBroken if
         a write or sync failed (now or before: the writer stops and never retries), LedgerError
         when closed or used in another process than the one that opened it, ArgumentsError
-        (from ledger.digest) for data JSON cannot carry, ValueError for a key that is not a string
+        (from ledger.digest) for data JSON cannot carry, LineTooLong for an event whose line would be
+        longer than ledger.lines.MAX_LINE_BYTES (the whole call appends nothing), ValueError for a key that is not a string
         of 1 to KEY_MAX_LENGTH characters, LedgerCorrupt when the files were changed behind the
         writers' backs, ForeignAppend (exclusive writers).
         """
@@ -834,6 +884,10 @@ class Ledger:
         if not isinstance(event, Event):
             raise TypeError(f"not an event: {type(event).__name__}")
         data_bytes = canonical_json(data) if isinstance(data, dict) else data
+        if data_bytes is not None and len(data_bytes) + lines.OVERHEAD > lines.MAX_LINE_BYTES:
+            # Refused before the lock is taken: the data alone is over the limit (the exact
+            # length, with the body, is checked when the line is composed).
+            raise LineTooLong(type(event).__struct_config__.tag, len(data_bytes) + lines.OVERHEAD)
         key = event.key
         if key is msgspec.UNSET:
             return _new_tuple(_Item, (event, data_bytes, None, None))
@@ -930,6 +984,9 @@ class Ledger:
                     stamped = replace(event, seq=local_seq, ts=ts, prev=local_prev)
                     body = encode(stamped)
                     data = item_data if item_data is not None else null
+                    size = len(body) + len(data) + lines.OVERHEAD  # the line's exact length, line feed not counted
+                    if size > lines.MAX_LINE_BYTES:  # docs/ledger-format.md section 2: fails this request alone
+                        raise LineTooLong(type(event).__struct_config__.tag, size)
                     # Never write what verify would reject: the body must decode as a valid event
                     # (types, patterns, ranges); a wrong one fails this request alone. The
                     # compiled sealer's grammar is the stricter one: its yes is enough.

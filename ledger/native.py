@@ -6,7 +6,10 @@ plainly intact and lawful, or holds anything it leaves to the reference verifier
 any kind (the reference then finds it and words it), a torn tail, a `recovered` or `redacted`
 event, a float or an escaped object key in the arguments, nesting deeper than 64 levels, an
 integer of more than 18 digits in a body or 300 in the arguments, more than 64 quorums or 1,024
-named approvers in one requirements object, an expected head that is not 64 lowercase hex digits.
+named approvers in one requirements object, an expected head that is not 64 lowercase hex digits,
+a line longer than ledger.lines.MAX_LINE_BYTES (declined as soon as that many bytes hold no line
+feed: its buffer never grows past the limit, and the reference verifier reads such a line in
+bounded chunks).
 So it never accepts what the reference would reject: what it accepts it checks
 completely (docs/ledger-format.md, section 6, with the workflow rules), and everything else is
 the reference's to judge. tests/test_verify_native.py holds the two to that, on lawful and on
@@ -27,7 +30,9 @@ try:
 except ImportError:  # not built: no compiler, COUNTERSIGN_NO_NATIVE, or a wheel without it
     _native = None
 
-CHUNK_BYTES = 8 * 1024 * 1024  # read size; a longer line grows the buffer
+from ledger.lines import MAX_LINE_BYTES
+
+CHUNK_BYTES = 8 * 1024 * 1024  # read size; a longer line grows the buffer, up to the line limit
 
 
 def _current() -> bool:
@@ -102,12 +107,15 @@ def verify_fast(path: str | Path, expect_head: str | None = None):
 
 def _feed_segment(checker, handle, buffer: bytearray) -> bool:
     """Feed one segment's bytes to the checker, chunk by chunk; a line cut by a chunk boundary
-    is carried to the next chunk. False when the checker declines or the segment does not end in
-    a line feed (a torn tail, or a cut segment: the reference verifier's to report)."""
+    is carried to the next chunk. False when the checker declines, the segment does not end in
+    a line feed (a torn tail, or a cut segment: the reference verifier's to report) or a line is
+    longer than MAX_LINE_BYTES (the buffer holds at most the limit and its line feed)."""
     kept = 0  # bytes at the start of `buffer` not yet consumed
     while True:
         if kept == len(buffer):  # one line longer than the buffer
-            buffer.extend(bytes(len(buffer)))
+            if kept > MAX_LINE_BYTES:
+                return False
+            buffer.extend(bytes(min(len(buffer), MAX_LINE_BYTES + 2 - len(buffer))))  # at most the limit, its line feed, one more
         with memoryview(buffer) as view:
             got = handle.readinto(view[kept:])
             if not got:

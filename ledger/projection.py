@@ -216,6 +216,10 @@ class _Discard(dict):
 _ACTOR = {"approved": "approver", "rejected": "approver", "responded": "approver", "edited": "editor", "cancelled": "by"}
 _STATE_DECODER = msgspec.json.Decoder(RequestState)
 _LINES = msgspec.json.Encoder()
+# A row holds strings of at most two events (a request's proposal and its decision), each inside
+# a line of at most MAX_LINE_BYTES and spelled here as there (msgspec's escapes): DuckDB's
+# read_json refuses objects over its maximum_object_size (16 MiB by default), so it is set above.
+_MAX_ROW_BYTES = 2 * ln.MAX_LINE_BYTES + (1 << 20)
 _STATE_FIELDS = {f.name for f in dataclass_fields(RequestState)}
 
 
@@ -341,90 +345,95 @@ class _Projector:
                 break
             path = self.root / segment_name(number)
             following = (self.root / segment_name(number + 1)).exists()  # before reading to the end
+            tail = 0  # bytes after the segment's last line feed
             try:
-                with open(path, "rb") as handle:
-                    handle.seek(pos)
-                    data = handle.read()
+                handle = open(path, "rb")
             except FileNotFoundError:
                 if number == 1 and seq == 0:
                     raise LedgerUnreadable(f"{self.root}: no ledger segments in this directory") from None
                 problem = _Stop(seq + 1, f"{segment_name(number)} disappeared while it was read")
                 break
-            end = data.rfind(b"\n") + 1
-            start = 0
             try:
-                while start < end:
-                    nl = data.index(b"\n", start)
-                    text = data[start:nl]
-                    expected = seq + 1
-                    # The layout of ledger.lines.split, inline; the hash's spelling is checked
-                    # below by comparing it with the body's SHA-256 in lowercase hex.
-                    cut = text.find(hash_mark, 8)
-                    if not text.startswith(prefix) or cut < 0 or text[cut + 73 : cut + 82] != data_mark or text[-1:] != suffix:
-                        try:
-                            split(text)
-                        except ln.LineError as exc:
-                            raise _Stop(expected, str(exc)) from None
-                        raise _Stop(expected, "the line does not have the ledger's layout")
-                    body, digest = text[8:cut], text[cut + 9 : cut + 73].decode("ascii", "replace")
-                    try:
-                        event = _decode(body)
-                    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-                        raise _Stop(expected, f"the body is not a valid event: {exc}") from None
-                    if event.seq != expected:
-                        raise _Stop(expected, f"seq is {event.seq}, expected {expected}")
-                    if event.prev != head:
-                        raise _Stop(expected, "prev is not the previous event's hash")
-                    if sha256(body).hexdigest() != digest:
-                        raise _Stop(expected, "the hash does not match the body")
-                    if _encode(event) != body:
-                        raise _Stop(expected, "the body is not in its canonical layout")
-                    kind = event.__struct_config__.tag
-                    if expected == 1:
-                        if kind != "genesis":
-                            raise _Stop(expected, "the first event is not the genesis")
-                        ledger_id = event.ledger_id
-                    try:
-                        check(event)
-                        apply(expected, event)
-                    except Violation as exc:
-                        raise _Stop(expected, f"workflow: {exc.code}: {exc.message}") from None
-                    except Exception as exc:  # anything the fold cannot take is not projected
-                        raise _Stop(expected, f"workflow: {type(exc).__name__}: {exc}") from None
-                    request = getattr(event, "request", None)
-                    actor = None
-                    if kind == "proposed":
-                        request = expected
-                        state = dict.get(requests, expected)
-                        if state is not None and state.final:  # denied
-                            finals.append(_request_row(state))
-                            recent[expected] = state.status
-                            dict.__delitem__(requests, expected)
-                    elif request is not None:
-                        actor = getattr(event, _ACTOR.get(kind, "-"), None)
-                        if isinstance(request, int):
-                            state = dict.get(requests, request)
-                            if state is not None and state.final:
-                                finals.append(_request_row(state))
-                                recent[request] = state.status
-                                dict.__delitem__(requests, request)
-                    events.append({
-                        "seq": expected, "ts": event.ts, "kind": kind,
-                        "request": request if isinstance(request, int) else None,
-                        "actor": actor if isinstance(actor, str) else None,
-                        "segment": number, "file_offset": pos + start,
-                    })
-                    seq, head = expected, digest
-                    head_segment, head_offset, end_offset = number, pos + start, pos + nl + 1
-                    start = nl + 1
-                    if len(events) >= CHUNK_EVENTS:
-                        self.flush()
+                with handle:
+                    handle.seek(pos)
+                    # Whole lines, a block at a time (bounded memory: no line is over the limit).
+                    for data, base, tail in _blocks(handle, pos):
+                        if data is None:  # a line over the limit, which a line feed ends
+                            raise _Stop(seq + 1, f"{ln.too_long(tail)} (at byte {base} of {segment_name(number)})")
+                        end = len(data)
+                        start = 0
+                        while start < end:
+                            nl = data.index(b"\n", start)
+                            text = data[start:nl]
+                            expected = seq + 1
+                            # The layout of ledger.lines.split, inline; the hash's spelling is checked
+                            # below by comparing it with the body's SHA-256 in lowercase hex.
+                            cut = text.find(hash_mark, 8)
+                            if not text.startswith(prefix) or cut < 0 or text[cut + 73 : cut + 82] != data_mark or text[-1:] != suffix:
+                                try:
+                                    split(text)
+                                except ln.LineError as exc:
+                                    raise _Stop(expected, str(exc)) from None
+                                raise _Stop(expected, "the line does not have the ledger's layout")
+                            body, digest = text[8:cut], text[cut + 9 : cut + 73].decode("ascii", "replace")
+                            try:
+                                event = _decode(body)
+                            except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+                                raise _Stop(expected, f"the body is not a valid event: {exc}") from None
+                            if event.seq != expected:
+                                raise _Stop(expected, f"seq is {event.seq}, expected {expected}")
+                            if event.prev != head:
+                                raise _Stop(expected, "prev is not the previous event's hash")
+                            if sha256(body).hexdigest() != digest:
+                                raise _Stop(expected, "the hash does not match the body")
+                            if _encode(event) != body:
+                                raise _Stop(expected, "the body is not in its canonical layout")
+                            kind = event.__struct_config__.tag
+                            if expected == 1:
+                                if kind != "genesis":
+                                    raise _Stop(expected, "the first event is not the genesis")
+                                ledger_id = event.ledger_id
+                            try:
+                                check(event)
+                                apply(expected, event)
+                            except Violation as exc:
+                                raise _Stop(expected, f"workflow: {exc.code}: {exc.message}") from None
+                            except Exception as exc:  # anything the fold cannot take is not projected
+                                raise _Stop(expected, f"workflow: {type(exc).__name__}: {exc}") from None
+                            request = getattr(event, "request", None)
+                            actor = None
+                            if kind == "proposed":
+                                request = expected
+                                state = dict.get(requests, expected)
+                                if state is not None and state.final:  # denied
+                                    finals.append(_request_row(state))
+                                    recent[expected] = state.status
+                                    dict.__delitem__(requests, expected)
+                            elif request is not None:
+                                actor = getattr(event, _ACTOR.get(kind, "-"), None)
+                                if isinstance(request, int):
+                                    state = dict.get(requests, request)
+                                    if state is not None and state.final:
+                                        finals.append(_request_row(state))
+                                        recent[request] = state.status
+                                        dict.__delitem__(requests, request)
+                            events.append({
+                                "seq": expected, "ts": event.ts, "kind": kind,
+                                "request": request if isinstance(request, int) else None,
+                                "actor": actor if isinstance(actor, str) else None,
+                                "segment": number, "file_offset": base + start,
+                            })
+                            seq, head = expected, digest
+                            head_segment, head_offset, end_offset = number, base + start, base + nl + 1
+                            start = nl + 1
+                            if len(events) >= CHUNK_EVENTS:
+                                self.flush()
             except _Stop as stop:
                 problem = stop
                 break
             if not following and not (gap is not None and number + 1 == gap):
                 break
-            if end != len(data):
+            if tail:
                 problem = _Stop(seq + 1, f"{segment_name(number)} ends without a line feed but is not the last segment")
                 break
             number, pos = number + 1, 0
@@ -457,7 +466,7 @@ class _Projector:
         try:
             self.con.execute(
                 f"INSERT INTO {table} SELECT {select} FROM read_json('{_sql_path(chunk)}', format = 'newline_delimited', "
-                f"columns = {spec})"
+                f"columns = {spec}, maximum_object_size = {_MAX_ROW_BYTES})"
             )
         finally:
             chunk.unlink(missing_ok=True)
@@ -525,6 +534,44 @@ def _read_meta(con) -> dict | None:
     return dict(zip([d[0] for d in cursor.description], row))
 
 
+_BLOCK_BYTES = 8 << 20  # read size of the projection's pass; at most ln.MAX_LINE_BYTES (_blocks relies on it)
+
+
+def _blocks(handle, pos: int):
+    """`(data, base, tail)` for the rest of an open segment from `pos`: each `data` is whole lines
+    (ending in a line feed; empty when a block ended none) starting at byte `base`, read
+    _BLOCK_BYTES at a time; `tail` is the number of bytes after the last line feed so far (its
+    last value: the unterminated end). A line longer than ledger.lines.MAX_LINE_BYTES that a line
+    feed ends is yielded as `(None, its offset, its size)`, last; it is never held whole, and an
+    unterminated run of any length is only counted."""
+    carry, base = b"", pos
+    while True:
+        chunk = handle.read(_BLOCK_BYTES)
+        if not chunk:
+            return
+        data = carry + chunk if carry else chunk
+        # Only the first line can be over the limit: every later one lies inside `chunk`.
+        first = data.find(b"\n")
+        if first > ln.MAX_LINE_BYTES:
+            yield None, base, first
+            return
+        if first < 0 and len(data) > ln.MAX_LINE_BYTES:  # over the limit: count it, holding nothing more
+            size = len(data)
+            del data, carry
+            while chunk := handle.read(_BLOCK_BYTES):
+                nl = chunk.find(b"\n")
+                if nl >= 0:
+                    yield None, base, size + nl
+                    return
+                size += len(chunk)
+            yield b"", base, size  # unterminated: a torn tail
+            return
+        cut = data.rfind(b"\n") + 1
+        carry = data[cut:]
+        yield data[:cut], base, len(carry)
+        base += cut
+
+
 def _head_still_there(root: Path, meta: dict) -> str | None:
     """None when the line the projection last covered is still in the log, unchanged; else why not."""
     if meta["events"] == 0:
@@ -533,7 +580,7 @@ def _head_still_there(root: Path, meta: dict) -> str | None:
     try:
         with open(path, "rb") as handle:
             handle.seek(meta["head_offset"])
-            text = handle.read(meta["end_offset"] - meta["head_offset"])
+            text = handle.read(min(meta["end_offset"] - meta["head_offset"], ln.MAX_LINE_BYTES + 1))
     except OSError:
         return f"{path.name}, which holds the last line projected, cannot be read"
     if not text.endswith(b"\n"):

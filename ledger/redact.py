@@ -38,6 +38,7 @@ from ledger.clock import Clock, utc_now
 from ledger.digest import canonical_json, is_marker, redacted_digest, redaction_marker
 from ledger.fieldpath import FieldPathError, format_field_path, parse_field_path, replace, resolve
 from ledger.log import Ledger, LedgerError, LedgerReader, _fsync_dir, write_all
+from ledger.scan import read_lines
 from ledger.verify import verify
 from ledger.workflow import FINAL, Workflow
 
@@ -163,20 +164,39 @@ def _redact(directory: Path, target: int, parts: tuple, path: str, reason: str, 
     return Redaction(target, path, digest, seq, rewritten=True)
 
 
+_WRITE_BYTES = 1 << 20
+
+
 def _rewrite_line(segment: Path, record, new_data: bytes) -> None:
-    """Replace the data of one line of `segment` (the hashed body is unchanged), crash-safely."""
+    """Replace the data of one line of `segment` (the hashed body is unchanged), crash-safely. The
+    segment is copied line by line (ledger.scan: bounded memory), the line replaced on the way;
+    the new line must be within ledger.lines.MAX_LINE_BYTES (a marker is shorter than most values
+    it replaces; RedactionError otherwise)."""
     old = lines.compose(record.body, record.data)[1]
     new = lines.compose(record.body, new_data)[1]
-    content = segment.read_bytes().split(b"\n")
-    index = record.line - 1
-    if content[index] + b"\n" != old:
-        raise RedactionError(f"{segment.name} line {record.line} changed while it was being redacted")
-    content[index] = new[:-1]
+    if len(new) - 1 > lines.MAX_LINE_BYTES:
+        raise RedactionError(f"the redacted line would be too long: {lines.too_long(len(new) - 1)}")
     temporary = segment.with_name(f".{segment.name}.redact.tmp")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         try:
-            write_all(fd, b"\n".join(content))
+            found, pending, held = False, [], 0
+            with segment.open("rb") as handle:
+                for number, _offset, text, _size, terminated in read_lines(handle):
+                    if number == record.line:
+                        if text is None or text + b"\n" != old:
+                            raise RedactionError(f"{segment.name} line {record.line} changed while it was being redacted")
+                        text, found = new[:-1], True
+                    elif text is None:  # the ledger verified under this writer's exclusive hold
+                        raise RedactionError(f"{segment.name} line {number} changed while it was being redacted")
+                    pending.append(text + b"\n" if terminated else text)
+                    held += len(text) + 1
+                    if held >= _WRITE_BYTES:  # a write per MiB, not per line
+                        write_all(fd, b"".join(pending))
+                        pending, held = [], 0
+            write_all(fd, b"".join(pending))
+            if not found:
+                raise RedactionError(f"{segment.name} line {record.line} changed while it was being redacted")
             os.fsync(fd)
         finally:
             os.close(fd)

@@ -44,6 +44,7 @@ from typing import Any, Literal
 import msgspec
 
 from dsl import Policy
+from ledger import lines
 from ledger.clock import ManualClock, parse_duration
 from ledger.digest import ArgumentsError, encode_arguments
 from ledger.gate import Gate, GateError
@@ -161,10 +162,12 @@ def _call(path: str, number: int, text: str) -> Call:
     if not isinstance(context, dict):
         raise InputFileError(path, number, f'"context" must be a JSON object, not {json_kind(context)}')
     try:
-        encode_arguments(args)
-        encode_arguments(context)
+        stored = len(encode_arguments(args)[1]) + len(encode_arguments(context)[1]) + len(b'{"args":,"context":}')
     except ArgumentsError as exc:
         raise InputFileError(path, number, f"the call cannot be recorded: {exc}") from None
+    if stored + lines.OVERHEAD > lines.MAX_LINE_BYTES:  # the Gate would refuse it part way (and it could never run)
+        raise InputFileError(path, number, f"the call cannot be recorded: its arguments and context take {stored:,} bytes, and a "
+                             f"ledger line is at most {lines.MAX_LINE_BYTES:,} (docs/ledger-format.md, section 2)")
     proposer = item.get("proposer")
     if proposer is not None and (not isinstance(proposer, str) or not proposer):
         raise InputFileError(path, number, '"proposer" must be a non-empty string')

@@ -32,6 +32,7 @@ from ledger.fieldpath import FieldPathError, format_field_path, parse_field_path
 from ledger.lines import LineError
 from ledger.lines import split as lines_split
 from ledger.log import LedgerCorrupt, LedgerReader, LedgerUnreadable, RawLine, list_segments, parse_line
+from ledger.scan import read_lines
 from ledger.workflow import Violation, Workflow
 
 EXIT_OK, EXIT_BAD, EXIT_UNREADABLE = 0, 1, 2
@@ -169,6 +170,11 @@ def finish_report(report: Report, reader, expected: int, prev: str, prev_ts: str
                 f"{t.segment}: the last event (seq {completed.seq}) lacks its line feed; it is counted, and a writer "
                 "restores the line feed"
             )
+        elif t.fragment is None:  # over the limit: no whole line, and never read whole
+            report.warnings.append(
+                f"{t.segment} ends in a torn line ({t.size} bytes at offset {t.offset}, more than a line may hold) that "
+                "was never acknowledged; the next writer moves it to quarantine/"
+            )
         else:
             report.warnings.append(
                 f"{t.segment} ends in a torn line ({len(t.fragment)} bytes at offset {t.offset}) that was never "
@@ -215,7 +221,10 @@ def continues(record, expected: int, prev: str) -> bool:
 def complete_torn_tail(torn, expected: int, prev: str, prev_ts: str, workflow: Workflow, redactions: Redactions):
     """A torn tail (ledger.log.TornTail) that is a whole line continuing the chain, checked as the
     event `expected` after `prev` and `prev_ts` and applied to `workflow`: its Record; the
-    Problem it has under checks 2 to 7; or None when it is not such a line (a real torn write)."""
+    Problem it has under checks 2 to 7; or None when it is not such a line (a real torn write,
+    or bytes over the line limit, which were not read)."""
+    if torn.fragment is None:
+        return None
     try:
         record = parse_line(RawLine(torn.segment, 0, torn.offset, torn.fragment), expected)
     except LedgerCorrupt:
@@ -275,18 +284,21 @@ class Redactions:
             segments = list_segments(Path(path))
         except OSError:
             segments = []
+        # Lines are read bounded (ledger.scan): one over the limit fails check 1, so it holds no
+        # announcement, and only its length is read.
         complete, last = 0, b""
         for index, segment in enumerate(segments):
             try:
                 with segment.open("rb") as handle:
-                    for number, text in enumerate(handle, start=1):
-                        whole = text.endswith(b"\n")
+                    for number, _offset, text, _size, whole in read_lines(handle):
                         if whole:
                             complete, last = complete + 1, text
-                        elif index == len(segments) - 1 and not _continues(text, complete, last):
+                        if text is None:
+                            continue
+                        if not whole and index == len(segments) - 1 and not _continues(text, complete, last):
                             continue
                         if text.startswith(_REDACTED_LINE):
-                            note(RawLine(segment.name, number, 0, text.removesuffix(b"\n")))
+                            note(RawLine(segment.name, number, 0, text))
             except OSError:
                 continue  # reported by the main pass
         return cls(found)
@@ -312,7 +324,9 @@ def _continues(tail: bytes, complete: int, last: bytes) -> bool:
     its seq, its prev (the hash stored on `last`, the previous line) and its own hash."""
     try:
         record = parse_line(RawLine("", 0, 0, tail), complete + 1)
-        previous = lines_split(last.removesuffix(b"\n"))[1] if last else ev.GENESIS_PREV
+        if last is None:  # the line before was over the limit: nothing continues it
+            return False
+        previous = lines_split(last)[1] if last else ev.GENESIS_PREV
     except (LedgerCorrupt, LineError):
         return False
     return continues(record, complete + 1, previous)

@@ -41,6 +41,13 @@ removed line gives rows where it was, not at every later line.
 Times are TIMESTAMPTZ (UTC; a connection made here has TimeZone set to UTC), durations are
 seconds (DOUBLE), shares are fractions in [0, 1].
 
+A line longer than ledger.lines.MAX_LINE_BYTES (docs/ledger-format.md, section 2), torn or
+not, is not read: DuckDB's read_blob holds a whole segment, and one such line would make every
+query hold it and copies of it (about six times a 200 MB torn tail, measured). `connect` first
+scans the segments in bounded chunks (ledger.scan.long_lines) and refuses such a ledger with
+LinesTooLong, naming the segment, the line and its byte offset; `countersign ledger verify`
+reads it line by line and reports it.
+
 Requires DuckDB >= 1.3 (`try()`). duckdb is imported only inside the functions of this module.
 """
 
@@ -55,7 +62,8 @@ import msgspec
 import msgspec.inspect as mi
 
 from ledger import events as ev
-from ledger.lines import DATA_MARK, HASH_MARK, PREFIX, SUFFIX
+from ledger.lines import DATA_MARK, HASH_MARK, MAX_LINE_BYTES, PREFIX, SUFFIX
+from ledger.scan import long_lines
 from ledger.log import SEGMENT_GLOB, LedgerUnreadable, list_segments
 from ledger.workflow import FINAL
 
@@ -1288,7 +1296,10 @@ def connect(path: str | Path, *, con=None):
 
     `con` is an existing duckdb connection to add them to (as TEMP views, which replace views of
     the same names); by default a new in-memory connection with TimeZone set to UTC. Raises
-    LedgerUnreadable when `path` is not a ledger directory with at least one segment.
+    LedgerUnreadable when `path` is not a ledger directory with at least one segment, and its
+    subclass LinesTooLong when a segment holds a line over ledger.lines.MAX_LINE_BYTES (checked
+    now, in bounded memory; a view reads the files at each query, so a line written later is
+    not checked).
     """
     import duckdb
 
@@ -1297,12 +1308,38 @@ def connect(path: str | Path, *, con=None):
         raise LedgerUnreadable(f"{path}: no such ledger directory")
     if not list_segments(path):
         raise LedgerUnreadable(f"{path}: no ledger segments ({SEGMENT_GLOB}) in this directory")
+    refuse_long_lines(path)
     if con is None:
         con = duckdb.connect(":memory:")
         con.execute("SET TimeZone = 'UTC'")
     for statement in _view_sql(con, path.resolve()):
         con.execute(statement)
     return con
+
+
+class LinesTooLong(LedgerUnreadable):
+    """A segment holds a line longer than ledger.lines.MAX_LINE_BYTES: the views do not read the
+    ledger (DuckDB would hold the line whole, and copies of it). `segment`, `line` (1-based)
+    and `offset` (bytes) say where; `size` is its length, line feed not counted."""
+
+    def __init__(self, segment: str, line: int, offset: int, size: int, terminated: bool):
+        what = "line" if terminated else "torn last line"
+        super().__init__(
+            f"{segment}: {what} {line} (at byte {offset}) is {size:,} bytes long, over the limit of {MAX_LINE_BYTES:,} "
+            "bytes (docs/ledger-format.md, section 2); the views do not read this ledger (countersign ledger verify "
+            "reports the line)"
+        )
+        self.segment, self.line, self.offset, self.size = segment, line, offset, size
+
+
+def refuse_long_lines(path: Path) -> None:
+    """Raise LinesTooLong for the first line over the limit in the segments of `path`; a scan in
+    bounded chunks (ledger.scan.long_lines), linear in the ledger's size."""
+    for segment in list_segments(path):
+        with segment.open("rb") as handle:
+            found = long_lines(handle)
+        if found is not None:
+            raise LinesTooLong(segment.name, found.number, found.offset, found.size, found.terminated)
 
 
 class QueryRefused(ValueError):
