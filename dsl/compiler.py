@@ -97,14 +97,35 @@ def compile_condition(expr: ast.Expr) -> Fn:
     """A predicate for a checked condition: returns True or False, or raises EvalError.
 
     The predicate is specialized (see "specialized predicates" below); it returns exactly what
-    `compile_condition_generic(expr)` returns, or raises an EvalError with the same message."""
+    `compile_condition_generic(expr)` returns, or raises an EvalError with the same message.
+    It is the hot path, so it is not wrapped by `guarded`: any other exception (a defect in a
+    subject or an operator) escapes it, and its callers (`Policy.evaluate`, the plans of
+    `compile_plan`) record it as `guarded` does, with a try that costs nothing until it raises."""
     return _fast_operand(expr, None)
 
 
 def compile_condition_generic(expr: ast.Expr) -> Fn:
     """The reference predicate: every operator through the generic operations of `dsl.values`.
-    The specialized predicates must agree with it (tests/test_specialized.py)."""
-    return _operand(expr)
+    The specialized predicates must agree with it (tests/test_specialized.py). Wrapped by
+    `guarded`: it raises only EvalError (or RecursionError)."""
+    return guarded(_operand(expr))
+
+
+def guarded(fn: Fn) -> Fn:
+    """`fn` with the condition boundary's rule applied: an exception other than EvalError (and
+    RecursionError, which callers report as nesting too deep) is raised again as an EvalError
+    with `values.failure_message`, so that it makes the whole condition an error (matched for
+    deny and ask, not for allow), never an exception out of a decision."""
+
+    def test(env: Env) -> Any:
+        try:
+            return fn(env)
+        except (EvalError, RecursionError):
+            raise
+        except Exception as exc:
+            raise EvalError(values.failure_message(exc)) from exc
+
+    return test
 
 
 def _as_bool(fn: Fn, text: str) -> Fn:
@@ -1569,12 +1590,14 @@ def _parsed_or_none(text: Any) -> _Shell | None:
     if hit is None:
         try:
             hit = _shell_parsed(text)
-        except (EvalError, RecursionError):
+        except Exception:  # EvalError, RecursionError, or a defect: the predicate raises it again
             return None
     return hit if type(hit) is _Shell else None
 
 
-_PLAN_ERRORS = (EvalError, RecursionError)
+# Whatever a rule's predicate raises sends the caller back to the predicates from that rule,
+# which record it (an EvalError, or any other exception as `values.failure_message`).
+_PLAN_ERRORS = Exception
 
 
 def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[int], None]], int] | None:
@@ -1771,8 +1794,9 @@ class TracedItem(NamedTuple):
 
 def compile_condition_traced(expr: ast.Expr) -> Fn:
     """`compile_condition`, recording a TraceStep per evaluated node into `env.trace` (a list the
-    caller provides; the step of `expr` itself is appended last, after its operands' steps)."""
-    return _traced_operand(expr)
+    caller provides; the step of `expr` itself is appended last, after its operands' steps).
+    Wrapped by `guarded`, as `compile_condition_generic`."""
+    return guarded(_traced_operand(expr))
 
 
 def _traced_step(node: Any, body: Fn) -> Fn:
@@ -1784,6 +1808,11 @@ def _traced_step(node: Any, body: Fn) -> Fn:
             value = body(env._replace(trace=children))
         except EvalError as exc:
             env.trace.append(TraceStep(node, None, exc.message, children))
+            raise
+        except RecursionError:
+            raise
+        except Exception as exc:  # a defect: the whole condition errors, as in Policy.evaluate
+            env.trace.append(TraceStep(node, None, values.failure_message(exc), children))
             raise
         env.trace.append(TraceStep(node, value, None, children))
         return value
@@ -1824,6 +1853,8 @@ def _settled_after(fn: Fn, env: Env) -> None:
         pass
     except RecursionError:
         env.trace.append(TraceStep(None, None, "the arguments are nested too deeply to evaluate", []))
+    except Exception:  # recorded by the operand's own step; the result is settled already
+        pass
 
 
 def _traced_junction(fns: list[Fn], deciding: bool) -> Fn:
@@ -1868,6 +1899,11 @@ def _traced_call(call: ast.Call) -> Fn:
                 value = read(subject)
         except EvalError as exc:
             env.trace.append(TraceStep(call, None, exc.message, children, subject))
+            raise
+        except RecursionError:
+            raise
+        except Exception as exc:  # a defect: the whole condition errors, as in Policy.evaluate
+            env.trace.append(TraceStep(call, None, values.failure_message(exc), children, subject))
             raise
         env.trace.append(TraceStep(call, value, None, children, subject if read is not None else None))
         return value

@@ -180,6 +180,8 @@ def explain(policy: Policy, tool: str, args: Mapping[str, Any], context: Mapping
                 holds, error, result = False, exc.message, "error"
             except RecursionError:
                 holds, error, result, recorded = False, NESTED_TOO_DEEPLY, "error", []
+            except Exception as exc:  # a defect in a subject or an operator, as evaluate records it
+                holds, error, result = False, values.failure_message(exc), "error"
             if recorded:
                 steps = _step(recorded[-1], printer, env)
         counted = bool(holds) or (error is not None and rule.effect != "allow")
@@ -411,7 +413,7 @@ def _match(op: str, left: Any, right: Any, env: Env) -> tuple[str, str]:
         try:
             cwd, home = env.cwd(), env.home_dir()
             how += f": {subjects.make_path(left, cwd, home)} under {subjects.make_path(right, cwd, home)}"
-        except EvalError:
+        except Exception:  # only the explanation's wording: the decision is made
             pass
         return "under", how
     else:

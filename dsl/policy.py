@@ -25,7 +25,7 @@ from dsl.compiler import _NO_VARS, CompiledRule, Env, RuleIndex, compile_plan, c
 from dsl.decision import Decision, DefaultEffect, RuleOutcome, decide
 from dsl.errors import Diagnostic, PolicyError, PolicyInputError, Span, source_lines
 from dsl.parser import parse
-from dsl.values import EvalError
+from dsl.values import EvalError, failure_message
 
 _new_tuple = tuple.__new__
 _TOO_DEEP = "the arguments are nested too deeply to evaluate"
@@ -207,18 +207,27 @@ class Policy:
         matched: list[int] = []  # positions of the rules that held
         append = matched.append
         if fast is not None:
-            start = fast(env, append)  # -1: every rule was decided; else the first rule that raised
+            try:
+                start = fast(env, append)  # -1: every rule was decided; else the first rule that raised
+            except Exception:  # a defect in what the plan reads: the predicates decide every rule
+                start = 0
+                matched.clear()
             steps = steps[start:] if start >= 0 else ()
         for test, order in steps:
             if test is None:
                 append(order)
                 continue
+            # Nothing escapes a condition: an EvalError is the language's error, and any other
+            # exception (a defect in a subject or an operator) is recorded as one. The try costs
+            # nothing until something raises.
             try:
                 holds = test(env)
             except EvalError as exc:
                 return self._with_errors(steps, env, matched, order, exc.message)
             except RecursionError:
                 return self._with_errors(steps, env, matched, order, _TOO_DEEP)
+            except Exception as exc:
+                return self._with_errors(steps, env, matched, order, failure_message(exc))
             if holds is True:
                 append(order)
             elif holds is not False:  # pragma: no cover - the compiled predicates yield booleans
@@ -253,6 +262,8 @@ class Policy:
                         holds, error = False, exc.message
                     except RecursionError:
                         holds, error = False, _TOO_DEEP
+                    except Exception as exc:
+                        holds, error = False, failure_message(exc)
                 if holds is True:
                     outcomes.append(hits[order])
                     continue

@@ -22,6 +22,24 @@ class EvalError(Exception):
         self.message = message
 
 
+_FAILURE_SHOWN = 200  # characters of the exception's own text kept in the message
+
+
+def failure_message(exc: BaseException) -> str:
+    """What a condition records when something other than an EvalError escaped it (a defect in a
+    subject or an operator, never expected): the exception's type and the start of its text. The
+    text depends only on the call and the policy, so a replay records the same message. The
+    condition then counts as an error: matched for deny and ask, not matched for allow."""
+    try:
+        text = str(exc)
+    except Exception:  # an exception whose own text fails
+        text = ""
+    if len(text) > _FAILURE_SHOWN:
+        text = text[:_FAILURE_SHOWN] + "..."
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")  # a lone surrogate from the input
+    return f"the condition could not be evaluated ({type(exc).__name__}: {text})"
+
+
 def kind(value: Any) -> str:
     """The JSON type name of a decoded value: null, bool, number, string, list or object."""
     if value is None:

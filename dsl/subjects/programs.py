@@ -170,7 +170,7 @@ def _unwrap(program: str, rest: list[_Word]) -> tuple[list[_Word], tuple[str, ..
             return None  # `command -v x` only looks x up
         if program == "sudo" and word.split("=", 1)[0] in _SUDO_NO_COMMAND:
             return None  # `sudo -l`, `sudo -e FILE`: no command runs; the call is sudo's own
-        if program == "nice" and word[1:].isdigit():  # the old `nice -10 CMD`
+        if program == "nice" and word[1:].isascii() and word[1:].isdigit():  # the old `nice -10 CMD` (ASCII digits, as nice reads them)
             i += 1
             continue
         if word.startswith("--"):

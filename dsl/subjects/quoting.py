@@ -49,7 +49,8 @@ _BRACES = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")
 def brace_expand(text: str, limit: int = 256) -> list[str]:
     """Bash's brace expansion of one unquoted word: `r{m,}` is `rm r`, `f{1..3}` is `f1 f2 f3`
     (also letters and a step: `{a..e..2}`), nested groups too. A group with neither a comma nor a
-    sequence stays as written. Raises EvalError past `limit` words."""
+    sequence stays as written. Raises EvalError past `limit` words, and for a sequence number of
+    more than 19 digits (past bash's intmax_t)."""
     depth, start = 0, -1
     for i, ch in enumerate(text):
         if ch == "{":
@@ -68,9 +69,13 @@ def brace_expand(text: str, limit: int = 256) -> list[str]:
                     last = j + 1
             parts.append(inner[last:])
             if len(parts) == 1:
-                m = re.fullmatch(r"(-?\d+)\.\.(-?\d+)(?:\.\.(-?\d+))?|([A-Za-z])\.\.([A-Za-z])(?:\.\.(-?\d+))?", inner)
+                # [0-9], not \d: bash reads only ASCII digits in a sequence ({١..٣} stays a word)
+                m = re.fullmatch(r"(-?[0-9]+)\.\.(-?[0-9]+)(?:\.\.(-?[0-9]+))?|([A-Za-z])\.\.([A-Za-z])(?:\.\.(-?[0-9]+))?", inner)
                 if m is None:
                     continue  # `{x}`, `{}`: not an expansion
+                if any(g is not None and len(g) > 19 for g in (m.group(1), m.group(2), m.group(3), m.group(6))):
+                    # beyond bash's intmax_t (and int()'s 4300-digit limit): no reading is sure
+                    raise EvalError(f"the brace expansion {text[:80]!r} holds a number too large to read")
                 if m.group(1) is not None:
                     a, b, step = int(m.group(1)), int(m.group(2)), abs(int(m.group(3) or 1)) or 1
                     if abs(b - a) // step >= limit:

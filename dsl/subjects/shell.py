@@ -149,7 +149,7 @@ class _Walker:
                     )
                     target = self.word(destination)
                     # `2>&1` and `>&-` copy or close a descriptor; `>& FILE` writes FILE (and stderr)
-                    if not duplicates or target.dynamic or not (target.value.isdigit() or target.value == "-"):
+                    if not duplicates or target.dynamic or not ((target.value.isascii() and target.value.isdigit()) or target.value == "-"):
                         targets.append(target.value)
             body = node.child_by_field_name("body")
             before = len(self.commands)

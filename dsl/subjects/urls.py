@@ -79,9 +79,11 @@ def parse_url(text: object) -> UrlValue:
 
 
 def _port(text: str, url: str) -> int | None:
+    """The port: ASCII digits only (RFC 3986 section 3.2.3, `port = *DIGIT`, where DIGIT is
+    0-9). str.isdigit alone also accepts "²" or "٣", which int() then refuses or reads."""
     if text == "":
         return None
-    if not text.isdigit() or int(text) > 65535:
+    if not (text.isascii() and text.isdigit()) or len(text) > 5 or int(text) > 65535:
         raise EvalError(f"{url!r} has an invalid port")
     return int(text)
 
