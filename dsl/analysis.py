@@ -51,7 +51,7 @@ from typing import Any
 
 from dsl import ast
 from dsl.errors import Diagnostic, Span
-from dsl.values import selector_regex
+from dsl.values import glob_regex, selector_regex
 
 _STRONGER = {"allow": ("deny", "ask"), "ask": ("deny",), "deny": ()}
 _RANK = {"deny": 0, "ask": 1, "allow": 2}
@@ -90,29 +90,32 @@ class Finding:
 # --- what the analysis compares -------------------------------------------------------------------
 
 
-def shape(expr: ast.Expr | None) -> Any:
+def shape(expr: ast.Expr | None, rename: dict[str, str] | None = None) -> Any:
     """A condition as a hashable tree without spans: equal shapes evaluate equally on every call.
-    Literals keep their Python type (`1`, `1.0` and `true` differ), which is conservative."""
+    Literals keep their Python type (`1`, `1.0` and `true` differ), which is conservative.
+    `rename` maps quantifier names to others (to compare `any c in S: P` with `all d in S: Q`)."""
     if expr is None:
         return None
     if isinstance(expr, ast.Literal):
         return ("lit", type(expr.value).__name__, expr.value)
     if isinstance(expr, ast.ListLiteral):
-        return ("list", tuple(shape(i) for i in expr.items))
+        return ("list", tuple(shape(i, rename) for i in expr.items))
     if isinstance(expr, ast.Path):
-        return ("path", expr.root, tuple((type(k).__name__, k) for k in expr.keys))
+        root = rename.get(expr.root, expr.root) if rename else expr.root
+        return ("path", root, tuple((type(k).__name__, k) for k in expr.keys))
     if isinstance(expr, ast.Call):
-        return ("call", expr.name, tuple(shape(a) for a in expr.args), tuple((type(k).__name__, k) for k in expr.keys))
+        return ("call", expr.name, tuple(shape(a, rename) for a in expr.args), tuple((type(k).__name__, k) for k in expr.keys))
     if isinstance(expr, ast.Compare):
-        return ("cmp", expr.op, shape(expr.left), shape(expr.right))
+        return ("cmp", expr.op, shape(expr.left, rename), shape(expr.right, rename))
     if isinstance(expr, ast.Not):
-        return ("not", shape(expr.operand))
+        return ("not", shape(expr.operand, rename))
     if isinstance(expr, ast.And):
-        return ("and", tuple(shape(o) for o in expr.operands))
+        return ("and", tuple(shape(o, rename) for o in expr.operands))
     if isinstance(expr, ast.Or):
-        return ("or", tuple(shape(o) for o in expr.operands))
+        return ("or", tuple(shape(o, rename) for o in expr.operands))
     if isinstance(expr, ast.Quantifier):
-        return ("quant", expr.kind, expr.var, shape(expr.source), shape(expr.body))
+        var = rename.get(expr.var, expr.var) if rename else expr.var
+        return ("quant", expr.kind, var, shape(expr.source, rename), shape(expr.body, rename))
     raise TypeError(f"unknown expression node {expr!r}")  # pragma: no cover
 
 
@@ -389,7 +392,7 @@ def _number(expr: ast.Expr) -> int | float | None:
     return None
 
 
-def _range(expr: ast.Expr) -> tuple[Any, tuple] | None:
+def _range(expr: ast.Expr, rename: dict[str, str] | None = None) -> tuple[Any, tuple] | None:
     """`operand op number` (either way round) as (the operand's shape, (low, low included, high,
     high included)); None for any other condition."""
     if not isinstance(expr, ast.Compare) or expr.op not in _FLIP:
@@ -402,7 +405,7 @@ def _range(expr: ast.Expr) -> tuple[Any, tuple] | None:
     inf = float("inf")
     bounds = {"<": (-inf, False, value, False), "<=": (-inf, False, value, True), ">": (value, False, inf, False),
               ">=": (value, True, inf, False), "==": (value, True, value, True)}[op]
-    return shape(subject), bounds
+    return shape(subject, rename), bounds
 
 
 def _ranges_meet(a: tuple, b: tuple) -> bool:
@@ -413,36 +416,188 @@ def _ranges_meet(a: tuple, b: tuple) -> bool:
     return lo < hi or (lo == hi and lo_in and hi_in)
 
 
-def _equals(expr: ast.Expr) -> tuple[Any, Any] | None:
-    """`operand == "text"` (or true/false), either way round: (the operand's shape, the literal's shape)."""
-    if not isinstance(expr, ast.Compare) or expr.op != "==":
+def _in_range(value: Any, bounds: tuple) -> bool:
+    lo, lo_in, hi, hi_in = bounds
+    return (lo < value or (lo_in and lo == value)) and (value < hi or (hi_in and value == hi))
+
+
+def _kind(value: Any) -> str:
+    """A literal's type as `==` sees it (a boolean is not a number)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    return "number" if isinstance(value, (int, float)) else "string"
+
+
+def _values(expr: ast.Expr, rename: dict[str, str] | None) -> tuple[Any, bool, str, tuple] | None:
+    """`x == v`, `x in [v, ...]` (or their negations `!=`, `not in`) with literals of one type:
+    (x's shape, whether x must be one of them (else none of them), their type, the values)."""
+    if not isinstance(expr, ast.Compare) or expr.op not in ("==", "!=", "in", "not_in"):
         return None
-    for subject, other in ((expr.left, expr.right), (expr.right, expr.left)):
-        if isinstance(other, ast.Literal) and type(other.value) in (str, bool) and not isinstance(subject, ast.Literal):
-            return shape(subject), shape(other)
+    if expr.op in ("==", "!="):
+        for subject, other in ((expr.left, expr.right), (expr.right, expr.left)):
+            if isinstance(other, ast.Literal) and not isinstance(subject, (ast.Literal, ast.ListLiteral)):
+                return shape(subject, rename), expr.op == "==", _kind(other.value), (other.value,)
+        return None
+    items = expr.right.items if isinstance(expr.right, ast.ListLiteral) else None
+    if not items or not all(isinstance(i, ast.Literal) for i in items) or isinstance(expr.left, (ast.Literal, ast.ListLiteral)):
+        return None
+    kinds = {_kind(i.value) for i in items}
+    if len(kinds) != 1:
+        return None  # a list of several types: membership may err for some values and not others
+    return shape(expr.left, rename), expr.op == "in", kinds.pop(), tuple(i.value for i in items)
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    return _kind(a) == _kind(b) and a == b  # 1 == 1.0, as the language compares numbers
+
+
+def _glob_ends(pattern: str) -> tuple[str, str]:
+    """The literal text a glob's matches must start and end with: the pattern up to its first
+    wildcard and after its last (a class `[...]` counts as a wildcard, as does a lone bracket, which
+    only shortens the ends: safe)."""
+    first = min((i for i, ch in enumerate(pattern) if ch in "*?[]"), default=None)
+    if first is None:
+        return pattern, pattern
+    last = max(i for i, ch in enumerate(pattern) if ch in "*?[]")
+    return pattern[:first], pattern[last + 1 :]
+
+
+def _affix(expr: ast.Expr, rename: dict[str, str] | None) -> tuple[Any, str, str | None, str | None, bool, str | None] | None:
+    """What `x glob P`, `x startswith "p"` or `x endswith "s"` says about x's text, when it must
+    hold: (x's shape, the anchor of the prefix, the prefix, the suffix, whether to compare without
+    case, the string glob pattern when there is one).
+
+    A string glob (x is a field of the call) matches as `fnmatch` does, so its literal ends are
+    the text's ends. A path glob (x is `path(...)`) is matched against the normalized path, with a
+    relative pattern anchored at the cwd and `~` at the home; only a pattern that normalizing
+    leaves as it is (no `.`, `..`, empty segment, `~` or backslash) is read here, its prefix tagged
+    by its anchor (two relative patterns share the cwd), and compared without case (so a future
+    case-insensitive path kind keeps this sound). Other operands of glob are not read."""
+    if not isinstance(expr, ast.Compare) or isinstance(expr.left, (ast.Literal, ast.ListLiteral)):
+        return None
+    right, left = expr.right, expr.left
+    if not (isinstance(right, ast.Literal) and isinstance(right.value, str)):
+        return None
+    text = right.value
+    subject = shape(left, rename)
+    if expr.op == "startswith":
+        return subject, "text", text, None, False, None
+    if expr.op == "endswith":
+        return subject, "text", None, text, False, None
+    if expr.op != "glob":
+        return None
+    if isinstance(left, ast.Path) and left.root in ("args", "context"):
+        prefix, suffix = _glob_ends(text)
+        return subject, "text", prefix, suffix, False, text
+    if isinstance(left, ast.Call) and left.name == "path" and not left.keys:
+        segments = text.split("/")
+        if "\\" in text or text.startswith(("~", "**")) or any(seg in ("", ".", "..") for seg in segments[1 if text.startswith("/") else 0 :]):
+            return None
+        prefix, suffix = _glob_ends(text)
+        return subject, "absolute" if text.startswith("/") else "relative", prefix, suffix, True, None
     return None
 
 
+def _affixes_clash(x: tuple, y: tuple) -> bool:
+    """Can no text have both ends? Prefixes of the same anchor of which neither starts the other,
+    or suffixes of which neither ends the other."""
+    fold = x[4] or y[4]
+
+    def norm(t: str | None) -> str | None:
+        return t.lower() if fold and t is not None else t
+    (p1, s1), (p2, s2) = (norm(x[2]), norm(x[3])), (norm(y[2]), norm(y[3]))
+    # a path's text is absolute: a `startswith` and an absolute pattern read the same prefix
+    if p1 is not None and p2 is not None and (x[1] == y[1] or {x[1], y[1]} == {"text", "absolute"}):
+        if not (p1.startswith(p2) or p2.startswith(p1)):
+            return True
+    if s1 is not None and s2 is not None and not (s1.endswith(s2) or s2.endswith(s1)):
+        return True
+    return False
+
+
+def _value_fails(value: Any, affix: tuple) -> bool:
+    """Is `x == value` (a string) incompatible with the text constraint `affix` (not a path glob)?"""
+    _, anchor, prefix, suffix, fold, pattern = affix
+    if anchor != "text" or fold or not isinstance(value, str):
+        return False
+    if pattern is not None:
+        return glob_regex(pattern).match(value) is None
+    return (prefix is not None and not value.startswith(prefix)) or (suffix is not None and not value.endswith(suffix))
+
+
+def _facts(expr: ast.Expr, rename: dict[str, str] | None) -> tuple:
+    return (shape(expr, rename), _range(expr, rename), _values(expr, rename), _affix(expr, rename))
+
+
+def _contradict(x: tuple, y: tuple, x_expr: ast.Expr, y_expr: ast.Expr, rename: dict[str, str]) -> bool:
+    """Is one of the two conditions false (not an error) whenever the other is true?"""
+    sx, rx, vx, ax = x
+    sy, ry, vy, ay = y
+    if sx == ("not", sy) or sy == ("not", sx):
+        return True  # P and not P
+    if rx and ry and rx[0] == ry[0] and not _ranges_meet(rx[1], ry[1]):
+        return True
+    if vx and vy and vx[0] == vy[0]:
+        (_, in_x, kind_x, xs), (_, in_y, kind_y, ys) = vx, vy
+        if in_x and in_y and (kind_x == kind_y or "null" in (kind_x, kind_y)):
+            if not any(_same_value(a, b) for a in xs for b in ys):
+                return True  # one of xs and one of ys: no value is both
+        if in_x != in_y and kind_x == kind_y:
+            inside, outside = (xs, ys) if in_x else (ys, xs)
+            if all(any(_same_value(a, b) for b in outside) for a in inside):
+                return True  # one of `inside`, all of which `not in` excludes
+    for v, r in ((vx, ry), (vy, rx)):
+        if v and r and v[0] == r[0] and v[1] and v[2] == "number" and not any(_in_range(n, r[1]) for n in v[3]):
+            return True
+    if ax and ay and ax[0] == ay[0] and _affixes_clash(ax, ay):
+        return True
+    for v, a in ((vx, ay), (vy, ax)):
+        if v and a and v[0] == a[0] and v[1] and v[2] == "string" and all(_value_fails(s, a) for s in v[3]):
+            return True
+    if isinstance(x_expr, ast.Quantifier) and isinstance(y_expr, ast.Quantifier) and x_expr.kind != y_expr.kind:
+        # `any c in S: P` and `all d in S: Q` over the same list: when all of S has Q, P is false
+        # for each item if P and Q cannot both hold for one item (and an empty S makes `any` false).
+        inner = dict(rename)
+        inner[y_expr.var] = x_expr.var
+        if shape(x_expr.source) == shape(y_expr.source, rename):
+            return _disjoint(x_expr.body, y_expr.body, inner)
+    return False
+
+
 def disjoint(a: ast.Expr | None, b: ast.Expr | None) -> bool:
-    """True when no call can make both conditions true: some part of `a` that must hold and some
-    part of `b` that must hold compare the same operand with numbers whose ranges do not meet
-    (`args.n > 100`, `args.n <= 100`), or with `==` to different strings or booleans, or one is
-    the other negated (`P`, `not P`). Sound under
-    the language's errors: a comparison that errs is not true, so it makes no allow apply. False
-    whenever unsure (a note is then shown)."""
+    """True when no call can make both conditions true, and when either is true the other is
+    false, not an error (so an ask that errs, which counts, is never hidden beside a true allow).
+    Some part of `a` that must hold and some part of `b` that must hold:
+
+    * compare the same operand with numbers whose ranges do not meet (`args.n > 100`,
+      `args.n <= 100`; `args.n in [1, 2]`, `args.n > 10`);
+    * with `==` or `in` against literals of one type that share no value (`== "a"`, `in ["b",
+      "c"]`), or with `==`/`in` and `!=`/`not in` where the second excludes every value the first
+      allows (`== "view"`, `!= "view"`); literals of different types are not read (`x == true`
+      beside `x == "a"`: the second errs where the first is false);
+    * with globs, `startswith` or `endswith` whose literal ends cannot meet (`glob "a*"`, `glob
+      "b*"`; `glob "*.py"`, `endswith ".js"`), or with a string literal such a pattern refuses
+      (`== "view"`, `glob "edit*"`); see `_affix` for which globs are read;
+    * are one the other negated (`P`, `not P`);
+    * are `any c in S: P` and `all d in S: Q` over the same S, with P and Q disjoint in this sense.
+
+    False whenever unsure (a note is then shown): a missed contradiction is only a spurious note,
+    a wrong one would hide a real overlap."""
+    return _disjoint(a, b, {})
+
+
+def _disjoint(a: ast.Expr | None, b: ast.Expr | None, rename: dict[str, str]) -> bool:
     if a is None or b is None:
         return False
     parts_a = a.operands if isinstance(a, ast.And) else (a,)
     parts_b = b.operands if isinstance(b, ast.And) else (b,)
+    facts_b = [(y, _facts(y, rename)) for y in parts_b]
     for x in parts_a:
-        rx, ex, sx = _range(x), _equals(x), shape(x)
-        for y in parts_b:
-            ry, ey, sy = _range(y), _equals(y), shape(y)
-            if sx == ("not", sy) or sy == ("not", sx):
-                return True  # P and not P
-            if rx and ry and rx[0] == ry[0] and not _ranges_meet(rx[1], ry[1]):
-                return True
-            if ex and ey and ex[0] == ey[0] and ex[1] != ey[1]:
+        fx = _facts(x, None)  # `a`'s names stay; `rename` takes `b`'s quantifier names to `a`'s
+        for y, fy in facts_b:
+            if _contradict(fx, fy, x, y, rename):
                 return True
     return False
 

@@ -15,6 +15,7 @@ from typing import Sequence
 import msgspec
 
 from dsl.requirements import Requirements, strictest
+from dsl.values import is_input_error
 
 EFFECTS = ("allow", "deny", "ask")
 PRECEDENCE = ("deny", "ask", "allow")  # strongest first
@@ -116,7 +117,7 @@ def decide(
                 effect="deny",
                 policy=policy,
                 policy_digest=policy_digest,
-                reasons=tuple(_reason(o) for o in errors)
+                reasons=_reasons(errors)
                 + ("The policy's default is allow, but a rule for this tool could not be evaluated, so the call is denied.",),
                 outcomes=tuple(outcomes),
                 by_default=True,
@@ -131,7 +132,7 @@ def decide(
             requirements=default.requirements if default.effect == "ask" else None,
             by_default=True,
         )
-    reasons = tuple(_reason(o) for o in winners if o.reason or o.error)
+    reasons = _reasons(winners)
     deciding = tuple(o.rule for o in winners)
     requirements = None
     if effect == "ask":
@@ -149,6 +150,24 @@ def decide(
         outcomes=tuple(outcomes),
         requirements=requirements,
     )
+
+
+def _reasons(outcomes: Sequence[RuleOutcome]) -> tuple[str, ...]:
+    """What the agent (or the reviewer) reads for these outcomes: each rule's reason, and for a
+    rule whose condition errored, the error beside it. When every error among them is the call's
+    own input error (a command that cannot be parsed: `dsl.values.is_input_error`), the rules that
+    met it say nothing about this call, so their reasons are left out and each such error is
+    given once, as a sentence; the rules are still in `deciding` and `outcomes`."""
+    errored = [o for o in outcomes if o.error is not None]
+    if errored and all(is_input_error(o.error) for o in errored):
+        clean = tuple(o.reason for o in outcomes if o.error is None and o.reason)
+        return clean + tuple(dict.fromkeys(_sentence(o.error) for o in errored))  # type: ignore[arg-type]
+    return tuple(_reason(o) for o in outcomes if o.reason or o.error)
+
+
+def _sentence(text: str) -> str:
+    text = text[:1].upper() + text[1:]
+    return text if text.endswith((".", "?", "!")) else text + "."
 
 
 def _reason(o: RuleOutcome) -> str:

@@ -40,6 +40,22 @@ def failure_message(exc: BaseException) -> str:
     return f"the condition could not be evaluated ({type(exc).__name__}: {text})"
 
 
+# The lead of every error `shell()` raises for a text it cannot read (not valid shell, a script
+# only known at run time, ...). The error is the input's, not any rule's: every rule that reads the
+# same text meets it, so `dsl.decision.decide` gives it as one reason instead of each rule's own.
+UNPARSEABLE_COMMAND = "this command cannot be parsed: "
+
+
+def unparseable_command(detail: str) -> EvalError:
+    """The EvalError for a shell text the parser refuses: `UNPARSEABLE_COMMAND` + the parser's message."""
+    return EvalError(detail if detail.startswith(UNPARSEABLE_COMMAND) else UNPARSEABLE_COMMAND + detail)
+
+
+def is_input_error(message: str | None) -> bool:
+    """Is this evaluation error one of the call's input (see `UNPARSEABLE_COMMAND`)?"""
+    return message is not None and message.startswith(UNPARSEABLE_COMMAND)
+
+
 def kind(value: Any) -> str:
     """The JSON type name of a decoded value: null, bool, number, string, list or object."""
     if value is None:

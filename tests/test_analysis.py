@@ -151,7 +151,8 @@ def test_a_conditional_ask_overlapping_an_allow_is_a_note():
         ("len(args.items) > 2", "len(args.items) <= 2 and args.ok", False),
         ("args.kind == \"refund\" and args.n > 1", "args.kind == \"exchange\"", False),
         ("args.flag == true", "args.flag == false", False),
-        ("args.kind == \"a\"", "args.kind != \"a\"", True),  # not read by the analysis: shown, to be safe
+        ("args.kind == \"a\"", "args.kind != \"a\"", False),
+        ("args.flag == true", "args.flag == \"x\"", True),  # "x" == true errs, and the ask counts
         ("args.amount > 100", "len(args.amount) <= 100", True),  # another operand
         ("args.amount > 100 or args.x", "args.amount <= 100", True),
         ("not (args.amount > 3)", "args.amount > 3 and args.ok", False),

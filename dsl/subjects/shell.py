@@ -16,7 +16,7 @@ from dsl.subjects.quoting import (
     _BRACES, _QUOTED_PARTS, _SUBSCRIPT, _ansi_c, _unescape_double, _unescape_unquoted, brace_expand,
     splice_continuations,
 )
-from dsl.values import EvalError
+from dsl.values import EvalError, unparseable_command
 
 MAX_SHELL_TEXT = 100_000  # characters; a longer string is an error (its parse would cost too much)
 
@@ -449,9 +449,14 @@ def clear_shell_cache() -> None:
 
 def parse_shell(text: object) -> list[Command]:
     """`shell(x)`: the simple commands of a shell string, in source order (outer before the
-    commands nested in it). Raises EvalError for what is not a string or not valid shell."""
+    commands nested in it). Raises EvalError for what is not a string, and for a text it cannot
+    read (not valid shell, a script known only at run time, ...) an EvalError whose message is
+    `dsl.values.UNPARSEABLE_COMMAND` followed by why."""
     if not isinstance(text, str):
         raise EvalError("shell() takes a string")
     if "\x00" in text:
-        raise EvalError("the command contains a NUL byte")
-    return list(_parse_cached(text))
+        raise unparseable_command("the command contains a NUL byte")
+    try:
+        return list(_parse_cached(text))
+    except EvalError as exc:  # the text's own problem, the same for every rule that reads it
+        raise unparseable_command(exc.message) from None
