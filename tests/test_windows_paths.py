@@ -426,3 +426,23 @@ def test_a_windows_path_value_is_immutable():
     value = make_path("C:\\x", None, None)
     with pytest.raises(AttributeError):
         value.text = "D:\\y"
+
+
+@pytest.mark.parametrize("unit", ["a", "a.", "a ", "\\..", "\\a", "%a", "a~1", "/a.", "\\con", "a:", "\\\\?\\"])
+def test_reading_a_windows_path_is_linear_in_its_length(unit):
+    """Time at 100 KB over time at 10 KB stays under 20 (a ratio within one run, not a clock)."""
+    import time
+
+    def cost(n: int) -> float:
+        raw = "C:\\" + unit * (n // len(unit))
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            try:
+                make_path(raw, CWD, None)
+            except EvalError:
+                pass
+            best = min(best, time.perf_counter() - start)
+        return best
+
+    assert cost(100_000) / max(cost(10_000), 1e-7) <= 20
