@@ -77,18 +77,19 @@ class LongLine(NamedTuple):
     terminated: bool
 
 
-def long_lines(handle: BinaryIO, limit: int = MAX_LINE_BYTES) -> LongLine | None:
+def long_lines(handle: BinaryIO, limit: int = MAX_LINE_BYTES, chunk_bytes: int = CHUNK_BYTES) -> LongLine | None:
     """The first line of the file (from its start) longer than `limit` bytes, or None. Reads in
-    chunks of CHUNK_BYTES (≤ `limit`): a line inside one chunk is shorter than the limit, so only
-    the run of bytes without a line feed across chunk boundaries needs counting. Linear time."""
-    assert CHUNK_BYTES <= limit
+    chunks of `chunk_bytes` (≤ `limit`): a line inside one chunk is shorter than the limit, so
+    only the run of bytes without a line feed across chunk boundaries needs counting. Linear time."""
+    if not 0 < chunk_bytes <= limit:
+        raise ValueError("long_lines reads chunks of at most the limit")
     handle.seek(0)
     run = 0  # bytes since the last line feed (the current line's length so far)
     start = 0  # offset of the current line
     number = 1
     position = 0
     while True:
-        chunk = handle.read(CHUNK_BYTES)
+        chunk = handle.read(chunk_bytes)
         if not chunk:
             return LongLine(number, start, run, False) if run > limit else None
         first = chunk.find(b"\n")
