@@ -235,8 +235,7 @@ class Gate:
 
         Raises InvalidCall for a malformed call, or one whose ledger line would be longer than
         ledger.lines.MAX_LINE_BYTES (nothing is appended, so it can never run), and
-        CallIdConflict when `call_id` was already
-        proposed with other arguments. A repeated `call_id` with the same call returns the first
+        CallIdConflict when `call_id` was already proposed with other arguments. A repeated `call_id` with the same call returns the first
         Proposal (`duplicate=True`) and appends nothing.
         """
         _text("the tool name", tool)

@@ -33,38 +33,49 @@ class Piece(NamedTuple):
     terminated: bool
 
 
+_piece, _Piece = tuple.__new__, Piece  # a Piece without NamedTuple's __new__ (one per line)
+
+
 def read_lines(handle: BinaryIO, offset: int = 0, number: int = 1, limit: int = MAX_LINE_BYTES) -> Iterator[Piece]:
     """The lines of a binary file from its current position (`offset`, the position's byte offset,
-    and `number`, the number of the line there, label them). Holds at most `limit + 1` bytes of a
-    line: a longer one is yielded with `text` None and its size, counted by skipping to its line
-    feed in chunks of CHUNK_BYTES. Time linear in the bytes read. Raises OSError as reading does."""
-    readline = handle.readline
-    cap = limit + 1  # a line of `limit` bytes and its line feed
+    and `number`, the number of the line there, label them). Reads blocks of at most CHUNK_BYTES
+    and the limit, and holds at most `limit` bytes of a line besides one block: a longer line is
+    yielded with `text` None and its size, counted as the blocks go by. Time linear in the bytes
+    read. Leaves the handle's position past what it read. Raises OSError as reading does."""
+    chunk = min(CHUNK_BYTES, limit)
+    read, make = handle.read, _piece
+    held: list[bytes] = []  # the current line's bytes so far (no line feed yet), unless too long
+    held_size, too_long = 0, False
     while True:
-        text = readline(cap)
-        if not text:
+        block = read(chunk)
+        if not block:
+            if held_size:
+                yield make(_Piece, (number, offset, None if too_long else b"".join(held), held_size, False))
             return
-        size = len(text)
-        if text[-1] == 0x0A:
-            yield Piece(number, offset, text[:-1], size - 1, True)
-            offset += size
-        elif size < cap:  # the end of the file: unterminated, within the limit
-            yield Piece(number, offset, text, size, False)
-            return
-        else:  # more than `limit` bytes and no line feed yet: too long, whatever follows
-            del text
-            while True:
-                more = readline(CHUNK_BYTES)
-                if not more:
-                    yield Piece(number, offset, None, size, False)
-                    return
-                if more[-1] == 0x0A:
-                    size += len(more) - 1
-                    break
-                size += len(more)
-            yield Piece(number, offset, None, size, True)
+        parts = block.split(b"\n")
+        last = parts.pop()  # after the block's last line feed
+        if parts:
+            first = parts[0]
+            size = held_size + len(first)
+            if not held_size:
+                text = first if size <= limit else None
+            else:
+                text = None if too_long or size > limit else b"".join(held) + first
+            yield make(_Piece, (number, offset, text, size, True))
             offset += size + 1
-        number += 1
+            number += 1
+            for i in range(1, len(parts)):  # inside the block: shorter than a block, so within the limit
+                text = parts[i]
+                yield make(_Piece, (number, offset, text, len(text), True))
+                offset += len(text) + 1
+                number += 1
+            held, held_size, too_long = [], 0, False
+        if last:
+            held_size += len(last)
+            if held_size > limit:
+                held, too_long = [], True
+            elif not too_long:
+                held.append(last)
 
 
 class LongLine(NamedTuple):
@@ -77,18 +88,19 @@ class LongLine(NamedTuple):
     terminated: bool
 
 
-def long_lines(handle: BinaryIO, limit: int = MAX_LINE_BYTES) -> LongLine | None:
+def long_lines(handle: BinaryIO, limit: int = MAX_LINE_BYTES, chunk_bytes: int = CHUNK_BYTES) -> LongLine | None:
     """The first line of the file (from its start) longer than `limit` bytes, or None. Reads in
-    chunks of CHUNK_BYTES (≤ `limit`): a line inside one chunk is shorter than the limit, so only
-    the run of bytes without a line feed across chunk boundaries needs counting. Linear time."""
-    assert CHUNK_BYTES <= limit
+    chunks of `chunk_bytes` (≤ `limit`): a line inside one chunk is shorter than the limit, so
+    only the run of bytes without a line feed across chunk boundaries needs counting. Linear time."""
+    if not 0 < chunk_bytes <= limit:
+        raise ValueError("long_lines reads chunks of at most the limit")
     handle.seek(0)
     run = 0  # bytes since the last line feed (the current line's length so far)
     start = 0  # offset of the current line
     number = 1
     position = 0
     while True:
-        chunk = handle.read(CHUNK_BYTES)
+        chunk = handle.read(chunk_bytes)
         if not chunk:
             return LongLine(number, start, run, False) if run > limit else None
         first = chunk.find(b"\n")

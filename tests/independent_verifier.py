@@ -16,7 +16,9 @@ Points where the document once left a choice (now settled in it):
 - segments must be numbered 00000001.. without gaps; an empty ledger fails at seq 1;
 - an approver approves the current arguments at most once; an edit starts the count afresh;
 - `cancelled` needs a request that is not final and has not started executing;
-- `key` (an idempotency key, 1 to 256 characters) is absent or follows `prev`; never null.
+- `key` (an idempotency key, 1 to 256 characters) is absent or follows `prev`; never null;
+- a line longer than 16,777,216 bytes (line feed not counted) fails check 1 (section 2). This
+  verifier reads segments whole, as a test tool: it checks the limit, not its own memory.
 
 Redaction (section 10), and the choices made where the document leaves one:
 - a `redacted` event's `path` must be canonical (10.1). Checked by parsing the general grammar
@@ -52,6 +54,7 @@ STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
 HEAD, MID = b'{"body":', b',"hash":"'
 TAIL = b'","data":'
 REDACTED_LINE = b'{"body":{"kind":"redacted",'  # section 10.3: how a pre-scan finds announcements
+MAX_LINE = 16_777_216  # section 2: a line's longest, its line feed not counted
 
 
 class Bad(Exception):
@@ -334,6 +337,8 @@ KINDS = {
 def parse_line(line: bytes):
     """Section 2's layout and check 1 of one line (without its line feed); return (body, raw
     body bytes, hash, data). Raises Bad."""
+    if len(line) > MAX_LINE:  # section 2, check 1
+        raise Bad(f"line of {len(line)} bytes is longer than {MAX_LINE}")
     if not line.startswith(HEAD) or not line.endswith(b"}"):
         raise Bad("line is not {\"body\":...}")
     try:
