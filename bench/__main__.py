@@ -1,10 +1,12 @@
 """`python -m bench` (or `make bench`): load time and decision latency of generated policies of
 100, 1,000 and 10,000 rules on real corpus calls, with Cedar (cedarpy) side by side; and the
-ledger's append, verify and stats benchmarks (bench/ledger_run.py; `--only ledger` alone).
+ledger's append, verify and stats benchmarks (bench/ledger_run.py; `--only ledger` alone); and the
+sample policies on the real calls they were written for (bench/real_policies.py; `--only real`).
 
     python -m bench                       # the full run (about 5 minutes), results in bench/results/
     python -m bench --quick               # 100 and 1,000 rules, fewer rounds (about a minute)
     python -m bench --sizes 1000 --no-cedar --label try
+    python -m bench --only real           # the sample policies on the real corpus calls, per tool
 
 Skips with a message (exit 0) when the shared corpus is absent; runs without the Cedar side (and
 says so) when cedarpy is not installed (`pip install -e '.[bench]'`).
@@ -52,8 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="100 and 1,000 rules, 5 rounds, 2 s of Cedar")
     ap.add_argument("--label", default="run", help="name of the results file: bench/results/<date>-<label>.json")
     ap.add_argument("--no-write", action="store_true", help="print only")
-    ap.add_argument("--only", choices=("all", "policy", "ledger"), default="all",
-                    help="the policy language's benchmarks, the ledger's (issue 4: append, verify, stats), or both")
+    ap.add_argument("--only", choices=("all", "policy", "ledger", "real"), default="all",
+                    help="the policy language's benchmarks, the ledger's (issue 4: append, verify, stats), "
+                    "the sample policies on the real corpus calls (issue 9), or all")
     ap.add_argument("--ledger", action="store_const", const="ledger", dest="only", help="same as --only ledger")
     ap.add_argument("--ledger-events", type=int, default=None,
                     help="events in the large ledger (default 10,000,000; 1,000,000 with --quick)")
@@ -68,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
             return status
     if opts.quick:
         opts.sizes, opts.rounds, opts.cedar_budget = "100,1000", 5, 2.0
+    if opts.only == "real":
+        return real_only(opts)
     sizes = [int(s) for s in opts.sizes.split(",") if s.strip()]
 
     try:
@@ -129,15 +134,43 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench: {size} rules: done", file=sys.stderr, flush=True)
 
     out["results"] = verdicts(out["sizes"])
+    from bench import real_policies
+
+    print("bench: the sample policies on the real calls", file=sys.stderr, flush=True)
+    out["real_policies"] = real_policies.run(opts.rounds)
     print(table(out))
+    print("\nThe sample policies on the real calls:\n" + real_policies.table(out["real_policies"]))
     if not opts.no_write:
-        RESULTS.mkdir(exist_ok=True)
-        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
-        path = RESULTS / f"{stamp}-{opts.label}.json"
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-        print(f"\nbench: results written to {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}")
+        write(out, opts.label)
+    return 0
+
+
+def write(out: dict, label: str) -> None:
+    RESULTS.mkdir(exist_ok=True)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    path = RESULTS / f"{stamp}-{label}.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    print(f"\nbench: results written to {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}")
+
+
+def real_only(opts) -> int:
+    """`--only real`: the sample policies on the real corpus calls, per tool (p50, p99)."""
+    from bench import real_policies
+
+    try:
+        corpus.corpus_dir()
+    except corpus.CorpusMissing as exc:
+        print(f"bench: skipped: {exc}")
+        return 0
+    out = environment()
+    out["settings"] = {"rounds": opts.rounds, "corpus": str(corpus.CORPUS)}
+    out["timer_overhead_ns"] = timer_overhead_ns()
+    out["real_policies"] = real_policies.run(opts.rounds)
+    print(real_policies.table(out["real_policies"]))
+    if not opts.no_write:
+        write(out, f"{opts.label}-real")
     return 0
 
 

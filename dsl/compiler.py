@@ -27,6 +27,7 @@ from dsl.subjects import winpaths
 from dsl.values import EvalError
 
 _NO_VARS: dict[str, Any] = {}
+_new_env = tuple.__new__  # Env(...) without NamedTuple's __new__ (every field given, in order)
 
 
 class Env(NamedTuple):
@@ -452,9 +453,9 @@ def _fast(expr: ast.Expr, item_var: str | None) -> Fn:
         operand = _fast_operand(expr.operand, item_var)
         return lambda x: not operand(x)
     if isinstance(expr, ast.And):
-        return _fast_junction([_fast_operand(o, item_var) for o in expr.operands], False)
+        return _fast_junction(_fast_operands(expr.operands, item_var, False), False)
     if isinstance(expr, ast.Or):
-        return _fast_junction([_fast_operand(o, item_var) for o in expr.operands], True)
+        return _fast_junction(_fast_operands(expr.operands, item_var, True), True)
     if isinstance(expr, ast.Compare):
         return _fast_compare(expr, item_var)
     if isinstance(expr, ast.Quantifier):
@@ -502,6 +503,166 @@ def _fast_junction(fns: list[Fn], deciding: bool) -> Fn:
         return b(x)
 
     return both
+
+
+# --- one subject, several tests: `lower(a) contains ".ssh" or lower(a) endswith ".pem" or ...` ---
+#
+# Consecutive operands of an `and` / `or` that compare the same expression (the same text, spans
+# aside) with literals are one operand here: the expression is computed once (`lower(a)`, a field,
+# `path(x).name`) and each literal test is applied to its value. This decides as the operands one
+# by one: the expression is pure, and the literal side cannot fail, so when the expression raises,
+# every one of those operands raises that same error; otherwise each test gives what its operand
+# gives (True, False or its own EvalError), and Kleene's `and` / `or` is associative, with the
+# first error in operand order kept. For a string value and string literals (the common case) the
+# tests are string methods on the value (one `startswith` with a tuple of prefixes, ...).
+
+_VALUE = "$value"  # the compared value, as the name of a quantifier's item: no policy name is this
+_SHARED_OPS = frozenset(("==", "!=", "<", "<=", ">", ">=", "in", "not_in", "contains", "startswith", "endswith"))
+
+
+def _node_key(node: Any) -> Any:
+    """A node's structure without its spans (two spellings of `lower(a)` at two places agree)."""
+    if isinstance(node, tuple):
+        return tuple(_node_key(n) for n in node)
+    if isinstance(node, ast.Literal):
+        return ("Literal", type(node.value), node.value)
+    fields = getattr(type(node), "__dataclass_fields__", None)
+    if fields is None:
+        return node
+    return (type(node).__name__,) + tuple(_node_key(getattr(node, f)) for f in fields if not f.endswith("span"))
+
+
+def _literal_test(cmp: ast.Compare) -> bool:
+    """A comparison whose right side is a literal (or a list of literals) and whose operator reads
+    only the two values (no cwd, no home: not glob nor under)."""
+    return cmp.op in _SHARED_OPS and isinstance(cmp.right, (ast.Literal, ast.ListLiteral))
+
+
+def _fast_operands(operands: tuple[ast.Expr, ...], item_var: str | None, deciding: bool) -> list[Fn]:
+    """The operands of an `and` (deciding=False) or `or` (True), with runs of literal tests of one
+    expression made one operand (see above)."""
+    out: list[Fn] = []
+    i = 0
+    while i < len(operands):
+        first = operands[i]
+        j = i + 1
+        if isinstance(first, ast.Compare) and _literal_test(first):
+            key = _node_key(first.left)
+            while j < len(operands) and isinstance(operands[j], ast.Compare) and _literal_test(operands[j]) and _node_key(operands[j].left) == key:
+                j += 1
+        if j - i >= 2:
+            try:
+                out.append(_shared_tests(operands[i:j], item_var, deciding))
+                i = j
+                continue
+            except _EnvNeeded:
+                if item_var is not None:
+                    raise
+        out.append(_fast_operand(first, item_var))
+        i += 1
+    return out
+
+
+def _shared_tests(run: tuple[ast.Compare, ...], item_var: str | None, deciding: bool) -> Fn:
+    get = _fast(run[0].left, item_var)
+    value = ast.Path(_VALUE, (), run[0].left.span)
+    tests = [_fast_compare(ast.Compare(c.op, value, c.right, c.span), _VALUE) for c in run]
+    on_str = _string_tests(run, deciding)
+
+    def shared(x: Any) -> bool:
+        v = get(x)
+        if on_str is not None and type(v) is str:
+            return on_str(v)
+        error = None
+        for test in tests:
+            try:
+                if test(v) is deciding:
+                    return deciding
+            except EvalError as exc:
+                if error is None:
+                    error = exc
+        if error is not None:
+            raise error
+        return not deciding
+
+    return shared
+
+
+def _string_tests(run: tuple[ast.Compare, ...], deciding: bool) -> Callable[[str], bool] | None:
+    """For a string value, the run's tests as string operations, when each is one whose answer on
+    a string never errors: ==, != with a string; contains, startswith, endswith with a string;
+    in, not in a list of strings (and nulls) or a string. None otherwise (each test is applied)."""
+    equal, unequal, prefixes, suffixes, inside, among, not_among = set(), [], [], [], [], [], []
+    for c in run:
+        lit = c.right.value if isinstance(c.right, ast.Literal) else _MISSING
+        if isinstance(c.right, ast.ListLiteral):
+            items = [i.value for i in c.right.items]
+            if c.op not in ("in", "not_in") or not all(type(i) is str or i is None for i in items):
+                return None
+            names = frozenset(i for i in items if type(i) is str)
+            if c.op == "in":
+                among.append(names)
+            else:
+                not_among.append(names)
+            continue
+        if type(lit) is not str:
+            return None
+        if c.op == "==":
+            equal.add(lit)
+        elif c.op == "!=":
+            unequal.append(lit)
+        elif c.op == "contains":
+            inside.append(lit)
+        elif c.op == "startswith":
+            prefixes.append(lit)
+        elif c.op == "endswith":
+            suffixes.append(lit)
+        else:
+            return None  # `in "text"` is a substring the other way round; orders: each test
+    matches = frozenset(equal.union(*among))
+    starts, ends, parts, differs, outside = tuple(prefixes), tuple(suffixes), tuple(inside), tuple(unequal), tuple(not_among)
+    if deciding:  # or: some test holds
+
+        def any_holds(v: str) -> bool:
+            if v in matches or (starts and v.startswith(starts)) or (ends and v.endswith(ends)):
+                return True
+            for part in parts:
+                if part in v:
+                    return True
+            for lit in differs:
+                if v != lit:
+                    return True
+            for names in outside:
+                if v not in names:
+                    return True
+            return False
+
+        return any_holds
+
+    def all_hold(v: str) -> bool:  # and: every test holds
+        if equal and (len(equal) > 1 or v not in equal):
+            return False
+        for names in among:
+            if v not in names:
+                return False
+        for p in starts:
+            if not v.startswith(p):
+                return False
+        for e in ends:
+            if not v.endswith(e):
+                return False
+        for part in parts:
+            if part not in v:
+                return False
+        for lit in differs:
+            if v == lit:
+                return False
+        for names in outside:
+            if v in names:
+                return False
+        return True
+
+    return all_hold
 
 
 def _fast_reader(base: str, keys: tuple[str | int, ...]) -> Callable[[Any], Any]:
@@ -583,6 +744,14 @@ def _fast_path(path: ast.Path, item_var: str | None) -> Fn:
         return lambda env: read(env[slot])
     if not keys:
         return lambda env: env.vars[root]
+    if len(keys) == 1 and type(keys[0]) is str and keys[0] in subjects.Command.FIELDS:
+        get, command = attrgetter(keys[0]), subjects.Command  # `c.args` of an item of shell()
+
+        def var_field(env: Env) -> Any:
+            v = env.vars[root]
+            return get(v) if type(v) is command else read(v)
+
+        return var_field
     return lambda env: read(env.vars[root])
 
 
@@ -638,6 +807,8 @@ def uses_memo(expr: ast.Expr | None) -> bool:
     if isinstance(expr, (ast.And, ast.Or)):
         return any(uses_memo(o) for o in expr.operands)
     if isinstance(expr, ast.Compare):
+        if expr.op == "under" and _under_base_key(expr.right) is not None:
+            return True
         return uses_memo(expr.left) or uses_memo(expr.right)
     if isinstance(expr, ast.Quantifier):
         return uses_memo(expr.source) or uses_memo(expr.body)
@@ -794,7 +965,7 @@ def _fast_compare(cmp: ast.Compare, item_var: str | None) -> Fn:
     if op == "under":
         if item_var is not None:
             raise _EnvNeeded
-        return _fast_under(left, right, lit)
+        return _fast_under(left, right, lit, right_node)
     raise TypeError(f"unknown operator {op}")  # pragma: no cover
 
 
@@ -1059,10 +1230,19 @@ def _fast_glob(left: Fn, pattern: str, item_var: str | None) -> Fn:
     return glob
 
 
-def _fast_under(left: Fn, right: Fn, base_lit: Any) -> Fn:
+def _under_base_key(right_node: ast.Expr) -> tuple | None:
+    """The Env.memo key of `under`'s directory when it is a field (`under context.cwd`): the key
+    `path(context.cwd)` has, since `under` makes the same path of it."""
+    if isinstance(right_node, ast.Path) and right_node.root in ("args", "context"):
+        return ("path", right_node.root, right_node.keys)
+    return None
+
+
+def _fast_under(left: Fn, right: Fn, base_lit: Any, right_node: ast.Expr | None = None) -> Fn:
     """`under` with a literal absolute directory, resolved at load: for two normalized paths,
     segment containment is `text == base` or `text` starting with `base + "/"` (the root contains
-    every path). Otherwise, as `_compile_compare` does it."""
+    every path). A directory read from a field (`under context.cwd`) is made a path once per call
+    (Env.memo) and compared the same way. Otherwise, as `_compile_compare` does it."""
     base = None
     if type(base_lit) is str and base_lit.startswith("/"):
         try:
@@ -1070,10 +1250,22 @@ def _fast_under(left: Fn, right: Fn, base_lit: Any) -> Fn:
         except EvalError:
             base = None
     if base is None:
+        key = _under_base_key(right_node) if right_node is not None else None
+
+        def make_base(env: Env) -> subjects.PathValue:
+            return _make_path(right(env), env)
+
+        base_of = make_base if key is None else _memoized(key, make_base)
 
         def under(env: Env) -> bool:
-            cwd, home = env.cwd(), env.home_dir()
-            return subjects.under(subjects.make_path(left(env), cwd, home), subjects.make_path(right(env), cwd, home))
+            value = left(env)  # the path first, then the directory: the generic order of errors
+            if type(value) is not subjects.PathValue:
+                value = _make_path(value, env)
+            directory = base_of(env)
+            if type(directory) is not subjects.PathValue:  # pragma: no cover - make_path's type
+                return subjects.under(value, directory)
+            b, text = directory.text, value.text
+            return b == "/" or text == b or (text.startswith(b) and text[len(b) : len(b) + 1] == "/")
 
         return under
     if base == "/":
@@ -1173,7 +1365,7 @@ def _fast_quantifier(q: ast.Quantifier) -> Fn:
     def over_env(env: Env) -> bool:
         items = items_of(env)
         scope = {**env.vars}  # one scope per evaluation, the item rebound in place
-        inner = env._replace(vars=scope)
+        inner = _new_env(Env, (env.tool, env.args, env.context, scope, env.home, env.trace, env.memo))  # env._replace(vars=scope)
         error = None
         for item in items:
             scope[var] = item
@@ -1277,7 +1469,18 @@ def _value(e: ast.Expr, item: str | None) -> tuple:
         return _field(e)
     if isinstance(e, ast.Call) and not e.keys and e.name in ("len", "path"):
         return (e.name, _field(e.args[0]))
+    if isinstance(e, ast.Call) and e.name == "path" and len(e.keys) == 1 and e.keys[0] in _PATH_PROPERTIES:
+        return ("pathprop", e.keys[0], ("path", _field(e.args[0])))
     raise _NoShape
+
+
+# A normalized path's fields from its text, for the plans (as PathValue computes them)
+_PATH_PROPERTIES = {
+    "name": (lambda text: text[text.rfind("/") + 1 :], str),
+    "ext": (lambda text: subjects.PathValue(text).ext, str),
+    "parts": (lambda text: tuple(text[1:].split("/")) if text != "/" else (), tuple),
+    "text": (lambda text: text, str),
+}
 
 
 def _shape_compare(e: ast.Compare, item: str | None) -> tuple:
@@ -1294,6 +1497,8 @@ def _shape_compare(e: ast.Compare, item: str | None) -> tuple:
                 return ("under", value, subjects.make_path(right.value, None, None).text)
             except EvalError:
                 raise _NoShape from None
+        if op == "under" and isinstance(right, ast.Path):
+            return ("underfield", value, ("path", _field(right)))
         raise _NoShape
     if op == "under":
         raise _NoShape
@@ -1376,6 +1581,10 @@ class _PlanWriter:
             field = self.shared(v[1])
             name = f"s{len(self.values)}"
             self.prelude.append(f"{name} = _parsed_or_none({field})")
+        elif kind == "pathprop":
+            path = self.shared(v[2])
+            name = f"n{len(self.values)}"
+            self.prelude.append(f"{name} = {self.const(_PATH_PROPERTIES[v[1]][0])}({path}) if {path} is not M else M")
         else:  # pragma: no cover - shapes only share these
             raise _NoShape
         self.values[v] = name
@@ -1440,6 +1649,10 @@ class _PlanWriter:
         if kind == "pathglob":
             var = self.shared(s[1])
             return [f"{var} is not M"], self.path_match(var, s[2]), []
+        if kind == "underfield":  # both plain paths: containment by text, as _fast_under
+            var, base = self.shared(s[1]), self.shared(s[2])
+            expr = f"{base} == '/' or {var} == {base} or ({var}.startswith({base}) and {var}[len({base}):len({base}) + 1] == '/')"
+            return [f"{var} is not M", f"{base} is not M"], expr, []
         if kind == "under":
             var = self.shared(s[1])
             base = s[2]
@@ -1489,6 +1702,9 @@ class _PlanWriter:
             return f"len({var})", int, [f"(t{var} is str or t{var} is list or t{var} is dict)"]
         if kind in ("f", "tool"):
             return self.shared(v), None, []
+        if kind == "pathprop":
+            var = self.shared(v)
+            return var, _PATH_PROPERTIES[v[1]][1], [f"{var} is not M"]
         raise _NoShape
 
     def typed(self, expr: str, known: type | None, want: type) -> list[str]:

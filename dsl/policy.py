@@ -29,6 +29,7 @@ from dsl.values import EvalError, failure_message
 
 _new_tuple = tuple.__new__
 _TOO_DEEP = "the arguments are nested too deeply to evaluate"
+_CACHED_ERRORS_CHARS = 1024  # a decision with errors is kept when their messages are this short
 _NO_CONTEXT: dict = {}  # the context of a call made without one (conditions only read it)
 
 
@@ -244,9 +245,11 @@ class Policy:
 
     def _with_errors(self, steps, env: Env, matched: list[int], at: int, error: str | None, holds: Any = False) -> Decision:
         """`evaluate` from the rule at position `at`, whose condition raised `error` (or yielded
-        `holds`, neither true nor false), on: every outcome is recorded and decided afresh."""
-        hits, rules = self._hits, self.rules
-        outcomes = [hits[order] for order in matched]
+        `holds`, neither true nor false), on: every outcome is recorded. The Decision depends only
+        on which rules held and which errored with what message, so it is kept under that key
+        too (the decision cache of `evaluate`), unless the messages are long (a message quotes
+        the value that failed, and the cache must stay small)."""
+        key: list = list(matched)  # an int for a rule that held; (position, error, holds) otherwise
         started = False
         for test, order in steps:
             if not started:
@@ -265,10 +268,25 @@ class Policy:
                     except Exception as exc:
                         holds, error = False, failure_message(exc)
                 if holds is True:
-                    outcomes.append(hits[order])
+                    key.append(order)
                     continue
                 if not holds and error is None:
                     continue
+            key.append((order, error, holds))
+        cache_key = tuple(key)
+        try:
+            decision = self._decisions.get(cache_key)
+        except TypeError:  # pragma: no cover - a predicate yielded an unhashable non-boolean
+            decision, cache_key = None, None
+        if decision is not None:
+            return decision
+        hits, rules = self._hits, self.rules
+        outcomes = []
+        for entry in key:
+            if type(entry) is int:
+                outcomes.append(hits[entry])
+                continue
+            order, error, holds = entry
             rule = rules[order]
             outcomes.append(
                 RuleOutcome(
@@ -281,7 +299,12 @@ class Policy:
                     condition=rule.condition_text,
                 )
             )
-        return decide(outcomes, self._requirements, self.default, self.name, self.digest)
+        decision = decide(outcomes, self._requirements, self.default, self.name, self.digest)
+        if cache_key is not None and sum(len(e[1] or "") for e in key if type(e) is not int) <= _CACHED_ERRORS_CHARS:
+            if len(self._decisions) >= RuleIndex.CACHE_LIMIT:
+                self._decisions.clear()
+            self._decisions[cache_key] = decision
+        return decision
 
     def _plan(self, tool: str) -> tuple[tuple[tuple[Any, int], ...], bool, Any]:
         """(test, position) for every rule that covers `tool`, in file order; whether a call of

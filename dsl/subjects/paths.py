@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable
 
@@ -13,9 +13,15 @@ from dsl.values import EvalError
 @dataclass(frozen=True, slots=True)
 class PathValue:
     """An absolute, lexically normalized POSIX path (`text` starts with "/", has no "." or ".."
-    segments, no repeated or trailing "/" except the root itself)."""
+    segments, no repeated or trailing "/" except the root itself).
+
+    `parts`, `name` and `ext` are computed from `text` on first use and kept (a rule reads them
+    several times per call: `path(x).parts contains ".git" or path(x).parts contains ".ssh"`);
+    the kept values take no part in equality, hashing or the repr."""
 
     text: str
+    _parts: tuple[str, ...] | None = field(default=None, init=False, repr=False, compare=False)
+    _name: str | None = field(default=None, init=False, repr=False, compare=False)
 
     KIND = "path"
     FIELDS = {"text": "string", "name": "string", "ext": "string", "parent": "path", "parts": "list[string]",
@@ -26,12 +32,21 @@ class PathValue:
 
     @property
     def parts(self) -> tuple[str, ...]:
-        return tuple(p for p in self.text.split("/") if p)
+        parts = self._parts
+        if parts is None:
+            text = self.text
+            # a normalized text has no empty segment but the root's: split it once, as is
+            parts = tuple(text[1:].split("/")) if text != "/" else ()
+            object.__setattr__(self, "_parts", parts)
+        return parts
 
     @property
     def name(self) -> str:
-        parts = self.parts
-        return parts[-1] if parts else ""
+        name = self._name
+        if name is None:
+            name = self.text[self.text.rfind("/") + 1 :]
+            object.__setattr__(self, "_name", name)
+        return name
 
     @property
     def ext(self) -> str:
@@ -41,8 +56,9 @@ class PathValue:
 
     @property
     def parent(self) -> "PathValue":
-        parts = self.parts
-        return PathValue("/" + "/".join(parts[:-1])) if len(parts) > 1 else PathValue("/")
+        text = self.text
+        cut = text.rfind("/")
+        return PathValue(text[:cut]) if cut > 0 else PathValue("/")
 
     def __str__(self) -> str:
         return self.text
