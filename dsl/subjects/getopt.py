@@ -76,6 +76,12 @@ class _State:
     argv_mode: bool = False
     shell_mode: bool = False
 
+    def key(self) -> tuple:
+        """Where the reading is and what it has found (not which options it did not know)."""
+        values = lambda ws: tuple(w.value for w in ws)  # noqa: E731
+        return (self.i, self.j, len(self.words), values(self.operands), values(self.scripts), values(self.code),
+                self.exits, self.script_operand, self.stdin, self.module, self.argv_mode, self.shell_mode)
+
     def copy(self) -> _State:
         return replace(self, words=list(self.words), operands=list(self.operands), scripts=list(self.scripts),
                        code=list(self.code), unknown=list(self.unknown))
@@ -89,11 +95,16 @@ def read(spec: Spec, words: list[_Word]) -> list[Reading]:
     start = _State(words=list(words), i=leading)  # setarch's ARCH: before the options, not the command
     results: dict[tuple, Reading] = {}
     pending = [start]
+    seen: set[tuple] = set()
     steps = 0
     while pending:
         state = pending.pop()
+        key = state.key()
+        if key in seen:  # another path to the same place: its outcome is the same
+            continue
+        seen.add(key)
         steps += 1
-        if steps > 4 * MAX_READINGS:
+        if steps > 8 * MAX_READINGS:
             raise EvalError("the command has too many options countersign does not know to tell what it runs")
         reading = _finish(spec, _options(spec, state, pending))
         results.setdefault(reading.key(), reading)

@@ -481,7 +481,7 @@ def _first_error(node):
 _ASCII_MASK = bytes(range(128)) + b"x" * 128
 
 
-def _parse(text: str, depth: int, nested: bool) -> list[Command]:
+def _parse(text: str, depth: int, nested: bool, check_stdin: bool = True) -> list[Command]:
     if len(text) > MAX_SHELL_TEXT:
         raise EvalError(f"the command is longer than {MAX_SHELL_TEXT:,} characters")
     text = splice_continuations(text)
@@ -498,7 +498,7 @@ def _parse(text: str, depth: int, nested: bool) -> list[Command]:
         raise EvalError(f"the command is not valid shell syntax{where}")
     walker = _Walker(source, depth)
     walker.walk(tree.root_node, nested)
-    for shell in walker.stdin_shells:
+    for shell in walker.stdin_shells if check_stdin else ():
         if id(shell) not in walker.fed:
             raise EvalError(f"{shell.program} reads its script from standard input (a pipe or a file), which this "
                             "command does not show")
@@ -513,6 +513,15 @@ def _parse_cached(text: str) -> tuple[Command, ...]:
 def clear_shell_cache() -> None:
     """Forget the parsed shell texts kept by `parse_shell` (at most 8,192 of them)."""
     _parse_cached.cache_clear()
+
+
+def parse_shell_pattern(text: str) -> list[Command]:
+    """The commands of a pattern's words (`python` of `Bash(python:*)`), where a shell or an
+    interpreter given no script is a prefix of a command line, not one reading standard input.
+    Not cached: for importing settings, not for decisions. Raises EvalError as parse_shell does."""
+    if "\x00" in text:
+        raise EvalError("the command contains a NUL byte")
+    return _parse(text, 0, False, check_stdin=False)
 
 
 def parse_shell(text: object) -> list[Command]:

@@ -199,8 +199,9 @@ _BASH = spec("bash 5.2 bash(1)", _BASH_LETTERS + "c" + "o;O;",
              "posix pretty-print restricted verbose version wordexp",
              does={"c": SCRIPT_OPERAND, "s": STDIN, **_HELP}, runs=SHELL, abbreviations=False,
              single_dash_long=True, plus=True, lone_dash=Opt(ends=True))
-# dash 0.5.12 dash(1): `dash [-aCefnuvxIimqVEbp] [+...] [-o option] [-c string | -s | file]`, -l
-_DASH = spec("dash 0.5.12 dash(1)", "aCefnuvxIimqVEbplc" + "o;s",
+# dash 0.5.12 dash(1): `dash [-aCefnuvxIimVEbp] [+...] [-o option] [-c string | -s | file]`, -l (the
+# manual also lists -q, which this dash rejects)
+_DASH = spec("dash 0.5.12 dash(1)", "aCefnuvxIimVEbplc" + "o;s",
              does={"c": SCRIPT_OPERAND, "s": STDIN}, runs=SHELL, abbreviations=False, plus=True,
              lone_dash=Opt(ends=True))
 # `sh` is dash on Debian and bash on macOS: bash's table reads every option dash has, and more.
