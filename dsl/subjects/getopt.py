@@ -9,9 +9,9 @@ A table's flags cover the programs that differ (bash's one-dash long options, ni
 
 An option the table does not list could take a value or not, and so hide which program runs: the
 reader follows both readings (no value; the rest of the word or the next word as its value) and
-returns every distinct outcome, each naming the unknown options. Their number is bounded (a command
-line with more than MAX_READINGS distinct readings is an error), and so is the work: each word is
-looked at a bounded number of times per reading.
+returns every distinct outcome, each naming the unknown options. Both are bounded: more than
+MAX_UNKNOWN unknown options in one reading, or more than MAX_READINGS distinct readings, is an error
+(fails closed), so the work stays linear in the command line's length.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from dsl.subjects.optspec import (
 )
 from dsl.values import EvalError
 
-MAX_READINGS = 32  # distinct readings of one command line; more is an error (fails closed)
+MAX_READINGS = 16  # distinct readings of one command line; more is an error (fails closed)
+MAX_UNKNOWN = 4  # options one reading does not know; more is an error (each forks the reading: bounded work)
 _NUMERIC = re.compile(r"-[-+]?[0-9]+")  # nice's old `-10`, `--10`, `-+10`
 ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _UNKNOWN = Opt()
@@ -165,6 +166,12 @@ def _options(spec: Spec, st: _State, pending: list[_State]) -> _State:
     return st
 
 
+def _note_unknown(st: _State, name: str) -> None:
+    st.unknown.append(name)
+    if len(st.unknown) > MAX_UNKNOWN:
+        raise EvalError("the command has too many options countersign does not know to tell what it runs")
+
+
 def _long(spec: Spec, st: _State, word: _Word, body: str, pending: list[_State]) -> bool:
     """One long option at st.i. Returns whether options end after it."""
     name, eq, attached = body.partition("=")
@@ -173,7 +180,7 @@ def _long(spec: Spec, st: _State, word: _Word, body: str, pending: list[_State])
         if spec.any_long:
             st.i += 1
             return False
-        st.unknown.append("--" + name if word.value.startswith("--") else "-" + name)
+        _note_unknown(st, "--" + name if word.value.startswith("--") else "-" + name)
         if not eq and st.i + 1 < len(st.words):
             fork = st.copy()
             fork.i += 2  # it took the next word as its value
@@ -182,7 +189,7 @@ def _long(spec: Spec, st: _State, word: _Word, body: str, pending: list[_State])
         return False
     if opt.value == NONE:
         if eq:  # getopt_long: "option doesn't allow an argument"; the program stops: read on, flagged
-            st.unknown.append("--" + name)
+            _note_unknown(st, "--" + name)
         value, st.i = None, st.i + 1
     elif eq:
         value, st.i = _Word(attached, word.dynamic), st.i + 1
@@ -207,7 +214,7 @@ def _short(spec: Spec, st: _State, word: _Word, pending: list[_State]) -> bool:
         if opt is not None and not spec.clusters and opt.value == NONE and rest:
             opt = None  # `lua -iv`: not an option of a program that does not cluster
         if opt is None:
-            st.unknown.append(w[0] + ch)
+            _note_unknown(st, w[0] + ch)
             fork = st.copy()  # reading two: it takes a value (the rest of the word, or the next word)
             fork.i, fork.j = st.i + (after if rest else after + 1), 0
             if fork.i <= len(st.words):
@@ -286,9 +293,11 @@ def _finish(spec: Spec, st: _State) -> Reading:
             reading.scripts = [*reading.scripts, *rest[1:2]]
             rest = []
         if spec.assignments:
-            while rest and ASSIGNMENT.match(rest[0].value):
-                reading.assignments.append(rest[0].value)
-                rest = rest[1:]
+            k = 0
+            while k < len(rest) and ASSIGNMENT.match(rest[k].value):
+                k += 1
+            reading.assignments.extend(w.value for w in rest[:k])
+            rest = rest[k:]
         if not rest and spec.default and len(operands) >= skip:
             rest = [_Word(word, False) for word in spec.default]
         if st.exits:
