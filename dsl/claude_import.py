@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from dsl import subjects
+from dsl.subjects.shell import parse_shell_pattern
 from dsl.values import EvalError
 
 __all__ = ["ImportResult", "Note", "SettingsError", "hook_context", "import_file", "import_settings"]
@@ -660,7 +661,8 @@ class _Importer:
 
         def commands(text: str) -> list[subjects.Command]:
             # a statement that only assigns is not a command a pattern can name
-            return [c for c in subjects.parse_shell(text) if c.argv]
+            # a prefix (`python` of `python:*`) is not a shell reading standard input
+            return [c for c in parse_shell_pattern(text) if c.argv]
 
         try:
             return commands(marked), body, None

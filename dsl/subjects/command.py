@@ -21,6 +21,9 @@ class Command:
     - `dynamic`: some word holds an expansion (`$HOME`, `$(...)`, `*`), so its value at run time is
       not known; its text is kept as written.
     - `text`: the command's source text.
+    - `code`: the inline code it runs, as written: a shell's `-c` script and the heredoc or
+      here-string it reads as its script, an interpreter's `-c`/`-e` code (`python -c`, `perl -e`,
+      `node -e`, ...) or the heredoc it reads; empty for other commands.
     """
 
     program: str
@@ -34,12 +37,14 @@ class Command:
     nested: bool = False
     dynamic: bool = False
     text: str = ""
+    code: tuple[str, ...] = ()
 
     KIND = "command"
     FIELDS = {
         "program": "string", "path": "string", "argv": "list[string]", "args": "list[string]",
         "flags": "list[string]", "redirects": "list[string]", "wrappers": "list[string]",
         "assignments": "list[string]", "nested": "bool", "dynamic": "bool", "text": "string",
+        "code": "list[string]",
     }
 
     def __str__(self) -> str:

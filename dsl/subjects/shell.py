@@ -3,15 +3,16 @@
 
 from __future__ import annotations
 
+import posixpath
 import re
 import threading
 from functools import lru_cache
 
 from dsl.subjects.command import Command, _Word, _as_dict
-from dsl.subjects.programs import (
-    _RESERVED, SHELLS, WRAPPERS, _dash_c_script, _find_exec_commands, _fish_init, _flock_command,
-    _reads_script_from_stdin, _shell_operands, _shell_script, _unwrap, _watch_command, _xargs_command, split_flags,
-)
+from dsl.subjects.getopt import read
+from dsl.subjects.optspec import INTERPRETER
+from dsl.subjects.programs import _RESERVED, _find_exec_commands, split_flags
+from dsl.subjects.wrappers import TABLE, WRAPPERS
 from dsl.subjects.quoting import (
     _BRACES, _QUOTED_PARTS, _SUBSCRIPT, _ansi_c, _unescape_double, _unescape_unquoted, brace_expand,
     splice_continuations,
@@ -43,7 +44,8 @@ class _Walker:
         self.source = source
         self.depth = depth
         self.commands: list[Command] = []
-        self.stdin_shells: list[Command] = []  # shells reading their script from standard input
+        self.stdin_shells: list[Command] = []  # shells and interpreters reading their script from standard input
+        self.stdin_readers: dict[int, str] = {}  # their ids -> "sh" (a shell's script) or "code" (another language)
         self.fed: set[int] = set()  # ids of those whose input (a heredoc, a here-string) was read here
 
     def text(self, node) -> str:
@@ -160,16 +162,12 @@ class _Walker:
                                                  nested=nested, text=self.text(node)))
             # `sh <<EOF`: a shell with no -c reads its script from the heredoc
             first = self.commands[before] if len(self.commands) > before else None
-            reads_script = first is not None and first.program in SHELLS and _reads_script_from_stdin(
-                [_Word(a, False) for a in first.argv[1:]]
-            )
+            reader = first if first is not None and id(first) in self.stdin_readers else None
             for child in node.children:
                 if body is not None and child.id == body.id:
                     continue
                 if child.type == "heredoc_redirect":
-                    self.heredoc(child, nested, reads_script)
-                    if reads_script:
-                        self.fed.add(id(first))
+                    self.heredoc(child, nested, [reader] if reader is not None else [])
                 elif child.type not in ("file_redirect",):
                     self.walk(child, nested)
             return
@@ -199,7 +197,7 @@ class _Walker:
             self.nested_in(node)
             return
         if kind == "heredoc_redirect":
-            self.heredoc(node, nested, False)
+            self.heredoc(node, nested, [])
             return
         if kind == "for_statement":
             # `for HOME in DIR; do git status; done`: the loop variable is set (and exported if it
@@ -214,9 +212,10 @@ class _Walker:
         for child in node.children:
             self.walk(child, nested, redirects)  # a group's redirections apply to every command in it
 
-    def heredoc(self, node, nested: bool, feeds_shell: bool) -> None:
+    def heredoc(self, node, nested: bool, readers: list[Command]) -> None:
         """A heredoc, possibly piped into more commands (`cat <<'EOF' | sh`). When a shell reads
-        it (`feeds_shell`: the command it belongs to is one), its body is a script: parse it. Else
+        it (`readers`: the command it belongs to reads its script from standard input, or one in
+        the pipeline after it does), its body is a script: parse it. Else
         the body of an unquoted heredoc is expanded: the commands of its `$(...)` and backticks run.
         The body is taken from the text between the end of the line and the delimiter, not from
         the parser's body node, which loses a first line that starts with a backslash."""
@@ -231,11 +230,12 @@ class _Walker:
                 body_node = child
             elif child.type in ("pipeline", "command", "list", "redirected_statement"):
                 before = len(self.commands)
-                self.walk(child, nested)
-                for c in self.commands[before:]:
-                    if c.program in SHELLS:
-                        feeds_shell = True
-                        self.fed.add(id(c))
+                line_end = self.source.find(b"\n", start_node.end_byte) if start_node is not None else -1
+                if 0 <= line_end < child.end_byte:
+                    self.first_line(self.source[child.start_byte : line_end], nested)
+                else:
+                    self.walk(child, nested)
+                readers = readers + [c for c in self.commands[before:] if id(c) in self.stdin_readers]
         if start_node is not None and end_node is not None:
             line_end = self.source.find(b"\n", start_node.end_byte)
             raw = self.source[line_end + 1 : end_node.start_byte] if 0 <= line_end < end_node.start_byte else b""
@@ -244,10 +244,25 @@ class _Walker:
             body_text = self.text(body_node) if body_node is not None else None
         if body_text is None:
             return
-        if feeds_shell:
-            self.script(body_text, nested=True)  # its substitutions are in the script too: read once
+        if readers:
+            for reader in readers:  # its substitutions are in the script too: read once
+                self.feed(reader, body_text, False)
         elif not quoted and ("$" in body_text or "`" in body_text):
             self.expanded_text(body_text)
+
+    def first_line(self, text: bytes, nested: bool) -> None:
+        """The commands after `<<EOF` on its line (`| sh`), when the parser read the heredoc's first
+        line into them (it does when that line starts with a backslash): parsed again alone."""
+        text = text.lstrip().lstrip(b"|&;").lstrip()
+        tree = _parser().parse(text.translate(_ASCII_MASK))
+        if _has_error(tree.root_node):
+            raise EvalError("the command is not valid shell syntax (after a heredoc's start)")
+        sub = _Walker(text, self.depth)
+        sub.walk(tree.root_node, nested)
+        self.commands.extend(sub.commands)
+        self.stdin_shells.extend(sub.stdin_shells)
+        self.stdin_readers.update(sub.stdin_readers)
+        self.fed |= sub.fed
 
     def expanded_text(self, body: str) -> None:
         """The commands that expanding an unquoted heredoc's body runs. The parser misses a `$(...)`
@@ -278,7 +293,7 @@ class _Walker:
         elif program == "alias":
             strings = [_Word(w.value.split("=", 1)[1], w.dynamic) for w in values if "=" in w.value]
         elif program in ("source", "."):
-            if values and (values[0].dynamic or values[0].value.startswith(("/dev/stdin", "/dev/fd/", "/proc/self/fd/"))):
+            if values and (values[0].dynamic or _stream(values[0]) is not None):
                 raise EvalError(f"{program} runs a script that is only known at run time")
             return
         else:  # hash
@@ -290,10 +305,14 @@ class _Walker:
                 raise EvalError(f"{program} runs a string that is only known at run time")
             self.script(string.value, nested=True)
 
-    def script(self, text: str, nested: bool) -> None:
+    def script(self, text: str, nested: bool, dynamic: bool = False) -> None:
+        """The commands of a script run by this command line; `dynamic`: under one reading only."""
         if self.depth >= 8:
             raise EvalError("the command nests shells more than 8 deep")
-        self.commands.extend(_parse(text, self.depth + 1, nested))
+        commands = _parse(text, self.depth + 1, nested)
+        if dynamic:
+            commands = [c if c.dynamic else Command(**{**_as_dict(c), "dynamic": True}) for c in commands]
+        self.commands.extend(commands)
 
     def command(self, node, nested: bool, redirects: tuple[str, ...]) -> None:
         start = len(self.commands)  # commands nested in the words land here; they follow the outer one
@@ -322,76 +341,125 @@ class _Walker:
             before = len(self.commands)
             self.emit(words, tuple(assignments), redirects, nested, self.text(node), ())
             first = self.commands[before] if len(self.commands) > before else None
-            if herestrings and first is not None and first.program in SHELLS and _reads_script_from_stdin(
-                [_Word(a, False) for a in first.argv[1:]]
-            ):
+            if herestrings and first is not None and id(first) in self.stdin_readers:
                 for fed in herestrings:  # `bash <<< 'rm -rf /'`: the shell reads its script from it
-                    if fed.dynamic:
-                        raise EvalError(f"{first.program} reads a script that is only known at run time")
-                    self.script(fed.value, nested=True)
-                self.fed.add(id(first))
+                    self.feed(first, fed.value, fed.dynamic)
         self.commands.extend(inner)
 
-    def emit(self, words: list[_Word], assignments, redirects, nested, text, wrappers) -> None:
+    def emit(self, words: list[_Word], assignments, redirects, nested, text, wrappers, dynamic: bool = False) -> None:
+        """The command `words` and what it runs. `dynamic`: it is only one reading of an outer
+        command line whose options were not all understood, so it is marked dynamic."""
         program_word = words[0]
         program = program_word.value.rsplit("/", 1)[-1]
         rest = words[1:]
-        if program in WRAPPERS and not program_word.dynamic:
-            unwrapped = _unwrap(program, rest)
-            if unwrapped is not None:
-                inner, more_assignments = unwrapped
-                self.emit(inner, assignments + more_assignments, redirects, nested, text, wrappers + (program,))
-                return
+        spec = TABLE.get(program) if not program_word.dynamic else None
+        if spec is not None:
+            self.emit_read(program, spec, words, assignments, redirects, nested, text, wrappers, dynamic)
+            return
         if program in _RESERVED and not program_word.dynamic:
             raise EvalError(f"the keyword '{program}' stands where a command should (after time or coproc?): "
                             "the commands it runs cannot be read reliably")
-        argv = tuple(w.value for w in words)
-        dynamic = any(w.dynamic for w in words)
-        flags, args = split_flags(program, [w.value for w in rest])
-        command = Command(program=program, path=program_word.value, argv=argv, args=args, flags=flags, redirects=redirects,
-                          wrappers=wrappers, assignments=assignments, nested=nested, dynamic=dynamic, text=text)
-        self.commands.append(command)
+        self.commands.append(_command(words, assignments, redirects, nested, text, wrappers, dynamic))
         # Commands that run other commands.
-        if program in SHELLS:
-            script = _shell_script(rest) if program != "fish" else (_dash_c_script(rest) or _fish_init(rest))
-            if script is not None:
-                if script.dynamic:
-                    raise EvalError(f"{program} -c runs a script that is only known at run time")
-                self.script(script.value, nested=True)
-            elif _reads_script_from_stdin(rest) and not _shell_operands(rest):
-                self.stdin_shells.append(command)  # an error unless a heredoc or here-string here feeds it
-        elif program == "flock" and _dash_c_script(rest) is None:
-            inner = _flock_command(rest)  # `flock FILE CMD ...` runs CMD holding the lock
-            if inner:
-                self.emit(inner, (), (), True, text, wrappers + ("flock",))
-        elif program in ("su", "script", "flock") and (inner_script := _dash_c_script(rest)) is not None:
-            if inner_script.dynamic:
-                raise EvalError(f"{program} -c runs a command that is only known at run time")
-            self.script(inner_script.value, nested=True)
-        elif program in ("trap", "mapfile", "readarray", "alias", "source", ".", "hash"):
+        if program in ("trap", "mapfile", "readarray", "alias", "source", ".", "hash"):
             self.runs_strings(program, rest)
         elif program == "eval" and rest:
             words = rest[1:] if rest[0].value == "--" else rest
             if any(w.dynamic for w in words):
                 raise EvalError("eval runs a string that is only known at run time")
-            self.script(" ".join(w.value for w in words), nested=True)
+            self.script(" ".join(w.value for w in words), nested=True, dynamic=dynamic)
         elif program == "find":
             for inner in _find_exec_commands(rest):
                 if inner:
                     if inner[0].value == "{}":  # `-exec {} ...`: the program is each file found
                         inner = [_Word("{}", True)] + inner[1:]
-                    self.emit(inner, (), (), True, text, ())
-        elif program == "watch":
-            inner = _watch_command(rest)
-            if inner:
-                if any(w.dynamic for w in inner):
-                    raise EvalError("watch runs a command that is only known at run time")
-                self.script(" ".join(w.value for w in inner), nested=True)  # watch runs it through sh -c
-        elif program == "xargs":
-            before = len(self.commands)
-            self.emit(_xargs_command(rest), (), (), True, text, ())
-            first = self.commands[before]
-            self.commands[before] = Command(**{**_as_dict(first), "dynamic": True})  # its arguments come from stdin
+                    self.emit(inner, (), (), True, text, (), dynamic)
+
+    def emit_read(self, program, spec, words, assignments, redirects, nested, text, wrappers, dynamic) -> None:
+        """A program whose command line a table of dsl.subjects.wrappers reads: a wrapper is
+        replaced by the command it runs; a shell, an interpreter or a runner is listed with the
+        scripts it runs nested after it. When some option is not understood, the program is listed
+        as dynamic and every reading of what it runs follows it, nested and dynamic too."""
+        readings = read(spec, words[1:])
+        ambiguous = len(readings) > 1 or bool(readings[0].unknown)
+        wrapper = program in WRAPPERS
+        first = readings[0]
+        if wrapper and not ambiguous and first.command is not None and not first.scripts and not first.stdin:
+            self.emit(first.command, assignments + tuple(first.assignments), redirects, nested, text,
+                      wrappers + (program,), dynamic or spec.dynamic_inner)
+            return
+        code = tuple(dict.fromkeys(w.value for r in readings for w in (*r.scripts, *r.code)))
+        own = _command(words, assignments, redirects, nested, text, wrappers, dynamic or ambiguous, code)
+        self.commands.append(own)
+        kind = "code" if spec.runs == INTERPRETER else "sh"
+        inner_dynamic = dynamic or ambiguous
+        for reading in readings:
+            if reading.command is not None:
+                if wrapper:
+                    self.emit(reading.command, assignments + tuple(reading.assignments), redirects, True, text,
+                              wrappers + (program,), inner_dynamic or spec.dynamic_inner)
+                else:  # xargs, busybox's applet: the command it runs, nested
+                    self.emit(reading.command, (), (), True, text, (), inner_dynamic or spec.dynamic_inner)
+            for script in reading.scripts:
+                if script.dynamic:
+                    raise EvalError(f"{program} runs a script that is only known at run time")
+                self.script(script.value, nested=True, dynamic=inner_dynamic)
+            stream = _stream(reading.script_file) if reading.script_file is not None else None
+            if stream == "elsewhere":
+                raise EvalError(f"{program} reads its script from {reading.script_file.value}, which this command "
+                                "does not show")
+            if reading.stdin or stream == "stdin":
+                self.stdin_readers[id(own)] = kind  # an error unless a heredoc or here-string here feeds it
+                self.stdin_shells.append(own)
+
+    def feed(self, reader: Command, body: str, dynamic: bool) -> None:
+        """A heredoc or here-string `body` is the script `reader` reads from standard input: a shell's
+        is read as a script; either way it is kept in the reader's `code`."""
+        self.fed.add(id(reader))
+        if self.stdin_readers.get(id(reader)) == "sh":
+            if dynamic:
+                raise EvalError(f"{reader.program} reads a script that is only known at run time")
+            self.script(body, nested=True)
+        for k in range(len(self.commands) - 1, -1, -1):
+            if self.commands[k] is reader:
+                self.commands[k] = Command(**{**_as_dict(reader), "code": reader.code + (body,),
+                                              "dynamic": reader.dynamic or dynamic})
+                break
+
+
+def _command(words, assignments, redirects, nested, text, wrappers, dynamic, code=()) -> Command:
+    program_word = words[0]
+    program = program_word.value.rsplit("/", 1)[-1]
+    flags, args = split_flags(program, [w.value for w in words[1:]])
+    return Command(program=program, path=program_word.value, argv=tuple(w.value for w in words), args=args,
+                   flags=flags, redirects=redirects, wrappers=wrappers, assignments=assignments, nested=nested,
+                   dynamic=dynamic or any(w.dynamic for w in words), text=text, code=code)
+
+
+# Files that are standard input (a shell or `source` given one reads what a heredoc or a pipe feeds).
+_STDIN_PATH = re.compile(r"/dev/stdin|/dev/fd/0|/proc/(self|thread-self|[0-9]+)(/task/[0-9]+)?/fd/0")
+
+
+def _stream(word: _Word) -> str | None:
+    """Whether a script file is standard input ("stdin"), another stream this text does not show
+    ("elsewhere": a process substitution `<(curl ...)`, another descriptor, `/dev/tcp/...`, a device),
+    or a file (None). A relative path is read as if it might climb to the root (`../../dev/stdin`)."""
+    value = word.value
+    if word.dynamic:
+        return "elsewhere" if value.startswith(("<(", ">(")) else None
+    normal = posixpath.normpath(value) if value else value
+    if not normal.startswith("/"):
+        parts = normal.split("/")
+        while parts and parts[0] == "..":
+            parts = parts[1:]
+        if len(parts) == len(normal.split("/")):
+            return None  # relative, not climbing: under the working directory
+        normal = "/" + "/".join(parts)
+    if _STDIN_PATH.fullmatch(normal):
+        return "stdin"
+    if normal == "/dev/null":
+        return None
+    return "elsewhere" if normal.startswith(("/dev/", "/proc/")) else None
 
 
 def _has_error(node) -> bool:
@@ -413,7 +481,7 @@ def _first_error(node):
 _ASCII_MASK = bytes(range(128)) + b"x" * 128
 
 
-def _parse(text: str, depth: int, nested: bool) -> list[Command]:
+def _parse(text: str, depth: int, nested: bool, check_stdin: bool = True) -> list[Command]:
     if len(text) > MAX_SHELL_TEXT:
         raise EvalError(f"the command is longer than {MAX_SHELL_TEXT:,} characters")
     text = splice_continuations(text)
@@ -430,7 +498,7 @@ def _parse(text: str, depth: int, nested: bool) -> list[Command]:
         raise EvalError(f"the command is not valid shell syntax{where}")
     walker = _Walker(source, depth)
     walker.walk(tree.root_node, nested)
-    for shell in walker.stdin_shells:
+    for shell in walker.stdin_shells if check_stdin else ():
         if id(shell) not in walker.fed:
             raise EvalError(f"{shell.program} reads its script from standard input (a pipe or a file), which this "
                             "command does not show")
@@ -445,6 +513,15 @@ def _parse_cached(text: str) -> tuple[Command, ...]:
 def clear_shell_cache() -> None:
     """Forget the parsed shell texts kept by `parse_shell` (at most 8,192 of them)."""
     _parse_cached.cache_clear()
+
+
+def parse_shell_pattern(text: str) -> list[Command]:
+    """The commands of a pattern's words (`python` of `Bash(python:*)`), where a shell or an
+    interpreter given no script is a prefix of a command line, not one reading standard input.
+    Not cached: for importing settings, not for decisions. Raises EvalError as parse_shell does."""
+    if "\x00" in text:
+        raise EvalError("the command contains a NUL byte")
+    return _parse(text, 0, False, check_stdin=False)
 
 
 def parse_shell(text: object) -> list[Command]:

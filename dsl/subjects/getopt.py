@@ -1,0 +1,365 @@
+"""One reader for every table of dsl.subjects.wrappers: a command line read as the program reads it.
+
+The reading follows glibc's getopt(3) and getopt_long(3) (the GNU C Library manual, 2.36, "Parsing
+program options using getopt"): short options cluster (`-xv`), a value is attached (`-uroot`) or the
+next word, `::` takes only an attached value, `--` ends the options, a long option may be
+abbreviated to any unambiguous prefix, `--name=value` attaches its value; options end at the first
+operand when the optstring starts with `+` (what most wrappers use), else they may follow operands.
+A table's flags cover the programs that differ (bash's one-dash long options, nice's `-10`, ...).
+
+An option the table does not list could take a value or not, and so hide which program runs: the
+reader follows both readings (no value; the rest of the word or the next word as its value) and
+returns every distinct outcome, each naming the unknown options. Both are bounded: more than
+MAX_UNKNOWN unknown options in one reading, or more than MAX_READINGS distinct readings, is an error
+(fails closed), so the work stays linear in the command line's length.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field, replace
+
+from dsl.subjects.command import _Word
+from dsl.subjects.optspec import (
+    APPLET, ARGV, ARGV_MODE, CODE, EXIT, EXIT_BARE, INTERPRETER, MODULE, NEXT, NONE, OPTIONAL, REQUIRED,
+    SCRIPT, SCRIPT_OPERAND, SESSION, SH_WORDS, SHELL, SHELL_MODE, SPLIT, STDIN, Opt, Spec,
+)
+from dsl.values import EvalError
+
+MAX_READINGS = 16  # distinct readings of one command line; more is an error (fails closed)
+MAX_UNKNOWN = 4  # options one reading does not know; more is an error (each forks the reading: bounded work)
+_NUMERIC = re.compile(r"-[-+]?[0-9]+")  # nice's old `-10`, `--10`, `-+10`
+ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_UNKNOWN = Opt()
+
+
+@dataclass
+class Reading:
+    """What one reading of a command line runs.
+
+    - `command`: the words of the command the program runs (ARGV and APPLET programs), or None.
+    - `assignments`: the `NAME=VALUE` words it sets for that command (env, sudo).
+    - `scripts`: shell scripts it runs (`su -c`, `bash -c`, watch's joined words).
+    - `code`: code in another language it runs (`python -c`, `perl -e`).
+    - `stdin`: it reads a script (or code) from standard input.
+    - `script_file`: the script file a shell or an interpreter runs (its first operand).
+    - `unknown`: the options this reading did not understand (a non-empty list: the command is dynamic).
+    """
+
+    command: list[_Word] | None = None
+    assignments: list[str] = field(default_factory=list)
+    scripts: list[_Word] = field(default_factory=list)
+    code: list[_Word] = field(default_factory=list)
+    stdin: bool = False
+    script_file: _Word | None = None
+    unknown: list[str] = field(default_factory=list)
+
+    def key(self) -> tuple:
+        words = lambda ws: tuple((w.value, w.dynamic) for w in ws)  # noqa: E731
+        return (None if self.command is None else words(self.command), tuple(self.assignments), words(self.scripts),
+                words(self.code), self.stdin, None if self.script_file is None else self.script_file.value)
+
+
+@dataclass
+class _State:
+    words: list[_Word]
+    i: int = 0          # the word being read
+    j: int = 0          # the position inside a cluster of short options (0: at the word's start)
+    operands: list[_Word] = field(default_factory=list)  # operands met among the options (permute)
+    scripts: list[_Word] = field(default_factory=list)
+    code: list[_Word] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+    exits: bool = False
+    script_operand: bool = False
+    stdin: bool = False
+    module: bool = False
+    argv_mode: bool = False
+    shell_mode: bool = False
+
+    def key(self) -> tuple:
+        """Where the reading is and what it has found (not which options it did not know)."""
+        values = lambda ws: tuple(w.value for w in ws)  # noqa: E731
+        return (self.i, self.j, len(self.words), values(self.operands), values(self.scripts), values(self.code),
+                self.exits, self.script_operand, self.stdin, self.module, self.argv_mode, self.shell_mode)
+
+    def copy(self) -> _State:
+        return replace(self, words=list(self.words), operands=list(self.operands), scripts=list(self.scripts),
+                       code=list(self.code), unknown=list(self.unknown))
+
+
+def read(spec: Spec, words: list[_Word]) -> list[Reading]:
+    """Every distinct reading of `words` (a program's arguments, its name not included) by `spec`:
+    one when every option is understood. Raises EvalError for an `env -S` string that cannot be
+    split, or for more than MAX_READINGS readings."""
+    leading = min(spec.leading, len(words))
+    start = _State(words=list(words), i=leading)  # setarch's ARCH: before the options, not the command
+    results: dict[tuple, Reading] = {}
+    pending = [start]
+    seen: set[tuple] = set()
+    steps = 0
+    while pending:
+        state = pending.pop()
+        key = state.key()
+        if key in seen:  # another path to the same place: its outcome is the same
+            continue
+        seen.add(key)
+        steps += 1
+        if steps > 8 * MAX_READINGS:
+            raise EvalError("the command has too many options countersign does not know to tell what it runs")
+        reading = _finish(spec, _options(spec, state, pending))
+        results.setdefault(reading.key(), reading)
+        if len(results) > MAX_READINGS:
+            raise EvalError("the command has too many options countersign does not know to tell what it runs")
+    return list(results.values())
+
+
+def _resolve(spec: Spec, name: str) -> Opt | None:
+    """The long option `name` names: itself, or (getopt_long) the one option it is a prefix of."""
+    opt = spec.long.get(name)
+    if opt is not None or not spec.abbreviations or not name:
+        return opt
+    found = {spec.long[n] for n in spec.long if n.startswith(name)}
+    return found.pop() if len(found) == 1 else None  # several options: ambiguous, an error to getopt_long
+
+
+def _options(spec: Spec, st: _State, pending: list[_State]) -> _State:
+    """Read options from st.i on; a fork for each unknown option goes on `pending`. Returns the
+    state where the options end (st.i at the first word that is not an option's)."""
+    words = st.words
+    while st.i < len(words):
+        word = words[st.i]
+        w = word.value
+        if st.j == 0:
+            if w == "--":
+                st.i += 1
+                return st
+            if spec.numeric and _NUMERIC.fullmatch(w):
+                st.i += 1
+                continue
+            if w == "-":
+                if spec.lone_dash is None:
+                    if not spec.permute:
+                        return st
+                    st.operands.append(word)
+                    st.i += 1
+                    continue
+                _apply(st, spec.lone_dash, None)
+                st.i += 1
+                if spec.lone_dash.ends:
+                    return st
+                continue
+            if not (w.startswith("-") or (spec.plus and w.startswith("+"))) or len(w) == 1:
+                if not spec.permute:
+                    return st
+                st.operands.append(word)
+                st.i += 1
+                continue
+            body = w[2:] if w.startswith("--") else w[1:]
+            if w.startswith("--") or (spec.single_dash_long and _resolve(spec, body.split("=", 1)[0]) is not None):
+                if _long(spec, st, word, body, pending):
+                    return st
+                continue
+            st.j = 1
+        if _short(spec, st, word, pending):
+            return st
+    return st
+
+
+def _note_unknown(st: _State, name: str) -> None:
+    st.unknown.append(name)
+    if len(st.unknown) > MAX_UNKNOWN:
+        raise EvalError("the command has too many options countersign does not know to tell what it runs")
+
+
+def _long(spec: Spec, st: _State, word: _Word, body: str, pending: list[_State]) -> bool:
+    """One long option at st.i. Returns whether options end after it."""
+    name, eq, attached = body.partition("=")
+    opt = _resolve(spec, name)
+    if opt is None:
+        if spec.any_long:
+            st.i += 1
+            return False
+        _note_unknown(st, "--" + name if word.value.startswith("--") else "-" + name)
+        if not eq and st.i + 1 < len(st.words):
+            fork = st.copy()
+            fork.i += 2  # it took the next word as its value
+            pending.append(fork)
+        st.i += 1
+        return False
+    if opt.value == NONE:
+        if eq:  # getopt_long: "option doesn't allow an argument"; the program stops: read on, flagged
+            _note_unknown(st, "--" + name)
+        value, st.i = None, st.i + 1
+    elif eq:
+        value, st.i = _Word(attached, word.dynamic), st.i + 1
+    elif opt.value == OPTIONAL:
+        value, st.i = None, st.i + 1
+    else:
+        value = st.words[st.i + 1] if st.i + 1 < len(st.words) else None
+        st.i += 2
+    _apply(st, opt, value, st.i)
+    return opt.ends
+
+
+def _short(spec: Spec, st: _State, word: _Word, pending: list[_State]) -> bool:
+    """The cluster of short options at st.words[st.i], from position st.j. Returns whether options
+    end after it."""
+    w = word.value
+    after = 1  # words this cluster takes: itself and the values of NEXT options (`-co posix`)
+    ends = False
+    while st.j < len(w):
+        ch, rest = w[st.j], w[st.j + 1 :]
+        opt = spec.short.get(ch)
+        if opt is not None and not spec.clusters and opt.value == NONE and rest:
+            opt = None  # `lua -iv`: not an option of a program that does not cluster
+        if opt is None:
+            _note_unknown(st, w[0] + ch)
+            fork = st.copy()  # reading two: it takes a value (the rest of the word, or the next word)
+            fork.i, fork.j = st.i + (after if rest else after + 1), 0
+            if fork.i <= len(st.words):
+                pending.append(fork)
+            if not spec.clusters or not rest:  # reading one: no value
+                break
+            st.j += 1
+            continue
+        if opt.value in (REQUIRED, OPTIONAL):
+            if rest:
+                value = _Word(rest, word.dynamic)
+            elif opt.value == REQUIRED and st.i + after < len(st.words):
+                value = st.words[st.i + after]
+                after += 1
+            else:
+                value = None
+            _apply(st, opt, value, st.i + after)
+            ends = ends or opt.ends
+            break
+        if opt.value == NEXT:
+            value = st.words[st.i + after] if st.i + after < len(st.words) else None
+            after += 1
+            _apply(st, opt, value, st.i + after)
+        else:
+            _apply(st, opt, None)
+        ends = ends or opt.ends
+        if ends:
+            break
+        st.j += 1
+    st.i, st.j = st.i + after, 0
+    return ends
+
+
+def _apply(st: _State, opt: Opt, value: _Word | None, at: int = 0) -> None:
+    """What one option does to the reading; `at`: the index of the word after the option and its value."""
+    does = opt.does
+    if does == EXIT or (does == EXIT_BARE and (value is None or not value.value)):
+        st.exits = True
+    elif does == SCRIPT and value is not None:
+        st.scripts.append(value)
+    elif does == SCRIPT_OPERAND:
+        st.script_operand = True
+    elif does == STDIN:
+        st.stdin = True
+    elif does == CODE and value is not None:
+        st.code.append(value)
+    elif does == MODULE:
+        st.module = True
+    elif does == ARGV_MODE:
+        st.argv_mode = True
+    elif does == SHELL_MODE:
+        st.shell_mode = True
+    elif does == SPLIT and value is not None:
+        # `env -S STRING`: its words stand after the option, and are read as env's own words
+        st.words[at:at] = _split_string(value)
+
+
+def _split_string(value: _Word) -> list[_Word]:
+    """`env -S STRING`: the words env splits STRING into (its quoting is close to the shell's)."""
+    try:
+        parts = shlex.split(value.value.replace("\\_", " "))  # env's own escape: \_ is a space
+    except ValueError:
+        raise EvalError("env -S holds a string that cannot be split into words") from None
+    return [_Word(part, value.dynamic or "$" in part) for part in parts]
+
+
+def _finish(spec: Spec, st: _State) -> Reading:
+    """What the program runs once its options are read: the operands say the rest."""
+    operands = st.operands + st.words[st.i :]
+    reading = Reading(scripts=st.scripts, code=st.code, unknown=st.unknown)
+    runs = ARGV if st.argv_mode else spec.runs
+    skip = 0 if st.argv_mode else spec.skip
+    if runs == ARGV:
+        rest = operands[skip:] if len(operands) > skip else []
+        if spec.dash_c_after_skip and rest and rest[0].value in ("-c", "--command"):
+            reading.scripts = [*reading.scripts, *rest[1:2]]
+            rest = []
+        if spec.assignments:
+            k = 0
+            while k < len(rest) and ASSIGNMENT.match(rest[k].value):
+                k += 1
+            reading.assignments.extend(w.value for w in rest[:k])
+            rest = rest[k:]
+        if not rest and spec.default and len(operands) >= skip:
+            rest = [_Word(word, False) for word in spec.default]
+        if st.exits:
+            return reading
+        if rest:
+            reading.command = rest
+        elif (spec.bare_shell or st.shell_mode) and not reading.scripts:
+            reading.stdin = True
+        return reading
+    if runs == APPLET:
+        if operands and not st.exits:
+            reading.command = operands
+        return reading
+    if runs == SH_WORDS:
+        rest = operands[skip:]
+        if spec.dash_c_after_skip and rest and rest[0].value in ("-c", "--command"):
+            rest = rest[1:]
+        if st.exits:
+            return reading
+        if rest:
+            joined = _Word(" ".join(w.value for w in rest), any(w.dynamic for w in rest))
+            reading.scripts = [*reading.scripts, joined]
+        elif spec.bare_shell:
+            reading.stdin = True
+        return reading
+    if runs == SESSION:
+        if st.exits or reading.scripts:
+            return reading
+        extra = operands[skip:]
+        if spec.shell_args and extra:
+            # `su USER ARGS`: ARGS go to the user's shell, as to `sh ARGS`
+            from dsl.subjects.wrappers import SHELL_SPECS
+
+            for inner in read(SHELL_SPECS["sh"], extra):
+                reading.scripts = [*reading.scripts, *inner.scripts]
+                reading.stdin = reading.stdin or inner.stdin
+                reading.script_file = reading.script_file or inner.script_file
+                reading.unknown = [*reading.unknown, *inner.unknown]
+        else:
+            reading.stdin = True
+        return reading
+    # a shell or an interpreter
+    if st.exits:
+        return reading
+    if runs == SHELL:
+        if st.script_operand:
+            if operands:
+                reading.scripts = [*reading.scripts, operands[0]]
+        elif reading.scripts:
+            pass
+        elif st.stdin or not operands:
+            reading.stdin = True
+        else:
+            reading.script_file = operands[0]
+        return reading
+    assert runs == INTERPRETER
+    if st.stdin:
+        reading.stdin = True
+    elif st.code or st.module:
+        pass
+    elif operands:
+        reading.script_file = operands[0]
+    else:
+        reading.stdin = True
+    return reading

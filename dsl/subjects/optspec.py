@@ -1,0 +1,126 @@
+"""The shape of a program's option table (see dsl.subjects.wrappers for the tables themselves).
+
+An `Opt` says what one option does: whether it takes a value, how (attached, the next word, either),
+and what that value or the option means for what runs. A `Spec` says how a program reads its
+command line: its options, whether options stop at the first operand (getopt's `+`), how many
+operands stand before the command, and what the operands after them are (a command, a script, ...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# How an option takes its value (getopt(3) and getopt_long(3) of glibc, unless a table says otherwise).
+NONE = "none"          # no value: `-i`, `--ignore-environment`
+REQUIRED = "required"  # attached (`-uroot`, `--user=root`) or else the next word (`-u root`)
+OPTIONAL = "optional"  # attached only (`-t5`, `--timing=FILE`; getopt's `::`)
+NEXT = "next"          # always the next word, the rest of a cluster still options (`bash -co posix`)
+
+# What an option (or its value) means for what runs.
+EXIT = "exit"          # the program runs no command: --help, --version, `sudo -l`, `command -v`
+EXIT_BARE = "exit-bare"  # EXIT when given no value (`sudo -h` is help, `sudo -hHOST` names a host)
+SCRIPT = "script"      # the value is a shell script it runs: `su -c CMD`, `script -c CMD`
+SCRIPT_OPERAND = "script-operand"  # the first operand is the script: `bash -c`
+STDIN = "stdin"        # it reads its script from standard input: `bash -s`, `python -i`
+CODE = "code"          # the value is code of the program's own language: `python -c`, `perl -e`
+MODULE = "module"      # the value names what runs (not a file, not stdin): `python -m MOD`
+SPLIT = "split"        # the value is split into words that take its place: `env -S 'rm -rf /'`
+ARGV_MODE = "argv"     # the operands become a command: `runuser -u USER CMD`, `watch -x CMD`
+SHELL_MODE = "shell"   # with no command it runs an interactive shell: `sudo -s`, `sudo -i`
+END = "end"            # options end here; the following words are operands (`python -c`, `bash -`)
+
+# What a program runs after its options (Spec.runs).
+ARGV = "argv"          # the operands after `skip` are a command and its arguments (env, sudo, timeout)
+SHELL = "shell"        # a shell: a -c script, a script file (the first operand), or standard input
+INTERPRETER = "interpreter"  # like SHELL, but the code is another language: kept in Command.code
+SESSION = "session"    # a shell it starts: -c scripts, else su's extra operands given to `sh`, else stdin
+SH_WORDS = "sh-words"  # the operands after `skip` joined with spaces and run by `sh -c` (watch, sg)
+APPLET = "applet"      # the first operand names the program (busybox)
+
+
+@dataclass(frozen=True, slots=True)
+class Opt:
+    value: str = NONE
+    does: str = ""
+    ends: bool = False  # options end after this one (`python -c CODE ARGS...`)
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    """How one program reads its command line.
+
+    - `manual`: the manual (name and version) the table follows.
+    - `short`: option letter -> Opt; `long`: long name (no dashes) -> Opt.
+    - `runs`: what the operands are (ARGV, SHELL, ...); `skip`: operands before the command
+      (timeout's duration, chroot's directory); `leading`: operands before the options (setarch's arch).
+    - `permute`: options may follow operands (GNU getopt without `+`: su, script); else options end
+      at the first operand. `assignments`: `NAME=VALUE` operands come before the command (env, sudo).
+    - `abbreviations`: a unique prefix of a long option is that option (getopt_long); `single_dash_long`:
+      a long option may be written with one dash (bash's `-rcfile`, getopt_long_only).
+    - `lone_dash`: what a lone `-` does (None: it is an operand).
+    - `numeric`: `-N` is a value, not options (`nice -10`). `clusters`: short options may be joined
+      (`-xv`); `plus`: `+x` is an option too (shells' `+o`).
+    - `any_long`: a long option the table does not list takes no value (zsh's `--OPTNAME`, firejail's
+      `--opt=value`), so it cannot hide which program runs.
+    - `bare_shell`: with no command it runs an interactive shell, which reads standard input (su, chroot).
+    - `default`: the command when none is given (xargs: echo); `dynamic_inner`: the command's
+      arguments come from elsewhere (xargs: standard input).
+    - `dash_c_after_skip`: `-c`/`--command` right after the skipped operands is a script (flock FILE -c).
+    - `shell_args`: the operands after `skip` are arguments of the shell it starts (`su USER -c CMD`).
+    """
+
+    manual: str
+    short: dict[str, Opt] = field(default_factory=dict)
+    long: dict[str, Opt] = field(default_factory=dict)
+    runs: str = ARGV
+    skip: int = 0
+    leading: int = 0
+    permute: bool = False
+    assignments: bool = False
+    abbreviations: bool = True
+    single_dash_long: bool = False
+    lone_dash: Opt | None = None
+    numeric: bool = False
+    clusters: bool = True
+    plus: bool = False
+    any_long: bool = False
+    bare_shell: bool = False
+    default: tuple[str, ...] = ()
+    dynamic_inner: bool = False
+    dash_c_after_skip: bool = False
+    shell_args: bool = False
+
+
+def spec(manual: str, short: str = "", long: str = "", does: dict[str, str] | None = None,
+         ends: str = "", **kw) -> Spec:
+    """A Spec from getopt-like strings, so a table reads like the program's own source.
+
+    - `short`: a getopt(3) optstring without its leading `+`: `x` no value, `x:` a value, `x::` an
+      attached value only; `x;` the next word always (a shell's `-o`).
+    - `long`: space-separated `name` (no value), `name:`, `name::`, `name;` as for short options,
+      or `name=x` (the same option as the short `-x`).
+    - `does`: option (a letter or a long name) -> what it does (EXIT, SCRIPT, ...). A long alias of a
+      short option (`name=x`) does what the short one does.
+    - `ends`: the options (letters or long names, space-separated) after which options end.
+    """
+    does = does or {}
+    ending = set(ends.split())
+    kinds = {"": NONE, ":": REQUIRED, "::": OPTIONAL, ";": NEXT}
+    shorts: dict[str, Opt] = {}
+    i = 0
+    while i < len(short):
+        ch, i = short[i], i + 1
+        suffix = ""
+        while i < len(short) and short[i] in ":;":
+            suffix, i = suffix + short[i], i + 1
+        shorts[ch] = Opt(kinds[suffix], does.get(ch, ""), ch in ending)
+    longs: dict[str, Opt] = {}
+    for item in long.split():
+        if "=" in item:
+            name, alias = item.split("=", 1)
+            base = shorts[alias]
+            longs[name] = Opt(base.value, does.get(name, base.does), base.ends or name in ending)
+            continue
+        name = item.rstrip(":;")
+        longs[name] = Opt(kinds[item[len(name):]], does.get(name, ""), name in ending)
+    return Spec(manual, shorts, longs, **kw)
