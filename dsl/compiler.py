@@ -23,6 +23,7 @@ from typing import Any, Callable, NamedTuple
 
 from dsl import ast, subjects, values
 from dsl.requirements import DEFAULT_DECISIONS, Quorum, Requirements
+from dsl.rule_ids import implicit_id
 from dsl.values import EvalError
 
 _NO_VARS: dict[str, Any] = {}
@@ -1653,7 +1654,7 @@ def compile_rule(order: int, rule: ast.Rule, groups: dict[str, tuple[str, ...]],
         condition_text = _source_slice(source_lines, rule.condition.span)
     return CompiledRule(
         order=order,
-        rule_id=rule_id or f"L{rule.span.line}",
+        rule_id=rule_id or implicit_id(rule, source_lines),
         effect=rule.effect,
         line=rule.span.line,
         span=rule.span,
