@@ -118,3 +118,58 @@ def test_every_normalized_form_has_a_hint_case():
              "parts": ".parts", "program": ".program", "flags": ".flags", "wrappers": ".wrappers", "args": ".args"}
     assert forms == set(named)
     assert all(named[f] in written for f in forms)
+
+
+# --- the checker's other hints, applied -----------------------------------------------------------
+
+
+def _help(text: str, tools=None) -> list[str]:
+    from dsl import PolicyError
+
+    try:
+        return [d.help or "" for d in Policy.from_text(text, "h.policy", tools=tools).warnings]
+    except PolicyError as exc:
+        return [d.help or "" for d in exc.diagnostics]
+
+
+def test_the_hint_for_an_all_deny_on_commands_catches_the_command_slipped_past():
+    text = 'deny Bash when all c in shell(args.command): c.program == "rm" reason "no rm"\n'
+    assert any("`any c in shell(...)`" in h for h in _help(text))
+    fixed = Policy.from_text(text.replace("all c in", "any c in"))
+    assert fixed.evaluate("Bash", {"command": "ls; rm x"}).effect == "deny"
+
+
+def test_the_did_you_mean_hints_name_what_loads_and_matches():
+    text = 'deny refund when lowr(arg.reason) == "fraud" reason "no"\n'
+    assert "did you mean 'lower'?" in _help(text)
+    assert "did you mean 'args'?" in _help(text.replace("lowr", "lower"))
+    fixed = Policy.from_text(text.replace("arg.", "args.").replace("lowr", "lower"))
+    assert fixed.evaluate("refund", {"reason": "Fraud"}).effect == "deny"
+
+
+def test_the_index_hint_reads_an_item_of_a_list():
+    text = 'deny Bash when shell(args.c).program == "rm" reason "no"\n'
+    assert "use an index: [0]" in _help(text)
+    fixed = Policy.from_text(text.replace("shell(args.c).program", "shell(args.c)[0].program"))
+    assert fixed.evaluate("Bash", {"c": "rm x"}).effect == "deny"
+
+
+def test_the_timeout_hint_loads_and_rejects_on_silence():
+    text = 'ask refund timeout 1h else approve\n'
+    assert any("write 'else reject'" in h for h in _help(text))
+    fixed = Policy.from_text(text.replace("else approve", "else reject"))
+    assert fixed.evaluate("refund", {}).requirements.on_timeout == "reject"
+
+
+def test_the_exists_hint_tests_a_field_only_where_a_tool_has_it():
+    from dsl.schema import ToolSchemas
+
+    tools = ToolSchemas.from_json([
+        {"name": "a", "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}}},
+        {"name": "b", "parameters": {"type": "object", "properties": {"y": {"type": "integer"}}}},
+    ])
+    text = 'deny a, b when args.x == 1 reason "no"\n'
+    assert any("write exists(args.x) and ..." in h for h in _help(text, tools))
+    fixed = Policy.from_text(text.replace("args.x == 1", "exists(args.x) and args.x == 1"), tools=tools)
+    assert fixed.evaluate("a", {"x": 1}).effect == "deny"
+    assert fixed.evaluate("b", {"y": 1}).effect == "ask"
