@@ -16,7 +16,8 @@ one case a line::
   own (without `=>`) sets the context of the cases that follow it; a case's own context is
   merged over that one (its keys win; give `"cwd": null` to drop a key's effect).
 * After `=>`: the expected effect (`allow`, `deny` or `ask`), then optionally the rules that must
-  decide it: their ids (an `id "..."` clause, or the default id `L<line>`), bare or as JSON
+  decide it: their ids (an `id "..."` clause, or the generated id, `deny-1a2b3c4d`: see
+  `dsl.rule_ids`), bare or as JSON
   strings, exactly the deciding set in any order; or the word `default` for "no rule counted,
   the policy's default decided".
 * `#` starts a comment on a line of its own, or after the expected effect and rules. (Inside the
@@ -315,6 +316,12 @@ def run_cases(policy: Policy, cases: list[Case], cases_file: str = "<cases>") ->
             if rule_id not in by_id:
                 close = difflib.get_close_matches(rule_id, list(by_id), n=1, cutoff=0.6)
                 hint = f"; did you mean '{close[0]}'?" if close else ""
+                old = re.fullmatch(r"L([0-9]+)(?:\.[0-9]+)?", rule_id)
+                at_line = [r.rule_id for r in policy.rules if old and r.line == int(old.group(1))]
+                if at_line:  # an id of the old form, named after the rule's line
+                    hint = (f"; a rule without an id is no longer named after its line but after its text: "
+                            f"the rule{'s' if len(at_line) > 1 else ''} at line {old.group(1)} "
+                            f"{'are' if len(at_line) > 1 else 'is'} {', '.join(repr(i) for i in at_line)}")
                 raise CasesError(cases_file, case.line, f"the policy has no rule '{rule_id}'{hint}")
     default_line = _default_line(policy)
     exercised: set[str] = set()

@@ -32,6 +32,7 @@ from typing import Iterable
 
 from dsl import ast
 from dsl.errors import Diagnostic, Span
+from dsl.hints import flag_names, rewrite
 from dsl.requirements import DECISIONS, TIMEOUT_OUTCOMES
 from dsl.schema import ArgType, ToolSchemas, enum_allows
 from dsl.subjects import Command, PathValue, UrlValue, winpaths
@@ -112,6 +113,9 @@ class _Checker:
         self.enum_errors: set[tuple[str, Span]] = set()
         self.exists_unknown: dict[tuple[Span, str], dict[str, list[str]]] = {}
         self.seen_types: dict[Span, tuple[str, str]] = {}
+        # The programs an `and` pins a quantifier's command to (`c.program == "rm" and ...`), for
+        # the flag names a hint gives (`dsl.hints`).
+        self.programs: dict[str, frozenset[str]] = {}
 
     def error(self, message: str, span: Span | None, help: str | None = None) -> None:
         self.diagnostics.append(Diagnostic("error", message, span, help))
@@ -532,6 +536,9 @@ class _Checker:
         if isinstance(expr, (ast.And, ast.Or)):
             word = "and" if isinstance(expr, ast.And) else "or"
             outer = (self.guards, self.tool, self.args_schema, self.scope_schemas)
+            outer_programs = self.programs
+            if isinstance(expr, ast.And):
+                self.programs = {**self.programs, **_pinned_programs(expr)}
             self.guards = self.guards + _exists_guards(expr)
             if self.tool is not None and _settled_by_tool(expr, self.tool):
                 # `tool == "a" and ...` is false for any other tool: its schema does not apply here
@@ -541,6 +548,7 @@ class _Checker:
                     self.boolean_operand(operand, word)
             finally:
                 self.guards, self.tool, self.args_schema, self.scope_schemas = outer
+                self.programs = outer_programs
             return BOOL
         if isinstance(expr, ast.Compare):
             return self.compare(expr)
@@ -753,12 +761,17 @@ class _Checker:
             if op == "glob" and isinstance(other, ast.Literal) and "[" in str(other.value):
                 continue  # a character class may spell either case
             literals = other.items if isinstance(other, ast.ListLiteral) else (other,)
+            as_op = op if not (op in ("in", "not_in") and not subject_left) else "contains"
+            programs = self.programs.get(subject.root) if isinstance(subject, ast.Path) else None
+            fix = None
             for literal in literals:
                 if isinstance(literal, ast.Literal) and isinstance(literal.value, str):
-                    why = _never(form, op if not (op in ("in", "not_in") and not subject_left) else "contains", literal.value)
+                    why = _never(form, as_op, literal.value, programs)
                     if why is not None:
+                        if fix is None:
+                            fix = rewrite(cmp, form, subject, lambda t: _never(form, as_op, t, programs) is not None, programs) or ""
                         outcome = "always true" if cmp.op in ("!=", "not_in") else "never true"
-                        self.warning(f"this comparison is {outcome}: {why}", literal.span)
+                        self.warning(f"this comparison is {outcome}: {why}", literal.span, f"write `{fix}`" if fix else None)
 
     def membership(self, shown: str, item: str, items: ast.ListLiteral, span: Span) -> None:
         """A value of load-time type `item` looked up in a literal list: an error when no item of the
@@ -789,8 +802,26 @@ def bidi_warnings(text: str) -> list[Diagnostic]:
     return out
 
 
-def _never(form: str, op: str, text: str) -> str | None:
-    """Why `text` can never be (or be in) a value of the normalized `form` under `op`, or None."""
+def _pinned_programs(expr: ast.And) -> dict[str, frozenset[str]]:
+    """`c.program == "rm"` or `c.program in ["rm", "rmdir"]` among the operands of an `and`: the
+    programs the command `c` must be for the `and` to hold."""
+    out: dict[str, frozenset[str]] = {}
+    for operand in expr.operands:
+        if not (isinstance(operand, ast.Compare) and operand.op in ("==", "in")):
+            continue
+        field, value = operand.left, operand.right
+        if not (isinstance(field, ast.Path) and field.keys == ("program",)):
+            continue
+        if isinstance(value, ast.Literal) and isinstance(value.value, str) and operand.op == "==":
+            out[field.root] = frozenset({value.value})
+        elif isinstance(value, ast.ListLiteral) and all(isinstance(i, ast.Literal) and isinstance(i.value, str) for i in value.items) and value.items:
+            out[field.root] = frozenset(i.value for i in value.items)
+    return out
+
+
+def _never(form: str, op: str, text: str, programs: frozenset[str] | None = None) -> str | None:
+    """Why `text` can never be (or be in) a value of the normalized `form` under `op`, or None.
+    `programs`: the programs the command is known to be (for the names of its flags)."""
     whole = op in ("==", "!=", "in", "not_in", "contains")
     if form in ("lower", "host", "scheme") and text != text.lower():
         return {"lower": "lower() gives lower case", "host": "a URL's host is lower case",
@@ -807,7 +838,7 @@ def _never(form: str, op: str, text: str) -> str | None:
         return f"a path's ext starts with its dot (\".{text}\")"
     if form == "program" and whole and ("/" in text or " " in text):
         return (f"a command's program is the basename; compare .path for {json.dumps(text)}" if " " not in text
-                else f"a command's program is one word; {json.dumps(text)} has its arguments (use .argv startswith [...])")
+                else f"a command's program is one word; {json.dumps(text)} has its arguments")
     if form == "wrappers" and whole and ("/" in text or " " in text):
         return f"wrappers are kept by their basename (\"{text.rsplit('/', 1)[-1]}\")"
     if form == "args" and whole and text.startswith("-") and len(text) > 1:
@@ -819,7 +850,12 @@ def _never(form: str, op: str, text: str) -> str | None:
     if form == "parts" and whole and ("/" in text or "\\" in text):
         return f"a path's parts are single names, without '/' ({json.dumps(text)})"
     if form == "flags" and whole and text.startswith("-"):
-        return f"flags are kept without their dashes (\"{text.lstrip('-')}\")"
+        names = flag_names(text, programs) if text.strip("-") else None
+        if not names:
+            return "flags are kept without their dashes"
+        shown = " and ".join(json.dumps(n) for n in names)
+        split = ", and a cluster of short flags is split" if len(names) > 1 else ""
+        return f"flags are kept without their dashes{split} ({shown})"
     return None
 
 

@@ -24,6 +24,7 @@ from typing import Any, Callable, NamedTuple
 from dsl import ast, subjects, values
 from dsl.requirements import DEFAULT_DECISIONS, Quorum, Requirements
 from dsl.subjects import winpaths
+from dsl.rule_ids import implicit_id
 from dsl.values import EvalError
 
 _NO_VARS: dict[str, Any] = {}
@@ -1908,7 +1909,7 @@ def compile_rule(order: int, rule: ast.Rule, groups: dict[str, tuple[str, ...]],
         condition_text = _source_slice(source_lines, rule.condition.span)
     return CompiledRule(
         order=order,
-        rule_id=rule_id or f"L{rule.span.line}",
+        rule_id=rule_id or implicit_id(rule, source_lines),
         effect=rule.effect,
         line=rule.span.line,
         span=rule.span,

@@ -71,6 +71,17 @@ def expr_text(expr: ast.Expr, source_text: str) -> str:
     return _Printer(source_lines(source_text)).flat(expr, "top")
 
 
+def rule_text(rule: ast.Rule, source_text: str | list[str]) -> str:
+    """What a rule matches and does, on one line as `fmt` prints it: `EFFECT sel, sel when
+    CONDITION` (no clauses, no comments). Layout, comments and `fmt` leave it unchanged; numbers
+    keep their spelling (`1e3`), as `fmt` keeps it. `source_text`: the policy's text or its lines."""
+    lines = source_lines(source_text) if isinstance(source_text, str) else source_text
+    head = rule.effect + " " + ", ".join(selector_text(s.pattern) for s in rule.selectors)
+    if rule.condition is None:
+        return head
+    return head + " when " + _Printer(lines).flat(rule.condition, "top")
+
+
 # --- printing expressions ---------------------------------------------------------------------
 
 

@@ -332,8 +332,9 @@ class Policy:
 
 
 def _deduplicate_ids(rules: list[CompiledRule], explicit: list[bool]) -> None:
-    """Give every rule without an `id` clause an id no other rule has: `L3`, then `L3.2`, `L3.3`
-    for more rules on line 3, skipping any id a rule declares itself. (Ids key the requirements
+    """Give every rule without an `id` clause an id no other rule has: its `dsl.rule_ids` id
+    (`deny-1a2b3c4d`), then `deny-1a2b3c4d.2`, `.3` for more rules of the same text, skipping any
+    id a rule declares itself. (Ids key the requirements
     of ask rules, so two rules sharing one would silently swap requirements.) Explicit ids are
     unique already: the checker refuses a repeated one. `explicit[i]`: rule i has an `id` clause."""
     taken = {rule.rule_id for rule, own in zip(rules, explicit) if own}

@@ -190,7 +190,8 @@ def test_explain_names_the_precedence_and_the_default():
     )
     report = explain(policy, "t", {"x": 9})
     assert report.precedence.rule == "deny beats ask beats allow: deny wins over ask and allow"
-    assert report.precedence.counted == {"deny": ("L3",), "ask": ("L2",), "allow": ("L4",)}
+    ids = [rule.rule_id for rule in policy.rules]
+    assert report.precedence.counted == {"deny": (ids[1],), "ask": (ids[0],), "allow": (ids[2],)}
     assert [r.deciding for r in report.rules] == [False, True, False]
     assert "deny beats ask" in report.rules[0].why
     unknown = explain(policy, "v", {})

@@ -28,6 +28,8 @@ ask refund when args.amount > 100
 allow refund when args.amount <= 100
 allow never_called
 """
+# The rules without an id clause, by the line they start on: their ids come from their text.
+ID = {rule.line: rule.rule_id for rule in Policy.from_text(POLICY).rules}
 
 
 def run(*args):
@@ -75,15 +77,15 @@ def test_a_failing_case_names_the_case_line_and_the_policy_lines_and_exits_1(sho
     cases.write_text(
         "# comment\n"
         'get_order {"id": "A1"} => allow\n'
-        'refund {"amount": 500} => allow L9\n'
-        'refund {"amount": -1} => deny L4\n'
+        f'refund {{"amount": 500}} => allow {ID[9]}\n'
+        f'refund {{"amount": -1}} => deny {ID[4]}\n'
     )
     result = run(shop)
     assert result.exit_code == 1
     assert f"{cases}:3: FAIL: refund {{\"amount\": 500}}" in result.stderr
     assert "expected allow, got ask" in result.stderr
     assert f"{shop}:6: ask rule big-refund decided" in result.stderr
-    assert f"{shop}:9: expected rule L9 (allow) did not decide: its condition was false" in result.stderr
+    assert f"{shop}:9: expected rule {ID[9]} (allow) did not decide: its condition was false" in result.stderr
     assert "reason: Big refunds need finance." in result.stderr
     assert "3 cases" in result.stdout and "2 passed, 1 failed" in result.stdout
 
@@ -95,8 +97,8 @@ def test_unexercised_rules_and_an_unused_default_are_listed(shop, tmp_path):
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
     assert "rules no case exercised (4):" in lines
-    assert f"  {shop}:3: allow [L3] get_order" in lines
-    assert f"  {shop}:10: allow [L10] never_called" in lines
+    assert f"  {shop}:3: allow [{ID[3]}] get_order" in lines
+    assert f"  {shop}:10: allow [{ID[10]}] never_called" in lines
     assert "no case was decided by the policy's default" in lines
 
 
@@ -107,12 +109,12 @@ def test_expected_rules_are_the_exact_deciding_set_and_default_means_no_rule_dec
         'refund {"amount": 500} => ask "big-refund"\n'
         "other => ask default\n"
         "get_order => allow default\n"
-        'refund {"amount": 50} => allow L9 L3\n'
+        f'refund {{"amount": 50}} => allow {ID[9]} {ID[3]}\n'
     )
     results = run_cases(policy, cases).results
     assert [r.passed for r in results] == [True, True, True, False, False]
-    assert results[3].problems == ("expected the default to decide, but rules decided: L3",)
-    assert results[4].problems == ("expected the deciding rules L9, L3, got L9",)
+    assert results[3].problems == (f"expected the default to decide, but rules decided: {ID[3]}",)
+    assert results[4].problems == (f"expected the deciding rules {ID[9]}, {ID[3]}, got {ID[9]}",)
     assert "its selectors do not cover refund" in results[4].locations[-1].note
 
 
@@ -123,7 +125,7 @@ def test_the_report_as_json(shop, tmp_path):
     assert result.exit_code == 1
     data = json.loads(result.stdout)
     assert [r["passed"] for r in data["results"]] == [True, False]
-    assert data["results"][1]["locations"][0] == {"line": 4, "note": "deny rule L4 decided", "rule": "L4"}
+    assert data["results"][1]["locations"][0] == {"line": 4, "note": f"deny rule {ID[4]} decided", "rule": ID[4]}
 
 
 # --- the file format --------------------------------------------------------------------------
