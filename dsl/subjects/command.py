@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dsl.subjects.options import read_only as _read_only
+
 
 @dataclass(frozen=True, slots=True)
 class Command:
@@ -21,6 +23,16 @@ class Command:
     - `dynamic`: some word holds an expansion (`$HOME`, `$(...)`, `*`), so its value at run time is
       not known; its text is kept as written.
     - `text`: the command's source text.
+    - `values`: the values its options took (`-C DIR`, `--from-file=F`), which are not `args`
+      (dsl.subjects.options has the table of options that take a value, per program).
+    - `cwd`: the directory it runs in, as far as the text shows, relative to the call's
+      context.cwd: `"."` unless an earlier `cd DIR` of the same text moved it (`cd src && ls`:
+      `"src"`; `cd /tmp && cd x && ls`: `"/tmp/x"`), `""` when that is not known (after `cd $X`,
+      `cd -`, pushd or popd, a function, or a `cd` that may have failed: see dsl.subjects.cwd).
+      `path(a, c.cwd)` resolves a word as the command sees it.
+    - `read_only` (computed): the program only reads, whatever options it was given
+      (dsl.subjects.options.read_only: a table of read-only programs and of the options that
+      make them run a program or write a file, from each manual).
     """
 
     program: str
@@ -34,13 +46,20 @@ class Command:
     nested: bool = False
     dynamic: bool = False
     text: str = ""
+    values: tuple[str, ...] = ()
+    cwd: str = "."
 
     KIND = "command"
     FIELDS = {
         "program": "string", "path": "string", "argv": "list[string]", "args": "list[string]",
         "flags": "list[string]", "redirects": "list[string]", "wrappers": "list[string]",
         "assignments": "list[string]", "nested": "bool", "dynamic": "bool", "text": "string",
+        "values": "list[string]", "cwd": "string", "read_only": "bool",
     }
+
+    @property
+    def read_only(self) -> bool:
+        return _read_only(self)
 
     def __str__(self) -> str:
         return " ".join(self.argv)

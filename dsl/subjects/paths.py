@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable
 
+from dsl.subjects.secrets import is_secret
 from dsl.values import EvalError
 
 
@@ -18,7 +19,13 @@ class PathValue:
     text: str
 
     KIND = "path"
-    FIELDS = {"text": "string", "name": "string", "ext": "string", "parent": "path", "parts": "list[string]"}
+    FIELDS = {"text": "string", "name": "string", "ext": "string", "parent": "path", "parts": "list[string]",
+              "secret": "bool"}
+
+    @property
+    def secret(self) -> bool:
+        """Whether the path is or is inside a file that holds credentials (dsl.subjects.secrets)."""
+        return is_secret(self.parts)
 
     @property
     def parts(self) -> tuple[str, ...]:

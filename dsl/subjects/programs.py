@@ -7,6 +7,7 @@ import re
 import shlex
 
 from dsl.subjects.command import _Word
+from dsl.subjects.options import short_letters, split_words
 from dsl.values import EvalError
 
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "fish", "rbash"})
@@ -298,8 +299,16 @@ SINGLE_DASH_LONG = frozenset({"find", "java", "javac", "go", "gcc", "g++", "clan
 
 
 def split_flags(program: str, words: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Flag names and positional words. Each flag adds its long name and every short spelling of
-    that long name, so `-r`, `-R` and `--recursive` give the same names for rm."""
+    """Flag names and positional words (see split_command_words, which also gives the values)."""
+    flags, args, _ = split_command_words(program, words)
+    return flags, args
+
+
+def split_command_words(program: str, words: list[str]) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """Flag names, positional words and the values options took (`dsl.subjects.options`
+    separates them, from each program's table of options that take a value). Each flag adds its
+    long name and every short spelling of that long name, so `-r`, `-R` and `--recursive` give
+    the same names for rm."""
     aliases = FLAG_ALIASES.get(program, {})
     spellings: dict[str, set[str]] = {}
     for short, long in aliases.items():
@@ -310,16 +319,8 @@ def split_flags(program: str, words: list[str]) -> tuple[tuple[str, ...], tuple[
         return spellings.get(long, {flag})
 
     flags: set[str] = set()
-    args: list[str] = []
-    positional = False
-    for word in words:
-        if positional or word == "-" or not word.startswith("-"):
-            args.append(word)
-            continue
-        if word == "--":
-            if program != "find":  # find's `--` ends its options; the expression (-delete) follows
-                positional = True
-            continue
+    options, args, values = split_words(program, words)
+    for word in options:
         if word.startswith("--") or (program in SINGLE_DASH_LONG and len(word) > 2):
             name = word.lstrip("-").split("=", 1)[0]
             if word.startswith("--") and name not in spellings:
@@ -328,6 +329,6 @@ def split_flags(program: str, words: list[str]) -> tuple[tuple[str, ...], tuple[
                 name = known[0] if len(known) == 1 else name
             flags |= names(name)
         else:
-            for ch in word[1:]:
+            for ch in short_letters(program, word):
                 flags |= names(ch)
-    return tuple(sorted(flags)), tuple(args)
+    return tuple(sorted(flags)), tuple(args), tuple(values)

@@ -7,10 +7,11 @@ import re
 import threading
 from functools import lru_cache
 
+from dsl.subjects import cwd as _cwd
 from dsl.subjects.command import Command, _Word, _as_dict
 from dsl.subjects.programs import (
     _RESERVED, SHELLS, WRAPPERS, _dash_c_script, _find_exec_commands, _fish_init, _flock_command,
-    _reads_script_from_stdin, _shell_operands, _shell_script, _unwrap, _watch_command, _xargs_command, split_flags,
+    _reads_script_from_stdin, _shell_operands, _shell_script, _unwrap, _watch_command, _xargs_command, split_command_words,
 )
 from dsl.subjects.quoting import (
     _BRACES, _QUOTED_PARTS, _SUBSCRIPT, _ansi_c, _unescape_double, _unescape_unquoted, brace_expand,
@@ -39,9 +40,14 @@ def _parser():
 class _Walker:
     """Collects the simple commands of one parse tree."""
 
-    def __init__(self, source: bytes, depth: int):
+    def __init__(self, source: bytes, depth: int, cwd: str | None = ".", names: tuple[bool, bool] = (False, False)):
         self.source = source
         self.depth = depth
+        # where the shell is after the statement walked last, if it succeeded and if it failed
+        # (dsl.subjects.cwd); whether this text or an enclosing one names HOME, CDPATH
+        self.cwd: str | None = cwd
+        self.fail: str | None = cwd
+        self.names = (names[0] or b"HOME" in source, names[1] or b"CDPATH" in source)
         self.commands: list[Command] = []
         self.stdin_shells: list[Command] = []  # shells reading their script from standard input
         self.fed: set[int] = set()  # ids of those whose input (a heredoc, a here-string) was read here
@@ -130,7 +136,59 @@ class _Walker:
 
     # commands
 
+    def here(self) -> str:
+        return "" if self.cwd is None else self.cwd
+
     def walk(self, node, nested: bool, redirects: tuple[str, ...] = ()) -> None:
+        """Walk `node`, following the directory each statement leaves the shell in."""
+        kind = node.type
+        start = self.cwd
+        if kind in ("subshell", "command_substitution", "process_substitution"):
+            self.walk_statement(node, nested, redirects)
+            self.cwd = self.fail = start  # a subshell's cd stays in it
+            return
+        if kind == "pipeline":
+            moved = False
+            for child in node.children:
+                self.cwd = self.fail = start
+                self.walk(child, nested, redirects)
+                moved = moved or self.cwd != start or self.fail != start
+            self.cwd = self.fail = None if moved else start  # zsh runs the last part in the shell
+            return
+        if kind == "list" and len(node.children) == 3:
+            left, op, right = node.children
+            self.walk(left, nested, redirects)
+            ok, fail = self.cwd, self.fail
+            if op.type == "&&":
+                self.cwd = self.fail = ok
+                self.walk(right, nested, redirects)
+                self.fail = _cwd.merge(fail, self.fail)
+            else:  # `||`
+                self.cwd = self.fail = fail
+                self.walk(right, nested, redirects)
+                self.cwd = _cwd.merge(ok, self.cwd)
+            return
+        if kind == "negated_command":
+            self.walk_statement(node, nested, redirects)
+            self.cwd, self.fail = self.fail, self.cwd
+            return
+        if kind == "function_definition":
+            self.cwd = self.fail = None  # the body runs wherever it is called from
+            self.walk_statement(node, nested, redirects)
+            self.cwd = self.fail = None  # and a call after this may run its cd
+            return
+        if kind in ("for_statement", "c_style_for_statement", "while_statement"):
+            commands, shells = len(self.commands), len(self.stdin_shells)
+            self.walk_statement(node, nested, redirects)
+            if self.cwd != start or self.fail != start:  # its body moves it: a second round starts elsewhere
+                del self.commands[commands:], self.stdin_shells[shells:]
+                self.cwd = self.fail = None
+                self.walk_statement(node, nested, redirects)
+            self.cwd = self.fail = _cwd.merge(self.cwd, self.fail)
+            return
+        self.walk_statement(node, nested, redirects)
+
+    def walk_statement(self, node, nested: bool, redirects: tuple[str, ...] = ()) -> None:
         kind = node.type
         if kind == "command":
             self.command(node, nested, redirects)
@@ -157,7 +215,7 @@ class _Walker:
                 self.walk(body, nested, redirects + tuple(targets))
                 if targets and len(self.commands) == before:  # `[[ -f x ]] > f` still writes f
                     self.commands.append(Command(program="", path="", argv=(), args=(), flags=(), redirects=redirects + tuple(targets),
-                                                 nested=nested, text=self.text(node)))
+                                                 nested=nested, text=self.text(node), cwd=self.here()))
             # `sh <<EOF`: a shell with no -c reads its script from the heredoc
             first = self.commands[before] if len(self.commands) > before else None
             reads_script = first is not None and first.program in SHELLS and _reads_script_from_stdin(
@@ -180,7 +238,8 @@ class _Walker:
             self.commands.insert(
                 start,
                 Command(program=words[0], path=words[0], argv=tuple(words), args=tuple(words[1:]), flags=(),
-                        nested=nested, dynamic=any("$" in w or "`" in w for w in words), text=self.text(node))
+                        nested=nested, dynamic=any("$" in w or "`" in w for w in words), text=self.text(node),
+                        cwd=self.here())
             )
             return
         if kind == "variable_assignment":
@@ -192,7 +251,7 @@ class _Walker:
             self.commands.insert(
                 start,
                 Command(program="", path="", argv=(), args=(), flags=(), assignments=(text,), nested=nested,
-                        dynamic="$" in text or "`" in text, text=text),
+                        dynamic="$" in text or "`" in text, text=text, cwd=self.here()),
             )
             return
         if kind in ("test_command", "raw_string"):
@@ -210,9 +269,10 @@ class _Walker:
             if variable is not None and self.text(variable).isupper():
                 name = self.text(variable)
                 self.commands.append(Command(program="", path="", argv=(), args=(), flags=(), assignments=(f"{name}=",),
-                                             nested=nested, dynamic=True, text=self.text(node)))
+                                             nested=nested, dynamic=True, text=self.text(node), cwd=self.here()))
         for child in node.children:
             self.walk(child, nested, redirects)  # a group's redirections apply to every command in it
+            self.cwd = self.fail = _cwd.merge(self.cwd, self.fail)  # the next one runs after either
 
     def heredoc(self, node, nested: bool, feeds_shell: bool) -> None:
         """A heredoc, possibly piped into more commands (`cat <<'EOF' | sh`). When a shell reads
@@ -264,7 +324,7 @@ class _Walker:
             i += 1
         if self.depth >= 8:
             raise EvalError("the command nests shells more than 8 deep")
-        self.commands.extend(_parse(': "' + "".join(out) + '"', self.depth + 1, True)[1:])  # all but `:`
+        self.commands.extend(_parse(': "' + "".join(out) + '"', self.depth + 1, True, self.cwd, self.names)[1:])  # all but `:`
 
     def runs_strings(self, program: str, rest: list[_Word]) -> None:
         """Builtins that run a string or a file this text may not show: `trap 'CMD' SIG`,
@@ -293,7 +353,7 @@ class _Walker:
     def script(self, text: str, nested: bool) -> None:
         if self.depth >= 8:
             raise EvalError("the command nests shells more than 8 deep")
-        self.commands.extend(_parse(text, self.depth + 1, nested))
+        self.commands.extend(_parse(text, self.depth + 1, nested, self.cwd, self.names))
 
     def command(self, node, nested: bool, redirects: tuple[str, ...]) -> None:
         start = len(self.commands)  # commands nested in the words land here; they follow the outer one
@@ -322,6 +382,7 @@ class _Walker:
             before = len(self.commands)
             self.emit(words, tuple(assignments), redirects, nested, self.text(node), ())
             first = self.commands[before] if len(self.commands) > before else None
+            self.moves(first)
             if herestrings and first is not None and first.program in SHELLS and _reads_script_from_stdin(
                 [_Word(a, False) for a in first.argv[1:]]
             ):
@@ -331,6 +392,17 @@ class _Walker:
                     self.script(fed.value, nested=True)
                 self.fed.add(id(first))
         self.commands.extend(inner)
+
+    def moves(self, first: Command | None) -> None:
+        """The directory after a simple command: `cd` moves it when it succeeds (see dsl.subjects.cwd)."""
+        if first is None:
+            return
+        if first.program == "cd" and _cwd.BUILTIN_CD.issuperset(first.wrappers):
+            here = self.cwd
+            target = _cwd.cd_destination(first.argv, first.dynamic, *self.names)
+            self.cwd, self.fail = (None if target is None else _cwd.join(here, target)), here
+        elif first.program in _cwd.UNKNOWN_AFTER and not first.wrappers:
+            self.cwd = self.fail = None
 
     def emit(self, words: list[_Word], assignments, redirects, nested, text, wrappers) -> None:
         program_word = words[0]
@@ -347,9 +419,11 @@ class _Walker:
                             "the commands it runs cannot be read reliably")
         argv = tuple(w.value for w in words)
         dynamic = any(w.dynamic for w in words)
-        flags, args = split_flags(program, [w.value for w in rest])
+        flags, args, values = split_command_words(program, [w.value for w in rest])
+        here = self.here() if _cwd.SAME_DIR.issuperset(wrappers) else ""  # `env -C DIR`, `sudo -i`: elsewhere
         command = Command(program=program, path=program_word.value, argv=argv, args=args, flags=flags, redirects=redirects,
-                          wrappers=wrappers, assignments=assignments, nested=nested, dynamic=dynamic, text=text)
+                          wrappers=wrappers, assignments=assignments, nested=nested, dynamic=dynamic, text=text,
+                          values=values, cwd=here)
         self.commands.append(command)
         # Commands that run other commands.
         if program in SHELLS:
@@ -376,11 +450,14 @@ class _Walker:
                 raise EvalError("eval runs a string that is only known at run time")
             self.script(" ".join(w.value for w in words), nested=True)
         elif program == "find":
+            before = len(self.commands)
             for inner in _find_exec_commands(rest):
                 if inner:
                     if inner[0].value == "{}":  # `-exec {} ...`: the program is each file found
                         inner = [_Word("{}", True)] + inner[1:]
                     self.emit(inner, (), (), True, text, ())
+            if any(w.value in ("-execdir", "-okdir") for w in rest):  # they run in each file's directory
+                self.commands[before:] = [Command(**{**_as_dict(c), "cwd": ""}) for c in self.commands[before:]]
         elif program == "watch":
             inner = _watch_command(rest)
             if inner:
@@ -413,7 +490,7 @@ def _first_error(node):
 _ASCII_MASK = bytes(range(128)) + b"x" * 128
 
 
-def _parse(text: str, depth: int, nested: bool) -> list[Command]:
+def _parse(text: str, depth: int, nested: bool, cwd: str | None = ".", names: tuple[bool, bool] = (False, False)) -> list[Command]:
     if len(text) > MAX_SHELL_TEXT:
         raise EvalError(f"the command is longer than {MAX_SHELL_TEXT:,} characters")
     text = splice_continuations(text)
@@ -428,7 +505,7 @@ def _parse(text: str, depth: int, nested: bool) -> list[Command]:
         bad = _first_error(tree.root_node)
         where = f" at byte {bad.start_byte}" if bad is not None else ""
         raise EvalError(f"the command is not valid shell syntax{where}")
-    walker = _Walker(source, depth)
+    walker = _Walker(source, depth, cwd, names)
     walker.walk(tree.root_node, nested)
     for shell in walker.stdin_shells:
         if id(shell) not in walker.fed:
