@@ -25,6 +25,9 @@ class Command:
     - `text`: the command's source text.
     - `values`: the values its options took (`-C DIR`, `--from-file=F`), which are not `args`
       (dsl.subjects.options has the table of options that take a value, per program).
+    - `paths`: the words that may name a file: the operands (but grep's and rg's pattern and
+      git's subcommand) and the values of options that may take a file (all but those known to
+      take a pattern, a number or a format). A rule on which files a command reads checks these.
     - `cwd`: the directory it runs in, as far as the text shows, relative to the call's
       context.cwd: `"."` unless an earlier `cd DIR` of the same text moved it (`cd src && ls`:
       `"src"`; `cd /tmp && cd x && ls`: `"/tmp/x"`), `""` when that is not known (after `cd $X`,
@@ -47,6 +50,7 @@ class Command:
     dynamic: bool = False
     text: str = ""
     values: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
     cwd: str = "."
 
     KIND = "command"
@@ -54,7 +58,7 @@ class Command:
         "program": "string", "path": "string", "argv": "list[string]", "args": "list[string]",
         "flags": "list[string]", "redirects": "list[string]", "wrappers": "list[string]",
         "assignments": "list[string]", "nested": "bool", "dynamic": "bool", "text": "string",
-        "values": "list[string]", "cwd": "string", "read_only": "bool",
+        "values": "list[string]", "paths": "list[string]", "cwd": "string", "read_only": "bool",
     }
 
     @property

@@ -90,6 +90,40 @@ VALUE_OPTIONS: dict[str, frozenset[str]] = {
 }
 _TWO_VALUES = {("find", "-fprintf")}
 
+# Of those, the options whose value never names a file: a pattern, a number, a format, a name.
+# Every other option's value may be a file the program reads or writes, and is among `paths`.
+NOT_FILES: dict[str, frozenset[str]] = {
+    "rg": _options(
+        "-A -B -C -E -M -T -d -e -g -j -m -r -t --after-context --before-context --context --color --colors "
+        "--context-separator --dfa-size-limit --encoding --engine --field-context-separator --field-match-separator "
+        "--glob --iglob --hyperlink-format --max-columns --max-count --max-depth --max-filesize --path-separator "
+        "--regex-size-limit --regexp --replace --sort --sortr --threads --type --type-not --type-add --type-clear"
+    ),
+    "grep": _options("-A -B -C -D -d -e -m --after-context --before-context --context --devices --directories --regexp "
+                     "--max-count --label --exclude --exclude-dir --include --binary-files --group-separator"),
+    "sort": _options("-k -t -S --key --field-separator --buffer-size --parallel --batch-size --sort"),
+    "head": _options("-n -c --lines --bytes"),
+    "tail": _options("-n -c -s --lines --bytes --sleep-interval --pid --max-unchanged-stats"),
+    "cut": _options("-b -c -f -d --bytes --characters --fields --delimiter --output-delimiter"),
+    "du": _options("-B -d -t --block-size --max-depth --threshold --exclude --time-style"),
+    "ls": _options("-I -T -w --ignore --hide --tabsize --width --format --sort --time --time-style --quoting-style --block-size"),
+    "stat": _options("-c --format --printf"),
+    "df": _options("-B -t -x --block-size --type --exclude-type"),
+    "date": _options("-d --date"),
+    "diff": _options("-C -D -F -I -L -U -W -x --ignore-matching-lines --exclude --show-function-line --label --line-format "
+                     "--old-line-format --new-line-format --unchanged-line-format --old-group-format --new-group-format "
+                     "--changed-group-format --unchanged-group-format --horizon-lines --tabsize --width --ifdef --palette"),
+    "tree": _options("-L -P -I -H -T --charset --filelimit --timefmt --sort"),
+    "file": _options("-F -P -e --separator --parameter --exclude --exclude-quiet"),
+    "find": _options(
+        "-name -iname -path -ipath -wholename -iwholename -regex -iregex -lname -ilname -type -xtype -user -group "
+        "-uid -gid -perm -size -mtime -mmin -atime -amin -ctime -cmin -maxdepth -mindepth -inum -links -used -fstype "
+        "-regextype -printf -context"
+    ),
+}
+# Programs whose first operand is a pattern, unless an option gave one (grep(1), rg(1)).
+_PATTERN_FIRST = {"grep": _options("-e -f --regexp --file"), "rg": _options("-e -f --regexp --file")}
+
 # The options that make a read-only program run another program or write a file, by flag name
 # (as `Command.flags` holds them: no dashes).
 RUNS_OR_WRITES: dict[str, frozenset[str]] = {
@@ -133,10 +167,11 @@ def _takes_value(program: str, word: str) -> tuple[bool, str | None]:
     return False, None
 
 
-def _git_globals(words: list[str]) -> tuple[list[str], list[str], int]:
-    """git's own options (the words), their values, and the index of the subcommand."""
+def _git_globals(words: list[str]) -> tuple[list[str], list[tuple[str, str]], int]:
+    """git's own options (the words), their values as (option, value), and the index of the
+    subcommand."""
     options: list[str] = []
-    values: list[str] = []
+    values: list[tuple[str, str]] = []
     i = 0
     while i < len(words):
         word = words[i]
@@ -146,9 +181,9 @@ def _git_globals(words: list[str]) -> tuple[list[str], list[str], int]:
         options.append(word)
         if name in GIT_GLOBAL_VALUE_OPTIONS or name in GIT_GLOBAL_ATTACHED_ONLY:
             if eq:
-                values.append(attached)
+                values.append((name, attached))
             elif name in GIT_GLOBAL_VALUE_OPTIONS and i + 1 < len(words):
-                values.append(words[i + 1])
+                values.append((name, words[i + 1]))
                 i += 1
         i += 1
     return options, values, i
@@ -164,11 +199,14 @@ def short_letters(program: str, word: str) -> str:
     return word[1:]
 
 
-def split_words(program: str, words: list[str]) -> tuple[list[str], list[str], list[str]]:
+def split_words(program: str, words: list[str]) -> tuple[list[str], list[str], list[tuple[str, str]]]:
     """`words` (after the program) as (options, operands, values): the option words in order,
     the operands (with `--` ending the options, except for find), and the values the options
-    took (attached or the next word). Options are returned whole, for `split_flags` to name."""
-    options, operands, values = [], [], []
+    took (attached or the next word), each as (option, value) with the option's name as written
+    (`-e`, `--regexp`). Options are returned whole, for `split_flags` to name."""
+    options: list[str] = []
+    operands: list[str] = []
+    values: list[tuple[str, str]] = []
     i, positional = 0, False
     if program == "git":
         options, values, i = _git_globals(words)
@@ -187,13 +225,35 @@ def split_words(program: str, words: list[str]) -> tuple[list[str], list[str], l
         takes, attached = _takes_value(program, word)
         if not takes:
             continue
+        name = _option_name(program, word)
         if attached is not None:
-            values.append(attached)
+            values.append((name, attached))
             continue
         count = 2 if (program, word) in _TWO_VALUES else 1
-        values.extend(words[i : i + count])
+        values.extend((name, value) for value in words[i : i + count])
         i += count
     return options, operands, values
+
+
+def _option_name(program: str, word: str) -> str:
+    """The option a value belongs to: `--regexp=x` is --regexp, `-rnA3` is -A."""
+    if word.startswith("--") or (program == "find" and len(word) > 2):
+        return word.partition("=")[0]
+    letters = short_letters(program, word)
+    return "-" + letters[-1] if letters else word
+
+
+def paths(program: str, operands: list[str], values: list[tuple[str, str]]) -> tuple[str, ...]:
+    """The words of a command that may name a file (`Command.paths`): its operands but a
+    pattern (grep's and rg's first operand when no -e or -f gave one) and git's subcommand, and
+    the values of options other than those NOT_FILES lists (a pattern, a number, a format)."""
+    out = list(operands)
+    if program in _PATTERN_FIRST and out and not any(name in _PATTERN_FIRST[program] for name, _ in values):
+        out = out[1:]
+    elif program == "git" and out:
+        out = out[1:]
+    plain = NOT_FILES.get(program, frozenset())
+    return tuple(out + [value for name, value in values if name not in plain])
 
 
 def git_global_options(words: list[str] | tuple[str, ...]) -> list[str]:

@@ -7,7 +7,7 @@ import re
 import shlex
 
 from dsl.subjects.command import _Word
-from dsl.subjects.options import short_letters, split_words
+from dsl.subjects.options import paths, short_letters, split_words
 from dsl.values import EvalError
 
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "fish", "rbash"})
@@ -300,15 +300,15 @@ SINGLE_DASH_LONG = frozenset({"find", "java", "javac", "go", "gcc", "g++", "clan
 
 def split_flags(program: str, words: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Flag names and positional words (see split_command_words, which also gives the values)."""
-    flags, args, _ = split_command_words(program, words)
+    flags, args, _, _ = split_command_words(program, words)
     return flags, args
 
 
-def split_command_words(program: str, words: list[str]) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-    """Flag names, positional words and the values options took (`dsl.subjects.options`
-    separates them, from each program's table of options that take a value). Each flag adds its
-    long name and every short spelling of that long name, so `-r`, `-R` and `--recursive` give
-    the same names for rm."""
+def split_command_words(program: str, words: list[str]) -> tuple[tuple[str, ...], ...]:
+    """Flag names, positional words, the values options took, and the words that may name a file
+    (`dsl.subjects.options` separates them, from each program's table of options that take a
+    value). Each flag adds its long name and every short spelling of that long name, so `-r`,
+    `-R` and `--recursive` give the same names for rm."""
     aliases = FLAG_ALIASES.get(program, {})
     spellings: dict[str, set[str]] = {}
     for short, long in aliases.items():
@@ -331,4 +331,4 @@ def split_command_words(program: str, words: list[str]) -> tuple[tuple[str, ...]
         else:
             for ch in short_letters(program, word):
                 flags |= names(ch)
-    return tuple(sorted(flags)), tuple(args), tuple(values)
+    return tuple(sorted(flags)), tuple(args), tuple(v for _, v in values), paths(program, args, values)

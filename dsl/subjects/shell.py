@@ -419,11 +419,11 @@ class _Walker:
                             "the commands it runs cannot be read reliably")
         argv = tuple(w.value for w in words)
         dynamic = any(w.dynamic for w in words)
-        flags, args, values = split_command_words(program, [w.value for w in rest])
+        flags, args, values, paths = split_command_words(program, [w.value for w in rest])
         here = self.here() if _cwd.SAME_DIR.issuperset(wrappers) else ""  # `env -C DIR`, `sudo -i`: elsewhere
         command = Command(program=program, path=program_word.value, argv=argv, args=args, flags=flags, redirects=redirects,
                           wrappers=wrappers, assignments=assignments, nested=nested, dynamic=dynamic, text=text,
-                          values=values, cwd=here)
+                          values=values, paths=paths, cwd=here)
         self.commands.append(command)
         # Commands that run other commands.
         if program in SHELLS:
