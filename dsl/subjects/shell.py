@@ -169,7 +169,9 @@ class _Walker:
                 self.cwd = _cwd.merge(ok, self.cwd)
             return
         if kind == "negated_command":
-            self.walk_statement(node, nested, redirects)
+            for child in node.children:
+                if child.is_named:
+                    self.walk(child, nested, redirects)
             self.cwd, self.fail = self.fail, self.cwd
             return
         if kind == "function_definition":
