@@ -568,6 +568,8 @@ def _path_from(raw: Any, base: Any, env: Env) -> subjects.PathValue:
     """`path(raw, base)`: `raw` resolved against the directory `base`, itself made a path (against
     the call's cwd and home). A base of "" is a command's unknown directory (`Command.cwd`): an
     error, whatever `raw` is."""
+    if base == "." and env.cwd() is not None:  # where most commands run: the call's cwd itself
+        return _make_path(raw, env)
     if base == "":
         raise EvalError("the directory the command runs in is not known from the text (after cd $X, cd -, pushd, "
                         "a function, or a cd that may have failed)")

@@ -210,3 +210,24 @@ def test_credentials_are_secret(raw):
                                  "config/settings.py", "keys.py", "/etc/hosts"])
 def test_ordinary_files_are_not_secret(raw):
     assert not make_path(raw, "/home/u/proj", "/home/u").secret
+
+
+def test_a_base_that_cannot_be_made_a_path_is_an_error_even_for_an_absolute_path():
+    policy = Policy.from_text('deny Bash when any c in shell(args.command): any a in c.args: path(a, c.cwd) under "/etc" reason "no"')
+    assert policy.evaluate("Bash", {"command": "cat /tmp/x"}, {}).effect == "deny"  # no context.cwd: "." is unknown
+    assert policy.evaluate("Bash", {"command": "cat /tmp/x"}, PROJECT).by_default  # a cwd: the rule is false
+
+
+def test_the_secret_list_is_linear_in_the_path():
+    import time
+
+    def cost(n: int) -> float:
+        parts = tuple(["a" * 50, ".ss", "id_rs"] * n)
+        best = float("inf")
+        for _ in range(5):
+            start = time.perf_counter()
+            make_path("/" + "/".join(parts), None, None).secret
+            best = min(best, time.perf_counter() - start)
+        return best
+
+    assert cost(2000) / cost(200) <= 20

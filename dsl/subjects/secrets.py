@@ -53,15 +53,50 @@ def _matches(parts: tuple[str, ...], at: int, entry: tuple[str, ...]) -> bool:
     return all(fnmatchcase(parts[at + k], pattern) for k, pattern in enumerate(entry))
 
 
+def _index() -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...], dict[str, list], dict[str, list]]:
+    """The entries arranged for one pass over a path: one-segment file names as exact names,
+    prefixes (`id_rsa*`) and suffixes (`*.pem`); longer file entries by their (exact) last
+    segment; directory entries by their (exact) first segment."""
+    exact, prefixes, suffixes = set(), [], []
+    by_last: dict[str, list] = {}
+    by_first: dict[str, list] = {}
+    for entry in FILES:
+        last = entry[-1]
+        if len(entry) == 1 and "*" not in last and "?" not in last:
+            exact.add(last)
+        elif len(entry) == 1 and last.endswith("*") and "*" not in last[:-1] and "?" not in last:
+            prefixes.append(last[:-1])
+        elif len(entry) == 1 and last.startswith("*") and "*" not in last[1:] and "?" not in last:
+            suffixes.append(last[1:])
+        elif "*" not in last and "?" not in last:
+            by_last.setdefault(last, []).append(entry)
+        else:  # pragma: no cover - the table holds no other shape; keep it so
+            raise ValueError(f"secrets: an entry this index cannot hold: {entry}")
+    for entry in DIRECTORIES:
+        if any("*" in p or "?" in p for p in entry):  # pragma: no cover
+            raise ValueError(f"secrets: a directory entry must be exact: {entry}")
+        by_first.setdefault(entry[0], []).append(entry)
+    return frozenset(exact), tuple(prefixes), tuple(suffixes), by_last, by_first
+
+
+_EXACT, _PREFIXES, _SUFFIXES, _BY_LAST, _BY_FIRST = _index()
+
+
 def is_secret(parts: tuple[str, ...]) -> bool:
-    """Whether a path with these segments (as `PathValue.parts`) holds or is inside a secret."""
+    """Whether a path with these segments (as `PathValue.parts`) holds or is inside a secret.
+    One pass over the segments: each is looked up, not matched against every entry."""
+    if not parts:
+        return False
     lowered = tuple(p.lower() for p in parts)
     n = len(lowered)
-    for entry in FILES:
+    name = lowered[-1]
+    if name in _EXACT or name.startswith(_PREFIXES) or name.endswith(_SUFFIXES):
+        return True
+    for entry in _BY_LAST.get(name, ()):
         if len(entry) <= n and _matches(lowered, n - len(entry), entry):
             return True
-    for entry in DIRECTORIES:
-        for at in range(n - len(entry) + 1):
-            if _matches(lowered, at, entry):
+    for at, part in enumerate(lowered):
+        for entry in _BY_FIRST.get(part, ()):
+            if at + len(entry) <= n and lowered[at : at + len(entry)] == entry:
                 return True
     return False
