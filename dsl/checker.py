@@ -629,10 +629,16 @@ class _Checker:
             known = ", ".join(FUNCTIONS)
             self.error(f"unknown function '{call.name}'", call.name_span, _suggest(call.name, FUNCTIONS) or f"the functions are {known}")
             return None
-        if len(call.args) != arity:
-            self.error(f"{call.name}() takes {arity} argument, not {len(call.args)}", call.span)
+        if call.name == "path" and len(call.args) == 2:  # path(x, base): x resolved against the path base
+            base = self.expr(call.args[1])
+            if base is not None and base not in (STRING, PATH, ANY):
+                self.error(f"path()'s second argument is a directory, a string or a path, not {describe(base)}", call.args[1].span)
+                return None
+        elif len(call.args) != arity:
+            self.error(f"{call.name}() takes {arity} argument, not {len(call.args)}", call.span,
+                       "path(x, base) resolves x against the directory base" if call.name == "path" else None)
             return None
-        (arg,) = call.args
+        arg = call.args[0]
         if call.name == "exists":
             if not isinstance(arg, ast.Path) or (arg.root not in ("args", "context") and arg.root not in self.scope):
                 self.error("exists() takes a field path under args or context", arg.span, "for example exists(args.force)")

@@ -286,6 +286,9 @@ def _compile_call(call: ast.Call) -> Fn:
 
 
 def _compile_call_result(call: ast.Call) -> Fn:
+    if call.name == "path" and len(call.args) == 2:
+        inner, base = _compile(call.args[0]), _compile(call.args[1])
+        return lambda env: _path_from(inner(env), base(env), env)
     (arg,) = call.args
     if call.name == "exists":
         get = _compile_path(arg)  # the checker guarantees a path under args or context
@@ -756,6 +759,19 @@ def _fast_path(path: ast.Path, item_var: str | None) -> Fn:
     return lambda env: read(env.vars[root])
 
 
+def _path_from(raw: Any, base: Any, env: Env) -> subjects.PathValue:
+    """`path(raw, base)`: `raw` resolved against the directory `base`, itself made a path (against
+    the call's cwd and home). A base of "" is a command's unknown directory (`Command.cwd`): an
+    error, whatever `raw` is."""
+    if base == "." and env.cwd() is not None:  # where most commands run: the call's cwd itself
+        return _make_path(raw, env)
+    if base == "":
+        raise EvalError("the directory the command runs in is not known from the text (after cd $X, cd -, pushd, "
+                        "a function, or a cd that may have failed)")
+    directory = subjects.make_path(base, env.cwd(), env.home_dir())
+    return subjects.make_path(raw, directory.text, env.home_dir())
+
+
 def _make_path(raw: Any, env: Env) -> subjects.PathValue:
     """`subjects.make_path(raw, cwd, home)`, without its work for a path that is already its own
     normalized form (`_plain_path`; under a Windows cwd, `/x` is a Windows path)."""
@@ -791,6 +807,8 @@ def _shell_of(call: ast.Call) -> Fn:
 def _memo_key(call: ast.Call) -> tuple | None:
     """The key of `call`'s value in Env.memo: a subject function of a field of the call's
     arguments or context (not of a quantifier's item, which changes within a call)."""
+    if len(call.args) != 1:
+        return None
     (arg,) = call.args
     if call.name in _MEMO_FUNCTIONS and isinstance(arg, ast.Path) and arg.root in ("args", "context"):
         return (call.name, arg.root, arg.keys)
@@ -846,6 +864,11 @@ def _fast_call(call: ast.Call, item_var: str | None) -> Fn:
 
 
 def _fast_call_result(call: ast.Call, item_var: str | None) -> Fn:
+    if len(call.args) == 2:  # path(x, base)
+        if item_var is not None:
+            raise _EnvNeeded
+        inner, base = _fast(call.args[0], None), _fast(call.args[1], None)
+        return lambda env: _path_from(inner(env), base(env), env)
     (arg,) = call.args
     name = call.name
     if name == "exists":
@@ -1468,7 +1491,7 @@ def _value(e: ast.Expr, item: str | None) -> tuple:
         raise _NoShape
     if isinstance(e, ast.Path):
         return _field(e)
-    if isinstance(e, ast.Call) and not e.keys and e.name in ("len", "path"):
+    if isinstance(e, ast.Call) and not e.keys and e.name in ("len", "path") and len(e.args) == 1:
         return (e.name, _field(e.args[0]))
     if isinstance(e, ast.Call) and e.name == "path" and len(e.keys) == 1 and e.keys[0] in _PATH_PROPERTIES:
         return ("pathprop", e.keys[0], ("path", _field(e.args[0])))
@@ -2101,6 +2124,8 @@ def _traced_junction(fns: list[Fn], deciding: bool) -> Fn:
 
 def _traced_call(call: ast.Call) -> Fn:
     if call.name == "exists":  # reads its path without failing: the path is not an operand
+        return _traced_step(call, _compile_call(call))
+    if len(call.args) == 2:  # path(x, base): traced as one step
         return _traced_step(call, _compile_call(call))
     arg = _traced(call.args[0])
     apply = _compile_call_result(ast.Call(call.name, (ast.Path(_ARG, (), call.span),), call.span, call.name_span))

@@ -137,10 +137,9 @@ def test_explain_shows_the_path_resolved_against_the_cwd():
     report = explain(CODING, "Read", {"file_path": ".env"}, PROJECT)
     rule = rule_trace(report, "secrets")
     assert rule.deciding
-    glob = next(s for s in walk(rule.steps) if s.text == 'path(args.file_path) glob "/**/.env"')
-    assert glob.result == "true" and glob.match == "path-glob"
-    assert glob.children[0].shown == "/home/u/proj/.env"
-    assert glob.children[0].children[0].shown == '".env"'
+    secret = next(s for s in walk(rule.steps) if s.text == "path(args.file_path).secret")
+    assert secret.shown == "true" and secret.subject == "/home/u/proj/.env"
+    assert secret.children[0].shown == '".env"'
 
 
 def test_explain_shows_a_path_field_with_its_subject_and_under_by_segments():

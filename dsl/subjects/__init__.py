@@ -8,10 +8,15 @@ misses `cd x && cat y`. Three functions of the policy language normalize instead
   expanded against the caller's home, relative paths resolved against `context.cwd`; a Windows
   path (`C:\\...`, `\\\\server\\share`, or any path under a Windows cwd) → `WinPathValue`
   (dsl.subjects.winpaths), compared case-insensitively.
+  expanded against the caller's home, relative paths resolved against `context.cwd` (or, as
+  `path(x, base)`, against a directory); `.secret` from the one list in dsl.subjects.secrets.
 * `shell(x)` → a list of `Command`: every simple command in a shell string, after unwrapping
   `sudo`, `timeout`, `env`, ..., including the commands nested in `$(...)`, backticks,
   `bash -c '...'`, `eval`, `xargs` and a heredoc piped into a shell, with flags normalized so that
-  `-rf`, `-r -f`, `-fr` and `--recursive --force` give one set.
+  `-rf`, `-r -f`, `-fr` and `--recursive --force` give one set. Each command also carries the
+  directory it runs in as far as the text shows (`cwd`, see dsl.subjects.cwd), the values its
+  options took and the words that may name files (`values`, `paths`, from dsl.subjects.options),
+  and whether it only reads (`read_only`).
 * `url(x)` → `UrlValue`: scheme, host (lowercased, IDNA, trailing dot removed, userinfo
   separated), port, path.
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dsl.subjects.options import read_only as _read_only
+
 
 @dataclass(frozen=True, slots=True)
 class Command:
@@ -24,6 +26,19 @@ class Command:
     - `code`: the inline code it runs, as written: a shell's `-c` script and the heredoc or
       here-string it reads as its script, an interpreter's `-c`/`-e` code (`python -c`, `perl -e`,
       `node -e`, ...) or the heredoc it reads; empty for other commands.
+    - `values`: the values its options took (`-C DIR`, `--from-file=F`), which are not `args`
+      (dsl.subjects.options has the table of options that take a value, per program).
+    - `paths`: the words that may name a file: the operands (but grep's and rg's pattern and
+      git's subcommand) and the values of options that may take a file (all but those known to
+      take a pattern, a number or a format). A rule on which files a command reads checks these.
+    - `cwd`: the directory it runs in, as far as the text shows, relative to the call's
+      context.cwd: `"."` unless an earlier `cd DIR` of the same text moved it (`cd src && ls`:
+      `"src"`; `cd /tmp && cd x && ls`: `"/tmp/x"`), `""` when that is not known (after `cd $X`,
+      `cd -`, pushd or popd, a function, or a `cd` that may have failed: see dsl.subjects.cwd).
+      `path(a, c.cwd)` resolves a word as the command sees it.
+    - `read_only` (computed): the program only reads, whatever options it was given
+      (dsl.subjects.options.read_only: a table of read-only programs and of the options that
+      make them run a program or write a file, from each manual).
     """
 
     program: str
@@ -38,6 +53,9 @@ class Command:
     dynamic: bool = False
     text: str = ""
     code: tuple[str, ...] = ()
+    values: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+    cwd: str = "."
 
     KIND = "command"
     FIELDS = {
@@ -45,7 +63,12 @@ class Command:
         "flags": "list[string]", "redirects": "list[string]", "wrappers": "list[string]",
         "assignments": "list[string]", "nested": "bool", "dynamic": "bool", "text": "string",
         "code": "list[string]",
+        "values": "list[string]", "paths": "list[string]", "cwd": "string", "read_only": "bool",
     }
+
+    @property
+    def read_only(self) -> bool:
+        return _read_only(self)
 
     def __str__(self) -> str:
         return " ".join(self.argv)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable
 
+from dsl.subjects.secrets import is_secret
 from dsl.values import EvalError
 
 
@@ -25,10 +26,15 @@ class PathValue:
 
     KIND = "path"
     FIELDS = {"text": "string", "name": "string", "ext": "string", "parent": "path", "parts": "list[string]",
-              "drive": "string", "style": "string"}
+              "drive": "string", "style": "string", "secret": "bool"}
     # What a Windows path (dsl.subjects.winpaths.WinPathValue) has too: a POSIX path has no drive.
     drive = ""
     style = "posix"
+
+    @property
+    def secret(self) -> bool:
+        """Whether the path is or is inside a file that holds credentials (dsl.subjects.secrets)."""
+        return is_secret(self.parts)
 
     @property
     def parts(self) -> tuple[str, ...]:

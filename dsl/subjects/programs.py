@@ -5,9 +5,10 @@ are tables in dsl.subjects.wrappers, read by dsl.subjects.getopt."""
 from __future__ import annotations
 
 from dsl.subjects.command import _Word
+from dsl.subjects.options import paths, short_letters, split_words
 from dsl.subjects.wrappers import SHELLS, WRAPPERS
 
-__all__ = ["SHELLS", "WRAPPERS", "FLAG_ALIASES", "SINGLE_DASH_LONG", "split_flags"]
+__all__ = ["SHELLS", "WRAPPERS", "FLAG_ALIASES", "SINGLE_DASH_LONG", "split_flags", "split_command_words"]
 
 # Reserved words: never the name of a command bash runs. The parser takes one for a command name
 # only where it misread the text (`time { ...; }`, `coproc NAME { ...; }`), so it is an error.
@@ -63,8 +64,16 @@ SINGLE_DASH_LONG = frozenset({"find", "java", "javac", "go", "gcc", "g++", "clan
 
 
 def split_flags(program: str, words: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Flag names and positional words. Each flag adds its long name and every short spelling of
-    that long name, so `-r`, `-R` and `--recursive` give the same names for rm."""
+    """Flag names and positional words (see split_command_words, which also gives the values)."""
+    flags, args, _, _ = split_command_words(program, words)
+    return flags, args
+
+
+def split_command_words(program: str, words: list[str]) -> tuple[tuple[str, ...], ...]:
+    """Flag names, positional words, the values options took, and the words that may name a file
+    (`dsl.subjects.options` separates them, from each program's table of options that take a
+    value). Each flag adds its long name and every short spelling of that long name, so `-r`,
+    `-R` and `--recursive` give the same names for rm."""
     aliases = FLAG_ALIASES.get(program, {})
     spellings: dict[str, set[str]] = {}
     for short, long in aliases.items():
@@ -75,16 +84,8 @@ def split_flags(program: str, words: list[str]) -> tuple[tuple[str, ...], tuple[
         return spellings.get(long, {flag})
 
     flags: set[str] = set()
-    args: list[str] = []
-    positional = False
-    for word in words:
-        if positional or word == "-" or not word.startswith("-"):
-            args.append(word)
-            continue
-        if word == "--":
-            if program != "find":  # find's `--` ends its options; the expression (-delete) follows
-                positional = True
-            continue
+    options, args, values = split_words(program, words)
+    for word in options:
         if word.startswith("--") or (program in SINGLE_DASH_LONG and len(word) > 2):
             name = word.lstrip("-").split("=", 1)[0]
             if word.startswith("--") and name not in spellings:
@@ -93,6 +94,6 @@ def split_flags(program: str, words: list[str]) -> tuple[tuple[str, ...], tuple[
                 name = known[0] if len(known) == 1 else name
             flags |= names(name)
         else:
-            for ch in word[1:]:
+            for ch in short_letters(program, word):
                 flags |= names(ch)
-    return tuple(sorted(flags)), tuple(args)
+    return tuple(sorted(flags)), tuple(args), tuple(v for _, v in values), paths(program, args, values)

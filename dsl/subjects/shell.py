@@ -8,10 +8,11 @@ import re
 import threading
 from functools import lru_cache
 
+from dsl.subjects import cwd as _cwd
 from dsl.subjects.command import Command, _Word, _as_dict
 from dsl.subjects.getopt import read
 from dsl.subjects.optspec import INTERPRETER
-from dsl.subjects.programs import _RESERVED, _find_exec_commands, split_flags
+from dsl.subjects.programs import _RESERVED, _find_exec_commands, split_command_words
 from dsl.subjects.wrappers import TABLE, WRAPPERS
 from dsl.subjects.quoting import (
     _BRACES, _QUOTED_PARTS, _SUBSCRIPT, _ansi_c, _unescape_double, _unescape_unquoted, brace_expand,
@@ -40,9 +41,14 @@ def _parser():
 class _Walker:
     """Collects the simple commands of one parse tree."""
 
-    def __init__(self, source: bytes, depth: int):
+    def __init__(self, source: bytes, depth: int, cwd: str | None = ".", names: tuple[bool, bool] = (False, False)):
         self.source = source
         self.depth = depth
+        # where the shell is after the statement walked last, if it succeeded and if it failed
+        # (dsl.subjects.cwd); whether this text or an enclosing one names HOME, CDPATH
+        self.cwd: str | None = cwd
+        self.fail: str | None = cwd
+        self.names = (names[0] or b"HOME" in source, names[1] or b"CDPATH" in source)
         self.commands: list[Command] = []
         self.stdin_shells: list[Command] = []  # shells and interpreters reading their script from standard input
         self.stdin_readers: dict[int, str] = {}  # their ids -> "sh" (a shell's script) or "code" (another language)
@@ -132,7 +138,63 @@ class _Walker:
 
     # commands
 
+    def here(self) -> str:
+        return "" if self.cwd is None else self.cwd
+
     def walk(self, node, nested: bool, redirects: tuple[str, ...] = ()) -> None:
+        """Walk `node`, following the directory each statement leaves the shell in."""
+        kind = node.type
+        start = self.cwd
+        if kind in ("subshell", "command_substitution", "process_substitution"):
+            self.walk_statement(node, nested, redirects)
+            self.cwd = self.fail = start  # a subshell's cd stays in it
+            return
+        if kind == "pipeline":
+            moved = False
+            for child in node.children:
+                self.cwd = self.fail = start
+                self.walk(child, nested, redirects)
+                moved = moved or self.cwd != start or self.fail != start
+            self.cwd = self.fail = None if moved else start  # zsh runs the last part in the shell
+            return
+        if kind == "list" and len(node.children) == 3:
+            left, op, right = node.children
+            self.walk(left, nested, redirects)
+            ok, fail = self.cwd, self.fail
+            if op.type == "&&":
+                self.cwd = self.fail = ok
+                self.walk(right, nested, redirects)
+                self.fail = _cwd.merge(fail, self.fail)
+            else:  # `||`
+                self.cwd = self.fail = fail
+                self.walk(right, nested, redirects)
+                self.cwd = _cwd.merge(ok, self.cwd)
+            return
+        if kind == "negated_command":
+            for child in node.children:
+                if child.is_named:
+                    self.walk(child, nested, redirects)
+            self.cwd, self.fail = self.fail, self.cwd
+            return
+        if kind == "function_definition":
+            self.cwd = self.fail = None  # the body runs wherever it is called from
+            self.walk_statement(node, nested, redirects)
+            self.cwd = self.fail = None  # and a call after this may run its cd
+            return
+        if kind in ("for_statement", "c_style_for_statement", "while_statement"):
+            commands, shells = len(self.commands), len(self.stdin_shells)
+            self.walk_statement(node, nested, redirects)
+            if self.cwd != start or self.fail != start:  # its body moves it: a second round starts elsewhere
+                for dropped in self.stdin_shells[shells:]:
+                    self.stdin_readers.pop(id(dropped), None)
+                del self.commands[commands:], self.stdin_shells[shells:]
+                self.cwd = self.fail = None
+                self.walk_statement(node, nested, redirects)
+            self.cwd = self.fail = _cwd.merge(self.cwd, self.fail)
+            return
+        self.walk_statement(node, nested, redirects)
+
+    def walk_statement(self, node, nested: bool, redirects: tuple[str, ...] = ()) -> None:
         kind = node.type
         if kind == "command":
             self.command(node, nested, redirects)
@@ -159,7 +221,7 @@ class _Walker:
                 self.walk(body, nested, redirects + tuple(targets))
                 if targets and len(self.commands) == before:  # `[[ -f x ]] > f` still writes f
                     self.commands.append(Command(program="", path="", argv=(), args=(), flags=(), redirects=redirects + tuple(targets),
-                                                 nested=nested, text=self.text(node)))
+                                                 nested=nested, text=self.text(node), cwd=self.here()))
             # `sh <<EOF`: a shell with no -c reads its script from the heredoc
             first = self.commands[before] if len(self.commands) > before else None
             reader = first if first is not None and id(first) in self.stdin_readers else None
@@ -178,7 +240,8 @@ class _Walker:
             self.commands.insert(
                 start,
                 Command(program=words[0], path=words[0], argv=tuple(words), args=tuple(words[1:]), flags=(),
-                        nested=nested, dynamic=any("$" in w or "`" in w for w in words), text=self.text(node))
+                        nested=nested, dynamic=any("$" in w or "`" in w for w in words), text=self.text(node),
+                        cwd=self.here())
             )
             return
         if kind == "variable_assignment":
@@ -190,7 +253,7 @@ class _Walker:
             self.commands.insert(
                 start,
                 Command(program="", path="", argv=(), args=(), flags=(), assignments=(text,), nested=nested,
-                        dynamic="$" in text or "`" in text, text=text),
+                        dynamic="$" in text or "`" in text, text=text, cwd=self.here()),
             )
             return
         if kind in ("test_command", "raw_string"):
@@ -208,9 +271,10 @@ class _Walker:
             if variable is not None and self.text(variable).isupper():
                 name = self.text(variable)
                 self.commands.append(Command(program="", path="", argv=(), args=(), flags=(), assignments=(f"{name}=",),
-                                             nested=nested, dynamic=True, text=self.text(node)))
+                                             nested=nested, dynamic=True, text=self.text(node), cwd=self.here()))
         for child in node.children:
             self.walk(child, nested, redirects)  # a group's redirections apply to every command in it
+            self.cwd = self.fail = _cwd.merge(self.cwd, self.fail)  # the next one runs after either
 
     def heredoc(self, node, nested: bool, readers: list[Command]) -> None:
         """A heredoc, possibly piped into more commands (`cat <<'EOF' | sh`). When a shell reads
@@ -257,7 +321,7 @@ class _Walker:
         tree = _parser().parse(text.translate(_ASCII_MASK))
         if _has_error(tree.root_node):
             raise EvalError("the command is not valid shell syntax (after a heredoc's start)")
-        sub = _Walker(text, self.depth)
+        sub = _Walker(text, self.depth, self.cwd, self.names)
         sub.walk(tree.root_node, nested)
         self.commands.extend(sub.commands)
         self.stdin_shells.extend(sub.stdin_shells)
@@ -279,7 +343,7 @@ class _Walker:
             i += 1
         if self.depth >= 8:
             raise EvalError("the command nests shells more than 8 deep")
-        self.commands.extend(_parse(': "' + "".join(out) + '"', self.depth + 1, True)[1:])  # all but `:`
+        self.commands.extend(_parse(': "' + "".join(out) + '"', self.depth + 1, True, cwd=self.cwd, names=self.names)[1:])  # all but `:`
 
     def runs_strings(self, program: str, rest: list[_Word]) -> None:
         """Builtins that run a string or a file this text may not show: `trap 'CMD' SIG`,
@@ -309,7 +373,7 @@ class _Walker:
         """The commands of a script run by this command line; `dynamic`: under one reading only."""
         if self.depth >= 8:
             raise EvalError("the command nests shells more than 8 deep")
-        commands = _parse(text, self.depth + 1, nested)
+        commands = _parse(text, self.depth + 1, nested, cwd=self.cwd, names=self.names)
         if dynamic:
             commands = [c if c.dynamic else Command(**{**_as_dict(c), "dynamic": True}) for c in commands]
         self.commands.extend(commands)
@@ -341,10 +405,27 @@ class _Walker:
             before = len(self.commands)
             self.emit(words, tuple(assignments), redirects, nested, self.text(node), ())
             first = self.commands[before] if len(self.commands) > before else None
+            self.moves(first)
             if herestrings and first is not None and id(first) in self.stdin_readers:
                 for fed in herestrings:  # `bash <<< 'rm -rf /'`: the shell reads its script from it
                     self.feed(first, fed.value, fed.dynamic)
         self.commands.extend(inner)
+
+    def moves(self, first: Command | None) -> None:
+        """The directory after a simple command: `cd` moves it when it succeeds (see dsl.subjects.cwd)."""
+        if first is None:
+            return
+        if first.program == "cd" and _cwd.BUILTIN_CD.issuperset(first.wrappers):
+            here = self.cwd
+            target = _cwd.cd_destination(first.argv, first.dynamic, *self.names)
+            self.cwd, self.fail = (None if target is None else _cwd.join(here, target)), here
+        elif first.program in _cwd.UNKNOWN_AFTER and not first.wrappers:
+            self.cwd = self.fail = None
+
+    def cwd_for(self, wrappers: tuple[str, ...]) -> str:
+        """The directory a command run by `wrappers` starts in: unknown after one that may move it
+        (`env -C DIR`, `sudo -i`)."""
+        return self.here() if _cwd.SAME_DIR.issuperset(wrappers) else ""
 
     def emit(self, words: list[_Word], assignments, redirects, nested, text, wrappers, dynamic: bool = False) -> None:
         """The command `words` and what it runs. `dynamic`: it is only one reading of an outer
@@ -359,7 +440,8 @@ class _Walker:
         if program in _RESERVED and not program_word.dynamic:
             raise EvalError(f"the keyword '{program}' stands where a command should (after time or coproc?): "
                             "the commands it runs cannot be read reliably")
-        self.commands.append(_command(words, assignments, redirects, nested, text, wrappers, dynamic))
+        self.commands.append(_command(words, assignments, redirects, nested, text, wrappers, dynamic,
+                                      cwd=self.cwd_for(wrappers)))
         # Commands that run other commands.
         if program in ("trap", "mapfile", "readarray", "alias", "source", ".", "hash"):
             self.runs_strings(program, rest)
@@ -369,11 +451,14 @@ class _Walker:
                 raise EvalError("eval runs a string that is only known at run time")
             self.script(" ".join(w.value for w in words), nested=True, dynamic=dynamic)
         elif program == "find":
+            before = len(self.commands)
             for inner in _find_exec_commands(rest):
                 if inner:
                     if inner[0].value == "{}":  # `-exec {} ...`: the program is each file found
                         inner = [_Word("{}", True)] + inner[1:]
                     self.emit(inner, (), (), True, text, (), dynamic)
+            if any(w.value in ("-execdir", "-okdir") for w in rest):  # they run in each file's directory
+                self.commands[before:] = [Command(**{**_as_dict(c), "cwd": ""}) for c in self.commands[before:]]
 
     def emit_read(self, program, spec, words, assignments, redirects, nested, text, wrappers, dynamic) -> None:
         """A program whose command line a table of dsl.subjects.wrappers reads: a wrapper is
@@ -389,7 +474,8 @@ class _Walker:
                       wrappers + (program,), dynamic or spec.dynamic_inner)
             return
         code = tuple(dict.fromkeys(w.value for r in readings for w in (*r.scripts, *r.code)))
-        own = _command(words, assignments, redirects, nested, text, wrappers, dynamic or ambiguous, code)
+        own = _command(words, assignments, redirects, nested, text, wrappers, dynamic or ambiguous, code,
+                       cwd=self.cwd_for(wrappers))
         self.commands.append(own)
         kind = "code" if spec.runs == INTERPRETER else "sh"
         inner_dynamic = dynamic or ambiguous
@@ -427,13 +513,14 @@ class _Walker:
                 break
 
 
-def _command(words, assignments, redirects, nested, text, wrappers, dynamic, code=()) -> Command:
+def _command(words, assignments, redirects, nested, text, wrappers, dynamic, code=(), cwd=".") -> Command:
     program_word = words[0]
     program = program_word.value.rsplit("/", 1)[-1]
-    flags, args = split_flags(program, [w.value for w in words[1:]])
+    flags, args, values, paths = split_command_words(program, [w.value for w in words[1:]])
     return Command(program=program, path=program_word.value, argv=tuple(w.value for w in words), args=args,
                    flags=flags, redirects=redirects, wrappers=wrappers, assignments=assignments, nested=nested,
-                   dynamic=dynamic or any(w.dynamic for w in words), text=text, code=code)
+                   dynamic=dynamic or any(w.dynamic for w in words), text=text, code=code, values=values,
+                   paths=paths, cwd=cwd)
 
 
 # Files that are standard input (a shell or `source` given one reads what a heredoc or a pipe feeds).
@@ -481,7 +568,8 @@ def _first_error(node):
 _ASCII_MASK = bytes(range(128)) + b"x" * 128
 
 
-def _parse(text: str, depth: int, nested: bool, check_stdin: bool = True) -> list[Command]:
+def _parse(text: str, depth: int, nested: bool, check_stdin: bool = True, cwd: str | None = ".",
+           names: tuple[bool, bool] = (False, False)) -> list[Command]:
     if len(text) > MAX_SHELL_TEXT:
         raise EvalError(f"the command is longer than {MAX_SHELL_TEXT:,} characters")
     text = splice_continuations(text)
@@ -496,7 +584,7 @@ def _parse(text: str, depth: int, nested: bool, check_stdin: bool = True) -> lis
         bad = _first_error(tree.root_node)
         where = f" at byte {bad.start_byte}" if bad is not None else ""
         raise EvalError(f"the command is not valid shell syntax{where}")
-    walker = _Walker(source, depth)
+    walker = _Walker(source, depth, cwd, names)
     walker.walk(tree.root_node, nested)
     for shell in walker.stdin_shells if check_stdin else ():
         if id(shell) not in walker.fed:

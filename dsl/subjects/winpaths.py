@@ -168,7 +168,7 @@ class WinParts(tuple):
 
 _PATH_FIELDS = {
     "text": "string", "name": "string", "ext": "string", "parent": "path", "parts": "list[string]",
-    "drive": "string", "style": "string",
+    "drive": "string", "style": "string", "secret": "bool",
 }
 
 
@@ -203,6 +203,14 @@ class WinPathValue:
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("a WinPathValue is immutable")
+
+    @property
+    def secret(self) -> bool:
+        """Whether the path is or is inside a file that holds credentials (dsl.subjects.secrets),
+        compared in lower case as on POSIX."""
+        from dsl.subjects.secrets import is_secret
+
+        return is_secret(self._names)
 
     @property
     def parts(self) -> "WinParts":

@@ -1,0 +1,285 @@
+"""Programs' options as data: which options take a value, and which make a "read-only" program
+run another program or write a file.
+
+Two tables, each from the program's own manual (the version named beside each entry):
+
+* `VALUE_OPTIONS`: the options whose value is the next word (`-e PATTERN`) or the rest of the
+  word (`-ePATTERN`, `--regexp=PATTERN`). `split_words` keeps those values out of a command's
+  `args` and lists them in its `values`, so `git -C . push` has the args `["push"]` and a rule on
+  `c.args startswith ["push"]` sees it. A program not in the table has only `--name=value` values
+  recognized; the word after `-x` stays an argument, as before.
+* `RUNS_OR_WRITES`: for each program `Command.read_only` admits, the options that make it run
+  another program (`rg --pre`, `rg --hostname-bin`, `sort --compress-program`, `find -exec`) or
+  write a file (`sort -o`, `find -delete`, `tree -o`, `file -C`, `git diff --output`).
+
+git reads its options in two places: its own (global) options before the subcommand, which
+git.c compares exactly (no abbreviations, no clusters), then the subcommand's, which
+parse-options reads. `GIT_GLOBAL_VALUE_OPTIONS` is the first; the second is not tabled, so a
+subcommand option's separate value stays among `args` (`git log -n 5` has args `log`, `5`).
+
+`read_only(command)` is `Command.read_only`: the program is in `READ_ONLY`, none of its flags
+runs or writes (a long flag that is a prefix of such an option counts as it: GNU getopt_long
+takes any unambiguous abbreviation, `sort --comp=sh`), and git's subcommand is one of
+`GIT_READ_ONLY` with none of `GIT_REPOSITORY_OPTIONS`. It says nothing about WHICH files the
+command reads: a policy checks `args` and `values` for that (see samples/coding-agent.policy).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from dsl.subjects.command import Command
+
+
+def _options(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# git(1) OPTIONS (git 2.39 to 2.47): the global options that take a value. `--exec-path` and
+# `--list-cmds` take one only attached (`--exec-path=DIR`); alone, `--exec-path` prints it.
+GIT_GLOBAL_VALUE_OPTIONS = _options("-C -c --git-dir --work-tree --namespace --config-env --super-prefix --attr-source")
+GIT_GLOBAL_ATTACHED_ONLY = _options("--exec-path --list-cmds")
+# Global options that make git read another repository, another configuration or run programs
+# from another directory: with any of them the repository git reads is not the one its cwd finds.
+GIT_REPOSITORY_OPTIONS = frozenset({
+    "C", "c", "git-dir", "work-tree", "namespace", "config-env", "exec-path", "super-prefix", "attr-source", "bare",
+})
+
+VALUE_OPTIONS: dict[str, frozenset[str]] = {
+    # ripgrep 14.1, rg --help
+    "rg": _options(
+        "-A -B -C -E -M -T -d -e -f -g -j -m -r -t --after-context --before-context --context --color --colors "
+        "--context-separator --dfa-size-limit --encoding --engine --field-context-separator --field-match-separator "
+        "--file --glob --iglob --ignore-file --hostname-bin --hyperlink-format --max-columns --max-count --max-depth "
+        "--max-filesize --path-separator --pre --pre-glob --regex-size-limit --regexp --replace --sort --sortr "
+        "--threads --type --type-not --type-add --type-clear --generate"
+    ),
+    # GNU grep 3.11 manual, 2.1 Command-line Options
+    "grep": _options(
+        "-A -B -C -D -d -e -f -m --after-context --before-context --context --devices --directories --regexp --file "
+        "--max-count --label --exclude --exclude-from --exclude-dir --include --binary-files --group-separator"
+    ),
+    # GNU coreutils 9.4 manual: sort, head, tail, cut, wc, du, ls, stat, df, date
+    "sort": _options("-k -t -o -S -T --key --field-separator --output --buffer-size --temporary-directory "
+                     "--compress-program --files0-from --random-source --parallel --batch-size --sort"),
+    "head": _options("-n -c --lines --bytes"),
+    "tail": _options("-n -c -s --lines --bytes --sleep-interval --pid --max-unchanged-stats"),
+    "cut": _options("-b -c -f -d --bytes --characters --fields --delimiter --output-delimiter"),
+    "wc": _options("--files0-from"),
+    "du": _options("-B -d -t -X --block-size --max-depth --threshold --exclude --exclude-from --files0-from --time-style"),
+    "ls": _options("-I -T -w --ignore --hide --tabsize --width --format --sort --time --time-style --quoting-style --block-size"),
+    "stat": _options("-c --format --printf"),
+    "df": _options("-B -t -x --block-size --type --exclude-type"),
+    "date": _options("-d -f -r -s --date --file --reference --set"),
+    # GNU diffutils 3.10 manual, diff Options
+    "diff": _options("-C -D -F -I -L -S -U -W -X -x --from-file --to-file --ignore-matching-lines --exclude "
+                     "--exclude-from --starting-file --show-function-line --label --line-format --old-line-format "
+                     "--new-line-format --unchanged-line-format --old-group-format --new-group-format "
+                     "--changed-group-format --unchanged-group-format --horizon-lines --tabsize --width --ifdef --palette"),
+    # tree 2.1 tree(1)
+    "tree": _options("-L -P -I -o -H -T --charset --filelimit --timefmt --sort --infile"),
+    # file 5.45 file(1)
+    "file": _options("-F -P -e -f -m --separator --parameter --exclude --exclude-quiet --files-from --magic-file"),
+    # GNU findutils 4.9 find(1): the primaries that take a value (-fprintf takes two; -newerXY any XY)
+    "find": _options(
+        "-name -iname -path -ipath -wholename -iwholename -regex -iregex -lname -ilname -type -xtype -user -group "
+        "-uid -gid -perm -size -mtime -mmin -atime -amin -ctime -cmin -newer -anewer -cnewer -maxdepth -mindepth "
+        "-inum -links -samefile -used -fstype -regextype -printf -fprint -fprint0 -fprintf -fls -context -files0-from"
+    ),
+}
+_TWO_VALUES = {("find", "-fprintf")}
+
+# Of those, the options whose value never names a file: a pattern, a number, a format, a name.
+# Every other option's value may be a file the program reads or writes, and is among `paths`.
+NOT_FILES: dict[str, frozenset[str]] = {
+    "rg": _options(
+        "-A -B -C -E -M -T -d -e -g -j -m -r -t --after-context --before-context --context --color --colors "
+        "--context-separator --dfa-size-limit --encoding --engine --field-context-separator --field-match-separator "
+        "--glob --iglob --hyperlink-format --max-columns --max-count --max-depth --max-filesize --path-separator "
+        "--regex-size-limit --regexp --replace --sort --sortr --threads --type --type-not --type-add --type-clear"
+    ),
+    "grep": _options("-A -B -C -D -d -e -m --after-context --before-context --context --devices --directories --regexp "
+                     "--max-count --label --exclude --exclude-dir --include --binary-files --group-separator"),
+    "sort": _options("-k -t -S --key --field-separator --buffer-size --parallel --batch-size --sort"),
+    "head": _options("-n -c --lines --bytes"),
+    "tail": _options("-n -c -s --lines --bytes --sleep-interval --pid --max-unchanged-stats"),
+    "cut": _options("-b -c -f -d --bytes --characters --fields --delimiter --output-delimiter"),
+    "du": _options("-B -d -t --block-size --max-depth --threshold --exclude --time-style"),
+    "ls": _options("-I -T -w --ignore --hide --tabsize --width --format --sort --time --time-style --quoting-style --block-size"),
+    "stat": _options("-c --format --printf"),
+    "df": _options("-B -t -x --block-size --type --exclude-type"),
+    "date": _options("-d --date"),
+    "diff": _options("-C -D -F -I -L -U -W -x --ignore-matching-lines --exclude --show-function-line --label --line-format "
+                     "--old-line-format --new-line-format --unchanged-line-format --old-group-format --new-group-format "
+                     "--changed-group-format --unchanged-group-format --horizon-lines --tabsize --width --ifdef --palette"),
+    "tree": _options("-L -P -I -H -T --charset --filelimit --timefmt --sort"),
+    "file": _options("-F -P -e --separator --parameter --exclude --exclude-quiet"),
+    "find": _options(
+        "-name -iname -path -ipath -wholename -iwholename -regex -iregex -lname -ilname -type -xtype -user -group "
+        "-uid -gid -perm -size -mtime -mmin -atime -amin -ctime -cmin -maxdepth -mindepth -inum -links -used -fstype "
+        "-regextype -printf -context"
+    ),
+}
+# Programs whose first operand is a pattern, unless an option gave one (grep(1), rg(1)).
+_PATTERN_FIRST = {"grep": _options("-e -f --regexp --file"), "rg": _options("-e -f --regexp --file")}
+
+# The options that make a read-only program run another program or write a file, by flag name
+# (as `Command.flags` holds them: no dashes).
+RUNS_OR_WRITES: dict[str, frozenset[str]] = {
+    # --pre COMMAND runs COMMAND on every file; --hostname-bin runs a program for hyperlinks;
+    # -z / --search-zip runs gzip, xz, bzip2, ... found on PATH (rg --help)
+    "rg": frozenset({"pre", "pre-glob", "hostname-bin", "z", "search-zip"}),
+    # -exec, -execdir, -ok, -okdir run a command; -delete removes; -fprint* and -fls write a file
+    "find": frozenset({"exec", "execdir", "ok", "okdir", "delete", "fprint", "fprint0", "fprintf", "fls"}),
+    # --compress-program runs PROG; -o writes FILE; -T writes temporary files in DIR
+    "sort": frozenset({"compress-program", "o", "output", "T", "temporary-directory"}),
+    "tree": frozenset({"o"}),  # -o FILE: output to FILE
+    "file": frozenset({"C", "compile"}),  # -C writes a compiled magic file (magic.mgc)
+    "date": frozenset({"s", "set"}),  # sets the system clock
+    # git diff/log/show --output=FILE writes FILE; --ext-diff runs GIT_EXTERNAL_DIFF or diff.external
+    "git": frozenset({"output", "ext-diff"}),
+    # GNU grep, diff, head, tail, cut, wc, du, ls, stat, df, cat and the rest run nothing and write
+    # nothing through an option (their manuals list none); `uniq IN OUT` writes OUT (see read_only).
+}
+
+READ_ONLY = frozenset({
+    "ls", "pwd", "cd", "cat", "head", "tail", "wc", "grep", "rg", "which", "echo", "date", "whoami", "file",
+    "stat", "du", "df", "sort", "cut", "diff", "tree", "basename", "dirname", "true", "uniq", "find", "git",
+})
+# git subcommands that only read the repository (git-status refreshes the index, which is git's own).
+GIT_READ_ONLY = frozenset({"status", "diff", "log", "show", "rev-parse", "ls-files", "blame"})
+
+
+def _takes_value(program: str, word: str) -> tuple[bool, str | None]:
+    """Whether `word` (an option) takes a value in `program`, and the value when it is attached."""
+    table = VALUE_OPTIONS.get(program)
+    if word.startswith("--") or (program == "find" and len(word) > 2):
+        name, eq, attached = word.partition("=")
+        if eq:
+            return True, attached
+        return bool(table) and name in table, None
+    if table:
+        for i in range(1, len(word)):  # a cluster: the first value option takes the rest or the next word
+            if "-" + word[i] in table:
+                rest = word[i + 1 :]
+                return True, rest if rest else None
+    return False, None
+
+
+def _git_globals(words: list[str]) -> tuple[list[str], list[tuple[str, str]], int]:
+    """git's own options (the words), their values as (option, value), and the index of the
+    subcommand."""
+    options: list[str] = []
+    values: list[tuple[str, str]] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        name, eq, attached = word.partition("=")
+        if not word.startswith("-") or word in ("-", "--"):
+            break
+        options.append(word)
+        if name in GIT_GLOBAL_VALUE_OPTIONS or name in GIT_GLOBAL_ATTACHED_ONLY:
+            if eq:
+                values.append((name, attached))
+            elif name in GIT_GLOBAL_VALUE_OPTIONS and i + 1 < len(words):
+                values.append((name, words[i + 1]))
+                i += 1
+        i += 1
+    return options, values, i
+
+
+def short_letters(program: str, word: str) -> str:
+    """The option letters of a cluster of short options (`-rnA3` is r, n, A: what follows a
+    letter that takes a value is that value)."""
+    table = VALUE_OPTIONS.get(program, ())
+    for i in range(1, len(word)):
+        if "-" + word[i] in table:
+            return word[1 : i + 1]
+    return word[1:]
+
+
+def split_words(program: str, words: list[str]) -> tuple[list[str], list[str], list[tuple[str, str]]]:
+    """`words` (after the program) as (options, operands, values): the option words in order,
+    the operands (with `--` ending the options, except for find), and the values the options
+    took (attached or the next word), each as (option, value) with the option's name as written
+    (`-e`, `--regexp`). Options are returned whole, for `split_flags` to name."""
+    options: list[str] = []
+    operands: list[str] = []
+    values: list[tuple[str, str]] = []
+    i, positional = 0, False
+    if program == "git":
+        options, values, i = _git_globals(words)
+        program = "git subcommand"  # the subcommand's options: only `--name=value` values
+    while i < len(words):
+        word = words[i]
+        i += 1
+        if positional or word == "-" or not word.startswith("-"):
+            operands.append(word)
+            continue
+        if word == "--":
+            if program != "find":  # find's `--` ends its options; the expression (-delete) follows
+                positional = True
+            continue
+        options.append(word)
+        takes, attached = _takes_value(program, word)
+        if not takes:
+            continue
+        name = _option_name(program, word)
+        if attached is not None:
+            values.append((name, attached))
+            continue
+        count = 2 if (program, word) in _TWO_VALUES else 1
+        values.extend((name, value) for value in words[i : i + count])
+        i += count
+    return options, operands, values
+
+
+def _option_name(program: str, word: str) -> str:
+    """The option a value belongs to: `--regexp=x` is --regexp, `-rnA3` is -A."""
+    if word.startswith("--") or (program == "find" and len(word) > 2):
+        return word.partition("=")[0]
+    letters = short_letters(program, word)
+    return "-" + letters[-1] if letters else word
+
+
+def paths(program: str, operands: list[str], values: list[tuple[str, str]]) -> tuple[str, ...]:
+    """The words of a command that may name a file (`Command.paths`): its operands but a
+    pattern (grep's and rg's first operand when no -e or -f gave one) and git's subcommand, and
+    the values of options other than those NOT_FILES lists (a pattern, a number, a format)."""
+    out = list(operands)
+    if program in _PATTERN_FIRST and out and not any(name in _PATTERN_FIRST[program] for name, _ in values):
+        out = out[1:]
+    elif program == "git" and out:
+        out = out[1:]
+    plain = NOT_FILES.get(program, frozenset())
+    return tuple(out + [value for name, value in values if name not in plain])
+
+
+def git_global_options(words: list[str] | tuple[str, ...]) -> list[str]:
+    """The names (no dashes, no value) of git's own options among `words`, before the subcommand:
+    `git -C x -c a=b status` gives `C`, `c`. git.c reads them exactly: `-C`, not a cluster."""
+    options, _, _ = _git_globals(list(words))
+    return [word.lstrip("-").partition("=")[0] for word in options]
+
+
+def _runs_or_writes(flag: str, dangerous: frozenset[str]) -> bool:
+    # a long flag that is a prefix of a dangerous long option may be getopt_long's abbreviation of it
+    return flag in dangerous or (len(flag) > 1 and any(len(d) > 1 and d.startswith(flag) for d in dangerous))
+
+
+def read_only(command: "Command") -> bool:
+    """`Command.read_only`: see the module docstring."""
+    program = command.program
+    if program not in READ_ONLY:
+        return False
+    dangerous = RUNS_OR_WRITES.get(program, frozenset())
+    if any(_runs_or_writes(flag, dangerous) for flag in command.flags):
+        return False
+    if program == "git":
+        if not command.args or command.args[0] not in GIT_READ_ONLY:
+            return False
+        return not any(name in GIT_REPOSITORY_OPTIONS for name in git_global_options(command.argv[1:]))
+    if program == "uniq":
+        return len(command.args) <= 1  # `uniq IN OUT` writes OUT
+    return True
