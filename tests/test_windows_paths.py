@@ -399,7 +399,10 @@ def test_the_corpus_windows_payloads_are_decided_without_a_path_error():
             seen += 1
             decision = policy.evaluate(payload.get("tool_name") or "", args, hook_context(payload))
             effects[decision.effect] = effects.get(decision.effect, 0) + 1
-            errors += [o.error for o in decision.outcomes if o.error and "path" in o.error]
+            # the refusals this kind replaced: a Windows cwd or path read as a bad POSIX one. (A word
+            # of a command that is no Windows path, such as a URL curl fetches, is still refused
+            # when a rule asks for it as a path: that fails closed, as it should.)
+            errors += [o.error for o in decision.outcomes if o.error and ("POSIX" in o.error or "context.cwd" in o.error)]
     assert seen > 1000
     assert errors == []
     assert effects.get("allow", 0) > seen // 2  # reads and edits inside the project are allowed
@@ -436,7 +439,7 @@ def test_reading_a_windows_path_is_linear_in_its_length(unit):
     def cost(n: int) -> float:
         raw = "C:\\" + unit * (n // len(unit))
         best = float("inf")
-        for _ in range(3):
+        for _ in range(5):
             start = time.perf_counter()
             try:
                 make_path(raw, CWD, None)

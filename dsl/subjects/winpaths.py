@@ -249,7 +249,7 @@ class WinPathValue:
 
 def is_windows_text(text: Any) -> bool:
     """Whether a string has a Windows form of its own: a drive letter (`C:`) or a leading `\\`."""
-    return type(text) is str and (text[:1] == "\\" or (text[1:2] == ":" and text[:1] in _LETTERS))
+    return isinstance(text, str) and (text[:1] == "\\" or (text[1:2] == ":" and text[:1] in _LETTERS))
 
 
 def wants_windows(raw: Any, cwd: str | None, home: str | None) -> bool:
