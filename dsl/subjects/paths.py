@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Iterable
 
+from dsl import globs
+from dsl.cache import BUDGETS, BoundedCache
 from dsl.values import EvalError
 
 
@@ -100,19 +101,19 @@ def under(path: PathValue, base: PathValue) -> bool:
     return parts[: len(prefix)] == prefix
 
 
-@lru_cache(maxsize=4096)
+# segments → compiled pattern; a relative pattern's segments hold the call's cwd, so bounded in bytes
+_GLOB_CACHE = BoundedCache(BUDGETS["path_glob"], "path_glob")
+
+
 def _path_glob_regex(segments: tuple[str, ...]) -> re.Pattern[str]:
-    """A regex over a path's text ("" for the root) that matches the pattern's segments."""
-    out = ""
-    for seg in segments:
-        if seg == "**":
-            out += r"(?:/[^/]+)*"
-            continue
-        piece = ""
-        for ch in seg:
-            piece += "[^/]*" if ch == "*" else "[^/]" if ch == "?" else re.escape(ch)
-        out += "/" + piece
-    return re.compile(out + r"\Z", re.DOTALL)
+    """A regex over a path's text ("" for the root) that matches the pattern's segments, in
+    O(n * m) for a path of n characters and a pattern of m (dsl.globs.path_regex)."""
+    regex = _GLOB_CACHE.get(segments)
+    if regex is None:
+        regex = globs.path_regex(segments)
+        # the compiled program is about 4 bytes a code for each character of its source, plus the key
+        _GLOB_CACHE.put(segments, regex, 8 * len(regex.pattern) + sum(map(len, segments)) + 64 * len(segments))
+    return regex
 
 
 def path_glob(path: PathValue, pattern: str, cwd: str | None, home: str | None) -> bool:
