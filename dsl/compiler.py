@@ -1521,6 +1521,7 @@ def _plain_path(raw: Any) -> Any:
     if (
         type(raw) is str
         and raw[:1] == "/"
+        and len(raw) <= subjects.MAX_PATH_TEXT
         and "//" not in raw
         and "/./" not in raw
         and "/../" not in raw

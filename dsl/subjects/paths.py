@@ -88,11 +88,22 @@ def _absolute(raw: str, cwd: str | None, home: str | None, what: str) -> list[st
     return _lexical(base + raw.split("/"))
 
 
+MAX_PATH_TEXT = 100_000  # characters of a path or a pattern, cwd and home included; longer is an error
+
+
 def make_path(raw: object, cwd: str | None, home: str | None) -> PathValue:
-    """`path(x)`: see the module docstring. Raises EvalError for what is not a usable path."""
+    """`path(x)`: see the module docstring. Raises EvalError for what is not a usable path, and
+    for a path, cwd or home longer than MAX_PATH_TEXT characters (Linux's PATH_MAX is 4,096)."""
     if isinstance(raw, PathValue):
         return raw
+    _check_length(raw, cwd, home)
     return PathValue("/" + "/".join(_absolute(raw, cwd, home, "the path")))
+
+
+def _check_length(*texts: object) -> None:
+    for text in texts:
+        if isinstance(text, str) and len(text) > MAX_PATH_TEXT:
+            raise EvalError(f"the path is longer than {MAX_PATH_TEXT:,} characters")
 
 
 def under(path: PathValue, base: PathValue) -> bool:
@@ -120,7 +131,8 @@ def path_glob(path: PathValue, pattern: str, cwd: str | None, home: str | None) 
     """Match a path against a path pattern: `*` within one segment, `?` one character, `**` any
     number of whole segments (including none). A relative pattern is anchored at `cwd`, one
     starting with `~` at the home, like a path. Raises EvalError when the pattern cannot be
-    anchored."""
+    anchored, or when it, the cwd or the home is longer than MAX_PATH_TEXT characters."""
+    _check_length(pattern, cwd, home)
     if pattern.startswith("**"):
         if not cwd:
             raise EvalError(f"the pattern {pattern!r} is relative and the call has no context.cwd")

@@ -140,44 +140,63 @@ def remove_quoted_parts(text: str) -> str:
     return "".join(out)
 
 
-def brace_expand(text: str, limit: int = 256) -> list[str]:
+MAX_BRACE_TEXT = 200_000  # characters brace_expand may read and write for one word, all levels together
+_GROUP_CHAR = re.compile(r"[{},]")
+_SEQUENCE = re.compile(r"(-?\d{1,19})\.\.(-?\d{1,19})(?:\.\.(-?\d{1,19}))?|([A-Za-z])\.\.([A-Za-z])(?:\.\.(-?\d{1,19}))?")
+
+
+def brace_expand(text: str, limit: int = 256, _budget: list[int] | None = None) -> list[str]:
     """Bash's brace expansion of one unquoted word: `r{m,}` is `rm r`, `f{1..3}` is `f1 f2 f3`
-    (also letters and a step: `{a..e..2}`), nested groups too. A group with neither a comma nor a
-    sequence stays as written. Raises EvalError past `limit` words."""
+    (also letters and a step: `{a..e..2}`), nested groups too (bash manual, "Brace Expansion").
+    A group with neither a comma nor a sequence stays as written. Raises EvalError past `limit`
+    words, and once the words it builds (every level together) pass MAX_BRACE_TEXT characters:
+    the time is then O(MAX_BRACE_TEXT), whatever the word. A sequence whose numbers do not fit in
+    64 bits stays as written, as in bash."""
+    budget = [MAX_BRACE_TEXT] if _budget is None else _budget
+    budget[0] -= len(text)
+    if budget[0] < 0:
+        raise EvalError(f"the brace expansion of a {len(text):,}-character word makes more than {MAX_BRACE_TEXT:,} characters")
     depth, start = 0, -1
-    for i, ch in enumerate(text):
+    for brace in _BRACE_CHAR.finditer(text):
+        ch, i = brace.group(), brace.start()
         if ch == "{":
             if depth == 0:
                 start = i
             depth += 1
-        elif ch == "}" and depth:
+        elif depth:
             depth -= 1
             if depth:
                 continue
             inner, parts, level, last = text[start + 1 : i], [], 0, 0
-            for j, c in enumerate(inner):
-                level += (c == "{") - (c == "}")
-                if c == "," and level == 0:
-                    parts.append(inner[last:j])
-                    last = j + 1
+            for c in _GROUP_CHAR.finditer(inner):
+                mark = c.group()
+                if mark == ",":
+                    if level == 0:
+                        parts.append(inner[last : c.start()])
+                        last = c.end()
+                else:
+                    level += 1 if mark == "{" else -1
             parts.append(inner[last:])
             if len(parts) == 1:
-                m = re.fullmatch(r"(-?\d+)\.\.(-?\d+)(?:\.\.(-?\d+))?|([A-Za-z])\.\.([A-Za-z])(?:\.\.(-?\d+))?", inner)
+                m = _SEQUENCE.fullmatch(inner)
                 if m is None:
                     continue  # `{x}`, `{}`: not an expansion
                 if m.group(1) is not None:
                     a, b, step = int(m.group(1)), int(m.group(2)), abs(int(m.group(3) or 1)) or 1
+                    if max(abs(a), abs(b), step) >= 1 << 63:
+                        continue  # bash leaves a sequence it cannot read as 64-bit integers as written
                     if abs(b - a) // step >= limit:
-                        raise EvalError(f"the brace expansion {text!r} makes more than {limit} words")
+                        raise EvalError(f"the brace expansion {text[:80]!r} makes more than {limit} words")
                     parts = [str(v) for v in range(a, b + (1 if b >= a else -1), step if b >= a else -step)]
                 else:
                     a, b, step = ord(m.group(4)), ord(m.group(5)), abs(int(m.group(6) or 1)) or 1
                     parts = [chr(v) for v in range(a, b + (1 if b >= a else -1), step if b >= a else -step)]
             out: list[str] = []
+            head, tail = text[:start], text[i + 1 :]
             for part in parts:
-                out.extend(brace_expand(text[:start] + part + text[i + 1 :], limit))
+                out.extend(brace_expand(head + part + tail, limit, budget))
                 if len(out) > limit:
-                    raise EvalError(f"the brace expansion {text!r} makes more than {limit} words")
+                    raise EvalError(f"the brace expansion {text[:80]!r} makes more than {limit} words")
             return out
     return [text]
 
