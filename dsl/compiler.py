@@ -15,13 +15,14 @@ result is cached per tool name, so a decision only visits the rules that can app
 
 from __future__ import annotations
 
-import re
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from operator import attrgetter
 from typing import Any, Callable, NamedTuple
 
-from dsl import ast, subjects, values
+from dsl import ast, globs, subjects, values
+from dsl.cache import BUDGETS, BoundedCache
 from dsl.requirements import DEFAULT_DECISIONS, Quorum, Requirements
 from dsl.subjects import winpaths
 from dsl.rule_ids import implicit_id
@@ -399,8 +400,7 @@ class _Shell(NamedTuple):
     programs: frozenset
 
 
-_SHELL_CACHE: dict[str, Any] = {}  # text → _Shell or _Failure; bounded like RuleIndex's cache
-_SHELL_CACHE_LIMIT = 8192
+_SHELL_CACHE = BoundedCache(BUDGETS["compiler.shell"], "compiler.shell")  # text → _Shell or _Failure
 _SUBJECT_TYPES = (subjects.PathValue, subjects.WinPathValue, subjects.Command, subjects.UrlValue)
 _PATH_TYPES = (subjects.PathValue, subjects.WinPathValue)
 _MEMO_FUNCTIONS = ("path", "url", "shell")
@@ -420,14 +420,13 @@ def _shell_parsed(text: Any) -> _Shell:
         hit = _SHELL_CACHE.get(text)
         if hit is None:
             try:
-                commands = tuple(subjects.parse_shell(text))
+                # not through parse_shell's own cache: the Commands are kept once, here
+                commands = subjects.parse_shell_uncached(text)
             except EvalError as exc:
                 hit = _Failure(exc.message)
             else:
                 hit = _Shell(commands, frozenset(c.program for c in commands))
-            if len(_SHELL_CACHE) >= _SHELL_CACHE_LIMIT:
-                _SHELL_CACHE.clear()
-            _SHELL_CACHE[text] = hit
+            _SHELL_CACHE.put(text, hit)
         if type(hit) is _Failure:
             raise EvalError(hit.message)
         return hit
@@ -1188,9 +1187,8 @@ def _path_matcher(segments: tuple[str, ...]) -> Callable[[str], bool]:
     path pattern, deciding as `subjects.path_glob`'s regex does (`*` and `?` within a segment,
     `**` any number of whole segments). Common shapes need no regex: `/**/NAME` (the last
     segment is NAME), `/**/NAME/**` (some segment is NAME), `/**/*SUFFIX` (the last segment ends
-    with SUFFIX). Other patterns use the same regex with each `**` segment matched possessively
-    (a segment is always read to its end, so giving characters back can never match), which
-    keeps the backtracking per segment rather than per character."""
+    with SUFFIX). Other patterns use `dsl.globs.path_regex`, the greedy wildcard algorithm at
+    both levels: O(n * m) for a path of n characters and a pattern of m."""
 
     def literal(seg: str) -> bool:
         return "*" not in seg and "?" not in seg
@@ -1206,16 +1204,7 @@ def _path_matcher(segments: tuple[str, ...]) -> Callable[[str], bool]:
     if len(segments) == 3 and segments[0] == segments[2] == "**" and literal(segments[1]):
         middle = "/" + segments[1] + "/"
         return lambda text: middle in text + "/"
-    out = ""
-    for seg in segments:
-        if seg == "**":
-            out += r"(?:/[^/]++)*"
-            continue
-        piece = ""
-        for ch in seg:
-            piece += "[^/]*" if ch == "*" else "[^/]" if ch == "?" else re.escape(ch)
-        out += "/" + piece
-    regex = re.compile(out + r"\Z", re.DOTALL)
+    regex = globs.path_regex(segments)  # O(n * m), see dsl.globs
     return lambda text: regex.match(text) is not None
 
 
@@ -1808,6 +1797,7 @@ def _plain_path(raw: Any) -> Any:
     if (
         type(raw) is str
         and raw[:1] == "/"
+        and len(raw) <= subjects.MAX_PATH_TEXT
         and "//" not in raw
         and "/./" not in raw
         and "/../" not in raw
@@ -1959,7 +1949,7 @@ class RuleIndex:
     """Rules by tool name. `candidates(tool)` returns, in file order, every rule with a selector
     that names or globs `tool`; the answer for each tool name is cached (bounded)."""
 
-    CACHE_LIMIT = 4096
+    CACHE_LIMIT = 4096  # entries of the caches of dsl.policy.Policy that are keyed by the policy
 
     def __init__(self, rules: list[CompiledRule]):
         self._exact: dict[str, list[CompiledRule]] = {}
@@ -1970,7 +1960,9 @@ class RuleIndex:
                     self._globs.append((values.selector_regex(selector), rule))
                 else:
                     self._exact.setdefault(selector, []).append(rule)
-        self._cache: dict[str, tuple[CompiledRule, ...]] = {}
+        # tool name → candidates; one tuple per set of candidates, shared by the names that have it
+        self._cache = BoundedCache(BUDGETS["rule_index"], "rule_index")
+        self._shared: dict[tuple[int, ...], tuple[CompiledRule, ...]] = {}
 
     def candidates(self, tool: str) -> tuple[CompiledRule, ...]:
         hit = self._cache.get(tool)
@@ -1980,10 +1972,15 @@ class RuleIndex:
         for regex, rule in self._globs:
             if rule.order not in found and regex.match(tool):
                 found[rule.order] = rule
-        result = tuple(found[k] for k in sorted(found))
-        if len(self._cache) >= self.CACHE_LIMIT:
-            self._cache.clear()
-        self._cache[tool] = result
+        key = tuple(sorted(found))
+        result = self._shared.get(key)
+        if result is None:
+            result = tuple(found[k] for k in key)
+            if len(self._shared) >= self.CACHE_LIMIT:
+                self._shared.clear()
+            self._shared[key] = result
+        # the entry's cost is its key (the tuple of rules is shared, and the rules are the policy's)
+        self._cache.put(tool, result, sys.getsizeof(tool) + 8 * len(result))
         return result
 
 

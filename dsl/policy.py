@@ -30,6 +30,7 @@ from dsl.values import EvalError, failure_message
 _new_tuple = tuple.__new__
 _TOO_DEEP = "the arguments are nested too deeply to evaluate"
 _CACHED_ERRORS_CHARS = 1024  # a decision with errors is kept when their messages are this short
+_CACHED_TOOL_NAME = 256  # characters; see Policy._plan
 _NO_CONTEXT: dict = {}  # the context of a call made without one (conditions only read it)
 
 
@@ -96,7 +97,7 @@ class Policy:
             for r in rules
         }
         self._plans: dict[str, tuple[tuple[tuple[Any, int], ...], bool, Any]] = {}
-        self._compiled: dict[tuple[int, ...], Any] = {}  # compile_plan's functions by candidate rules
+        self._compiled: dict[tuple[int, ...], Any] = {}  # plans by candidate rules (see _plan)
         self._decisions: dict[tuple[int, ...], Decision] = {}
 
     # --- loading ------------------------------------------------------------------------------
@@ -313,18 +314,19 @@ class Policy:
         kept per tool name."""
         rules = self._index.candidates(tool)
         key = tuple(rule.order for rule in rules)
-        if key in self._compiled:
-            fast = self._compiled[key]
-        else:
+        plan = self._compiled.get(key)
+        if plan is None:
             # written once per set of candidate rules: the names a glob covers share it
-            fast = compile_plan(rules)
+            plan = (tuple((rule.test, rule.order) for rule in rules), any(rule.uses_memo for rule in rules), compile_plan(rules))
             if len(self._compiled) >= RuleIndex.CACHE_LIMIT:
                 self._compiled.clear()
-            self._compiled[key] = fast
-        plan = (tuple((rule.test, rule.order) for rule in rules), any(rule.uses_memo for rule in rules), fast)
-        if len(self._plans) >= RuleIndex.CACHE_LIMIT:
-            self._plans.clear()
-        self._plans[tool] = plan
+            self._compiled[key] = plan
+        # Keyed by the call's tool name: an entry costs its name (the plan is shared), so names
+        # longer than _CACHED_TOOL_NAME are not kept and the cache stays under about 1.5 MB.
+        if len(tool) <= _CACHED_TOOL_NAME:
+            if len(self._plans) >= RuleIndex.CACHE_LIMIT:
+                self._plans.clear()
+            self._plans[tool] = plan
         return plan
 
     def __repr__(self) -> str:

@@ -256,7 +256,7 @@ def test_shell_parsing_from_many_threads_gives_the_same_commands():
 
     texts = [f"cd /tmp/{i} && rm -rf build{i} | tee log{i}; echo $(date) {i}" for i in range(200)]
     expected = [[c.argv for c in parse_shell(t)] for t in texts]
-    parse_shell.__globals__["_parse_cached"].cache_clear()
+    parse_shell.__globals__["clear_shell_cache"]()
     with ThreadPoolExecutor(8) as pool:
         got = list(pool.map(lambda t: [c.argv for c in parse_shell(t)], texts))
     assert got == expected

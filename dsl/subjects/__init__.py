@@ -33,15 +33,15 @@ tree is treated as "cannot parse" here.
 from __future__ import annotations
 
 from dsl.subjects.command import Command
-from dsl.subjects.paths import PathValue, make_path, path_glob, under
+from dsl.subjects.paths import MAX_PATH_TEXT, PathValue, make_path, path_glob, under
 from dsl.subjects.programs import FLAG_ALIASES, SHELLS, SINGLE_DASH_LONG, WRAPPERS, split_flags
 from dsl.subjects.quoting import brace_expand, splice_continuations
-from dsl.subjects.shell import MAX_SHELL_TEXT, clear_shell_cache, parse_shell
-from dsl.subjects.urls import UrlValue, parse_url
+from dsl.subjects.shell import MAX_SHELL_TEXT, clear_shell_cache, parse_shell, parse_shell_uncached
+from dsl.subjects.urls import MAX_URL_TEXT, UrlValue, parse_url
 from dsl.subjects.winpaths import WinPathValue, WinStr
 
 __all__ = [
     "Command", "PathValue", "make_path", "path_glob", "under", "FLAG_ALIASES", "SHELLS", "SINGLE_DASH_LONG",
     "WRAPPERS", "split_flags", "brace_expand", "splice_continuations", "MAX_SHELL_TEXT", "clear_shell_cache",
-    "parse_shell", "UrlValue", "parse_url", "WinPathValue", "WinStr",
+    "parse_shell", "parse_shell_uncached", "UrlValue", "parse_url", "MAX_PATH_TEXT", "MAX_URL_TEXT", "WinPathValue", "WinStr",
 ]

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Iterable
 
+from dsl import globs
+from dsl.cache import BUDGETS, BoundedCache
 from dsl.subjects.secrets import is_secret
 from dsl.values import EvalError
 
@@ -113,13 +114,24 @@ def _absolute(raw: str, cwd: str | None, home: str | None, what: str) -> list[st
     return _lexical(base + raw.split("/"))
 
 
+MAX_PATH_TEXT = 100_000  # characters of a path or a pattern, cwd and home included; longer is an error
+
+
 def make_path(raw: object, cwd: str | None, home: str | None) -> PathValue:
-    """`path(x)`: see the module docstring. Raises EvalError for what is not a usable path."""
+    """`path(x)`: see the module docstring. Raises EvalError for what is not a usable path, and
+    for a path, cwd or home longer than MAX_PATH_TEXT characters (Linux's PATH_MAX is 4,096)."""
     if isinstance(raw, PathValue):
         return raw
+    _check_length(raw, cwd, home)
     if type(raw) is _winpaths.WinPathValue or _winpaths.wants_windows(raw, cwd, home):
         return _winpaths.make_windows_path(raw, cwd, home)
     return PathValue("/" + "/".join(_absolute(raw, cwd, home, "the path")))
+
+
+def _check_length(*texts: object) -> None:
+    for text in texts:
+        if isinstance(text, str) and len(text) > MAX_PATH_TEXT:
+            raise EvalError(f"the path is longer than {MAX_PATH_TEXT:,} characters")
 
 
 def under(path: PathValue, base: PathValue) -> bool:
@@ -130,28 +142,29 @@ def under(path: PathValue, base: PathValue) -> bool:
     return parts[: len(prefix)] == prefix
 
 
-@lru_cache(maxsize=4096)
+# segments → compiled pattern; a relative pattern's segments hold the call's cwd, so bounded in bytes
+_GLOB_CACHE = BoundedCache(BUDGETS["path_glob"], "path_glob")
+
+
 def _path_glob_regex(segments: tuple[str, ...]) -> re.Pattern[str]:
-    """A regex over a path's text ("" for the root) that matches the pattern's segments."""
-    out = ""
-    for seg in segments:
-        if seg == "**":
-            out += r"(?:/[^/]+)*"
-            continue
-        piece = ""
-        for ch in seg:
-            piece += "[^/]*" if ch == "*" else "[^/]" if ch == "?" else re.escape(ch)
-        out += "/" + piece
-    return re.compile(out + r"\Z", re.DOTALL)
+    """A regex over a path's text ("" for the root) that matches the pattern's segments, in
+    O(n * m) for a path of n characters and a pattern of m (dsl.globs.path_regex)."""
+    regex = _GLOB_CACHE.get(segments)
+    if regex is None:
+        regex = globs.path_regex(segments)
+        # the compiled program is about 4 bytes a code for each character of its source, plus the key
+        _GLOB_CACHE.put(segments, regex, 8 * len(regex.pattern) + sum(map(len, segments)) + 64 * len(segments))
+    return regex
 
 
 def path_glob(path: PathValue, pattern: str, cwd: str | None, home: str | None) -> bool:
     """Match a path against a path pattern: `*` within one segment, `?` one character, `**` any
     number of whole segments (including none). A relative pattern is anchored at `cwd`, one
     starting with `~` at the home, like a path. Raises EvalError when the pattern cannot be
-    anchored."""
+    anchored, or when it, the cwd or the home is longer than MAX_PATH_TEXT characters."""
     if type(path) is _winpaths.WinPathValue:
         return _winpaths.path_glob(path, pattern, cwd, home)
+    _check_length(pattern, cwd, home)
     if pattern.startswith("**"):
         if not cwd:
             raise EvalError(f"the pattern {pattern!r} is relative and the call has no context.cwd")

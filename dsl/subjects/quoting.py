@@ -41,36 +41,145 @@ def _unescape_double(text: str) -> str:
     return re.sub(r'\\([$`"\\\n])', lambda m: "" if m.group(1) == "\n" else m.group(1), text)
 
 
-_SUBSCRIPT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[(.*(?:\$\(|`).*)\]", re.DOTALL)  # name[...$(...)...]
-_QUOTED_PARTS = re.compile(r"\$?'[^']*'|\"(?:[^\"\\]|\\.)*\"|\\.", re.DOTALL)
-_BRACES = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")
+# Hand-written scanners, each one pass over the text (the regexes they replace backtracked: the
+# subscript one `[A-Za-z_][A-Za-z0-9_]*\[(.*(?:\$\(|`).*)\]` took cubic time on `a[$(a[$(...`).
+
+_NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_NAME = _NAME_START | frozenset("0123456789")
 
 
-def brace_expand(text: str, limit: int = 256) -> list[str]:
+def subscript_substitution(text: str) -> str | None:
+    """The text inside an array subscript that holds a command substitution: from the first
+    `NAME[` (NAME a shell name, bash manual "Definitions") to the last `]` of `text`, when that
+    text holds `$(` or a backtick; else None. One pass: O(n)."""
+    close = text.rfind("]")
+    i = text.find("[")
+    while 0 <= i < close:
+        j, named = i, False
+        while j > 0 and text[j - 1] in _NAME:  # each name character is read for one `[` only
+            j -= 1
+            named = named or text[j] in _NAME_START
+        if named:
+            inner = text[i + 1 : close]
+            return inner if "$(" in inner or "`" in inner else None  # a later `[` sees less
+        i = text.find("[", i + 1)
+    return None
+
+
+def has_brace_group(text: str) -> bool:
+    """Whether `text` has a `{...}` with no brace inside and a `,` or `..` in it (a brace
+    expansion bash may perform). One pass over the braces: O(n)."""
+    open_at = -1
+    for m in _BRACE_CHAR.finditer(text):
+        if m.group() == "{":
+            open_at = m.start()
+        elif open_at >= 0:
+            if text.find(",", open_at, m.start()) >= 0 or text.find("..", open_at, m.start()) >= 0:
+                return True
+            open_at = -1
+    return False
+
+
+_BRACE_CHAR = re.compile(r"[{}]")
+
+
+class _DoubleQuotes:
+    """Finds the `"` closing a double-quoted string that opens just before `start`, reading `\\X`
+    as one unit. A search that fails marks every position it passed as failing, so that later
+    searches stop there: over all searches of one text, O(n)."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.failed: bytearray | None = None
+
+    def close(self, start: int) -> int:
+        text, n, failed = self.text, len(self.text), self.failed
+        j, passed = start, []
+        while j < n:
+            if failed is not None and failed[j]:
+                break
+            ch = text[j]
+            if ch == '"':
+                return j
+            passed.append(j)
+            j += 2 if ch == "\\" else 1
+        if self.failed is None:
+            self.failed = bytearray(n + 1)
+        for k in passed:
+            self.failed[k] = 1
+        return -1
+
+
+def remove_quoted_parts(text: str) -> str:
+    """`text` without its quoted parts: `'...'`, `$'...'`, `"..."` (a backslash escaping one
+    character inside) and a backslash with the character it quotes. A quote that does not close
+    stays as written. One pass: O(n)."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    single_closes = True  # false once a `'` has no `'` after it (none later has one either)
+    doubles = _DoubleQuotes(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\\" and i + 1 < n:
+            i += 2
+            continue
+        quote = i + 1 if ch == "$" and text.startswith("'", i + 1) else i if ch == "'" else -1
+        if quote >= 0 and single_closes:
+            end = text.find("'", quote + 1)
+            if end >= 0:
+                i = end + 1
+                continue
+            single_closes = False
+        elif ch == '"':
+            end = doubles.close(i + 1)
+            if end >= 0:
+                i = end + 1
+                continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+MAX_BRACE_TEXT = 200_000  # characters brace_expand may read and write for one word, all levels together
+_GROUP_CHAR = re.compile(r"[{},]")
+# [0-9], not \\d: bash reads only ASCII digits in a sequence ({١..٣} stays a word)
+_SEQUENCE = re.compile(r"(-?[0-9]{1,19})\.\.(-?[0-9]{1,19})(?:\.\.(-?[0-9]{1,19}))?|([A-Za-z])\.\.([A-Za-z])(?:\.\.(-?[0-9]{1,19}))?")
+
+
+def brace_expand(text: str, limit: int = 256, _budget: list[int] | None = None) -> list[str]:
     """Bash's brace expansion of one unquoted word: `r{m,}` is `rm r`, `f{1..3}` is `f1 f2 f3`
-    (also letters and a step: `{a..e..2}`), nested groups too. A group with neither a comma nor a
-    sequence stays as written. Raises EvalError past `limit` words, and for a sequence number of
-    more than 19 digits (past bash's intmax_t)."""
+    (also letters and a step: `{a..e..2}`), nested groups too (bash manual, "Brace Expansion").
+    A group with neither a comma nor a sequence stays as written. Raises EvalError past `limit`
+    words, and once the words it builds (every level together) pass MAX_BRACE_TEXT characters:
+    the time is then O(MAX_BRACE_TEXT), whatever the word. A sequence whose numbers do not fit in
+    64 bits stays as written, as in bash."""
+    budget = [MAX_BRACE_TEXT] if _budget is None else _budget
+    budget[0] -= len(text)
+    if budget[0] < 0:
+        raise EvalError(f"the brace expansion of a {len(text):,}-character word makes more than {MAX_BRACE_TEXT:,} characters")
     depth, start = 0, -1
-    for i, ch in enumerate(text):
+    for brace in _BRACE_CHAR.finditer(text):
+        ch, i = brace.group(), brace.start()
         if ch == "{":
             if depth == 0:
                 start = i
             depth += 1
-        elif ch == "}" and depth:
+        elif depth:
             depth -= 1
             if depth:
                 continue
             inner, parts, level, last = text[start + 1 : i], [], 0, 0
-            for j, c in enumerate(inner):
-                level += (c == "{") - (c == "}")
-                if c == "," and level == 0:
-                    parts.append(inner[last:j])
-                    last = j + 1
+            for c in _GROUP_CHAR.finditer(inner):
+                mark = c.group()
+                if mark == ",":
+                    if level == 0:
+                        parts.append(inner[last : c.start()])
+                        last = c.end()
+                else:
+                    level += 1 if mark == "{" else -1
             parts.append(inner[last:])
             if len(parts) == 1:
-                # [0-9], not \d: bash reads only ASCII digits in a sequence ({١..٣} stays a word)
-                m = re.fullmatch(r"(-?[0-9]+)\.\.(-?[0-9]+)(?:\.\.(-?[0-9]+))?|([A-Za-z])\.\.([A-Za-z])(?:\.\.(-?[0-9]+))?", inner)
+                m = _SEQUENCE.fullmatch(inner)
                 if m is None:
                     continue  # `{x}`, `{}`: not an expansion
                 if any(g is not None and len(g) > 19 for g in (m.group(1), m.group(2), m.group(3), m.group(6))):
@@ -78,25 +187,69 @@ def brace_expand(text: str, limit: int = 256) -> list[str]:
                     raise EvalError(f"the brace expansion {text[:80]!r} holds a number too large to read")
                 if m.group(1) is not None:
                     a, b, step = int(m.group(1)), int(m.group(2)), abs(int(m.group(3) or 1)) or 1
+                    if max(abs(a), abs(b), step) >= 1 << 63:
+                        continue  # bash leaves a sequence it cannot read as 64-bit integers as written
                     if abs(b - a) // step >= limit:
-                        raise EvalError(f"the brace expansion {text!r} makes more than {limit} words")
+                        raise EvalError(f"the brace expansion {text[:80]!r} makes more than {limit} words")
                     parts = [str(v) for v in range(a, b + (1 if b >= a else -1), step if b >= a else -step)]
                 else:
                     a, b, step = ord(m.group(4)), ord(m.group(5)), abs(int(m.group(6) or 1)) or 1
                     parts = [chr(v) for v in range(a, b + (1 if b >= a else -1), step if b >= a else -step)]
             out: list[str] = []
+            head, tail = text[:start], text[i + 1 :]
             for part in parts:
-                out.extend(brace_expand(text[:start] + part + text[i + 1 :], limit))
+                out.extend(brace_expand(head + part + tail, limit, budget))
                 if len(out) > limit:
-                    raise EvalError(f"the brace expansion {text!r} makes more than {limit} words")
+                    raise EvalError(f"the brace expansion {text[:80]!r} makes more than {limit} words")
             return out
     return [text]
 
 
-_HEREDOC_DELIMITER = re.compile(r"""[ \t]*((?:[^\s;&|<>()'"\\]|\\.|'[^']*'|"(?:[^"\\]|\\.)*")+)""", re.DOTALL)
+class _HeredocDelimiters:
+    """Reads the word after a `<<` (bash manual, "Here Documents"): blanks, then characters
+    other than blanks and `;&|<>()`, a backslash with the character it quotes, `'...'` and
+    `"..."`; it ends before a quote that does not close. Searches for closing quotes remember
+    where they failed, so all the heredocs of one text are read in O(n)."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.doubles = _DoubleQuotes(text)
+        self.no_single_from = len(text) + 1  # no `'` at or after this position
+
+    def word(self, start: int) -> tuple[int, int] | None:
+        """(start, end) of the delimiter word after position `start`, or None when there is none."""
+        text, n = self.text, len(self.text)
+        i = start
+        while i < n and text[i] in " \t":
+            i += 1
+        begin = i
+        while i < n:
+            ch = text[i]
+            if ch == "\\":
+                if i + 1 >= n:
+                    break
+                i += 2
+            elif ch == "'":
+                end = text.find("'", i + 1) if i + 1 < self.no_single_from else -1
+                if end < 0:
+                    self.no_single_from = min(self.no_single_from, i + 1)
+                    break
+                i = end + 1
+            elif ch == '"':
+                end = self.doubles.close(i + 1)
+                if end < 0:
+                    break
+                i = end + 1
+            elif ch.isspace() or ch in ";&|<>()":  # str.isspace is what the regex \s reads
+                break
+            else:
+                i += 1
+        return (begin, i) if i > begin else None
 
 
-_QUOTE_REMOVAL = re.compile(r"\\(.)|'([^']*)'|\"((?:[^\"\\]|\\.)*)\"", re.DOTALL)  # quote removal of a delimiter
+# quote removal of a delimiter word, which _HeredocDelimiters has read whole: every quote in it
+# closes, so each alternative that starts matches, and the pass is linear
+_QUOTE_REMOVAL = re.compile(r"\\(.)|'([^']*)'|\"((?:[^\"\\]|\\.)*)\"", re.DOTALL)
 
 
 def splice_continuations(text: str) -> str:
@@ -112,6 +265,7 @@ def splice_continuations(text: str) -> str:
     unsure = False  # a `<<` whose delimiter never came
     pending: list[tuple[str, bool]] = []  # heredocs opened on this line: (delimiter, strip tabs)
     i, n = 0, len(text)
+    delimiters = None  # made at the first `<<`
     while i < n:
         ch, top = text[i], stack[-1]
         nxt = text[i + 1] if i + 1 < n else ""
@@ -167,15 +321,17 @@ def splice_continuations(text: str) -> str:
             elif ch == "<" and text.startswith("<<", i) and not text.startswith("<<<", i):
                 strip = text.startswith("<<-", i)
                 start = i + (3 if strip else 2)
-                m = _HEREDOC_DELIMITER.match(text, start)
-                if m:
-                    word = m.group(1)
+                if delimiters is None:
+                    delimiters = _HeredocDelimiters(text)
+                found_word = delimiters.word(start)
+                if found_word:
+                    word = text[found_word[0] : found_word[1]]
                     if "\\\n" in word:
                         raise EvalError("a line continuation inside a heredoc's delimiter cannot be read as bash would")
                     delimiter = _QUOTE_REMOVAL.sub(lambda g: g.group(1) or g.group(2) or g.group(3) or "", word)
                     pending.append((delimiter, strip))
-                    out.append(text[i : m.end()])
-                    i = m.end()
+                    out.append(text[i : found_word[1]])
+                    i = found_word[1]
                     continue
             elif ch == "\n" and pending:
                 out.append(ch)

@@ -6,17 +6,17 @@ from __future__ import annotations
 import posixpath
 import re
 import threading
-from functools import lru_cache
 
 from dsl.subjects import cwd as _cwd
+from dsl.cache import BUDGETS, BoundedCache
 from dsl.subjects.command import Command, _Word, _as_dict
 from dsl.subjects.getopt import read
 from dsl.subjects.optspec import INTERPRETER
 from dsl.subjects.programs import _RESERVED, _find_exec_commands, split_command_words
 from dsl.subjects.wrappers import TABLE, WRAPPERS
 from dsl.subjects.quoting import (
-    _BRACES, _QUOTED_PARTS, _SUBSCRIPT, _ansi_c, _unescape_double, _unescape_unquoted, brace_expand,
-    splice_continuations,
+    _ansi_c, _unescape_double, _unescape_unquoted, brace_expand, has_brace_group, remove_quoted_parts,
+    splice_continuations, subscript_substitution,
 )
 from dsl.values import EvalError, unparseable_command
 
@@ -102,19 +102,20 @@ class _Walker:
         if parent is not None and parent.type in ("arithmetic_expansion", "compound_statement", "expansion", "subscript"):
             self.script(inner, nested=True)
             return
-        for m in _SUBSCRIPT.finditer(inner):
-            self.script(m.group(1), nested=True)
+        subscript = subscript_substitution(inner)
+        if subscript is not None:
+            self.script(subscript, nested=True)
 
     def braced(self, node) -> list[_Word]:
         """The words of one argument after brace expansion (an unquoted `word` or concatenation of
         them holding `{a,b}` or `{1..3}`); quoted or expanded text is not brace-expanded here."""
         word = self.word(node)
         raw = self.text(node)
-        if word.dynamic or not _BRACES.search(raw):
+        if word.dynamic or not has_brace_group(raw):
             return [word]
         if any(ch in raw for ch in "'\"\\$`"):
             # quoting mixed with braces (`r{m,}''`): which braces are live is not worked out here
-            unquoted = _QUOTED_PARTS.sub("", raw)
+            unquoted = remove_quoted_parts(raw)
             return [_Word(word.value, True)] if ("{" in unquoted and "}" in unquoted) else [word]
         return [_Word(value, False) for value in brace_expand(word.value)]
 
@@ -593,14 +594,32 @@ def _parse(text: str, depth: int, nested: bool, check_stdin: bool = True, cwd: s
     return walker.commands
 
 
-@lru_cache(maxsize=8192)
+_CACHE = BoundedCache(BUDGETS["subjects.shell"], "subjects.shell")  # text → tuple of Commands
+
+
 def _parse_cached(text: str) -> tuple[Command, ...]:
-    return tuple(_parse(text, 0, False))
+    hit = _CACHE.get(text)
+    if hit is None:
+        hit = parse_shell_uncached(text)
+        _CACHE.put(text, hit)
+    return hit
 
 
 def clear_shell_cache() -> None:
-    """Forget the parsed shell texts kept by `parse_shell` (at most 8,192 of them)."""
-    _parse_cached.cache_clear()
+    """Forget the parsed shell texts kept by `parse_shell` (at most 16 MB of them, see dsl.cache)."""
+    _CACHE.clear()
+
+
+def parse_shell_uncached(text: object) -> tuple[Command, ...]:
+    """`parse_shell` without its cache (for a caller that keeps its own: dsl.compiler)."""
+    if not isinstance(text, str):
+        raise EvalError("shell() takes a string")
+    if "\x00" in text:
+        raise unparseable_command("the command contains a NUL byte")
+    try:
+        return tuple(_parse(text, 0, False))
+    except EvalError as exc:  # the text's own problem, the same for every rule that reads it
+        raise unparseable_command(exc.message) from None
 
 
 def parse_shell_pattern(text: str) -> list[Command]:
@@ -619,9 +638,4 @@ def parse_shell(text: object) -> list[Command]:
     `dsl.values.UNPARSEABLE_COMMAND` followed by why."""
     if not isinstance(text, str):
         raise EvalError("shell() takes a string")
-    if "\x00" in text:
-        raise unparseable_command("the command contains a NUL byte")
-    try:
-        return list(_parse_cached(text))
-    except EvalError as exc:  # the text's own problem, the same for every rule that reads it
-        raise unparseable_command(exc.message) from None
+    return list(_parse_cached(text))

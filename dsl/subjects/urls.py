@@ -33,14 +33,18 @@ class UrlValue:
         return self.text
 
 
+MAX_URL_TEXT = 100_000  # characters; longer is an error (RFC 9110 recommends supporting 8,000)
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
 
 
 def parse_url(text: object) -> UrlValue:
     """`url(x)`. Raises EvalError for what is not an absolute URL with a host, and for spellings
-    that URL parsers disagree on (backslashes, whitespace, control characters)."""
+    that URL parsers disagree on (backslashes, whitespace, control characters), and for a text
+    longer than MAX_URL_TEXT characters."""
     if not isinstance(text, str):
         raise EvalError("url() takes a string")
+    if len(text) > MAX_URL_TEXT:
+        raise EvalError(f"the URL is longer than {MAX_URL_TEXT:,} characters")
     if any(ch in text for ch in "\\ \t\r\n") or any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in text):
         raise EvalError(f"the URL {text!r} holds characters URL parsers read differently")
     m = _SCHEME.match(text)

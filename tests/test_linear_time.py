@@ -1,0 +1,262 @@
+"""Every matcher of dsl/ runs in time linear in its input, at the documented maximum sizes.
+
+Each test times one matcher on an adversarial text of N characters and on one of N/10 built the
+same way (best of a few runs each) and asserts the ratio stays at most 20: a linear matcher gives
+about 10, a quadratic one 100. No timing is compared with the clock. The texts are the known bad
+inputs (issue 9) and, through hypothesis, repetitions of short units of the characters each
+matcher treats specially.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from dsl import Policy, globs, values
+from dsl.compiler import clear_caches
+from dsl.subjects import MAX_PATH_TEXT, MAX_SHELL_TEXT, MAX_URL_TEXT, make_path, parse_shell_uncached, parse_url, path_glob
+from dsl.subjects.shell import _parser
+from dsl.subjects.quoting import (
+    _ansi_c, brace_expand, has_brace_group, remove_quoted_parts, splice_continuations, subscript_substitution,
+)
+from dsl.values import EvalError
+
+MAX_RATIO = 20
+MAX_STRING = 100_000  # characters of a string matched by glob, contains, startswith (what is tested here)
+SLOW = settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+
+
+def _best(fn, arg, repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        clear_caches()
+        gc.collect()
+        start = time.perf_counter()
+        try:
+            fn(arg)
+        except EvalError:
+            pass  # refusing the input is a decision too; its cost counts the same
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def ratio(fn, make, n: int, repeats: int = 3) -> float:
+    """time(fn(make(n))) / time(fn(make(n // 10))), best of `repeats`; measured again once when
+    over the limit (a scheduler's hiccup is not the matcher's)."""
+    big, small = make(n), make(n // 10)
+    _best(fn, small, 1)  # warm: imports, compiled patterns
+    for _ in range(2):
+        r = _best(fn, big, repeats) / max(_best(fn, small, repeats * 3), 1e-7)
+        if r <= MAX_RATIO:
+            return r
+    return r
+
+
+def repeat(unit: str, n: int, prefix: str = "", suffix: str = "") -> str:
+    body = n - len(prefix) - len(suffix)
+    return prefix + (unit * (body // len(unit) + 1))[: max(body, 0)] + suffix
+
+
+# --- shell text ---------------------------------------------------------------------------------
+
+SHELL_UNITS = st.text(alphabet="a[]$(`'\"{},.\\<\n ;|&#-=x", min_size=1, max_size=6)
+
+
+@SLOW
+@given(SHELL_UNITS)
+@example("a[$(")  # issue 9: `echo 'a[$(a[$(...'`, cubic in the subscript regex (77 s at 8 KB)
+@example("{,,,")
+@example('"\\"')
+@example("<<\"'")
+@example("$'\\x")
+def test_parsing_a_shell_text_takes_time_linear_in_its_length(unit):
+    # tree-sitter's own parse, error recovery included, grows a little faster than linearly on
+    # deeply nested texts (a ratio of 18 to 22 on `((((...`): what shell() adds must not.
+    for prefix, suffix in (("echo '", "'"), ("echo ", "")):
+        make = lambda n: repeat(unit, n, prefix, suffix)  # noqa: E731
+        parser = ratio(_tree_sitter_parse, make, MAX_SHELL_TEXT)
+        assert ratio(parse_shell_uncached, make, MAX_SHELL_TEXT) <= max(MAX_RATIO, 1.25 * parser)
+
+
+def _tree_sitter_parse(text: str):
+    return _parser().parse(text.encode("utf-8", "surrogatepass"))
+
+
+def test_the_subscript_scanner_is_linear_on_the_known_cubic_input():
+    assert ratio(subscript_substitution, lambda n: repeat("a[$(", n), MAX_SHELL_TEXT) <= MAX_RATIO
+    assert ratio(subscript_substitution, lambda n: repeat("a[", n, "", "$(]"), MAX_SHELL_TEXT) <= MAX_RATIO
+
+
+@SLOW
+@given(st.text(alphabet="{},.ab'\"\\$", min_size=1, max_size=5))
+@example("{,")
+@example("{a,b}")
+@example('"\\')
+def test_the_word_scanners_are_linear(unit):
+    make = lambda n: repeat(unit, n)  # noqa: E731
+    for fn in (has_brace_group, remove_quoted_parts, _ansi_c, splice_continuations):
+        assert ratio(fn, make, MAX_SHELL_TEXT) <= MAX_RATIO, fn.__name__
+    assert ratio(brace_expand, make, MAX_SHELL_TEXT) <= MAX_RATIO
+
+
+def test_heredoc_delimiters_are_read_in_linear_time():
+    for unit in ('<<"\\\\\n', "<<'\\\n", '<<a"$(<<\\\n'):
+        assert ratio(splice_continuations, lambda n: repeat(unit, n), MAX_SHELL_TEXT) <= MAX_RATIO, unit
+
+
+# --- globs --------------------------------------------------------------------------------------
+
+PATTERNS = ["/**/.git/**/config", "/**/a*b*c*d/**/x*y*z", "/**/a/**/b/**/c/**/d", "/**/*a*a*a*b", "/a/**/?*?*?/**"]
+SEGMENTS = ["/.git", "/abcd", "/a", "/aaaa", "/a/b/c", "/?", "/" + "a" * 50]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+@pytest.mark.parametrize("unit", SEGMENTS)
+def test_a_path_glob_takes_time_linear_in_the_path(pattern, unit):
+    # issue 9: `/**/.git/**/config` against a 100 KB path took 12.3 s
+    segments = make_path(pattern, None, None).parts
+    regex = globs.path_regex(segments)
+    assert ratio(regex.match, lambda n: repeat(unit, n), MAX_PATH_TEXT) <= MAX_RATIO
+    relative = pattern.replace("/**", "**", 1)  # anchored at the cwd at run time: subjects.path_glob
+    assert ratio(lambda p: path_glob(p, relative, "/w", None), lambda n: make_path(repeat(unit, n), None, None), MAX_PATH_TEXT) <= MAX_RATIO
+
+
+@SLOW
+@given(st.text(alphabet="ab*?", min_size=1, max_size=8), st.text(alphabet="ab", min_size=1, max_size=4))
+@example("*a*b*c*d*e", "a")
+@example("a*a*a*a*b", "a")
+def test_selectors_and_string_globs_take_time_linear_in_the_text(pattern, unit):
+    make = lambda n: repeat(unit, n)  # noqa: E731
+    assert ratio(globs.selector_regex(pattern).match, make, MAX_STRING) <= MAX_RATIO
+    assert ratio(values.glob_regex(pattern).match, make, MAX_STRING) <= MAX_RATIO
+    segment = globs.path_regex((pattern.replace("?", "a"),))  # one long segment
+    assert ratio(segment.match, lambda n: "/" + make(n), MAX_STRING) <= MAX_RATIO
+
+
+@given(st.lists(st.sampled_from(["**", "*", "a", "a*", "*b", "a?b", "?", "ab", "a*b*a", "[a]", "*a*"]), max_size=5),
+       st.lists(st.text(alphabet="ab[]", min_size=1, max_size=3), max_size=6))
+@settings(max_examples=500, deadline=None)
+def test_the_linear_path_regex_decides_as_the_backtracking_one_did(segments, parts):
+    import re
+
+    old = ""
+    for seg in segments:  # the translation of dsl/subjects/paths.py before issue 9
+        old += r"(?:/[^/]+)*" if seg == "**" else "/" + "".join(
+            "[^/]*" if ch == "*" else "[^/]" if ch == "?" else re.escape(ch) for ch in seg)
+    text = "".join("/" + p for p in parts)
+    assert (re.match(old + r"\Z", text, re.DOTALL) is not None) == (globs.path_regex(tuple(segments)).match(text) is not None)
+
+
+@given(st.text(alphabet="ab*?[", max_size=6), st.text(alphabet="ab[\n", max_size=7))
+@settings(max_examples=500, deadline=None)
+def test_the_linear_selector_regex_decides_as_the_backtracking_one_did(pattern, text):
+    import re
+
+    old = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern) + r"\Z"
+    assert (re.match(old, text, re.DOTALL) is not None) == (globs.selector_regex(pattern).match(text) is not None)
+
+
+# --- the scanners decide as the regexes they replace --------------------------------------------
+
+@given(st.text(alphabet="ab_9[]$(`", max_size=12))
+@settings(max_examples=500, deadline=None)
+def test_the_subscript_scanner_finds_what_the_regex_found(text):
+    import re
+
+    found = [m.group(1) for m in re.finditer(r"[A-Za-z_][A-Za-z0-9_]*\[(.*(?:\$\(|`).*)\]", text, re.DOTALL)]
+    got = subscript_substitution(text)
+    assert found == ([got] if got is not None else [])
+
+
+@given(st.text(alphabet="{},.a", max_size=12))
+@settings(max_examples=500, deadline=None)
+def test_the_brace_group_scanner_finds_what_the_regex_found(text):
+    import re
+
+    assert has_brace_group(text) == (re.search(r"\{[^{}]*(?:,|\.\.)[^{}]*\}", text) is not None)
+
+
+@given(st.text(alphabet="$'\"\\a", max_size=12))
+@settings(max_examples=500, deadline=None)
+def test_removing_quoted_parts_gives_what_the_regex_gave(text):
+    import re
+
+    assert remove_quoted_parts(text) == re.sub(r"\$?'[^']*'|\"(?:[^\"\\]|\\.)*\"|\\.", "", text, flags=re.DOTALL)
+
+
+# --- urls, paths, strings: through Policy.evaluate ----------------------------------------------
+
+POLICY = Policy.from_text('''
+default allow
+deny Url when url(args.u).host endswith ".evil.example" reason "u"
+deny Path when path(args.p) under "/etc" reason "p"
+deny Str when args.s contains "needle" or args.s startswith "x" or args.s glob "*a*b*c*" reason "s"
+''')
+
+
+@pytest.mark.parametrize("tool,key,unit,limit", [
+    ("Url", "u", "a.", MAX_URL_TEXT), ("Url", "u", "%41", MAX_URL_TEXT), ("Url", "u", "ｘ。", MAX_URL_TEXT),
+    ("Path", "p", "/..", MAX_PATH_TEXT), ("Path", "p", "//./a", MAX_PATH_TEXT),
+    ("Str", "s", "needl", MAX_STRING), ("Str", "s", "ab", MAX_STRING),
+])
+def test_a_decision_takes_time_linear_in_its_argument(tool, key, unit, limit):
+    prefix = "http://" if tool == "Url" else "/"
+    assert ratio(lambda v: POLICY.evaluate(tool, {key: v}, {"cwd": "/w"}), lambda n: repeat(unit, n, prefix), limit) <= MAX_RATIO
+
+
+def test_longer_paths_and_urls_than_the_limits_are_errors():
+    with pytest.raises(EvalError):
+        make_path("/" + "a" * MAX_PATH_TEXT, None, None)
+    with pytest.raises(EvalError):
+        parse_url("http://" + "a" * MAX_URL_TEXT)
+    assert POLICY.evaluate("Path", {"p": "/" + "a" * MAX_PATH_TEXT}).effect == "deny"  # the error counts
+
+
+# --- caches bounded in bytes --------------------------------------------------------------------
+
+def test_sixty_distinct_long_commands_leave_the_shell_caches_under_their_budgets():
+    # issue 9: each distinct 99 KB command kept about 10 MB, 670 MB after 60 calls
+    import tracemalloc
+
+    from dsl import cache, compiler
+    from dsl.subjects import shell
+
+    policy = Policy.from_text('default allow\ndeny Bash when any c in shell(args.command): c.program == "rm" reason "r"\n')
+    clear_caches()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(60):
+            command = repeat(f"ls -l a{i} b; ", 99_000)
+            assert policy.evaluate("Bash", {"command": command}).effect == "allow"
+            shell.parse_shell(command)  # the other cache (parse_shell's own)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert compiler._SHELL_CACHE.bytes <= cache.BUDGETS["compiler.shell"]
+    assert shell._CACHE.bytes <= cache.BUDGETS["subjects.shell"]
+    assert held <= 64 * cache.MB
+    assert len(compiler._SHELL_CACHE) < 60  # some were evicted
+
+
+def test_the_cache_evicts_the_least_recently_used_entry_first():
+    from dsl.cache import BoundedCache
+
+    c = BoundedCache(1000)
+    c.put("a", "x", 300)
+    c.put("b", "y", 300)
+    c.get("a")
+    c.put("c", "z", 300)  # 1,200 bytes with the entries' overhead: b goes
+    assert "a" in c and "c" in c and "b" not in c and c.bytes <= 1000
+
+
+def test_an_entry_larger_than_the_budget_is_not_kept():
+    from dsl.cache import BoundedCache
+
+    c = BoundedCache(1000)
+    c.put("a", "x" * 2000)
+    assert c.get("a") is None and c.bytes == 0
