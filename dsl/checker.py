@@ -610,7 +610,11 @@ class _Checker:
             return None
         if is_list(kind):
             if isinstance(key, str):
-                self.error(f"{describe(kind)} has items, not fields", path.span, "use an index: [0]")
+                # an index reads one item only (`shell(x)[0]` misses `ls; rm x`): a quantifier
+                # over the items is what an author of a rule on "the command" means
+                self.error(f"{describe(kind)} has items, not fields", path.span,
+                           f"ask about its items with a quantifier: `any x in ...: x.{key} ...` (or `all`); "
+                           "an index such as [0] reads only the first")
                 return None
             return item_type(kind)
         return ANY

@@ -147,11 +147,12 @@ def test_the_did_you_mean_hints_name_what_loads_and_matches():
     assert fixed.evaluate("refund", {"reason": "Fraud"}).effect == "deny"
 
 
-def test_the_index_hint_reads_an_item_of_a_list():
+def test_the_hint_for_a_field_of_a_list_quantifies_over_every_item():
     text = 'deny Bash when shell(args.c).program == "rm" reason "no"\n'
-    assert "use an index: [0]" in _help(text)
-    fixed = Policy.from_text(text.replace("shell(args.c).program", "shell(args.c)[0].program"))
-    assert fixed.evaluate("Bash", {"c": "rm x"}).effect == "deny"
+    (hint,) = [h for h in _help(text) if "quantifier" in h]
+    assert "`any x in ...: x.program ...`" in hint
+    fixed = Policy.from_text(text.replace('shell(args.c).program == "rm"', 'any x in shell(args.c): x.program == "rm"'))
+    assert fixed.evaluate("Bash", {"c": "ls; rm x"}).effect == "deny"  # an index ([0]) would miss it
 
 
 def test_the_timeout_hint_loads_and_rejects_on_silence():

@@ -109,6 +109,8 @@ def _absolute(raw: str, cwd: str | None, home: str | None, what: str) -> list[st
     if raw.startswith("/"):
         return _lexical(raw.split("/"))
     if not cwd:
+        if what in ("context.cwd", "the home directory"):  # the base itself: nothing to resolve it against
+            raise EvalError(f"{what} {raw!r} is relative: it must be an absolute path")
         raise EvalError(f"{what} {raw!r} is relative and the call has no context.cwd")
     base = _absolute(cwd, None, home, "context.cwd")
     return _lexical(base + raw.split("/"))

@@ -418,6 +418,8 @@ def _plain(rest: str, base: list[str]) -> list[str] | None:
 
 def _cwd(cwd: str | None, home: str | None, raw: str, what: str, rooted: bool = False) -> WinPathValue:
     if not cwd:
+        if what in ("context.cwd", "the home directory"):  # the base itself: nothing to resolve it against
+            raise EvalError(f"{what} {raw!r} is relative: it must be an absolute path")
         raise EvalError(f"{what} {raw!r} is relative and the call has no context.cwd")
     if not is_windows_text(cwd):
         kind = "rooted without a drive" if rooted else "a relative Windows path"
