@@ -10,6 +10,7 @@ matcher treats specially.
 from __future__ import annotations
 
 import gc
+from pathlib import Path
 import time
 
 import pytest
@@ -218,29 +219,36 @@ def test_longer_paths_and_urls_than_the_limits_are_errors():
 
 # --- caches bounded in bytes --------------------------------------------------------------------
 
-def test_sixty_distinct_long_commands_leave_the_shell_caches_under_their_budgets():
-    # issue 9: each distinct 99 KB command kept about 10 MB, 670 MB after 60 calls
-    import tracemalloc
+def _rss() -> int:
+    """This process's resident memory in bytes (Linux's /proc/self/statm)."""
+    import os
 
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="needs Linux's /proc to read the resident memory")
+def test_distinct_long_commands_leave_the_shell_caches_under_their_budgets():
+    # issue 9: each distinct 99 KB command kept about 10 MB, 670 MB after 60 calls. Twenty of
+    # them would keep about 400 MB in the two caches unbounded; bounded, 56 MB at most.
+    # (The resident memory, not tracemalloc: tracing every allocation made this take minutes.)
     from dsl import cache, compiler
     from dsl.subjects import shell
 
     policy = Policy.from_text('default allow\ndeny Bash when any c in shell(args.command): c.program == "rm" reason "r"\n')
     clear_caches()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        for i in range(60):
-            command = repeat(f"ls -l a{i} b; ", 99_000)
-            assert policy.evaluate("Bash", {"command": command}).effect == "allow"
-            shell.parse_shell(command)  # the other cache (parse_shell's own)
-        held = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
+    gc.collect()
+    before = _rss()
+    for i in range(20):
+        command = repeat(f"ls -l a{i} b; ", 99_000)
+        assert policy.evaluate("Bash", {"command": command}).effect == "allow"
+        shell.parse_shell(command)  # the other cache (parse_shell's own)
+    gc.collect()
+    held = _rss() - before
     assert compiler._SHELL_CACHE.bytes <= cache.BUDGETS["compiler.shell"]
     assert shell._CACHE.bytes <= cache.BUDGETS["subjects.shell"]
-    assert held <= 64 * cache.MB
-    assert len(compiler._SHELL_CACHE) < 60  # some were evicted
+    assert len(compiler._SHELL_CACHE) < 20  # some were evicted
+    assert held <= 160 * cache.MB, f"{held / cache.MB:.0f} MB held"
 
 
 def test_the_cache_evicts_the_least_recently_used_entry_first():
