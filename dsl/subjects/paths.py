@@ -8,6 +8,7 @@ from typing import Iterable
 
 from dsl import globs
 from dsl.cache import BUDGETS, BoundedCache
+from dsl.subjects.pathtext import check_text
 from dsl.subjects.secrets import is_secret
 from dsl.values import EvalError
 
@@ -89,14 +90,7 @@ def _lexical(parts: Iterable[str]) -> list[str]:
 
 def _absolute(raw: str, cwd: str | None, home: str | None, what: str) -> list[str]:
     """The normalized segments of `raw` made absolute. Raises EvalError."""
-    if not isinstance(raw, str):
-        raise EvalError(f"{what} must be a string")
-    if raw == "":
-        raise EvalError(f"{what} is empty")
-    if "\x00" in raw:
-        raise EvalError(f"{what} contains a NUL byte")
-    if "$" in raw or "`" in raw:
-        raise EvalError(f"{what} {raw!r} holds a shell expansion that is not expanded here")
+    check_text(raw, what)
     if _WINDOWS.search(raw):
         raise EvalError(f"{what} {raw!r} is not a POSIX path")
     if raw == "~" or raw.startswith("~/"):

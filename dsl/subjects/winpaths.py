@@ -58,6 +58,7 @@ from typing import Any
 
 from dsl.subjects.paths import PathValue as _PosixPath  # paths.py imports this module at its end
 from dsl.subjects.paths import path_glob as _posix_glob
+from dsl.subjects.pathtext import check_text
 from dsl.values import EvalError
 
 _LETTERS = frozenset(ascii_letters)
@@ -350,14 +351,7 @@ def string_glob(text: str, pattern: str) -> bool:
 
 def _parse(raw: Any, cwd: str | None, home: str | None, what: str, pattern: bool) -> tuple[str, list[str]]:
     """(drive, parts) of `raw` made absolute and normalized. Raises EvalError."""
-    if not isinstance(raw, str):
-        raise EvalError(f"{what} must be a string")
-    if raw == "":
-        raise EvalError(f"{what} is empty")
-    if "\x00" in raw:
-        raise EvalError(f"{what} contains a NUL byte")
-    if "$" in raw or "`" in raw:
-        raise EvalError(f"{what} {raw!r} holds a shell expansion that is not expanded here")
+    check_text(raw, what)
     if _CMD_VARIABLE.search(raw):
         raise EvalError(f"{what} {raw!r} holds a %VARIABLE% that is not expanded here")
     head = raw[:4].replace("/", "\\")
