@@ -77,7 +77,7 @@ def test_unparseable_command_under_a_default_allow_is_denied_saying_so_once():
 def test_a_script_known_only_at_run_time_is_an_input_error_too():
     decision = load(*SHELL_DENIES).evaluate("Bash", {"command": 'bash -c "$SCRIPT"'})
     assert decision.effect == "deny"
-    assert decision.reasons == ("This command cannot be parsed: bash -c runs a script that is only known at run time.",)
+    assert decision.reasons == ("This command cannot be parsed: bash runs a script that is only known at run time.",)
 
 
 def test_other_errors_keep_each_rule_reason_beside_its_error():
