@@ -1275,8 +1275,8 @@ def _fast_under(left: Fn, right: Fn, base_lit: Any, right_node: ast.Expr | None 
             if type(value) is not subjects.PathValue:
                 value = _make_path(value, env)
             directory = base_of(env)
-            if type(directory) is not subjects.PathValue:  # pragma: no cover - make_path's type
-                return subjects.under(value, directory)
+            if type(directory) is not subjects.PathValue or type(value) is not subjects.PathValue:
+                return subjects.under(value, directory)  # a Windows path on either side: by drive and parts
             b, text = directory.text, value.text
             return b == "/" or text == b or (text.startswith(b) and text[len(b) : len(b) + 1] == "/")
 

@@ -98,7 +98,7 @@ def test_the_plan_writes_path_fields_and_under_a_field_inline():
     policy = Policy.from_text('default allow\nask t when path(args.p).ext in [".pem"] or path(args.p).parts contains ".ssh" '
                               'or not (path(args.p) under context.cwd) id "s"', "p.policy")
     policy.evaluate("t", {"p": "/home/u/a.pem"}, {"cwd": "/home/u"})
-    plan = policy._compiled[(0,)]
+    plan = policy._compiled[(0,)][2]  # (tests, uses memo, the rules written as one function)
     assert "C" in plan.source and "(env)" not in plan.source.split("else:")[0]
     for p, effect in [("/home/u/a.pem", "ask"), ("/home/u/.ssh/k", "ask"), ("/etc/x", "ask"), ("/home/u/a.txt", "allow"), ("/", "ask")]:
         assert policy.evaluate("t", {"p": p}, {"cwd": "/home/u"}).effect == effect, p
@@ -112,3 +112,10 @@ def test_a_decision_with_short_errors_is_kept_and_a_long_one_is_not():
     long_path = "r" * 5000
     assert policy.evaluate("t", {"p": long_path}) is not policy.evaluate("t", {"p": long_path})
     assert policy.evaluate("t", {"p": long_path}) == policy.evaluate("t", {"p": long_path})
+
+
+@pytest.mark.parametrize("path, base", [("C:\\x", "/a/.."), ("C:\\x", "/"), ("/x", "C:\\"), ("C:\\x\\y", "D:\\x")])
+def test_a_windows_path_is_never_under_a_posix_directory_read_from_a_field(path, base):
+    # found by test_specialized: `under args.a` with a = "/a/.." (the root) took any path as inside it
+    policy = Policy.from_text('default deny "no"\nallow t when path(args.p) under args.a', "w.policy")
+    assert policy.evaluate("t", {"p": path, "a": base}, {"cwd": "/home/u"}).effect == "deny"

@@ -230,4 +230,4 @@ def test_the_secret_list_is_linear_in_the_path():
             best = min(best, time.perf_counter() - start)
         return best
 
-    assert cost(2000) / cost(200) <= 20
+    assert cost(1600) / cost(160) <= 20  # 1600 × 61 characters: under the 100,000 a path may have
