@@ -24,8 +24,9 @@ from typing import Any, Callable, NamedTuple
 from dsl import ast, globs, subjects, values
 from dsl.cache import BUDGETS, BoundedCache
 from dsl.requirements import DEFAULT_DECISIONS, Quorum, Requirements
-from dsl.subjects import winpaths
+from dsl.subjects import paths, winpaths
 from dsl.rule_ids import implicit_id
+from dsl.subjects.secrets import is_secret_text
 from dsl.values import EvalError
 
 _NO_VARS: dict[str, Any] = {}
@@ -407,11 +408,12 @@ _MEMO_FUNCTIONS = ("path", "url", "shell")
 
 
 def clear_caches() -> None:
-    """Forget every parsed shell text (this module's cache and `dsl.subjects`'): the next `shell()`
-    of any text parses it again. Decisions do not change; only their cost does (benchmarks use it
+    """Forget every parsed shell text (this module's cache and `dsl.subjects`') and every kept
+    `path()` value: the next `shell()` of any text parses it again. Decisions do not change; only their cost does (benchmarks use it
     to time the first sight of a command)."""
     _SHELL_CACHE.clear()
     subjects.clear_shell_cache()
+    paths.clear_path_cache()
 
 
 def _shell_parsed(text: Any) -> _Shell:
@@ -1452,6 +1454,8 @@ def _shape(e: ast.Expr, item: str | None) -> tuple:
         return ("exists", _field(e.args[0]))
     if isinstance(e, ast.Path):  # a bare field as a condition holds a boolean
         return ("bool", _value(e, item))
+    if isinstance(e, ast.Call) and e.name == "path" and e.keys == ("secret",):  # path(x).secret
+        return ("bool", _value(e, item))
     raise _NoShape
 
 
@@ -1469,7 +1473,9 @@ _ITEM_TYPES = {"string": str, "list[string]": tuple, "bool": bool}
 
 def _value(e: ast.Expr, item: str | None) -> tuple:
     """("f", root, keys), ("tool",), ("len", field), ("path", field), or over a command:
-    ("c", field, type) and ("clen", ("c", ...))."""
+    ("c", field, type) and ("clen", ("c", ...)); ("lower", value) of a string value."""
+    if isinstance(e, ast.Call) and e.name == "lower" and not e.keys and len(e.args) == 1:
+        return ("lower", _value(e.args[0], item))
     if item is not None:
         if isinstance(e, ast.Path) and e.root == item and len(e.keys) == 1 and e.keys[0] in subjects.Command.FIELDS:
             return ("c", e.keys[0], _ITEM_TYPES[subjects.Command.FIELDS[e.keys[0]]])
@@ -1493,6 +1499,7 @@ _PATH_PROPERTIES = {
     "ext": (lambda text: subjects.PathValue(text).ext, str),
     "parts": (lambda text: tuple(text[1:].split("/")) if text != "/" else (), tuple),
     "text": (lambda text: text, str),
+    "secret": (is_secret_text, bool),
 }
 
 
@@ -1607,6 +1614,17 @@ class _PlanWriter:
 
     def cond(self, s: tuple, item: str | None) -> tuple[list[str], str, list[str]]:
         kind = s[0]
+        if kind == "and" and s[1][0][0] == "exists":
+            # `exists(x) and E`: false when x is missing, whatever E would do (the predicate's
+            # `and` stops at its first false operand), so E's guards are needed only when x is
+            # present: `exists(args.file_path) and path(args.file_path).secret` stays inline for
+            # a call without the field
+            g0, x0, p0 = self.cond(s[1][0], item)
+            var = self.shared(s[1][0][1])
+            rest = s[1][1] if len(s[1]) == 2 else ("and", s[1][1:])
+            g, x, p = self.cond(rest, item)
+            guards = g0 + ([f"({var} is M or ({' and '.join(g)}))"] if g else [])
+            return guards, f"({x0}) and ({x})", p0 + p
         if kind in ("and", "or"):
             guards, exprs, pre = [], [], []
             for part in s[1]:
@@ -1718,6 +1736,9 @@ class _PlanWriter:
         if kind == "pathprop":
             var = self.shared(v)
             return var, _PATH_PROPERTIES[v[1]][1], [f"{var} is not M"]
+        if kind == "lower":
+            expr, known, guards = self.value(v[1], item)
+            return f"{expr}.lower()", str, guards + self.typed(expr, known, str)
         raise _NoShape
 
     def typed(self, expr: str, known: type | None, want: type) -> list[str]:

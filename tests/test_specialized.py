@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 import math
 
+import pytest
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -104,6 +106,12 @@ def env_atom(draw) -> str:
         return draw(st.sampled_from([
             "len(shell(args.cmd)) > 1", 'shell(args.cmd)[0].program == "rm"', 'shell(args.cmd)[-1].argv startswith ["git"]',
             "path(args.p) under context.cwd", "path(args.p) under args.a", "path(args.p) glob \"*.env\"",
+            # the plan's path(x).secret, lower() of a value, and `exists(x) and ...` kept inline for a missing x
+            "path(args.p).secret", "not path(args.a).secret", "exists(args.p) and path(args.p).secret",
+            "exists(args.a) and path(args.a).secret and path(args.a) under context.cwd",
+            "(exists(args.p) and path(args.p).secret) or (exists(args.a) and path(args.a).secret)",
+            "lower(path(args.p).name) == \"head\"", "lower(path(args.p).ext) in [\".pem\", \"\"]",
+            "exists(args.d.k) and lower(args.d.k) == \"a\"", "lower(lower(args.a)) startswith \"a\"",
         ]))
     if form == 12:
         return f"{field} glob {q(draw(st.sampled_from(GLOBS)))}"
@@ -151,7 +159,7 @@ PATHS = ["/home/u/proj/.env", ".env", "~/x", "src/../../etc/passwd", "/home/u/pr
          "C:\\x", "/home/u/proj/", "/home/u/proj/a.py", "~bob/x", "/a//b/./c", "/a/..", "/a/.", "/..", "/.", "//", "/a/../b",
          "/.env", "/a/.b./c", "/home/u/.git/config", "/x.py", "/home/u/proj/.git", "/a\x00b", "/a/`b`", "/home/./u", "/ab.py",
          "/home/u/proj/sub/x.py", "/home/u/.ssh/id_rsa", "/a\\b", "/home/u/x.env", "/a/b.git/c", "/a/xproj/b",
-         "/a/b.pyc", "/proj"]
+         "/a/b.pyc", "/proj", "/home/u/proj/HEAD", "/home/u/.SSH/ID_RSA", "/proc/1/environ", "/a/.config/gh/x"]
 URLS = ["https://docs.python.org/3/", "https://a.example.com/x", "http://EXAMPLE.com.:443", "not a url", "https://user@evil.org/"]
 SCALARS = st.one_of(
     st.none(), st.booleans(), st.integers(-3, 4), st.sampled_from([2.5, 1000.0, -0.0, math.nan, 1e3, 2**70]),
@@ -354,3 +362,22 @@ def test_nested_fields_and_exists_agree_on_every_shape():
         for condition in (f"exists({field})", f"not exists({field})", f"{field} == 1", f"{field} == null", f"{field} != \"a\"",
                           f"exists({field}) and {field} == 1", f"{field}"):
             _grid_check(condition, envs)
+
+
+PLAN_SHAPES = [
+    "path(args.p).secret", "not path(args.p).secret", "exists(args.p) and path(args.p).secret",
+    "exists(args.p) and path(args.p).secret and path(args.p) under context.cwd",
+    "(exists(args.p) and path(args.p).secret) or (exists(args.q) and path(args.q).secret)",
+    "exists(args.q) and lower(args.q) == \"head\"", "lower(path(args.p).name) == \"head\"",
+    "lower(path(args.p).name) in [\"head\", \".env\"]", "lower(args.p) contains \".env\"",
+]
+
+
+@pytest.mark.parametrize("condition", PLAN_SHAPES)
+def test_the_plans_secret_lower_and_exists_guards_decide_as_the_predicates(condition):
+    values_ = PATHS + [None, 3, ["/x"], {"k": 1}]
+    contexts = [{"cwd": "/home/u/proj"}, {"cwd": "C:\\proj"}, {}, {"cwd": "rel"}]
+    envs = [Env("t", {"p": p}, c) for p in values_ for c in contexts]
+    envs += [Env("t", {"p": p, "q": q}, {"cwd": "/home/u/proj"}) for p in values_[:12] for q in values_]
+    envs += [Env("t", {}, c) for c in contexts] + [Env("t", {"q": q}, {}) for q in values_]
+    _grid_check(condition, envs)

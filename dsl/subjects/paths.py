@@ -25,6 +25,7 @@ class PathValue:
     text: str
     _parts: tuple[str, ...] | None = field(default=None, init=False, repr=False, compare=False)
     _name: str | None = field(default=None, init=False, repr=False, compare=False)
+    _secret: bool | None = field(default=None, init=False, repr=False, compare=False)
 
     KIND = "path"
     FIELDS = {"text": "string", "name": "string", "ext": "string", "parent": "path", "parts": "list[string]",
@@ -35,8 +36,13 @@ class PathValue:
 
     @property
     def secret(self) -> bool:
-        """Whether the path is or is inside a file that holds credentials (dsl.subjects.secrets)."""
-        return is_secret(self.parts)
+        """Whether the path is or is inside a file that holds credentials (dsl.subjects.secrets);
+        kept, as `parts` (a path from make_path's cache is asked again by later calls)."""
+        secret = self._secret
+        if secret is None:
+            secret = is_secret(self.parts)
+            object.__setattr__(self, "_secret", secret)
+        return secret
 
     @property
     def parts(self) -> tuple[str, ...]:
@@ -113,11 +119,41 @@ def _absolute(raw: str, cwd: str | None, home: str | None, what: str) -> list[st
 MAX_PATH_TEXT = 100_000  # characters of a path or a pattern, cwd and home included; longer is an error
 
 
+# (text, cwd, home) → PathValue or WinPathValue. The words of a command and the paths of a
+# session repeat (the same cwd, the same files), and several rules of one call make the same
+# path(p, c.cwd); the values are immutable, so one made earlier is the same answer. Only exact
+# `str` texts of at most _CACHED_PATH_TEXT characters are kept (a WinStr, a str subclass equal to
+# its text, reads differently), and refusals are not (they raise again).
+_PATH_CACHE = BoundedCache(BUDGETS["paths"], "paths")
+_CACHED_PATH_TEXT = 1024
+_STR_OR_NONE = (str, type(None))
+
+
 def make_path(raw: object, cwd: str | None, home: str | None) -> PathValue:
     """`path(x)`: see the module docstring. Raises EvalError for what is not a usable path, and
     for a path, cwd or home longer than MAX_PATH_TEXT characters (Linux's PATH_MAX is 4,096)."""
+    if type(raw) is str and type(cwd) in _STR_OR_NONE and type(home) in _STR_OR_NONE:
+        key = (raw, cwd, home)
+        hit = _PATH_CACHE.get(key)
+        if hit is not None:
+            return hit
+        value = _make(raw, cwd, home)
+        size = len(raw) + (len(cwd) if cwd else 0) + (len(home) if home else 0)
+        if size <= _CACHED_PATH_TEXT:
+            # the key's texts, the value's text and parts (about as long again), and the objects
+            _PATH_CACHE.put(key, value, 3 * size + 600)
+        return value
     if isinstance(raw, PathValue):
         return raw
+    return _make(raw, cwd, home)
+
+
+def clear_path_cache() -> None:
+    """Forget every kept path() value (benchmarks time the first sight of a path)."""
+    _PATH_CACHE.clear()
+
+
+def _make(raw: object, cwd: str | None, home: str | None) -> PathValue:
     _check_length(raw, cwd, home)
     if type(raw) is _winpaths.WinPathValue or _winpaths.wants_windows(raw, cwd, home):
         return _winpaths.make_windows_path(raw, cwd, home)

@@ -82,21 +82,40 @@ def _index() -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...], dict[str
 _EXACT, _PREFIXES, _SUFFIXES, _BY_LAST, _BY_FIRST = _index()
 
 
+_FIRST_SEGMENTS = frozenset(_BY_FIRST)
+
+
 def is_secret(parts: tuple[str, ...]) -> bool:
     """Whether a path with these segments (as `PathValue.parts`) holds or is inside a secret.
-    One pass over the segments: each is looked up, not matched against every entry."""
+    One pass over the segments: each is looked up, not matched against every entry (the segments
+    are lowered together, and a set test rules out every directory entry at once)."""
     if not parts:
         return False
-    lowered = tuple(p.lower() for p in parts)
+    lowered = "/".join(parts).lower().split("/")
+    if len(lowered) != len(parts):  # pragma: no cover - a segment holds no "/"; lower each if one ever does
+        lowered = [p.lower() for p in parts]
+    return _lowered_is_secret(lowered)
+
+
+def is_secret_text(text: str) -> bool:
+    """`is_secret` of a normalized absolute POSIX path's text ("/" is the root): the plans of
+    dsl.compiler hold the text, not a PathValue."""
+    return text != "/" and _lowered_is_secret(text[1:].lower().split("/"))
+
+
+def _lowered_is_secret(lowered: list[str]) -> bool:
     n = len(lowered)
     name = lowered[-1]
     if name in _EXACT or name.startswith(_PREFIXES) or name.endswith(_SUFFIXES):
         return True
-    for entry in _BY_LAST.get(name, ()):
-        if len(entry) <= n and _matches(lowered, n - len(entry), entry):
-            return True
+    if name in _BY_LAST:
+        for entry in _BY_LAST[name]:
+            if len(entry) <= n and _matches(lowered, n - len(entry), entry):
+                return True
+    if _FIRST_SEGMENTS.isdisjoint(lowered):
+        return False
     for at, part in enumerate(lowered):
         for entry in _BY_FIRST.get(part, ()):
-            if at + len(entry) <= n and lowered[at : at + len(entry)] == entry:
+            if at + len(entry) <= n and tuple(lowered[at : at + len(entry)]) == entry:
                 return True
     return False
