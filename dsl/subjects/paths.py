@@ -138,10 +138,12 @@ def make_path(raw: object, cwd: str | None, home: str | None) -> PathValue:
         if hit is not None:
             return hit
         value = _make(raw, cwd, home)
-        size = len(raw) + (len(cwd) if cwd else 0) + (len(home) if home else 0)
-        if size <= _CACHED_PATH_TEXT:
-            # the key's texts, the value's text and parts (about as long again), and the objects
-            _PATH_CACHE.put(key, value, 3 * size + 600)
+        texts = raw + (cwd or "") + (home or "")
+        if len(texts) <= _CACHED_PATH_TEXT:
+            # the key's texts and the value's text (their characters, twice), each of the value's
+            # parts once kept (a str of about 50 bytes and a tuple slot: at most one per "/" or
+            # "\"), and the objects themselves (key tuple, value, cache node)
+            _PATH_CACHE.put(key, value, 2 * len(texts) + 64 * (texts.count("/") + texts.count("\\") + 1) + 600)
         return value
     if isinstance(raw, PathValue):
         return raw
