@@ -89,3 +89,14 @@ def test_other_errors_keep_each_rule_reason_beside_its_error():
     assert decision.effect == "deny"
     assert [r.split(" (")[0] for r in decision.reasons] == ["Over 100 needs a manager.", "No negative refunds."]
     assert all("could not be evaluated" in r for r in decision.reasons)
+
+
+def test_a_case_terminator_outside_a_case_is_a_syntax_error_as_bash_says():
+    # tree-sitter-bash reads `ls ;; cat x` as two commands; bash runs neither (a syntax error)
+    policy = load(*SHELL_DENIES)
+    for command in ("ls ;; cat x", "ls;;", "(ls ;; rm -r x)"):
+        decision = policy.evaluate("Bash", {"command": command})
+        assert decision.effect == "deny", command
+        assert_one_parse_reason(decision.reasons)
+        assert "ends only a case item" in decision.reasons[0]
+    assert policy.evaluate("Bash", {"command": 'echo ";;"; case x in a) ls;; esac'}).effect == "allow"

@@ -38,6 +38,9 @@ def _parser():
     return parser
 
 
+_CASE_TERMINATORS = frozenset({";;", ";&", ";;&"})  # bash(1), "case": what ends a case item
+
+
 class _Walker:
     """Collects the simple commands of one parse tree."""
 
@@ -274,6 +277,9 @@ class _Walker:
                 self.commands.append(Command(program="", path="", argv=(), args=(), flags=(), assignments=(f"{name}=",),
                                              nested=nested, dynamic=True, text=self.text(node), cwd=self.here()))
         for child in node.children:
+            if child.type in _CASE_TERMINATORS and kind != "case_item":
+                # tree-sitter-bash takes `ls ;; cat x` as two commands; bash refuses the line
+                raise EvalError(f"the command is not valid shell syntax at byte {child.start_byte}: {child.type} ends only a case item")
             self.walk(child, nested, redirects)  # a group's redirections apply to every command in it
             self.cwd = self.fail = _cwd.merge(self.cwd, self.fail)  # the next one runs after either
 
