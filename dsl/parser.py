@@ -240,6 +240,9 @@ def _bare(item):
 # --- tokens and nodes → AST -------------------------------------------------------------------
 
 
+_WINDOWS_PATH_LITERAL = re.compile(r"[A-Za-z]:\\|\\\\[^\\]")  # a drive (C:\) or a share (\\host)
+
+
 def _decode_string(tok: Token) -> str:
     try:
         # Without a backslash the text between the quotes is the value; json.loads reads escapes.
@@ -247,11 +250,12 @@ def _decode_string(tok: Token) -> str:
         text.encode("utf-8")  # a lone surrogate escape (\ud800) is not text anything can store
         return text
     except json.JSONDecodeError as exc:
-        raise _SyntaxProblem(
-            f"invalid string literal: {exc.msg}",
-            _token_span(tok),
-            "strings use JSON escapes: \\\" \\\\ \\n \\t \\uXXXX",
-        ) from None
+        help_text = "strings use JSON escapes: \\\" \\\\ \\n \\t \\uXXXX"
+        if _WINDOWS_PATH_LITERAL.match(tok[1:]):  # "C:\Users\me" or "\\server\share"
+            doubled = json.dumps(tok[1:-1])
+            help_text = (f"a backslash starts an escape: write a Windows path with each backslash doubled, {doubled}, "
+                         f"or with forward slashes, \"{tok[1:-1].replace(chr(92), '/')}\" (path() reads both)")
+        raise _SyntaxProblem(f"invalid string literal: {exc.msg}", _token_span(tok), help_text) from None
     except UnicodeEncodeError:
         raise _SyntaxProblem(
             "the string holds a lone surrogate (\\ud800-\\udfff), which is not Unicode text",

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from dsl import Policy
+from dsl import Policy, PolicyError
 
 CONTEXT = {"cwd": "/home/u/proj", "home": "/home/u"}
 ANY = "any c in shell(args.c): "
@@ -174,3 +174,20 @@ def test_the_exists_hint_tests_a_field_only_where_a_tool_has_it():
     fixed = Policy.from_text(text.replace("args.x == 1", "exists(args.x) and args.x == 1"), tools=tools)
     assert fixed.evaluate("a", {"x": 1}).effect == "deny"
     assert fixed.evaluate("b", {"y": 1}).effect == "ask"
+
+
+@pytest.mark.parametrize("literal, call_path", [
+    (r"C:\Users\me\.ssh", "C:\\Users\\me\\.ssh\\id_rsa"), (r"\\srv\share\keys", "\\\\srv\\share\\keys\\a"),
+])
+def test_a_windows_path_with_single_backslashes_gets_a_help_whose_two_spellings_work(literal, call_path):
+    text = f'default allow\ndeny Read when path(args.file_path) under "{literal}" reason "no"'
+    with pytest.raises(PolicyError) as raised:
+        Policy.from_text(text, "w.policy")
+    help_text = str(raised.value)
+    assert "each backslash doubled" in help_text
+    spellings = re.findall(r'doubled, ("[^"]*"), or with forward slashes, ("[^"]*")', help_text)
+    assert spellings, help_text
+    for spelling in spellings[0]:  # the hint applied: the rule loads and denies the path it meant
+        fixed = Policy.from_text(text.replace(f'"{literal}"', spelling), "w.policy")
+        assert fixed.evaluate("Read", {"file_path": call_path}, {"cwd": "C:\\Users\\me"}).effect == "deny", spelling
+        assert fixed.evaluate("Read", {"file_path": "C:\\Users\\me\\a.txt"}, {"cwd": "C:\\Users\\me"}).effect == "allow"
