@@ -38,6 +38,12 @@ def _parser():
     return parser
 
 
+def _destinations(redirect) -> list:
+    """The destination nodes of a file redirect: the first is its target, the rest are words of
+    the command that tree-sitter-bash attached to the redirect."""
+    return redirect.children_by_field_name("destination")
+
+
 _CASE_TERMINATORS = frozenset({";;", ";&", ";;&"})  # bash(1), "case": what ends a case item
 
 
@@ -56,6 +62,10 @@ class _Walker:
         self.stdin_shells: list[Command] = []  # shells and interpreters reading their script from standard input
         self.stdin_readers: dict[int, str] = {}  # their ids -> "sh" (a shell's script) or "code" (another language)
         self.fed: set[int] = set()  # ids of those whose input (a heredoc, a here-string) was read here
+        # a command node's id -> the words tree-sitter-bash put after its redirection
+        # (`cat 2>/dev/null /etc/shadow` gives the redirect three destinations): bash reads
+        # them as the command's own words, and so does command()
+        self.trailing: dict[int, list] = {}
 
     def text(self, node) -> str:
         return self.source[node.start_byte : node.end_byte].decode("utf-8", "replace")
@@ -207,6 +217,13 @@ class _Walker:
             targets = []
             # `cat <<EOF > out` nests the file redirection inside the heredoc's node
             nested_redirects = [g for c in node.children if c.type == "heredoc_redirect" for g in c.children if g.type == "file_redirect"]
+            body = node.child_by_field_name("body")
+            extra = [w for c in [*node.children, *nested_redirects] if c.type == "file_redirect" for w in _destinations(c)[1:]]
+            if extra:
+                if body is None or body.type != "command":
+                    raise EvalError(f"the command is not valid shell syntax at byte {extra[0].start_byte}: "
+                                    "a word after a redirection belongs to no simple command")
+                self.trailing[body.id] = extra
             for child in [*node.children, *nested_redirects]:
                 if child.type == "file_redirect":
                     destination = child.child_by_field_name("destination")
@@ -219,7 +236,6 @@ class _Walker:
                     # `2>&1` and `>&-` copy or close a descriptor; `>& FILE` writes FILE (and stderr)
                     if not duplicates or target.dynamic or not ((target.value.isascii() and target.value.isdigit()) or target.value == "-"):
                         targets.append(target.value)
-            body = node.child_by_field_name("body")
             before = len(self.commands)
             if body is not None:
                 self.walk(body, nested, redirects + tuple(targets))
@@ -400,12 +416,16 @@ class _Walker:
                 destination = child.child_by_field_name("destination")
                 if destination is not None:
                     redirects = redirects + (self.word(destination).value,)
+                for extra in _destinations(child)[1:]:  # `rm 2>/dev/null -rf /`: the words go on
+                    words.extend(self.braced(extra))
             elif child.type == "herestring_redirect":
                 # `<<< WORD`: WORD is expanded (its substitutions run) and fed to the command
                 fed = [self.word(c) for c in child.children if c.is_named]
                 herestrings.append(_Word(" ".join(w.value for w in fed), any(w.dynamic for w in fed)))
             elif child.is_named:
                 words.extend(self.braced(child))
+        for extra in self.trailing.pop(node.id, ()):
+            words.extend(self.braced(extra))
         inner = self.commands[start:]
         del self.commands[start:]
         if words:
