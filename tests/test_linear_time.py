@@ -271,3 +271,18 @@ def test_an_entry_larger_than_the_budget_is_not_kept():
     c = BoundedCache(1000)
     c.put("a", "x" * 2000)
     assert c.get("a") is None and c.bytes == 0
+
+
+@pytest.mark.parametrize("unit, tail", [("nice ", "ls"), ("xargs ", "ls"), ("env ", ""), ("timeout 1 ", "ls")])
+def test_a_chain_of_wrappers_takes_time_linear_in_its_length(unit, tail):
+    # hostile review of issue 9: each level read the words after it again (82 KB of `nice `: 24 s)
+    policy = Policy.from_text('default allow\ndeny Bash when any c in shell(args.command): c.program == "rm" reason "no"')
+    make = lambda n: repeat(unit, n - len(tail)) + tail  # noqa: E731
+    assert ratio(lambda text: policy.evaluate("Bash", {"command": text}), make, MAX_SHELL_TEXT) <= MAX_RATIO
+
+
+def test_a_chain_of_cd_before_many_words_takes_time_linear_in_its_length():
+    # each word was resolved against a cwd as long as the chain: (cd count) x (words)
+    policy = Policy.from_text('default ask\nallow Bash when all c in shell(args.command): all p in c.paths: path(p, c.cwd) under context.cwd')
+    make = lambda n: "cd a && " * (n // 100) + "ls " + "x " * (n // 3)  # noqa: E731
+    assert ratio(lambda text: policy.evaluate("Bash", {"command": text}, {"cwd": "/home/u/proj"}), make, MAX_SHELL_TEXT) <= MAX_RATIO

@@ -44,6 +44,9 @@ def _destinations(redirect) -> list:
     return redirect.children_by_field_name("destination")
 
 
+MAX_WRAPPER_CHAIN = 32  # programs read from the wrapper tables for one simple command (each reading counts)
+MAX_CWD_CHAIN = 1024  # characters of the chain of cd targets of one text; a longer one is unknown
+
 _CASE_TERMINATORS = frozenset({";;", ";&", ";;&"})  # bash(1), "case": what ends a case item
 
 
@@ -66,6 +69,7 @@ class _Walker:
         # (`cat 2>/dev/null /etc/shadow` gives the redirect three destinations): bash reads
         # them as the command's own words, and so does command()
         self.trailing: dict[int, list] = {}
+        self.chain = 0  # programs read from their tables for the simple command walked last
 
     def text(self, node) -> str:
         return self.source[node.start_byte : node.end_byte].decode("utf-8", "replace")
@@ -430,6 +434,7 @@ class _Walker:
         del self.commands[start:]
         if words:
             before = len(self.commands)
+            self.chain = 0
             self.emit(words, tuple(assignments), redirects, nested, self.text(node), ())
             first = self.commands[before] if len(self.commands) > before else None
             self.moves(first)
@@ -445,7 +450,10 @@ class _Walker:
         if first.program == "cd" and _cwd.BUILTIN_CD.issuperset(first.wrappers):
             here = self.cwd
             target = _cwd.cd_destination(first.argv, first.dynamic, *self.names)
-            self.cwd, self.fail = (None if target is None else _cwd.join(here, target)), here
+            moved = None if target is None else _cwd.join(here, target)
+            if moved is not None and len(moved) > MAX_CWD_CHAIN:
+                moved = None  # each word would be resolved against it: unknown keeps that linear
+            self.cwd, self.fail = moved, here
         elif first.program in _cwd.UNKNOWN_AFTER and not first.wrappers:
             self.cwd = self.fail = None
 
@@ -492,6 +500,10 @@ class _Walker:
         replaced by the command it runs; a shell, an interpreter or a runner is listed with the
         scripts it runs nested after it. When some option is not understood, the program is listed
         as dynamic and every reading of what it runs follows it, nested and dynamic too."""
+        self.chain += 1
+        if self.chain > MAX_WRAPPER_CHAIN:
+            # each level reads the words after it again: a bound keeps `nice nice ... ls` linear
+            raise EvalError(f"more than {MAX_WRAPPER_CHAIN} wrappers, shells or runners read for one command")
         readings = read(spec, words[1:])
         ambiguous = len(readings) > 1 or bool(readings[0].unknown)
         wrapper = program in WRAPPERS
