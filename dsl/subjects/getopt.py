@@ -223,6 +223,14 @@ def _short(spec: Spec, st: _State, word: _Word, pending: list[_State]) -> bool:
                 break
             st.j += 1
             continue
+        if opt.value == OPTIONAL and opt.attached:
+            taken = re.match(opt.attached, rest).group(0)  # a pattern that may match "": always a match
+            _apply(st, opt, _Word(taken, word.dynamic) if taken else None, st.i + after)
+            ends = ends or opt.ends
+            st.j += 1 + len(taken)
+            if ends:
+                break
+            continue
         if opt.value in (REQUIRED, OPTIONAL):
             if rest:
                 value = _Word(rest, word.dynamic)

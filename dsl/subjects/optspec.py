@@ -43,6 +43,10 @@ class Opt:
     value: str = NONE
     does: str = ""
     ends: bool = False  # options end after this one (`python -c CODE ARGS...`)
+    # for an attached-only value: a regex of what the value may be (perl's `-l[octal]`); the
+    # value is its longest match at the start of the rest, and the cluster goes on after it
+    # (`perl -lne CODE` is -l, -n, -e CODE). "" takes the whole rest of the word.
+    attached: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +96,7 @@ class Spec:
 
 
 def spec(manual: str, short: str = "", long: str = "", does: dict[str, str] | None = None,
-         ends: str = "", **kw) -> Spec:
+         ends: str = "", attached: dict[str, str] | None = None, **kw) -> Spec:
     """A Spec from getopt-like strings, so a table reads like the program's own source.
 
     - `short`: a getopt(3) optstring without its leading `+`: `x` no value, `x:` a value, `x::` an
@@ -102,6 +106,7 @@ def spec(manual: str, short: str = "", long: str = "", does: dict[str, str] | No
     - `does`: option (a letter or a long name) -> what it does (EXIT, SCRIPT, ...). A long alias of a
       short option (`name=x`) does what the short one does.
     - `ends`: the options (letters or long names, space-separated) after which options end.
+    - `attached`: short option letter -> the regex its attached-only value must match (Opt.attached).
     """
     does = does or {}
     ending = set(ends.split())
@@ -113,7 +118,7 @@ def spec(manual: str, short: str = "", long: str = "", does: dict[str, str] | No
         suffix = ""
         while i < len(short) and short[i] in ":;":
             suffix, i = suffix + short[i], i + 1
-        shorts[ch] = Opt(kinds[suffix], does.get(ch, ""), ch in ending)
+        shorts[ch] = Opt(kinds[suffix], does.get(ch, ""), ch in ending, (attached or {}).get(ch, ""))
     longs: dict[str, Opt] = {}
     for item in long.split():
         if "=" in item:

@@ -256,8 +256,12 @@ _PYTHON = spec("CPython 3.11 python(1)", "bBc:dEhiIm:OPqsSuvVW:xX:",
                ends="c m", runs=INTERPRETER, abbreviations=False, lone_dash=Opt(does=STDIN, ends=True))
 # perl 5.36 perlrun(1): -e/-E code (attached or the next word); -i, -0, -l, -C, -d, -D, -x, -F take
 # only an attached value (`-pie` is -p -i with the extension "e"); -I, -m, -M take one either way.
+# -0 takes only octal digits (or x and the rest of the word: perl reads -0xHHH so), -l only octal
+# digits, -C only a number or letters of its list, and the cluster goes on after them (`-lne CODE`,
+# `-0777ne CODE`, `-F: -lane CODE`).
 _PERL = spec("perl 5.36 perlrun(1)", "0::aC::cd::D::e:E:fF::hi::I:l::m:M:npsStTuUvV::wWx::X",
              does={"e": CODE, "E": CODE, "h": EXIT, "v": EXIT, "V": EXIT}, runs=INTERPRETER,
+             attached={"0": r"x.*|[0-7]*", "l": r"[0-7]*", "C": r"[0-9]+|[IOESioDALa]*"},
              abbreviations=False, lone_dash=Opt(does=STDIN, ends=True))
 # ruby 3.1 ruby(1)
 _RUBY = spec("ruby 3.1 ruby(1)", "0::acC:de:E:F::hi::I:lnpr:sSvwW::x::",
