@@ -243,17 +243,32 @@ def _option_name(program: str, word: str) -> str:
     return "-" + letters[-1] if letters else word
 
 
-def paths(program: str, operands: list[str], values: list[tuple[str, str]]) -> tuple[str, ...]:
+def paths(program: str, operands: list[str], values: list[tuple[str, str]], options: list[str] = ()) -> tuple[str, ...]:
     """The words of a command that may name a file (`Command.paths`): its operands but a
-    pattern (grep's and rg's first operand when no -e or -f gave one) and git's subcommand, and
-    the values of options other than those NOT_FILES lists (a pattern, a number, a format)."""
+    pattern (grep's and rg's first operand when no -e or -f gave one, and rg's --files takes no
+    pattern) and git's subcommand, and the values of options other than those NOT_FILES lists (a
+    pattern, a number, a format). A long option that may be getopt_long's abbreviation of
+    --regexp or --file (`grep --reg=P FILE`) counts as one: FILE stays a path."""
     out = list(operands)
-    if program in _PATTERN_FIRST and out and not any(name in _PATTERN_FIRST[program] for name, _ in values):
+    if program in _PATTERN_FIRST and out and not _pattern_given(program, values, options):
         out = out[1:]
     elif program == "git" and out:
         out = out[1:]
     plain = NOT_FILES.get(program, frozenset())
     return tuple(out + [value for name, value in values if name not in plain])
+
+
+def _pattern_given(program: str, values: list[tuple[str, str]], options: list[str]) -> bool:
+    given = _PATTERN_FIRST[program]
+    longs = [name for name in given if name.startswith("--")]
+    for name, _ in values:
+        if name in given or (name.startswith("--") and len(name) > 2 and any(full.startswith(name) for full in longs)):
+            return True
+    return program == "rg" and any(word.partition("=")[0] in _NO_PATTERN_RG for word in options)
+
+
+# ripgrep(1): --files lists the files it would search, and --type-list the types: no pattern
+_NO_PATTERN_RG = frozenset({"--files", "--type-list"})
 
 
 def git_global_options(words: list[str] | tuple[str, ...]) -> list[str]:

@@ -96,4 +96,4 @@ def split_command_words(program: str, words: list[str]) -> tuple[tuple[str, ...]
         else:
             for ch in short_letters(program, word):
                 flags |= names(ch)
-    return tuple(sorted(flags)), tuple(args), tuple(v for _, v in values), paths(program, args, values)
+    return tuple(sorted(flags)), tuple(args), tuple(v for _, v in values), paths(program, args, values, options)
