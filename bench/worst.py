@@ -24,6 +24,7 @@ the same: refusing is a decision too.
 from __future__ import annotations
 
 import gc
+import math
 import random
 import time
 from dataclasses import dataclass, field
@@ -40,7 +41,7 @@ SEARCH_SECONDS = 60.0  # the whole random search, every matcher together
 SEARCH_UNITS = 300  # units drawn per matcher at most (fewer when its share of the time runs out)
 CONFIRM = 2  # the slowest units of the screening timed again at the full size
 SUPERLINEAR_MS = 150.0  # a tenth of the size slower than this: grown step by step (time_sized)
-GROWTH_LIMIT_MS = 3000.0
+GROWTH_LIMIT_MS = 4000.0
 
 
 def repeat(unit: str, n: int, prefix: str = "", suffix: str = "") -> str:
@@ -251,22 +252,28 @@ def time_input(policy: Policy, call: tuple[str, dict, dict], runs: int = RUNS) -
 
 
 def time_sized(policy: Policy, m: Matcher, make: Callable[[int], str]) -> dict:
-    """`time_input` of `make(m.size)`; but first of `make(m.size // 10)`, and when that took over
-    SUPERLINEAR_MS the size doubles from there only while a quadratic growth keeps the next
-    decision under GROWTH_LIMIT_MS: such an input (tree-sitter's error recovery on some texts is
-    quadratic) would take minutes at the full size. `chars` is the size timed, `full_size` whether
-    it is the matcher's largest."""
-    n = m.size // 10
-    text = make(n)
-    r = time_input(policy, _call(m, text), runs=1)
+    """`time_input` of `make(m.size)`, reached from a twentieth of the size: when a tenth took
+    over SUPERLINEAR_MS, the size grows (1/10, 1/5, 2/5, 4/5, all) only while the growth seen so
+    far (`exponent`: time ~ size ** exponent, 1 linear, 2 quadratic) keeps the next decision under
+    GROWTH_LIMIT_MS: tree-sitter's error recovery is quadratic on some texts, minutes at the full
+    size. `chars` is the size timed last, `full_size` whether it is the matcher's largest."""
+    sizes = [m.size // 20, m.size // 10, m.size // 5, 2 * m.size // 5, 4 * m.size // 5, m.size]
+    prev = time_input(policy, _call(m, make(sizes[0])), runs=1)["best_ms"]
+    r = time_input(policy, _call(m, make(sizes[1])), runs=1)
+    exponent = math.log(max(r["best_ms"], 1e-3) / max(prev, 1e-3), 2)
+    at = 1
     if r["best_ms"] <= SUPERLINEAR_MS:
-        text = make(m.size)
-        return {"chars": len(text), "full_size": True, **time_input(policy, _call(m, text))}
-    while 2 * n <= m.size and 4 * r["best_ms"] <= GROWTH_LIMIT_MS:
-        n *= 2
-        text = make(n)
-        r = time_input(policy, _call(m, text), runs=1)
-    return {"chars": len(text), "full_size": len(text) >= m.size, **r}
+        at = len(sizes) - 1
+    else:
+        while at + 1 < len(sizes) and r["best_ms"] * (sizes[at + 1] / sizes[at]) ** max(exponent, 1) <= GROWTH_LIMIT_MS:
+            at += 1
+            t = time_input(policy, _call(m, make(sizes[at])), runs=1)
+            exponent = math.log(max(t["best_ms"], 1e-3) / max(r["best_ms"], 1e-3), sizes[at] / sizes[at - 1])
+            r = t
+    if at == len(sizes) - 1 and r["runs"] == 1 and r["best_ms"] <= SUPERLINEAR_MS:
+        r = time_input(policy, _call(m, make(sizes[at])))
+    text = make(sizes[at])
+    return {"chars": len(text), "full_size": sizes[at] == m.size, "exponent": round(exponent, 2), **r}
 
 
 def _draw(rng: random.Random, alphabet: str) -> str:
@@ -338,12 +345,13 @@ def table(results: dict) -> str:
         h = e["inputs"][label]
         s = e["search"]["slowest"]
         refused = " (refused)" if h["error"] else ""
-        partial = lambda r: "" if r["full_size"] else f", only {r['chars']:,} chars: superlinear"  # noqa: E731
+        partial = lambda r: "" if r["full_size"] else f", only {r['chars']:,} chars, time ~ size^{r['exponent']:.1f}"  # noqa: E731
         shown = "-" if s is None else (f"`{_show(s['unit'], s['prefix'], s['suffix'])}`{' (refused)' if s['error'] else ''}"
                                        f" ({e['search']['units_tried']}{partial(s)})")
+        grown = "" if h["full_size"] else f": time ~ size^{h['exponent']:.1f}"
         stimes = "-" if s is None else f"{s['best_ms']:.1f} / {s['max_ms']:.1f}"
         lines.append(
-            f"| {name} | {label.replace('|', chr(92) + '|')}{refused} ({h['chars']:,}{'' if h['full_size'] else ': superlinear'}) | {h['best_ms']:.1f} / {h['max_ms']:.1f} "
+            f"| {name} | {label.replace('|', chr(92) + '|')}{refused} ({h['chars']:,}{grown}) | {h['best_ms']:.1f} / {h['max_ms']:.1f} "
             f"| {shown} | {stimes} | {'PASS' if e['pass'] else 'FAIL'} |"
         )
     return "\n".join(lines)
