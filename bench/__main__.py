@@ -1,12 +1,15 @@
 """`python -m bench` (or `make bench`): load time and decision latency of generated policies of
 100, 1,000 and 10,000 rules on real corpus calls, with Cedar (cedarpy) side by side; and the
 ledger's append, verify and stats benchmarks (bench/ledger_run.py; `--only ledger` alone); and the
-sample policies on the real calls they were written for (bench/real_policies.py; `--only real`).
+sample policies on the real calls they were written for (bench/real_policies.py; `--only real`); and
+one decision on adversarial arguments at each matcher's largest size (bench/worst.py; `--only worst`,
+not part of the full run).
 
     python -m bench                       # the full run (about 5 minutes), results in bench/results/
     python -m bench --quick               # 100 and 1,000 rules, fewer rounds (about a minute)
     python -m bench --sizes 1000 --no-cedar --label try
     python -m bench --only real           # the sample policies on the real corpus calls, per tool
+    python -m bench --only worst          # worst cases: each matcher at its largest input (about 3 minutes)
 
 Skips with a message (exit 0) when the shared corpus is absent; runs without the Cedar side (and
 says so) when cedarpy is not installed (`pip install -e '.[bench]'`).
@@ -54,9 +57,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="100 and 1,000 rules, 5 rounds, 2 s of Cedar")
     ap.add_argument("--label", default="run", help="name of the results file: bench/results/<date>-<label>.json")
     ap.add_argument("--no-write", action="store_true", help="print only")
-    ap.add_argument("--only", choices=("all", "policy", "ledger", "real"), default="all",
+    ap.add_argument("--only", choices=("all", "policy", "ledger", "real", "worst"), default="all",
                     help="the policy language's benchmarks, the ledger's (issue 4: append, verify, stats), "
-                    "the sample policies on the real corpus calls (issue 9), or all")
+                    "the sample policies on the real corpus calls (issue 9), the worst cases of every matcher "
+                    "(issue 9; not part of all), or all")
+    ap.add_argument("--search-seconds", type=float, default=None,
+                    help="--only worst: seconds of random search, all matchers together (default 60)")
     ap.add_argument("--ledger", action="store_const", const="ledger", dest="only", help="same as --only ledger")
     ap.add_argument("--ledger-events", type=int, default=None,
                     help="events in the large ledger (default 10,000,000; 1,000,000 with --quick)")
@@ -73,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
         opts.sizes, opts.rounds, opts.cedar_budget = "100,1000", 5, 2.0
     if opts.only == "real":
         return real_only(opts)
+    if opts.only == "worst":
+        return worst_only(opts)
     sizes = [int(s) for s in opts.sizes.split(",") if s.strip()]
 
     try:
@@ -171,6 +179,24 @@ def real_only(opts) -> int:
     print(real_policies.table(out["real_policies"]))
     if not opts.no_write:
         write(out, f"{opts.label}-real")
+    return 0
+
+
+def worst_only(opts) -> int:
+    """`--only worst`: one decision per adversarial argument, each matcher at its largest size
+    (needs no corpus)."""
+    from bench import worst
+
+    out = environment()
+    seconds = worst.SEARCH_SECONDS if opts.search_seconds is None else opts.search_seconds
+    out["settings"] = {"runs": worst.RUNS, "search_seconds": seconds, "search_units": worst.SEARCH_UNITS,
+                       "target_ms": worst.TARGET_MS}
+    out["timer_overhead_ns"] = timer_overhead_ns()
+    out["worst"] = worst.run(search_seconds=seconds)
+    out["loadavg_after"] = loadavg()
+    print(worst.table(out["worst"]))
+    if not opts.no_write:
+        write(out, f"{opts.label}-worst")
     return 0
 
 

@@ -286,3 +286,35 @@ def test_a_chain_of_cd_before_many_words_takes_time_linear_in_its_length():
     policy = Policy.from_text('default ask\nallow Bash when all c in shell(args.command): all p in c.paths: path(p, c.cwd) under context.cwd')
     make = lambda n: "cd a && " * (n // 100) + "ls " + "x " * (n // 3)  # noqa: E731
     assert ratio(lambda text: policy.evaluate("Bash", {"command": text}, {"cwd": "/home/u/proj"}), make, MAX_SHELL_TEXT) <= MAX_RATIO
+# --- programs that run programs -----------------------------------------------------------------
+
+@pytest.mark.parametrize("unit", ["sudo env ", "xargs ", "find . -exec "])
+def test_a_chain_of_programs_running_programs_is_read_in_linear_time(unit):
+    # issue 9: each level read the rest of the line again (quadratic) until Python's recursion
+    # limit: `find . -exec find . -exec ...` took 42 s at 100 KB, `xargs xargs ...` 7 s
+    assert ratio(parse_shell_uncached, lambda n: repeat(unit, n, "", " rm"), MAX_SHELL_TEXT) <= MAX_RATIO
+
+
+def test_a_chain_past_the_limit_is_refused_and_a_short_one_read():
+    from dsl.subjects.shell import MAX_RUNNERS
+
+    policy = Policy.from_text('default allow\ndeny Bash when any c in shell(args.command): c.program == "rm" reason "r"\n')
+    assert policy.evaluate("Bash", {"command": "sudo env nice xargs rm x"}).effect == "deny"
+    long = "sudo " * MAX_RUNNERS + "ls"
+    decision = policy.evaluate("Bash", {"command": long})
+    assert decision.effect == "deny" and "programs that run others" in decision.outcomes[0].error  # fails closed
+    with pytest.raises(EvalError):
+        parse_shell_uncached(long)
+    assert parse_shell_uncached("sudo " * (MAX_RUNNERS - 1) + "ls")[0].program == "ls"
+
+
+def test_a_text_nested_past_the_recursion_limit_is_an_error_kept_once():
+    # `$($(...))` 30,000 deep: a RecursionError before, not kept by the cache, so every rule
+    # reading shell() parsed the text again
+    text = "echo " + "$(" * 30_000 + "a" + ")" * 30_000
+    with pytest.raises(EvalError, match="nests too deeply"):
+        parse_shell_uncached(text)
+    policy = Policy.from_text('default allow\ndeny Bash when any c in shell(args.command): c.program == "rm" reason "r"\n'
+                              'deny Bash when any c in shell(args.command): c.program == "mv" reason "m"\n')
+    decision = policy.evaluate("Bash", {"command": text})
+    assert decision.effect == "deny" and all("nests too deeply" in o.error for o in decision.outcomes if o.effect == "deny")

@@ -94,6 +94,10 @@ def read(spec: Spec, words: list[_Word]) -> list[Reading]:
     split, or for more than MAX_READINGS readings."""
     leading = min(spec.leading, len(words))
     start = _State(words=list(words), i=leading)  # setarch's ARCH: before the options, not the command
+    # Readings by key, computed only once a second reading exists: a key holds every word of the
+    # command run, and a wrapper's one reading needs none (`sudo env sudo env ...` read each
+    # level's words again for nothing).
+    first: Reading | None = None
     results: dict[tuple, Reading] = {}
     pending = [start]
     seen: set[tuple] = set()
@@ -108,10 +112,15 @@ def read(spec: Spec, words: list[_Word]) -> list[Reading]:
         if steps > 8 * MAX_READINGS:
             raise EvalError("the command has too many options countersign does not know to tell what it runs")
         reading = _finish(spec, _options(spec, state, pending))
+        if first is None:
+            first = reading
+            continue
+        if not results:
+            results[first.key()] = first
         results.setdefault(reading.key(), reading)
         if len(results) > MAX_READINGS:
             raise EvalError("the command has too many options countersign does not know to tell what it runs")
-    return list(results.values())
+    return list(results.values()) if results else [first]
 
 
 def _resolve(spec: Spec, name: str) -> Opt | None:

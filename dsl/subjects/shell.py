@@ -21,6 +21,11 @@ from dsl.subjects.quoting import (
 from dsl.values import EvalError, unparseable_command
 
 MAX_SHELL_TEXT = 100_000  # characters; a longer string is an error (its parse would cost too much)
+# Programs one simple command runs through (`sudo env nice xargs find -exec ... rm`); more is an
+# error (fails closed). Each level reads the rest of the command line again, so without a bound
+# `sudo env sudo env ...` and `find . -exec find . -exec ...` took seconds (quadratic, then Python's
+# recursion limit).
+MAX_RUNNERS = 16
 
 
 _local = threading.local()
@@ -70,6 +75,7 @@ class _Walker:
         # them as the command's own words, and so does command()
         self.trailing: dict[int, list] = {}
         self.chain = 0  # programs read from their tables for the simple command walked last
+        self.runners = 0  # emit calls under way: the programs the command being read runs through
 
     def text(self, node) -> str:
         return self.source[node.start_byte : node.end_byte].decode("utf-8", "replace")
@@ -80,6 +86,8 @@ class _Walker:
         kind = node.type
         if kind == "word":
             raw = self.text(node)
+            if "\\" not in raw:  # most words: nothing to unescape (two regex passes saved a word)
+                return _Word(raw, "*" in raw or "?" in raw or "[" in raw)
             unescaped = re.sub(r"\\.", "", raw, flags=re.DOTALL)  # a glob character a backslash quotes is no glob
             return _Word(_unescape_unquoted(raw), any(ch in unescaped for ch in "*?["))
         if kind == "number":
@@ -464,7 +472,18 @@ class _Walker:
 
     def emit(self, words: list[_Word], assignments, redirects, nested, text, wrappers, dynamic: bool = False) -> None:
         """The command `words` and what it runs. `dynamic`: it is only one reading of an outer
-        command line whose options were not all understood, so it is marked dynamic."""
+        command line whose options were not all understood, so it is marked dynamic. Raises
+        EvalError past MAX_RUNNERS programs run by one another."""
+        if self.runners >= MAX_RUNNERS:
+            raise EvalError(f"the command runs through more than {MAX_RUNNERS} programs that run others "
+                            "(sudo, env, xargs, find -exec, ...)")
+        self.runners += 1
+        try:
+            self._emit(words, assignments, redirects, nested, text, wrappers, dynamic)
+        finally:
+            self.runners -= 1
+
+    def _emit(self, words: list[_Word], assignments, redirects, nested, text, wrappers, dynamic: bool) -> None:
         program_word = words[0]
         program = program_word.value.rsplit("/", 1)[-1]
         rest = words[1:]
@@ -658,6 +677,10 @@ def parse_shell_uncached(text: object) -> tuple[Command, ...]:
         return tuple(_parse(text, 0, False))
     except EvalError as exc:  # the text's own problem, the same for every rule that reads it
         raise unparseable_command(exc.message) from None
+    except RecursionError:
+        # `$($($(...)))` nested thousands deep: an EvalError like the others, so that the callers
+        # keep it (dsl.compiler's cache) instead of parsing the text again for every rule
+        raise unparseable_command("the command nests too deeply to read") from None
 
 
 def parse_shell_pattern(text: str) -> list[Command]:
