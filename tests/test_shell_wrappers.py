@@ -481,3 +481,11 @@ def test_perl_reads_the_rest_of_a_hex_0_option_as_its_value():
     # perl -0x41ne 'CODE' takes "x41ne" for -0 and 'CODE' as a script file's name (perl 5.36)
     (command,) = parse_shell("perl -0x41ne 'print 1'")
     assert command.code == ()
+
+
+@pytest.mark.parametrize("command, program", [
+    ("sudo -h host rm -rf /", "rm"), ("sudo -u bob -h host git push", "git"), ("sudo -hhost ls", "ls"), ("sudo -h", "sudo"),
+])
+def test_sudo_h_followed_by_a_word_names_a_host_and_runs_the_command(command, program):
+    # sudo 1.9 parse_args.c: a bare -h then a non-option word is the remote host (CVE-2025-32462)
+    assert parse_shell(command)[0].program == program

@@ -246,6 +246,11 @@ def _short(spec: Spec, st: _State, word: _Word, pending: list[_State]) -> bool:
             elif opt.value == REQUIRED and st.i + after < len(st.words):
                 value = st.words[st.i + after]
                 after += 1
+            elif opt.does == EXIT_BARE and st.i + after < len(st.words) and not st.words[st.i + after].value.startswith("-"):
+                # sudo 1.9 parse_args.c: a bare -h followed by a word that is no option takes it
+                # as the host and goes on (`sudo -h host rm -rf /` runs rm; CVE-2025-32462)
+                value = st.words[st.i + after]
+                after += 1
             else:
                 value = None
             _apply(st, opt, value, st.i + after)
