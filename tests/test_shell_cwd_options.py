@@ -231,3 +231,15 @@ def test_the_secret_list_is_linear_in_the_path():
         return best
 
     assert cost(1600) / cost(160) <= 20  # 1600 × 61 characters: under the 100,000 a path may have
+
+
+@pytest.mark.parametrize("command", [
+    "HOME=/; rm -rf ~", "export HOME=/; rm -rf ~", "read HOME <<< /; rm -rf ~", "for HOME in /; do rm -rf ~; done",
+    'env HOME=/ bash -c "rm -rf ~"',
+])
+def test_a_tilde_in_a_text_that_sets_home_is_not_context_home(command):
+    # hostile review of issue 9: `~` was resolved at context.home although the text sets HOME
+    policy = Policy.from_text('default allow\ndeny Bash when any c in shell(args.command): c.program == "rm" '
+                              'and any a in c.args: path(a, c.cwd) == "/" reason "no"')
+    assert policy.evaluate("Bash", {"command": command}, {"cwd": "/home/u/proj", "home": "/home/u"}).effect == "deny"
+    assert policy.evaluate("Bash", {"command": "rm -rf ~/x"}, {"cwd": "/home/u/proj", "home": "/home/u"}).effect == "allow"

@@ -86,6 +86,10 @@ class _Walker:
         kind = node.type
         if kind == "word":
             raw = self.text(node)
+            if self.names[0] and (raw == "~" or raw.startswith("~/")):
+                # bash(1), Tilde Expansion: `~` is the value of HOME, which this text sets
+                # (`HOME=/; rm -rf ~`): not context.home, so a word whose value is unknown here
+                return _Word("$HOME" + raw[1:], True)
             if "\\" not in raw:  # most words: nothing to unescape (two regex passes saved a word)
                 return _Word(raw, "*" in raw or "?" in raw or "[" in raw)
             unescaped = re.sub(r"\\.", "", raw, flags=re.DOTALL)  # a glob character a backslash quotes is no glob
