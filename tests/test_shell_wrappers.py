@@ -489,3 +489,17 @@ def test_perl_reads_the_rest_of_a_hex_0_option_as_its_value():
 def test_sudo_h_followed_by_a_word_names_a_host_and_runs_the_command(command, program):
     # sudo 1.9 parse_args.c: a bare -h then a non-option word is the remote host (CVE-2025-32462)
     assert parse_shell(command)[0].program == program
+
+
+@pytest.mark.parametrize("command, argv", [
+    ("su -s /bin/rm root -- -rf /", ("/bin/rm", "-rf", "/")), ("su --shell=/usr/bin/git root -- push", ("/usr/bin/git", "push")),
+    ("runuser -s /bin/rm root -- -rf /", ("/bin/rm", "-rf", "/")), ("su -s /bin/rm root -c x", ("/bin/rm", "-c", "x")),
+])
+def test_su_s_runs_its_program_as_the_shell(command, argv):
+    # util-linux su(1): -s SHELL is run instead of the user's shell, with -c and the extra operands
+    (first,) = parse_shell(command)
+    assert first.argv == argv and first.wrappers == (command.split()[0],)
+
+
+def test_su_s_with_a_known_shell_still_reads_its_script():
+    assert [c.program for c in parse_shell('su -s /bin/bash root -c "rm -rf /"')] == ["su", "rm"]

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from dsl.subjects.command import _Word
 from dsl.subjects.optspec import (
     APPLET, ARGV, ARGV_MODE, CODE, EXIT, EXIT_BARE, INTERPRETER, MODULE, NEXT, NONE, OPTIONAL, REQUIRED,
-    SCRIPT, SCRIPT_OPERAND, SESSION, SH_WORDS, SHELL, SHELL_MODE, SPLIT, STDIN, Opt, Spec,
+    LOGIN_SHELL, SCRIPT, SCRIPT_OPERAND, SESSION, SH_WORDS, SHELL, SHELL_MODE, SPLIT, STDIN, Opt, Spec,
 )
 from dsl.values import EvalError
 
@@ -76,12 +76,14 @@ class _State:
     module: bool = False
     argv_mode: bool = False
     shell_mode: bool = False
+    shell: _Word | None = None  # the program su -s names as the shell
 
     def key(self) -> tuple:
         """Where the reading is and what it has found (not which options it did not know)."""
         values = lambda ws: tuple(w.value for w in ws)  # noqa: E731
         return (self.i, self.j, len(self.words), values(self.operands), values(self.scripts), values(self.code),
-                self.exits, self.script_operand, self.stdin, self.module, self.argv_mode, self.shell_mode)
+                self.exits, self.script_operand, self.stdin, self.module, self.argv_mode, self.shell_mode,
+                None if self.shell is None else self.shell.value)
 
     def copy(self) -> _State:
         return replace(self, words=list(self.words), operands=list(self.operands), scripts=list(self.scripts),
@@ -287,6 +289,8 @@ def _apply(st: _State, opt: Opt, value: _Word | None, at: int = 0) -> None:
         st.module = True
     elif does == ARGV_MODE:
         st.argv_mode = True
+    elif does == LOGIN_SHELL:
+        st.shell = value
     elif does == SHELL_MODE:
         st.shell_mode = True
     elif does == SPLIT and value is not None:
@@ -301,6 +305,12 @@ def _split_string(value: _Word) -> list[_Word]:
     except ValueError:
         raise EvalError("env -S holds a string that cannot be split into words") from None
     return [_Word(part, value.dynamic or "$" in part) for part in parts]
+
+
+def _known_shells() -> frozenset[str]:
+    from dsl.subjects.wrappers import SHELL_SPECS  # the tables import this module
+
+    return frozenset(SHELL_SPECS)
 
 
 def _finish(spec: Spec, st: _State) -> Reading:
@@ -346,7 +356,15 @@ def _finish(spec: Spec, st: _State) -> Reading:
             reading.stdin = True
         return reading
     if runs == SESSION:
-        if st.exits or reading.scripts:
+        if st.exits:
+            return reading
+        if st.shell is not None and (st.shell.dynamic or st.shell.value.rsplit("/", 1)[-1] not in _known_shells()):
+            # util-linux su(1) -s: the program runs as the shell, given `-c SCRIPT` and the extra
+            # operands (`su -s /bin/rm root -- -rf /` runs rm -rf /): it is the command
+            dash_c = [w for script in reading.scripts for w in (_Word("-c", False), script)]
+            reading.command, reading.scripts = [st.shell, *dash_c, *operands[skip:]], []
+            return reading
+        if reading.scripts:
             return reading
         extra = operands[skip:]
         if spec.shell_args and extra:

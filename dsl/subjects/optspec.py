@@ -26,6 +26,7 @@ CODE = "code"          # the value is code of the program's own language: `pytho
 MODULE = "module"      # the value names what runs (not a file, not stdin): `python -m MOD`
 SPLIT = "split"        # the value is split into words that take its place: `env -S 'rm -rf /'`
 ARGV_MODE = "argv"     # the operands become a command: `runuser -u USER CMD`, `watch -x CMD`
+LOGIN_SHELL = "login-shell"  # its value is the program run as the shell: `su -s PROG USER -- ARGS` runs PROG ARGS
 SHELL_MODE = "shell"   # with no command it runs an interactive shell: `sudo -s`, `sudo -i`
 END = "end"            # options end here; the following words are operands (`python -c`, `bash -`)
 

@@ -13,7 +13,7 @@ is installed, and runs the program with a harmless command to check the same pro
 from __future__ import annotations
 
 from dsl.subjects.optspec import (
-    APPLET, ARGV_MODE, CODE, END, EXIT, EXIT_BARE, INTERPRETER, MODULE, NEXT, NONE, SCRIPT, SCRIPT_OPERAND, SESSION,
+    APPLET, ARGV_MODE, CODE, END, EXIT, EXIT_BARE, INTERPRETER, LOGIN_SHELL, MODULE, NEXT, NONE, SCRIPT, SCRIPT_OPERAND, SESSION,
     SH_WORDS, SHELL, SHELL_MODE, SPLIT, STDIN, Opt, Spec, spec,
 )
 
@@ -49,10 +49,10 @@ _SU_LONG = ("command=c session-command: fast=f group=g supp-group=G login=l pres
 _UTIL_LINUX = {
     # su has no `+`: options may follow the user (`su root -c CMD`); a first operand `-` is `-l`.
     "su": spec("util-linux 2.38 su(1)", _SU_SHORT, _SU_LONG,
-               does={"c": SCRIPT, "session-command": SCRIPT, "h": EXIT, "V": EXIT},
+               does={"c": SCRIPT, "session-command": SCRIPT, "h": EXIT, "V": EXIT, "s": LOGIN_SHELL},
                runs=SESSION, skip=1, shell_args=True, permute=True, lone_dash=Opt()),
     "runuser": spec("util-linux 2.38 runuser(1)", _SU_SHORT + "u:", _SU_LONG + " user=u",
-                    does={"c": SCRIPT, "session-command": SCRIPT, "h": EXIT, "V": EXIT, "u": ARGV_MODE},
+                    does={"c": SCRIPT, "session-command": SCRIPT, "h": EXIT, "V": EXIT, "u": ARGV_MODE, "s": LOGIN_SHELL},
                     runs=SESSION, skip=1, shell_args=True, permute=True, lone_dash=Opt()),
     "script": spec("util-linux 2.38 script(1)", "aB:c:eE:fI:O:o:qm:T:t::Vh",
                    "append=a command=c echo=E return=e flush=f force log-in=I log-out=O log-io=B log-timing=T "
