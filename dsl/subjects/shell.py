@@ -597,6 +597,8 @@ def _stream(word: _Word) -> str | None:
     if word.dynamic:
         return "elsewhere" if value.startswith(("<(", ">(")) else None
     normal = posixpath.normpath(value) if value else value
+    if normal.startswith("//"):  # normpath keeps a leading "//" (POSIX leaves it to the system); Linux reads "/"
+        normal = "/" + normal.lstrip("/")
     if not normal.startswith("/"):
         parts = normal.split("/")
         while parts and parts[0] == "..":
