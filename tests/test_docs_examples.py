@@ -38,6 +38,14 @@ def test_recursive_forced_deletion_of_the_root_is_denied(policy, command):
     assert policy.evaluate("Bash", {"command": command}, PROJECT).effect == "deny"
 
 
+def test_recursive_forced_deletion_of_the_root_is_denied_under_a_windows_cwd(policy):
+    # a new user's trial: `/` under a Windows cwd is C:\, which the literal "/" never equals
+    windows = {"cwd": "C:\\Users\\me\\proj", "home": "C:\\Users\\me"}
+    for command in ("rm -rf /", "rm -rf C:\\\\", "cd / && rm -rf ."):
+        assert policy.evaluate("Bash", {"command": command}, windows).effect == "deny", command
+    assert policy.evaluate("Bash", {"command": "rm -rf build"}, windows).effect == "allow"
+
+
 @pytest.mark.parametrize("command", ["git push", "git -C . push", "git -c core.sshCommand='sh -c id' push",
                                      "git --git-dir=.git push origin main", "git --work-tree . push", "cd src && git push"])
 def test_a_push_however_spelled_asks(policy, command):
@@ -55,7 +63,7 @@ def test_the_allow_rule_does_not_allow_what_it_refuses(policy, command):
 
 
 @pytest.mark.parametrize("command", ["ls -la src", "cat src/app.py", "cd src && cat app.py", "git status", "rg TODO",
-                                     "grep -rn 'a\\|b' src"])
+                                     "grep -rn 'a\\|b' src", "ls src 2>/dev/null"])
 def test_read_only_commands_inside_the_project_are_allowed_by_the_rule(policy, command):
     decision = policy.evaluate("Bash", {"command": command}, PROJECT)
     assert decision.effect == "allow" and not decision.by_default, command
