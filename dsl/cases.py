@@ -42,7 +42,7 @@ import msgspec
 
 from dsl import ast
 from dsl.decision import EFFECTS
-from dsl.jsoninput import STRICT
+from dsl.jsoninput import STRICT, escape_hint
 from dsl.parser import parse
 from dsl.policy import Policy
 
@@ -209,7 +209,7 @@ class _Reader:
             # the strict JSON of `policy eval --args` (dsl.jsoninput): no repeated key, NaN or Infinity
             value, end = STRICT.raw_decode(self.text, self.pos)
         except json.JSONDecodeError as exc:
-            raise self.error(f"{what}: not valid JSON ({exc.msg})", exc.pos) from None
+            raise self.error(f"{what}: not valid JSON ({exc.msg}){escape_hint(exc)}", exc.pos) from None
         except ValueError as exc:
             raise self.error(f"{what}: {exc}", self.pos) from None
         except RecursionError:

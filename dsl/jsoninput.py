@@ -51,12 +51,20 @@ def json_kind(value: Any) -> str:
     )
 
 
+def escape_hint(exc: json.JSONDecodeError) -> str:
+    """What to do about a JSON error, when there is more to say than its message: a backslash
+    that starts no escape is most often a Windows path's (RFC 8259, section 7)."""
+    if exc.msg.startswith("Invalid \\escape"):
+        return "; in a JSON string a backslash starts an escape: write a Windows path's as \\\\ (\"C:\\\\Users\\\\me\")"
+    return ""
+
+
 def parse_json(text: str, what: str) -> Any:
     """Parse strict JSON. Raises ValueError naming `what` and the column of the problem."""
     try:
         return STRICT.decode(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{what} is not valid JSON: {exc.msg} at column {exc.colno}") from None
+        raise ValueError(f"{what} is not valid JSON: {exc.msg} at column {exc.colno}{escape_hint(exc)}") from None
     except ValueError as exc:
         raise ValueError(f"{what}: {exc}") from None
     except RecursionError:

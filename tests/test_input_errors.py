@@ -4,6 +4,8 @@ rules that met the same error (issue 9, section 6)."""
 
 from __future__ import annotations
 
+import pytest
+
 from dsl import Policy
 from dsl.values import UNPARSEABLE_COMMAND
 
@@ -100,3 +102,13 @@ def test_a_case_terminator_outside_a_case_is_a_syntax_error_as_bash_says():
         assert_one_parse_reason(decision.reasons)
         assert "ends only a case item" in decision.reasons[0]
     assert policy.evaluate("Bash", {"command": 'echo ";;"; case x in a) ls;; esac'}).effect == "allow"
+
+
+def test_a_windows_path_with_single_backslashes_in_json_input_says_how_to_write_it(tmp_path):
+    from dsl.cases import CasesError, parse_cases
+    from dsl.jsoninput import parse_json
+
+    with pytest.raises(ValueError, match=r"write a Windows path's as \\\\"):
+        parse_json('{"file_path": "C:\\Users\\x"}', "--args")
+    with pytest.raises(CasesError, match=r"write a Windows path's as \\\\"):
+        parse_cases('Read {"file_path": "C:\\Users\\x"} => ask\n', "w.cases")
