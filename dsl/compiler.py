@@ -768,7 +768,8 @@ def _path_from(raw: Any, base: Any, env: Env) -> subjects.PathValue:
         return _make_path(raw, env)
     if base == "":
         raise EvalError("the directory the command runs in is not known from the text (after cd $X, cd -, pushd, "
-                        "a function, or a cd that may have failed)")
+                        "a function or a cd that may have failed, or under a wrapper that may change it: env, sudo, "
+                        "su, chroot and the like)")
     directory = subjects.make_path(base, env.cwd(), env.home_dir())
     return subjects.make_path(raw, directory.text, env.home_dir())
 
