@@ -1414,9 +1414,12 @@ def _fast_quantifier(q: ast.Quantifier) -> Fn:
 # parsed shell text). Under the guard nothing can raise, so `and`/`or`/`not` are Python's. When a
 # guard fails (a missing field, another type, a relative path, shell text the parser refuses),
 # the rule's own predicate decides, as it does without a plan; when that predicate raises, the
-# function returns the rule's position and `Policy.evaluate` goes on from that rule with the
-# predicates, recording the error. The generated text holds only generated names: every literal,
-# key and pattern is passed as a constant, never written into it.
+# function records the error as that rule's outcome and goes on. A quantifier over `shell()` is
+# a loop before its rule, and its body may read a command's list fields (`any a in c.args: ...`)
+# and paths made from them (`path(p, c.cwd)`, by their normalized text): a value the loop cannot
+# compute exactly (a Windows path, a path() that fails, an index out of range) raises
+# _Undecided, and the rule's predicate decides it. The generated text holds only generated
+# names: every literal, key and pattern is passed as a constant, never written into it.
 
 _UNKNOWN = object()  # a nested field under a value that is not exactly a dict: its predicate reads it
 
@@ -1435,28 +1438,36 @@ def shape_of(expr: ast.Expr | None) -> tuple | None:
         return None
 
 
-def _shape(e: ast.Expr, item: str | None) -> tuple:
+def _shape(e: ast.Expr, scope: dict[str, str] | None) -> tuple:
+    """`scope`: None at the top of a condition; inside a quantifier, its variables and what each
+    holds ("cmd": a Command of shell(), "str": a string of a command's list field)."""
     if isinstance(e, (ast.And, ast.Or)):
-        return ("and" if isinstance(e, ast.And) else "or", tuple(_shape(o, item) for o in e.operands))
+        return ("and" if isinstance(e, ast.And) else "or", tuple(_shape(o, scope) for o in e.operands))
     if isinstance(e, ast.Not):
-        return ("not", _shape(e.operand, item))
+        return ("not", _shape(e.operand, scope))
     if isinstance(e, ast.Compare):
-        return _shape_compare(e, item)
+        return _shape_compare(e, scope)
     if isinstance(e, ast.Quantifier):
         src = e.source
-        if item is not None or not (isinstance(src, ast.Call) and src.name == "shell" and not src.keys):
+        if scope is None:
+            if not (isinstance(src, ast.Call) and src.name == "shell" and not src.keys):
+                raise _NoShape
+            shell = ("shell", _field(src.args[0]))
+            programs = _program_test(e.body, e.var)
+            if programs is not None:
+                return ("programs", e.kind == "any", programs[0], programs[1], shell)
+            return ("quant", e.kind == "any", shell, e.var, _shape(e.body, {e.var: "cmd"}))
+        # over a list of strings of a command: `any a in c.args: ...`, `all p in c.paths: ...`
+        items = _value(src, scope)
+        if items[0] != "c" or items[3] is not tuple or e.var in scope:
             raise _NoShape
-        shell = ("shell", _field(src.args[0]))
-        programs = _program_test(e.body, e.var)
-        if programs is not None:
-            return ("programs", e.kind == "any", programs[0], programs[1], shell)
-        return ("quant", e.kind == "any", shell, _shape(e.body, e.var))
-    if isinstance(e, ast.Call) and e.name == "exists" and not e.keys and item is None:
+        return ("iquant", e.kind == "any", items, e.var, _shape(e.body, {**scope, e.var: "str"}))
+    if isinstance(e, ast.Call) and e.name == "exists" and not e.keys and scope is None:
         return ("exists", _field(e.args[0]))
     if isinstance(e, ast.Path):  # a bare field as a condition holds a boolean
-        return ("bool", _value(e, item))
+        return ("bool", _value(e, scope))
     if isinstance(e, ast.Call) and e.name == "path" and e.keys == ("secret",):  # path(x).secret
-        return ("bool", _value(e, item))
+        return ("bool", _value(e, scope))
     raise _NoShape
 
 
@@ -1472,19 +1483,52 @@ def _field(e: ast.Expr) -> tuple:
 _ITEM_TYPES = {"string": str, "list[string]": tuple, "bool": bool}
 
 
-def _value(e: ast.Expr, item: str | None) -> tuple:
-    """("f", root, keys), ("tool",), ("len", field), ("path", field), or over a command:
-    ("c", field, type) and ("clen", ("c", ...)); ("lower", value) of a string value."""
+def _value(e: ast.Expr, scope: dict[str, str] | None) -> tuple:
+    """("f", root, keys), ("tool",), ("len", field), ("path", field), ("pathprop", name, path);
+    inside a quantifier also: ("c", var, field, type) of a command, ("cidx", ("c", ...), index),
+    ("clen", ("c", ...)), ("it", var) a string item, ("ipath", raw, base) and ("ipathprop",
+    name, ipath) of a path made from them (base None for `path(x)`, else a value); and
+    ("lower", value) of a string value."""
     if isinstance(e, ast.Call) and e.name == "lower" and not e.keys and len(e.args) == 1:
-        return ("lower", _value(e.args[0], item))
-    if item is not None:
-        if isinstance(e, ast.Path) and e.root == item and len(e.keys) == 1 and e.keys[0] in subjects.Command.FIELDS:
-            return ("c", e.keys[0], _ITEM_TYPES[subjects.Command.FIELDS[e.keys[0]]])
-        if isinstance(e, ast.Call) and e.name == "len" and not e.keys:
-            inner = _value(e.args[0], item)
-            if inner[0] == "c" and inner[2] in (str, tuple):
+        return ("lower", _value(e.args[0], scope))
+    if scope:
+        if isinstance(e, ast.Path) and e.root in scope:
+            if scope[e.root] == "str":
+                if e.keys:
+                    raise _NoShape
+                return ("it", e.root)
+            if not e.keys or e.keys[0] not in subjects.Command.FIELDS:
+                raise _NoShape
+            value = ("c", e.root, e.keys[0], _ITEM_TYPES[subjects.Command.FIELDS[e.keys[0]]])
+            if len(e.keys) == 1:
+                return value
+            if len(e.keys) == 2 and type(e.keys[1]) is int and value[3] is tuple:
+                return ("cidx", value, e.keys[1])
+            raise _NoShape
+        if isinstance(e, ast.Call) and e.name == "len" and not e.keys and len(e.args) == 1:
+            inner = _value(e.args[0], scope)
+            if inner[0] == "c" and inner[3] in (str, tuple):
                 return ("clen", inner)
-        raise _NoShape
+            raise _NoShape
+        if isinstance(e, ast.Call) and e.name == "path" and len(e.keys) <= 1 and _reads_item(e, scope):
+            raw = _value(e.args[0], scope)
+            if _value_type(raw) is not str:
+                raise _NoShape
+            base = None
+            if len(e.args) == 2:
+                right = e.args[1]
+                if isinstance(right, ast.Literal) and type(right.value) is str:
+                    base = ("lit", right.value)
+                else:
+                    base = _value(right, scope)
+                    if _value_type(base) is not str:
+                        raise _NoShape
+            made = ("ipath", raw, base)
+            if not e.keys:
+                return made
+            if e.keys[0] not in _PATH_PROPERTIES:
+                raise _NoShape
+            return ("ipathprop", e.keys[0], made)
     if isinstance(e, ast.Path):
         return _field(e)
     if isinstance(e, ast.Call) and not e.keys and e.name in ("len", "path") and len(e.args) == 1:
@@ -1492,6 +1536,29 @@ def _value(e: ast.Expr, item: str | None) -> tuple:
     if isinstance(e, ast.Call) and e.name == "path" and len(e.keys) == 1 and e.keys[0] in _PATH_PROPERTIES:
         return ("pathprop", e.keys[0], ("path", _field(e.args[0])))
     raise _NoShape
+
+
+def _reads_item(e: ast.Expr, scope: dict[str, str]) -> bool:
+    """Whether an expression reads one of the quantifiers' items (or is `path(x, base)`)."""
+    if isinstance(e, ast.Path):
+        return e.root in scope
+    if isinstance(e, ast.Call):
+        return len(e.args) == 2 or any(_reads_item(a, scope) for a in e.args)
+    return False
+
+
+def _value_type(v: tuple) -> type | None:
+    """The type a value shape always has, or None (a field: any JSON value)."""
+    kind = v[0]
+    if kind == "c":
+        return v[3]
+    if kind in ("it", "cidx", "lower", "ipath"):
+        return str
+    if kind in ("clen", "len"):
+        return int
+    if kind in ("ipathprop", "pathprop"):
+        return _PATH_PROPERTIES[v[1]][1]
+    return None
 
 
 # A normalized path's fields from its text, for the plans (as PathValue computes them)
@@ -1504,9 +1571,24 @@ _PATH_PROPERTIES = {
 }
 
 
-def _shape_compare(e: ast.Compare, item: str | None) -> tuple:
+def _shape_compare(e: ast.Compare, scope: dict[str, str] | None) -> tuple:
     op, right = e.op, e.right
-    value = _value(e.left, item)
+    value = _value(e.left, scope)
+    if value[0] == "ipath":  # a path made from a quantifier's item: by its normalized text
+        if op == "under" and isinstance(right, ast.Literal) and type(right.value) is str and right.value.startswith("/"):
+            try:
+                return ("iunder", value, ("lit", subjects.make_path(right.value, None, None).text))
+            except EvalError:
+                raise _NoShape from None
+        if op == "under" and isinstance(right, ast.Path) and not (scope and right.root in scope):
+            return ("iunder", value, ("path", _field(right)))
+        if op in ("==", "!=") and isinstance(right, ast.Literal) and type(right.value) is str:
+            return ("cmp", op, value, right.value)  # a path equals the string of its text
+        if op in ("==", "!=") and isinstance(right, ast.Call) and right.name == "path" and not right.keys:
+            other = _value(right, scope)
+            if other[0] in ("path", "ipath"):
+                return ("ipatheq", value, other, op == "==")
+        raise _NoShape
     if value[0] == "path":
         if op == "glob" and right.value.startswith("/"):
             try:
@@ -1701,34 +1783,75 @@ class _PlanWriter:
                 (False, False): f"{c}.isdisjoint({var}.programs)",
             }[(any_, positive)]
             return [f"{var} is not None"], expr, []
-        if kind == "quant":
+        if kind == "quant":  # over shell(): a loop before the rule; an item it cannot decide exactly undecides it
             if item is not None:
                 raise _NoShape
-            _, any_, shell, body = s
+            _, any_, shell, name, body = s
             var = self.shared(shell)
             self.loops += 1
             loop, result = f"c{self.loops}", f"q{self.loops}"
-            g, x, p = self.cond(body, loop)
-            if g or p:  # pragma: no cover - a command's fields are typed: item shapes need no guard
+            g, x, p = self.cond(body, {name: loop})
+            if p:  # pragma: no cover - a body's quantifiers are expressions
                 raise _NoShape
             pre = [
-                f"if {var} is not None:",
-                f"    {result} = {not any_}",
-                f"    for {loop} in {var}.commands:",
-                f"        if {'' if any_ else 'not '}({x}):",
-                f"            {result} = {any_}",
-                "            break",
+                f"{result} = None",
+                f"if {' and '.join([f'{var} is not None', *dict.fromkeys(g)])}:",
+                "    try:",
+                f"        {result} = {not any_}",
+                f"        for {loop} in {var}.commands:",
+                f"            if {'' if any_ else 'not '}({x}):",
+                f"                {result} = {any_}",
+                "                break",
+                "    except U:",
+                f"        {result} = None",
             ]
-            return [f"{var} is not None"], result, pre
+            return [f"{result} is not None"], result, pre
+        if kind == "iquant":  # over a command's list of strings: an expression (it stops where Python's any/all do)
+            _, any_, items, name, body = s
+            source, _, g0 = self.value(items, item)
+            self.loops += 1
+            loop = f"i{self.loops}"
+            g, x, p = self.cond(body, {**item, name: loop})
+            if p:  # pragma: no cover - as above
+                raise _NoShape
+            return g0 + g, f"{'any' if any_ else 'all'}(({x}) for {loop} in {source})", []
+        if kind == "iunder":  # a made path's text under a plain path: containment by text, as _fast_under
+            path, _, g = self.value(s[1], item)
+            base, known, g2 = self.value(s[2], item)
+            return g + g2, f"_under_text({path}, {base})", []
+        if kind == "ipatheq":
+            left, _, g = self.value(s[1], item)
+            right, _, g2 = self.value(s[2], item)
+            return g + g2, f"{left} {'==' if s[3] else '!='} {right}", []
         raise _NoShape
 
     def value(self, v: tuple, item: str | None) -> tuple[str, type | None, list[str]]:
         """An expression for a value, its type when known, and the guards it needs."""
         kind = v[0]
         if kind == "c":
-            return f"{item}.{v[1]}", v[2], []
+            return f"{item[v[1]]}.{v[2]}", v[3], []
         if kind == "clen":
-            return f"len({item}.{v[1][1]})", int, []
+            return f"len({item[v[1][1]]}.{v[1][2]})", int, []
+        if kind == "cidx":  # out of range: undecided (the predicate says what it is)
+            return f"_at({item[v[1][1]]}.{v[1][2]}, {v[2]})", str, []
+        if kind == "it":
+            return item[v[1]], str, []
+        if kind == "lit":
+            return self.const(v[1]), str, []
+        if kind == "path":  # a plain path's text, shared
+            var = self.shared(v)
+            return var, str, [f"{var} is not M"]
+        if kind == "ipath":  # the normalized text of a POSIX path, else undecided
+            raw, known, guards = self.value(v[1], item)
+            guards = guards + self.typed(raw, known, str)
+            if v[2] is None:
+                return f"_ip(env, {raw}, None)", str, guards
+            base, known, g2 = self.value(v[2], item)
+            return f"_ip(env, {raw}, {base})", str, guards + g2 + self.typed(base, known, str)
+        if kind == "ipathprop":
+            path, _, guards = self.value(v[2], item)
+            fn, known = _PATH_PROPERTIES[v[1]]
+            return f"{self.const(fn)}({path})", known, guards
         if kind == "len":
             var = self.shared(v[1])
             return f"len({var})", int, [f"(t{var} is str or t{var} is list or t{var} is dict)"]
@@ -1847,16 +1970,49 @@ def _parsed_or_none(text: Any) -> _Shell | None:
     return hit if type(hit) is _Shell else None
 
 
-# Whatever a rule's predicate raises sends the caller back to the predicates from that rule,
-# which record it (an EvalError, or any other exception as `values.failure_message`).
+class _Undecided(Exception):
+    """Raised in a plan's loop over commands by a value it cannot compute exactly there (a path
+    that is not a plain POSIX path, an index out of range): the loop's rule is then decided by
+    its predicate, which computes the value (or its error) the general way."""
+
+
+def _item_path(env: Env, raw: str, base: str | None) -> str:
+    """The text of `path(raw)` (base None) or `path(raw, base)` when it is a POSIX path (as
+    the predicates make it: `_make_path`, `_path_from`); else raises _Undecided (an error, a
+    Windows path)."""
+    try:
+        value = _make_path(raw, env) if base is None else _path_from(raw, base, env)
+    except Exception:
+        raise _Undecided from None
+    if type(value) is not subjects.PathValue:
+        raise _Undecided
+    return value.text
+
+
+def _item_at(items: tuple, index: int) -> str:
+    try:
+        return items[index]
+    except IndexError:
+        raise _Undecided from None
+
+
+def _under_text(path: str, base: str) -> bool:
+    """`under` of two normalized POSIX texts (`subjects.under`: segment by segment)."""
+    return base == "/" or path == base or (path.startswith(base) and path[len(base) : len(base) + 1] == "/")
+
+
+# Whatever a rule's predicate raises is recorded as that rule's error (an EvalError's message,
+# or any other exception as `values.failure_message`), and the plan goes on with the next rule.
 _PLAN_ERRORS = Exception
 
 
 def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[int], None]], int] | None:
     """One function for the rules a call of some tool runs (in file order): `plan(env, append)`
-    appends the position of every rule that holds and returns -1, or returns the index (in
-    `rules`) of the first rule whose predicate raised, from which the caller goes on. None when
-    no rule has a shape (the predicates are called one by one)."""
+    appends the position of every rule that holds, and `(position, error text, False)` for
+    every rule whose predicate raised (`values.error_text`; the key `Policy._with_errors`
+    builds), and returns -1; or it returns the index (in `rules`) of a rule whose predicate
+    yielded neither true nor false, from which the caller goes on. None when no rule has a
+    shape (the predicates are called one by one)."""
     if not any(r.shape is not None for r in rules):
         return None
     w = _PlanWriter()
@@ -1876,10 +2032,11 @@ def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[in
         call = [
             "try:",
             f"    r = {w.const(rule.test)}(env)",
-            "except ERRORS:",
-            f"    return {index}",
-            f"if r is True: append({rule.order})",
-            f"elif r is not False: return {index}",
+            "except ERRORS as exc:",
+            f"    append(({rule.order}, _error_text(exc), False))",
+            f"else:",
+            f"    if r is True: append({rule.order})",
+            f"    elif r is not False: return {index}",
         ]
         if expr is None:
             body += call
@@ -1903,7 +2060,8 @@ def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[in
     namespace = {
         "M": _MISSING, "X": _UNKNOWN, "ERRORS": _PLAN_ERRORS, "_plain_path": _plain_path,
         "_windows_text": winpaths.is_windows_text,
-        "_parsed_or_none": _parsed_or_none, **w.consts,
+        "_parsed_or_none": _parsed_or_none, "U": _Undecided, "_error_text": values.error_text, "_ip": _item_path, "_at": _item_at,
+        "_under_text": _under_text, **w.consts,
     }
     text = "\n".join(lines)
     exec(compile(text, "<countersign plan>", "exec"), namespace)

@@ -25,10 +25,9 @@ from dsl.compiler import _NO_VARS, CompiledRule, Env, RuleIndex, compile_plan, c
 from dsl.decision import Decision, DefaultEffect, RuleOutcome, decide
 from dsl.errors import Diagnostic, PolicyError, PolicyInputError, Span, source_lines
 from dsl.parser import parse
-from dsl.values import EvalError, failure_message
+from dsl.values import TOO_DEEP as _TOO_DEEP, EvalError, failure_message
 
 _new_tuple = tuple.__new__
-_TOO_DEEP = "the arguments are nested too deeply to evaluate"
 _CACHED_ERRORS_CHARS = 1024  # a decision with errors is kept when their messages are this short
 _CACHED_TOOL_NAME = 256  # characters; see Policy._plan
 _NO_CONTEXT: dict = {}  # the context of a call made without one (conditions only read it)
@@ -234,14 +233,10 @@ class Policy:
                 append(order)
             elif holds is not False:  # pragma: no cover - the compiled predicates yield booleans
                 return self._with_errors(steps, env, matched, order, None, holds)
-        key = tuple(matched)
+        key = tuple(matched)  # positions, and (position, error, False) for a rule the plan saw raise
         decision = self._decisions.get(key)
         if decision is None:
-            hits = self._hits
-            decision = decide([hits[order] for order in matched], self._requirements, self.default, self.name, self.digest)
-            if len(self._decisions) >= RuleIndex.CACHE_LIMIT:
-                self._decisions.clear()
-            self._decisions[key] = decision
+            return self._decision_for(key)
         return decision
 
     def _with_errors(self, steps, env: Env, matched: list[int], at: int, error: str | None, holds: Any = False) -> Decision:
@@ -274,20 +269,26 @@ class Policy:
                 if not holds and error is None:
                     continue
             key.append((order, error, holds))
-        cache_key = tuple(key)
+        return self._decision_for(tuple(key))
+
+    def _decision_for(self, key: tuple) -> Decision:
+        """The Decision for `key` (see `_with_errors`), kept in the decision cache unless its
+        error messages are long (a message quotes the value that failed)."""
         try:
-            decision = self._decisions.get(cache_key)
+            decision = self._decisions.get(key)
         except TypeError:  # pragma: no cover - a predicate yielded an unhashable non-boolean
-            decision, cache_key = None, None
+            decision, key = None, None
         if decision is not None:
             return decision
         hits, rules = self._hits, self.rules
         outcomes = []
-        for entry in key:
+        errors_chars = 0
+        for entry in (key or ()):
             if type(entry) is int:
                 outcomes.append(hits[entry])
                 continue
             order, error, holds = entry
+            errors_chars += len(error or "")
             rule = rules[order]
             outcomes.append(
                 RuleOutcome(
@@ -301,10 +302,10 @@ class Policy:
                 )
             )
         decision = decide(outcomes, self._requirements, self.default, self.name, self.digest)
-        if cache_key is not None and sum(len(e[1] or "") for e in key if type(e) is not int) <= _CACHED_ERRORS_CHARS:
+        if key is not None and errors_chars <= _CACHED_ERRORS_CHARS:
             if len(self._decisions) >= RuleIndex.CACHE_LIMIT:
                 self._decisions.clear()
-            self._decisions[cache_key] = decision
+            self._decisions[key] = decision
         return decision
 
     def _plan(self, tool: str) -> tuple[tuple[tuple[Any, int], ...], bool, Any]:

@@ -42,6 +42,19 @@ def failure_message(exc: BaseException) -> str:
     return f"the condition could not be evaluated ({type(exc).__name__}: {text})"
 
 
+TOO_DEEP = "the arguments are nested too deeply to evaluate"
+
+
+def error_text(exc: BaseException) -> str:
+    """What a condition that raised `exc` records: an EvalError's message, TOO_DEEP for a
+    RecursionError, else `failure_message(exc)`."""
+    if isinstance(exc, EvalError):
+        return exc.message
+    if isinstance(exc, RecursionError):
+        return TOO_DEEP
+    return failure_message(exc)
+
+
 # The lead of every error `shell()` raises for a text it cannot read (not valid shell, a script
 # only known at run time, ...). The error is the input's, not any rule's: every rule that reads the
 # same text meets it, so `dsl.decision.decide` gives it as one reason instead of each rule's own.

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -27,6 +28,7 @@ from dsl.decision import RuleOutcome, decide
 from dsl.parser import parse
 from dsl.values import EvalError
 
+SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 PROPERTY = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
@@ -381,3 +383,58 @@ def test_the_plans_secret_lower_and_exists_guards_decide_as_the_predicates(condi
     envs += [Env("t", {"p": p, "q": q}, {"cwd": "/home/u/proj"}) for p in values_[:12] for q in values_]
     envs += [Env("t", {}, c) for c in contexts] + [Env("t", {"q": q}, {}) for q in values_]
     _grid_check(condition, envs)
+
+
+# Loops over commands in the plans: bodies that read a command's list fields and paths made from
+# them (the sample policy's shell rules), where a value the loop cannot compute exactly (a path()
+# that fails, a Windows path, an index out of range) leaves the rule to its predicate.
+LOOP_BODIES = [
+    "path(c.cwd) under context.cwd and (all p in c.paths: path(p, c.cwd) under context.cwd and not path(p, c.cwd).secret)",
+    'any a in c.args: a in ["/", "~", "*"] or (a startswith "/" and path(a) == "/")',
+    'c.program == "rm" and (any a in c.args: not (path(a, c.cwd) under context.cwd))',
+    'c.program != "cd" or (len(c.args) == 1 and c.args[0] != "-")', 'c.args[-1] == "x"', 'c.args[2] == "/"',
+    "c.program != \"git\" or path(c.cwd) == path(context.cwd)", "path(c.cwd) != path(context.cwd)",
+    "any r in c.redirects: path(r, c.cwd).secret", 'all r in c.redirects: r == "/dev/null"',
+    'any a in c.args: path(a, "/").secret or path(a, "/").parts contains ".git" or lower(path(a, "/").name) == "head"',
+    'any a in c.args: path(a, c.cwd) under "/home/u"', "c.read_only and not c.dynamic and len(c.wrappers) == 0",
+    'not c.dynamic and c.cwd != "" and ((any p in c.paths: path(p, c.cwd).secret) or (any r in c.redirects: path(r, c.cwd).secret))',
+    'any a in c.args: any b in c.paths: a == b', 'any a in c.args: path(a, args.base) under context.cwd',
+    'any a in c.args: lower(a) == "head" or a glob "*.env"',
+]
+LOOP_COMMANDS = COMMANDS + [
+    "cd /tmp && cat x", "cat ~/.ssh/id_rsa", "rm -rf ../x", "rm -rf /home/u/proj/build", "echo \"\" > .env", "cd \"$D\" && ls",
+    "ls C:\\\\x", "cat ./a/../b .git/HEAD", "cd - && ls", "git -C x status", "git status", "cat /etc/passwd > /dev/null",
+    "ls 2>/dev/null", "cd sub && git status", "rm -rf ~ x", "cat a b c x", "cd x; cd y; rm -r z",
+]
+LOOP_CONTEXTS = [{"cwd": "/home/u/proj"}, {"cwd": "/home/u/proj", "home": "/home/u"}, {}, {"cwd": "C:\\proj"}, {"cwd": "rel"},
+                 {"cwd": "/home/u/proj/"}, {"cwd": "/"}]
+
+
+@pytest.mark.parametrize("body", LOOP_BODIES)
+def test_the_plans_loops_over_commands_decide_as_the_predicates(body):
+    envs = [Env("t", {"cmd": cmd, "base": base}, ctx) for cmd in LOOP_COMMANDS for ctx in LOOP_CONTEXTS
+            for base in ("/home/u", 3)]
+    envs.append(Env("t", {}, {"cwd": "/home/u/proj"}))
+    for kind in ("any", "all"):
+        _grid_check(f"{kind} c in shell(args.cmd): {body}", envs)
+        _grid_check(f"not ({kind} c in shell(args.cmd): {body})", envs)
+
+
+def test_the_loops_run_inline_in_the_plan():
+    """The sample's shell rules are loops in the generated function, not calls of predicates."""
+    policy = Policy.load(SAMPLES / "coding-agent.policy")
+    source = policy._plan("Bash")[2].source
+    assert "for c" in source and "_ip(env" in source and " for i" in source
+    calls = source.count("(env)\n")  # a rule left to its predicate is called as C<n>(env)
+    loops = source.count("except U:")
+    assert loops >= 9 and calls == loops, source
+
+
+def test_a_rule_that_raises_in_the_plan_leaves_the_later_rules_to_the_plan():
+    text = 'allow t when path(args.p) under "/home"\ndeny t when args.n == 1 reason "one"\nask t when args.s == "x"'
+    policy = Policy.from_text(text, "p.policy")
+    decision = policy.evaluate("t", {"p": "rel", "n": 1, "s": "x"}, {})
+    assert decision.effect == "deny"
+    assert [(o.rule, o.error is not None) for o in decision.outcomes] == [
+        (policy.rules[0].rule_id, True), (policy.rules[1].rule_id, False), (policy.rules[2].rule_id, False)]
+    assert policy.evaluate("t", {"p": "rel", "n": 1, "s": "x"}, {}) is decision  # kept in the decision cache
