@@ -243,3 +243,10 @@ def test_a_tilde_in_a_text_that_sets_home_is_not_context_home(command):
                               'and any a in c.args: path(a, c.cwd) == "/" reason "no"')
     assert policy.evaluate("Bash", {"command": command}, {"cwd": "/home/u/proj", "home": "/home/u"}).effect == "deny"
     assert policy.evaluate("Bash", {"command": "rm -rf ~/x"}, {"cwd": "/home/u/proj", "home": "/home/u"}).effect == "allow"
+
+
+def test_an_empty_word_is_an_argument_but_names_no_file():
+    (cmd,) = parse_shell('cat "" x')
+    assert cmd.args == ("", "x") and cmd.paths == ("x",)
+    (echo,) = parse_shell('echo "" > out')
+    assert echo.paths == () and echo.redirects == ("out",)

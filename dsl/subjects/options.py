@@ -248,14 +248,16 @@ def paths(program: str, operands: list[str], values: list[tuple[str, str]], opti
     pattern (grep's and rg's first operand when no -e or -f gave one, and rg's --files takes no
     pattern) and git's subcommand, and the values of options other than those NOT_FILES lists (a
     pattern, a number, a format). A long option that may be getopt_long's abbreviation of
-    --regexp or --file (`grep --reg=P FILE`) counts as one: FILE stays a path."""
+    --regexp or --file (`grep --reg=P FILE`) counts as one: FILE stays a path. An empty word
+    names no file (open(2) of "" fails with ENOENT), so it is not among them: `echo ""` has no
+    path for a rule's path() to refuse."""
     out = list(operands)
     if program in _PATTERN_FIRST and out and not _pattern_given(program, values, options):
         out = out[1:]
     elif program == "git" and out:
         out = out[1:]
     plain = NOT_FILES.get(program, frozenset())
-    return tuple(out + [value for name, value in values if name not in plain])
+    return tuple(word for word in out + [value for name, value in values if name not in plain] if word)
 
 
 def _pattern_given(program: str, values: list[tuple[str, str]], options: list[str]) -> bool:
