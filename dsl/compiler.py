@@ -1845,9 +1845,9 @@ class _PlanWriter:
             raw, known, guards = self.value(v[1], item)
             guards = guards + self.typed(raw, known, str)
             if v[2] is None:
-                return f"_ip(env, {raw}, None)", str, guards
+                return f"_ip(P, env, {raw}, None)", str, guards
             base, known, g2 = self.value(v[2], item)
-            return f"_ip(env, {raw}, {base})", str, guards + g2 + self.typed(base, known, str)
+            return f"_ip(P, env, {raw}, {base})", str, guards + g2 + self.typed(base, known, str)
         if kind == "ipathprop":
             path, _, guards = self.value(v[2], item)
             fn, known = _PATH_PROPERTIES[v[1]]
@@ -1976,17 +1976,21 @@ class _Undecided(Exception):
     its predicate, which computes the value (or its error) the general way."""
 
 
-def _item_path(env: Env, raw: str, base: str | None) -> str:
+def _item_path(memo: dict, env: Env, raw: str, base: str | None) -> str:
     """The text of `path(raw)` (base None) or `path(raw, base)` when it is a POSIX path (as
     the predicates make it: `_make_path`, `_path_from`); else raises _Undecided (an error, a
-    Windows path)."""
-    try:
-        value = _make_path(raw, env) if base is None else _path_from(raw, base, env)
-    except Exception:
-        raise _Undecided from None
-    if type(value) is not subjects.PathValue:
+    Windows path). `memo` holds the answers of one call (several rules make the same path)."""
+    key = (raw, base)
+    text = memo.get(key)
+    if text is None:
+        try:
+            value = _make_path(raw, env) if base is None else _path_from(raw, base, env)
+        except Exception:
+            value = None
+        text = memo[key] = value.text if type(value) is subjects.PathValue else _MISSING
+    if text is _MISSING:
         raise _Undecided
-    return value.text
+    return text
 
 
 def _item_at(items: tuple, index: int) -> str:
@@ -2054,6 +2058,8 @@ def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[in
         "    if type(args) is not dict or type(context) is not dict:",
         "        return 0",
     ]
+    if any("_ip(P," in line for line in body):
+        lines.append("    P = {}")  # the paths made in the loops, for this call
     lines += ["    " + line for line in w.prelude]
     lines += ["    " + line for line in body]
     lines.append("    return -1")

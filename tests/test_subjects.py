@@ -395,3 +395,17 @@ def test_a_brace_expansion_past_its_limit_is_an_error():
         brace_expand("{1..100000}")
     with pytest.raises(EvalError):
         brace_expand("{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}")
+
+
+def test_a_refused_path_is_refused_again_with_the_same_message_from_the_cache():
+    from dsl.subjects import paths
+
+    paths.clear_path_cache()
+    messages = []
+    for _ in range(2):
+        with pytest.raises(EvalError) as caught:
+            make_path("~/.bashrc", "/home/u/proj", None)
+        messages.append(caught.value.message)
+    assert messages[0] == messages[1] and "no home is known" in messages[0]
+    assert paths._PATH_CACHE.bytes > 0  # kept, and counted against the cache's budget
+    assert make_path("~/.bashrc", "/home/u/proj", "/home/u").text == "/home/u/.bashrc"  # another key

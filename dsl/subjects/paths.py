@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 from dsl import globs
 from dsl.cache import BUDGETS, BoundedCache
@@ -123,10 +123,17 @@ MAX_PATH_TEXT = 100_000  # characters of a path or a pattern, cwd and home inclu
 # session repeat (the same cwd, the same files), and several rules of one call make the same
 # path(p, c.cwd); the values are immutable, so one made earlier is the same answer. Only exact
 # `str` texts of at most _CACHED_PATH_TEXT characters are kept (a WinStr, a str subclass equal to
-# its text, reads differently), and refusals are not (they raise again).
+# its text, reads differently). A refusal is kept as its message (`_Refused`) and raised again:
+# a call whose paths start with `~` and no home is known refuses the same path for every rule.
 _PATH_CACHE = BoundedCache(BUDGETS["paths"], "paths")
 _CACHED_PATH_TEXT = 1024
 _STR_OR_NONE = (str, type(None))
+
+
+class _Refused(NamedTuple):
+    """A kept refusal of make_path: the EvalError's message."""
+
+    message: str
 
 
 def make_path(raw: object, cwd: str | None, home: str | None) -> PathValue:
@@ -136,9 +143,16 @@ def make_path(raw: object, cwd: str | None, home: str | None) -> PathValue:
         key = (raw, cwd, home)
         hit = _PATH_CACHE.get(key)
         if hit is not None:
+            if type(hit) is _Refused:
+                raise EvalError(hit.message)
             return hit
-        value = _make(raw, cwd, home)
         texts = raw + (cwd or "") + (home or "")
+        try:
+            value = _make(raw, cwd, home)
+        except EvalError as exc:
+            if len(texts) <= _CACHED_PATH_TEXT:
+                _PATH_CACHE.put(key, _Refused(exc.message), 2 * len(texts) + 2 * len(exc.message) + 400)
+            raise
         if len(texts) <= _CACHED_PATH_TEXT:
             # the key's texts and the value's text (their characters, twice), each of the value's
             # parts once kept (a str of about 50 bytes and a tuple slot: at most one per "/" or
