@@ -9,8 +9,8 @@ budget. An entry larger than the whole budget is not kept (it is computed again 
 
 The budgets of the caches of `dsl` (see `BUDGETS`) add up to 64 MB: the shell parses of
 `dsl.compiler` and `dsl.subjects.shell`, the rule candidates of each policy's `RuleIndex`, the
-compiled path patterns of relative globs (which include the call's cwd) and the `path()` values
-of short texts.
+compiled path patterns of relative globs (which include the call's cwd), the `path()` values
+of short texts, and the paths the generated plans make from a command's words.
 
 A hit costs one dict lookup and one `move_to_end` of an OrderedDict (both in C). Writes take a
 lock; reads do not (a concurrent eviction makes a read a miss, never a wrong value).
@@ -27,11 +27,12 @@ MB = 1 << 20
 
 # bytes, by cache name; together 64 MB
 BUDGETS = {
-    "compiler.shell": 36 * MB,  # dsl.compiler._SHELL_CACHE: _Shell (Commands and programs) by text
+    "compiler.shell": 32 * MB,  # dsl.compiler._SHELL_CACHE: _Shell (Commands and programs) by text
     "subjects.shell": 16 * MB,  # dsl.subjects.shell: tuple of Commands by text (parse_shell)
     "rule_index": 4 * MB,  # dsl.compiler.RuleIndex: candidate rules by tool name (each policy)
     "path_glob": 4 * MB,  # dsl.subjects.paths: compiled path patterns by segments (cwd included)
     "paths": 4 * MB,  # dsl.subjects.paths: path() values by (text, cwd, home), short texts only
+    "plan_paths": 4 * MB,  # dsl.compiler._ITEM_PATHS: the plans' path(word, c.cwd) texts and secrecy
 }
 
 _ATOMS = (str, bytes, int, float, bool, type(None))

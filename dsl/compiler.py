@@ -409,9 +409,10 @@ _MEMO_FUNCTIONS = ("path", "url", "shell")
 
 def clear_caches() -> None:
     """Forget every parsed shell text (this module's cache and `dsl.subjects`') and every kept
-    `path()` value: the next `shell()` of any text parses it again. Decisions do not change; only their cost does (benchmarks use it
-    to time the first sight of a command)."""
+    `path()` value (the plans' too): the next `shell()` of any text parses it again. Decisions
+    do not change; only their cost does (benchmarks use it to time the first sight of a command)."""
     _SHELL_CACHE.clear()
+    _ITEM_PATHS.clear()
     subjects.clear_shell_cache()
     paths.clear_path_cache()
 
@@ -1851,6 +1852,8 @@ class _PlanWriter:
         if kind == "ipathprop":
             path, _, guards = self.value(v[2], item)
             fn, known = _PATH_PROPERTIES[v[1]]
+            if v[1] == "secret":  # kept with the path's text
+                return path.replace("_ip(P,", "_ips(P,", 1), known, guards
             return f"{self.const(fn)}({path})", known, guards
         if kind == "len":
             var = self.shared(v[1])
@@ -1976,21 +1979,56 @@ class _Undecided(Exception):
     its predicate, which computes the value (or its error) the general way."""
 
 
-def _item_path(memo: dict, env: Env, raw: str, base: str | None) -> str:
-    """The text of `path(raw)` (base None) or `path(raw, base)` when it is a POSIX path (as
-    the predicates make it: `_make_path`, `_path_from`); else raises _Undecided (an error, a
-    Windows path). `memo` holds the answers of one call (several rules make the same path)."""
+# (raw, base, cwd, home) → (text, secret) of a path a plan's loop made, or _MISSING when it is not
+# a POSIX path (an error, a Windows path); only exact str texts, at most _CACHED_ITEM_TEXT long
+_ITEM_PATHS = BoundedCache(BUDGETS["plan_paths"], "plan_paths")
+_CACHED_ITEM_TEXT = 1024
+_STR_OR_NONE = (str, type(None))
+
+
+def _item_made(memo: dict, env: Env, raw: str, base: str | None) -> Any:
+    """(text, secret) of `path(raw)` (base None) or `path(raw, base)` when it is a POSIX path
+    made as the predicates make it (`_make_path`, `_path_from`), else _MISSING. `memo` holds one
+    call's answers; _ITEM_PATHS those of earlier calls (the same words in the same cwd)."""
     key = (raw, base)
-    text = memo.get(key)
-    if text is None:
-        try:
-            value = _make_path(raw, env) if base is None else _path_from(raw, base, env)
-        except Exception:
-            value = None
-        text = memo[key] = value.text if type(value) is subjects.PathValue else _MISSING
-    if text is _MISSING:
+    made = memo.get(key)
+    if made is not None:
+        return made
+    cwd, home = env.cwd(), env.home_dir()
+    wide = None
+    if type(raw) is str and type(base) in _STR_OR_NONE and type(cwd) in _STR_OR_NONE and type(home) in _STR_OR_NONE:
+        wide = (raw, base, cwd, home)
+        made = _ITEM_PATHS.get(wide)
+        if made is not None:
+            memo[key] = made
+            return made
+    try:
+        value = _make_path(raw, env) if base is None else _path_from(raw, base, env)
+    except Exception:
+        value = None
+    made = (value.text, is_secret_text(value.text)) if type(value) is subjects.PathValue else _MISSING
+    memo[key] = made
+    if wide is not None:
+        size = len(raw) + len(base or "") + len(cwd or "") + len(home or "")
+        if size <= _CACHED_ITEM_TEXT:
+            _ITEM_PATHS.put(wide, made, 2 * size + (2 * len(made[0]) if made is not _MISSING else 0) + 400)
+    return made
+
+
+def _item_path(memo: dict, env: Env, raw: str, base: str | None) -> str:
+    """The text of the path `_item_made` makes; raises _Undecided when it makes none."""
+    made = _item_made(memo, env, raw, base)
+    if made is _MISSING:
         raise _Undecided
-    return text
+    return made[0]
+
+
+def _item_secret(memo: dict, env: Env, raw: str, base: str | None) -> bool:
+    """`.secret` of the path `_item_made` makes; raises _Undecided when it makes none."""
+    made = _item_made(memo, env, raw, base)
+    if made is _MISSING:
+        raise _Undecided
+    return made[1]
 
 
 def _item_at(items: tuple, index: int) -> str:
@@ -2058,7 +2096,7 @@ def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[in
         "    if type(args) is not dict or type(context) is not dict:",
         "        return 0",
     ]
-    if any("_ip(P," in line for line in body):
+    if any("(P, env, " in line for line in body):
         lines.append("    P = {}")  # the paths made in the loops, for this call
     lines += ["    " + line for line in w.prelude]
     lines += ["    " + line for line in body]
@@ -2066,7 +2104,7 @@ def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[in
     namespace = {
         "M": _MISSING, "X": _UNKNOWN, "ERRORS": _PLAN_ERRORS, "_plain_path": _plain_path,
         "_windows_text": winpaths.is_windows_text,
-        "_parsed_or_none": _parsed_or_none, "U": _Undecided, "_error_text": values.error_text, "_ip": _item_path, "_at": _item_at,
+        "_parsed_or_none": _parsed_or_none, "U": _Undecided, "_error_text": values.error_text, "_ip": _item_path, "_ips": _item_secret, "_at": _item_at,
         "_under_text": _under_text, **w.consts,
     }
     text = "\n".join(lines)

@@ -424,7 +424,7 @@ def test_the_loops_run_inline_in_the_plan():
     """The sample's shell rules are loops in the generated function, not calls of predicates."""
     policy = Policy.load(SAMPLES / "coding-agent.policy")
     source = policy._plan("Bash")[2].source
-    assert "for c" in source and "_ip(P, env" in source and " for i" in source
+    assert "for c" in source and "(P, env, " in source and " for i" in source
     calls = source.count("(env)\n")  # a rule left to its predicate is called as C<n>(env)
     loops = source.count("except U:")
     assert loops >= 9 and calls == loops, source

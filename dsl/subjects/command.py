@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 
 from dsl.subjects.options import read_only as _read_only
 
@@ -66,9 +66,11 @@ class Command:
         "values": "list[string]", "paths": "list[string]", "cwd": "string", "read_only": "bool",
     }
 
-    @property
-    def read_only(self) -> bool:
-        return _read_only(self)
+    # computed once (the parsed Commands are cached and read by many rules), not an argument
+    read_only: bool = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "read_only", _read_only(self))
 
     def __str__(self) -> str:
         return " ".join(self.argv)
@@ -81,4 +83,8 @@ class _Word:
 
 
 def _as_dict(cmd: Command) -> dict:
-    return {name: getattr(cmd, name) for name in Command.__dataclass_fields__}
+    """The arguments that make `cmd` again (the computed fields are not among them)."""
+    return {name: getattr(cmd, name) for name in _INIT_FIELDS}
+
+
+_INIT_FIELDS = tuple(f.name for f in fields(Command) if f.init)
