@@ -404,6 +404,7 @@ class _Shell(NamedTuple):
 _SHELL_CACHE = BoundedCache(BUDGETS["compiler.shell"], "compiler.shell")  # text → _Shell or _Failure
 _SUBJECT_TYPES = (subjects.PathValue, subjects.WinPathValue, subjects.Command, subjects.UrlValue)
 _PATH_TYPES = (subjects.PathValue, subjects.WinPathValue)
+_WIN_PARTS, _WIN_STR = winpaths.WinParts, winpaths.WinStr
 _MEMO_FUNCTIONS = ("path", "url", "shell")
 
 
@@ -935,7 +936,7 @@ def _fast_call_result(call: ast.Call, item_var: str | None) -> Fn:
 
         def lower(x: Any) -> str:
             v = inner(x)
-            if type(v) is str:
+            if type(v) is str or type(v) is _WIN_STR:  # str.lower of a WinStr is a plain str
                 return v.lower()
             return values.lower(v)
 
@@ -974,6 +975,8 @@ def _fast_compare(cmp: ast.Compare, item_var: str | None) -> Fn:
                 t = type(c)
                 if t is str:
                     return lit in c
+                if t is _WIN_PARTS:  # a Windows path's parts: folded, as values.member compares them
+                    return c.find_caseless(lit)
                 if t is tuple or t is list:
                     if lit in c:
                         return True
@@ -1688,7 +1691,12 @@ class _PlanWriter:
         elif kind == "pathprop":
             path = self.shared(v[2])
             name = f"n{len(self.values)}"
-            self.prelude.append(f"{name} = {self.const(_PATH_PROPERTIES[v[1]][0])}({path}) if {path} is not M else M")
+            inline = {  # as _PATH_PROPERTIES computes them, written out (no call)
+                "text": path,
+                "name": f"{path}[{path}.rfind('/') + 1:]",
+                "parts": f"(tuple({path}[1:].split('/')) if {path} != '/' else ())",
+            }.get(v[1]) or f"{self.const(_PATH_PROPERTIES[v[1]][0])}({path})"
+            self.prelude.append(f"{name} = {inline} if {path} is not M else M")
         else:  # pragma: no cover - shapes only share these
             raise _NoShape
         self.values[v] = name
