@@ -1601,7 +1601,7 @@ def _shape_compare(e: ast.Compare, scope: dict[str, str] | None) -> tuple:
                 raise _NoShape from None
         if op == "under" and isinstance(right, ast.Literal) and type(right.value) is str and right.value.startswith("/"):
             try:
-                return ("under", value, subjects.make_path(right.value, None, None).text)
+                return ("under", value, subjects.make_path(right.value, None, None).text, right.value)
             except EvalError:
                 raise _NoShape from None
         if op == "under" and isinstance(right, ast.Path):
@@ -1639,6 +1639,14 @@ def _shape_compare(e: ast.Compare, scope: dict[str, str] | None) -> tuple:
     raise _NoShape
 
 
+class _WinText:
+    """The plans' type of a Windows path's text, name or ext (a WinStr): only lower() reads it."""
+
+
+class _WinParts:
+    """The plans' type of a Windows path's parts (a WinParts): only `contains` reads them."""
+
+
 class _PlanWriter:
     """Writes the source of one plan function (see `compile_plan`)."""
 
@@ -1648,6 +1656,9 @@ class _PlanWriter:
         self.values: dict[tuple, str] = {}  # shape of a shared value → its variable
         self.prelude: list[str] = []
         self.loops = 0
+        # True while writing a rule's variant for a call whose cwd is a Windows path: its paths
+        # are WinPathValues (`wpath`), compared by their folded keys (see `cond` and `value`)
+        self.windows = False
 
     def const(self, value: Any) -> str:
         key = (type(value), value) if _hashable(value) else ("id", id(value))
@@ -1660,6 +1671,8 @@ class _PlanWriter:
     # shared values, computed once at the top of the function
 
     def shared(self, v: tuple) -> str:
+        if self.windows and v[0] in ("path", "pathprop"):
+            v = ("w" + v[0], *v[1:])  # a Windows path and its fields: their own variables
         name = self.values.get(v)
         if name is not None:
             return name
@@ -1677,13 +1690,20 @@ class _PlanWriter:
                     f"elif {name} is not M: {name} = X",
                 ]
             self.prelude.append(f"t{name} = type({name})")
-        elif kind == "path":
+        elif kind in ("path", "wpath"):
             field = self.shared(v[1])
-            name = f"p{len(self.values)}"
-            if "W" not in self.values.values():  # under a Windows cwd `/x` is Windows: the predicate decides
+            name = f"{'p' if kind == 'path' else 'w'}{len(self.values)}"
+            if "W" not in self.values.values():  # under a Windows cwd `/x` is Windows: the Windows variant decides
                 self.values[("windows",)] = "W"
                 self.prelude.append("W = _windows_text(context.get('cwd'))")
-            self.prelude.append(f"{name} = M if W else _plain_path({field})")
+            if kind == "path":
+                self.prelude.append(f"{name} = M if W else _plain_path({field})")
+            else:
+                self.prelude.append(f"{name} = _win_path(env, {field}) if W else M")
+        elif kind == "wpathprop":
+            path = self.shared(v[2])
+            name = f"n{len(self.values)}"
+            self.prelude.append(f"{name} = {path}.{v[1]} if {path} is not M else M")
         elif kind == "shell":
             field = self.shared(v[1])
             name = f"s{len(self.values)}"
@@ -1770,8 +1790,16 @@ class _PlanWriter:
             expr, known, guards = self.value(s[1], item)
             return guards + self.typed(expr, known, str), f"{self.const(s[2])}.match({expr}) is not None", []
         if kind == "pathglob":
+            if self.windows:
+                raise _NoShape
             var = self.shared(s[1])
             return [f"{var} is not M"], self.path_match(var, s[2]), []
+        if kind in ("underfield", "under") and self.windows:  # by drive and folded parts (winpaths.under)
+            var = self.shared(s[1])
+            if kind == "underfield":
+                base = self.shared(s[2])
+                return [f"{var} is not M", f"{base} is not M"], f"_win_under({var}, {base})", []
+            return [f"{var} is not M"], f"_win_under_literal(env, {var}, {self.const(s[3])})", []
         if kind == "underfield":  # both plain paths: containment by text, as _fast_under
             var, base = self.shared(s[1]), self.shared(s[2])
             expr = f"{base} == '/' or {var} == {base} or ({var}.startswith({base}) and {var}[len({base}):len({base}) + 1] == '/')"
@@ -1848,6 +1876,8 @@ class _PlanWriter:
         if kind == "lit":
             return self.const(v[1]), str, []
         if kind == "path":  # a plain path's text, shared
+            if self.windows:
+                raise _NoShape
             var = self.shared(v)
             return var, str, [f"{var} is not M"]
         if kind == "ipath":  # the normalized text of a POSIX path, else undecided
@@ -1870,9 +1900,14 @@ class _PlanWriter:
             return self.shared(v), None, []
         if kind == "pathprop":
             var = self.shared(v)
-            return var, _PATH_PROPERTIES[v[1]][1], [f"{var} is not M"]
+            known = _PATH_PROPERTIES[v[1]][1]
+            if self.windows and known is not bool:  # WinStr and WinParts compare folded
+                known = _WinParts if known is tuple else _WinText
+            return var, known, [f"{var} is not M"]
         if kind == "lower":
             expr, known, guards = self.value(v[1], item)
+            if known is _WinText:  # str.lower of a WinStr is a plain str, as values.lower gives
+                return f"{expr}.lower()", str, guards
             return f"{expr}.lower()", str, guards + self.typed(expr, known, str)
         raise _NoShape
 
@@ -1902,7 +1937,7 @@ class _PlanWriter:
                 raise _NoShape
             return guards + self.typed(expr, known, bool), f"{expr} is {'' if op == '==' else 'not '}{c}", []
         if t is str:
-            if op == "contains" and known is tuple:  # a command's list of strings
+            if op == "contains" and (known is tuple or known is _WinParts):  # a list of strings; a WinStr's == folds
                 return guards, f"{c} in {expr}", []
             guards = guards + self.typed(expr, known, str)
             if op == "startswith":
@@ -1981,6 +2016,28 @@ def _parsed_or_none(text: Any) -> _Shell | None:
     return hit if type(hit) is _Shell else None
 
 
+def _win_path(env: Env, raw: Any) -> Any:
+    """`path(raw)` when it is a Windows path (the call's cwd is one), else _MISSING (an error, a
+    POSIX path: the rule's predicate decides)."""
+    try:
+        value = _make_path(raw, env)
+    except Exception:
+        return _MISSING
+    return value if type(value) is subjects.WinPathValue else _MISSING
+
+
+def _win_under(path: Any, base: Any) -> bool:
+    """`under` of two Windows paths: the same folded drive and the base's parts a prefix."""
+    n = len(base.key)
+    return path.key[:n] == base.key
+
+
+def _win_under_literal(env: Env, path: Any, literal: str) -> bool:
+    """`path under "/x"` for a Windows path: the literal is read in the call's context, as the
+    predicate reads it (it raises as the predicate does; the caller then runs the predicates)."""
+    return subjects.under(path, subjects.make_path(literal, env.cwd(), env.home_dir()))
+
+
 class _Undecided(Exception):
     """Raised in a plan's loop over commands by a value it cannot compute exactly there (a path
     that is not a plain POSIX path, an index out of range): the loop's rule is then decided by
@@ -2056,6 +2113,21 @@ def _under_text(path: str, base: str) -> bool:
 _PLAN_ERRORS = Exception
 
 
+def _rule_lines(w: _PlanWriter, rule: CompiledRule, call: list[str]) -> list[str]:
+    """One rule's lines in a plan: its shape inline under its guards, and `call` (its predicate)
+    when a guard fails or the rule has no shape the writer can write."""
+    if rule.shape is None:
+        return call
+    try:
+        guards, expr, pre = w.cond(rule.shape, None)
+    except _NoShape:
+        return call
+    if not guards:
+        return [*pre, f"if {expr}: append({rule.order})"]
+    return [*pre, f"if {' and '.join(dict.fromkeys(guards))}:", f"    if {expr}: append({rule.order})", "else:",
+            *("    " + line for line in call)]
+
+
 def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[int], None]], int] | None:
     """One function for the rules a call of some tool runs (in file order): `plan(env, append)`
     appends the position of every rule that holds, and `(position, error text, False)` for
@@ -2071,32 +2143,28 @@ def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[in
         if rule.test is None:
             body.append(f"append({rule.order})")
             continue
-        guards: list[str] = []
-        expr = None
-        pre: list[str] = []
-        if rule.shape is not None:
-            try:
-                guards, expr, pre = w.cond(rule.shape, None)
-            except _NoShape:
-                expr = None
         call = [
             "try:",
             f"    r = {w.const(rule.test)}(env)",
             "except ERRORS as exc:",
             f"    append(({rule.order}, _error_text(exc), False))",
-            f"else:",
+            "else:",
             f"    if r is True: append({rule.order})",
             f"    elif r is not False: return {index}",
         ]
-        if expr is None:
-            body += call
+        posix = _rule_lines(w, rule, call)
+        if "W" not in w.values.values() or rule.shape is None:
+            body += posix
             continue
-        body += pre
-        if not guards:
-            body += [f"if {expr}: append({rule.order})"]
-            continue
-        body += [f"if {' and '.join(dict.fromkeys(guards))}:", f"    if {expr}: append({rule.order})", "else:"]
-        body += ["    " + line for line in call]
+        w.windows = True  # the variant for a call whose cwd is a Windows path
+        try:
+            windows = _rule_lines(w, rule, call)
+        finally:
+            w.windows = False
+        if windows == posix:
+            body += posix
+        else:
+            body += ["if not W:", *("    " + line for line in posix), "else:", *("    " + line for line in windows)]
     lines = [
         "def plan(env, append):",
         "    args = env[1]",
@@ -2112,7 +2180,8 @@ def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[in
     namespace = {
         "M": _MISSING, "X": _UNKNOWN, "ERRORS": _PLAN_ERRORS, "_plain_path": _plain_path,
         "_windows_text": winpaths.is_windows_text,
-        "_parsed_or_none": _parsed_or_none, "U": _Undecided, "_error_text": values.error_text, "_ip": _item_path, "_ips": _item_secret, "_at": _item_at,
+        "_parsed_or_none": _parsed_or_none, "U": _Undecided, "_error_text": values.error_text, "_win_path": _win_path, "_win_under": _win_under,
+        "_win_under_literal": _win_under_literal, "_ip": _item_path, "_ips": _item_secret, "_at": _item_at,
         "_under_text": _under_text, **w.consts,
     }
     text = "\n".join(lines)
