@@ -1644,7 +1644,8 @@ class _WinText:
 
 
 class _WinParts:
-    """The plans' type of a Windows path's parts (a WinParts): only `contains` reads them."""
+    """The plans' type of a Windows path's parts, held as their folds (`WinPathValue.key[1:]`):
+    only `contains` reads them."""
 
 
 class _PlanWriter:
@@ -1703,7 +1704,8 @@ class _PlanWriter:
         elif kind == "wpathprop":
             path = self.shared(v[2])
             name = f"n{len(self.values)}"
-            self.prelude.append(f"{name} = {path}.{v[1]} if {path} is not M else M")
+            field = f"{path}.key[1:]" if v[1] == "parts" else f"{path}.{v[1]}"  # the parts by their folds
+            self.prelude.append(f"{name} = {field} if {path} is not M else M")
         elif kind == "shell":
             field = self.shared(v[1])
             name = f"s{len(self.values)}"
@@ -1937,8 +1939,10 @@ class _PlanWriter:
                 raise _NoShape
             return guards + self.typed(expr, known, bool), f"{expr} is {'' if op == '==' else 'not '}{c}", []
         if t is str:
-            if op == "contains" and (known is tuple or known is _WinParts):  # a list of strings; a WinStr's == folds
+            if op == "contains" and known is tuple:  # a command's list of strings
                 return guards, f"{c} in {expr}", []
+            if op == "contains" and known is _WinParts:  # folded parts: the literal folded (WinParts.find_caseless)
+                return guards, f"{self.const(winpaths.fold(lit))} in {expr}", []
             guards = guards + self.typed(expr, known, str)
             if op == "startswith":
                 return guards, f"{expr}.startswith({c})", []
@@ -2018,7 +2022,9 @@ def _parsed_or_none(text: Any) -> _Shell | None:
 
 def _win_path(env: Env, raw: Any) -> Any:
     """`path(raw)` when it is a Windows path (the call's cwd is one), else _MISSING (an error, a
-    POSIX path: the rule's predicate decides)."""
+    POSIX path: the rule's predicate decides). A field's value is JSON: only a string is a path."""
+    if type(raw) is not str:
+        return _MISSING
     try:
         value = _make_path(raw, env)
     except Exception:
