@@ -1643,6 +1643,10 @@ class _WinText:
     """The plans' type of a Windows path's text, name or ext (a WinStr): only lower() reads it."""
 
 
+class _WinPath:
+    """The plans' type of a WinPathValue made in a loop: only `under`, `==` and `.secret` read it."""
+
+
 class _WinParts:
     """The plans' type of a Windows path's parts, held as their folds (`WinPathValue.key[1:]`):
     only `contains` reads them."""
@@ -1854,6 +1858,20 @@ class _PlanWriter:
             if p:  # pragma: no cover - as above
                 raise _NoShape
             return g0 + g, f"{'any' if any_ else 'all'}(({x}) for {loop} in {source})", []
+        if kind in ("iunder", "ipatheq") and self.windows:  # Windows paths: by drive and folded parts
+            left, _, g = self.value(s[1], item)
+            side = s[2]
+            if side[0] == "path":
+                right = self.shared(side)
+                g = g + [f"{right} is not M"]
+            elif side[0] == "ipath":
+                right, _, g2 = self.value(side, item)
+                g = g + g2
+            else:  # a literal directory: read in the call's context by the predicate
+                raise _NoShape
+            if kind == "iunder":
+                return g, f"_win_under({left}, {right})", []
+            return g, f"{left}.text {'==' if s[3] else '!='} {right}.text", []  # WinStr == folds, as values.equal
         if kind == "iunder":  # a made path's text under a plain path: containment by text, as _fast_under
             path, _, g = self.value(s[1], item)
             base, known, g2 = self.value(s[2], item)
@@ -1882,16 +1900,21 @@ class _PlanWriter:
                 raise _NoShape
             var = self.shared(v)
             return var, str, [f"{var} is not M"]
-        if kind == "ipath":  # the normalized text of a POSIX path, else undecided
+        if kind == "ipath":  # the normalized text of a POSIX path (a WinPathValue in the Windows variant), else undecided
             raw, known, guards = self.value(v[1], item)
             guards = guards + self.typed(raw, known, str)
+            made, of = ("_ipw", _WinPath) if self.windows else ("_ip", str)
             if v[2] is None:
-                return f"_ip(P, env, {raw}, None)", str, guards
+                return f"{made}(P, env, {raw}, None)", of, guards
             base, known, g2 = self.value(v[2], item)
-            return f"_ip(P, env, {raw}, {base})", str, guards + g2 + self.typed(base, known, str)
+            return f"{made}(P, env, {raw}, {base})", of, guards + g2 + self.typed(base, known, str)
         if kind == "ipathprop":
             path, _, guards = self.value(v[2], item)
             fn, known = _PATH_PROPERTIES[v[1]]
+            if self.windows:
+                if v[1] != "secret":
+                    raise _NoShape
+                return f"{path}.secret", bool, guards
             if v[1] == "secret":  # kept with the path's text
                 return path.replace("_ip(P,", "_ips(P,", 1), known, guards
             return f"{self.const(fn)}({path})", known, guards
@@ -2102,6 +2125,25 @@ def _item_secret(memo: dict, env: Env, raw: str, base: str | None) -> bool:
     return made[1]
 
 
+def _item_win_path(memo: dict, env: Env, raw: str, base: str | None) -> Any:
+    """The WinPathValue of `path(raw)` or `path(raw, base)` (the call's cwd is a Windows path);
+    raises _Undecided when it is not one (an error, a POSIX path). One call's answers in `memo`
+    (the make_path cache keeps them across calls)."""
+    key = ("windows", raw, base)
+    made = memo.get(key)
+    if made is None:
+        try:
+            made = _make_path(raw, env) if base is None else _path_from(raw, base, env)
+        except Exception:
+            made = _MISSING
+        if type(made) is not subjects.WinPathValue:
+            made = _MISSING
+        memo[key] = made
+    if made is _MISSING:
+        raise _Undecided
+    return made
+
+
 def _item_at(items: tuple, index: int) -> str:
     try:
         return items[index]
@@ -2187,7 +2229,7 @@ def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[in
         "M": _MISSING, "X": _UNKNOWN, "ERRORS": _PLAN_ERRORS, "_plain_path": _plain_path,
         "_windows_text": winpaths.is_windows_text,
         "_parsed_or_none": _parsed_or_none, "U": _Undecided, "_error_text": values.error_text, "_win_path": _win_path, "_win_under": _win_under,
-        "_win_under_literal": _win_under_literal, "_ip": _item_path, "_ips": _item_secret, "_at": _item_at,
+        "_win_under_literal": _win_under_literal, "_ip": _item_path, "_ipw": _item_win_path, "_ips": _item_secret, "_at": _item_at,
         "_under_text": _under_text, **w.consts,
     }
     text = "\n".join(lines)

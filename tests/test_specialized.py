@@ -405,9 +405,10 @@ LOOP_COMMANDS = COMMANDS + [
     "cd /tmp && cat x", "cat ~/.ssh/id_rsa", "rm -rf ../x", "rm -rf /home/u/proj/build", "echo \"\" > .env", "cd \"$D\" && ls",
     "ls C:\\\\x", "cat ./a/../b .git/HEAD", "cd - && ls", "git -C x status", "git status", "cat /etc/passwd > /dev/null",
     "ls 2>/dev/null", "cd sub && git status", "rm -rf ~ x", "cat a b c x", "cd x; cd y; rm -r z",
+    "cat C:/proj/.env", "cat D:\\\\x", "cd .. && git status", "cat sub/.SSH/id_rsa", "cd C:/proj && git status",
 ]
 LOOP_CONTEXTS = [{"cwd": "/home/u/proj"}, {"cwd": "/home/u/proj", "home": "/home/u"}, {}, {"cwd": "C:\\proj"}, {"cwd": "rel"},
-                 {"cwd": "/home/u/proj/"}, {"cwd": "/"}]
+                 {"cwd": "/home/u/proj/"}, {"cwd": "/"}, {"cwd": "c:\\Proj"}, {"cwd": "\\\\srv\\share\\p"}]
 
 
 @pytest.mark.parametrize("body", LOOP_BODIES)
