@@ -8,6 +8,7 @@ Where bash is installed, the readings are checked against it."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 
 from dsl import Policy
 from dsl.subjects import parse_shell
+from dsl.subjects.quoting import _ansi_c
 from dsl.values import EvalError
 
 BASH = shutil.which("bash")
@@ -94,3 +96,69 @@ def test_ansi_c_strings_have_the_value_bash_gives_them(parts):
     except EvalError:
         return  # refused: fails closed
     assert c.argv[1:] == (word,)
+
+
+_NOT_FOUND = re.compile(r"^.*?: line \d+: (.*): command not found$", re.M)
+
+
+def bash_runs(text: str, tmp: str = "/tmp") -> list[str]:
+    """The programs bash tries to run for `text`, with no program to be found (PATH leads nowhere,
+    and the names used are not builtins): read from its "command not found" messages."""
+    run = subprocess.run(["/usr/bin/env", "-i", "PATH=/nonexistent", BASH, "-c", text], capture_output=True, timeout=10, cwd=tmp)
+    names = _NOT_FOUND.findall(run.stderr.decode("utf-8", "surrogateescape"))
+    # a name with a control character is printed as $'...'
+    return [_ansi_c(n[2:-1]) if n.startswith("$'") and n.endswith("'") else n for n in names]
+
+
+def reads_all_bash_runs(text: str, tmp: str = "/tmp") -> bool:
+    """shell() fails closed on `text` (an error, or a dynamic command), or lists every program bash runs."""
+    try:
+        commands = parse_shell(text)
+    except EvalError:
+        return True
+    if any(c.dynamic for c in commands):
+        return True
+    return set(bash_runs(text, tmp)) <= {c.path for c in commands}
+
+
+# --- 2. CR, VT and FF are no blanks to bash ---------------------------------------------------
+
+@pytest.mark.parametrize("blank", ["\r", "\v", "\f"])
+@pytest.mark.parametrize("form", ["ls {b}# ; rm -rf /", "{b}#; rm -rf /", "ls{b}#; rm -rf /", "ls{b}\nrm -rf /",
+                                  "ls \\{b}\nrm -rf /", "cat <<EOF\nEOF{b}\nrm -rf /\nEOF", "ls a{b}b"])
+def test_a_cr_vt_or_ff_where_tree_sitter_sees_a_blank_is_an_error(blank, form):
+    text = form.format(b=blank)
+    with pytest.raises(EvalError):
+        parse_shell(text)
+    assert docs(text) == "deny" or "rm" not in text  # the error denies under the docs' deny
+    assert sample(text) != "allow"
+
+
+@pytest.mark.parametrize("blank", ["\r", "\v", "\f"])
+def test_a_cr_vt_or_ff_inside_quotes_or_a_comment_is_text(blank):
+    [c] = parse_shell(f"echo '{blank}' \"a{blank}b\" $'{blank}' # c{blank}d")
+    assert c.argv == ("echo", blank, f"a{blank}b", blank)
+    [c] = parse_shell(f"cat <<'EOF'\na{blank}b\nEOF")
+    assert c.program == "cat"
+
+
+@pytest.mark.parametrize("text", ["ls \\ #; rm -rf /", "ls \\\t#; rm -rf /", "\\ #; rm -rf /"])
+def test_a_backslash_the_parser_skips_as_a_blank_is_an_error(text):
+    with pytest.raises(EvalError):
+        parse_shell(text)
+    assert docs(text) == "deny"
+
+
+def test_a_newline_inside_double_quotes_is_kept():
+    [c] = parse_shell('echo "a\nb" "$x\n" "\r"')
+    assert c.argv == ("echo", "a\nb", "$x\n", "\r")
+
+
+_BLANK_PIECES = st.sampled_from(["ls", "rm", "zz", " ", "\t", "\r", "\v", "\f", "#", ";", "\n", "'\r'", '"a\rb"', "\\"])
+
+
+@needs_bash
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_BLANK_PIECES, min_size=1, max_size=10))
+def test_blanks_are_read_as_bash_reads_them(pieces):
+    assert reads_all_bash_runs("".join(pieces))

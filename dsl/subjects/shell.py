@@ -103,7 +103,12 @@ class _Walker:
             return _Word(_ansi_c(self.text(node)[2:-1]), False)
         if kind == "string":
             value, dynamic = "", False
+            end = node.start_byte + 1
             for child in node.children:
+                if child.start_byte > end:
+                    # text the parser read as blanks between the pieces (a newline, a CR): bash keeps it
+                    value += _unescape_double(self.source[end : child.start_byte].decode("utf-8", "replace"))
+                end = max(end, child.end_byte)
                 if child.type == '"':
                     continue
                 if child.type == "string_content":
@@ -360,6 +365,7 @@ class _Walker:
         tree = _parser().parse(text.translate(_ASCII_MASK))
         if _has_error(tree.root_node):
             raise EvalError("the command is not valid shell syntax (after a heredoc's start)")
+        _check_blanks(text, tree.root_node)
         sub = _Walker(text, self.depth, self.cwd, self.names)
         sub.walk(tree.root_node, nested)
         self.commands.extend(sub.commands)
@@ -628,6 +634,33 @@ def _first_error(node):
     return None
 
 
+# CR, VT and FF: blanks to tree-sitter-bash (it splits words and starts comments at them: `ls \r# ; rm`
+# was `ls` alone), ordinary word characters to bash, whose blanks are only space and tab. And a
+# backslash before a blank, which tree-sitter-bash skips as a blank where a word would start
+# (`ls \ #; rm` was `ls` and a comment), while to bash it quotes the blank, in a word.
+_NOT_BLANKS = re.compile(rb"[\r\v\f\\]")
+# The tokens whose text holds such a character as bash does: quoted strings (a "..." when the
+# character is between its pieces, which _Walker.word keeps), heredoc bodies and comments.
+_HOLDS_ANY = frozenset({"string", "string_content", "raw_string", "ansi_c_string", "comment", "heredoc_body",
+                        "heredoc_content"})
+
+
+def _check_blanks(source: bytes, root) -> None:
+    """Raises EvalError when a CR, VT, FF or backslash stands where tree-sitter-bash read a blank:
+    bash reads a word character there, and the two read different commands. A backslash must be
+    inside some token (`\\;` is a word), the others inside one of _HOLDS_ANY. One lookup per such
+    character."""
+    for m in _NOT_BLANKS.finditer(source):
+        at = m.start()
+        node = root.descendant_for_byte_range(at, at + 1)
+        if node is not None and node.start_byte <= at < node.end_byte and (
+            node.type in _HOLDS_ANY or (m.group() == b"\\" and node.child_count == 0)
+        ):
+            continue
+        raise EvalError(f"the command holds a {m.group().decode()!r} at byte {at} that the parser read as a blank: "
+                        "bash reads it as part of a word")
+
+
 # Every byte of a non-ASCII character, for the copy tree-sitter parses (see _parse).
 _ASCII_MASK = bytes(range(128)) + b"x" * 128
 
@@ -648,6 +681,7 @@ def _parse(text: str, depth: int, nested: bool, check_stdin: bool = True, cwd: s
         bad = _first_error(tree.root_node)
         where = f" at byte {bad.start_byte}" if bad is not None else ""
         raise EvalError(f"the command is not valid shell syntax{where}")
+    _check_blanks(source, tree.root_node)
     walker = _Walker(source, depth, cwd, names)
     walker.walk(tree.root_node, nested)
     for shell in walker.stdin_shells if check_stdin else ():
