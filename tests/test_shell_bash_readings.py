@@ -162,3 +162,45 @@ _BLANK_PIECES = st.sampled_from(["ls", "rm", "zz", " ", "\t", "\r", "\v", "\f", 
 @given(st.lists(_BLANK_PIECES, min_size=1, max_size=10))
 def test_blanks_are_read_as_bash_reads_them(pieces):
     assert reads_all_bash_runs("".join(pieces))
+
+
+def test_words_that_touch_but_the_parser_reads_apart_are_an_error():
+    with pytest.raises(EvalError):
+        parse_shell("'r'\\m -rf /")
+    assert docs("'r'\\m -rf /") == "deny"
+    assert [c.argv for c in parse_shell("echo 'it'\\''s' ls>out x")] == [("echo", "it's", "ls", "x")]
+
+
+# --- 3. heredocs end where bash ends them ------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "cat <<EOF\nE\\\nOF\nrm -rf /\nEOF", "cat <<EOF\n\\\nEOF\nrm -rf /\nEOF", "cat <<EOF\nEO\\\nF\nrm -rf /\nEOF",
+    "cat <<-EOF\n\tE\\\nOF\nrm -rf /\nEOF", "cat <<E'O'F\nEOF\nrm -rf /\nE'O'F", "cat <<E\"OF\"\nEOF\nrm -rf /\nE\"OF\"",
+    "cat <<E\"\"OF\nEOF\nrm -rf /\nE\"\"OF", "cat <<E$'O'F\nEOF\nrm -rf /\nE$'O'F", "cat <<-E\"\"OF\n\tEOF\nrm -rf /\nE\"\"OF",
+    "cat <<EOF\nEOF \nrm -rf /\nEOF", "cat <<EOF\n EOF\nrm -rf /\nEOF",
+])
+def test_a_heredoc_bash_ends_elsewhere_does_not_hide_the_commands_after_it(text):
+    assert docs(text) == "deny"
+    assert sample(text) != "allow"
+
+
+@pytest.mark.parametrize("text, programs", [
+    ("cat <<EOF\nE\\\\\nOF\nzz\nEOF", ["cat"]),  # an escaped backslash joins no lines
+    ("cat <<'EOF'\nE\\\nOF\nEOF\nzz", ["cat", "zz"]),  # a quoted heredoc joins none
+    ("cat <<E\\OF\nEOF\nzz", ["cat", "zz"]), ("cat <<'EOF'\nx\nEOF\nzz", ["cat", "zz"]),
+    ("cat <<-EOF\n\tx\n\tEOF\nzz", ["cat", "zz"]), ("cat <<\"E\\$F\"\nE$F\nzz", ["cat", "zz"]),
+])
+def test_a_heredoc_bash_and_the_parser_end_alike_is_read(text, programs):
+    assert [c.program for c in parse_shell(text)] == programs
+
+
+_DELIMITERS = st.sampled_from(["EOF", "E'O'F", 'E"OF"', 'E""OF', "E$'O'F", "\\EOF", "'EOF'", '"EOF"', "E\\OF", 'E$"O"F'])
+_BODY_LINES = st.sampled_from(["EOF", "E\\", "OF", "\\", "\tEOF", " EOF", "EOF ", "x", "zz1", "a\\", "E'O'F", "$(zz2)", "`zz3`"])
+
+
+@needs_bash
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["<<", "<<-"]), _DELIMITERS, st.lists(_BODY_LINES, max_size=6), st.sampled_from(["", " | zz4", "; zz5"]))
+def test_heredocs_are_read_as_bash_reads_them(operator, delimiter, lines, after):
+    text = f"cat {operator}{delimiter}{after}\n" + "\n".join(lines) + "\nzz6"
+    assert reads_all_bash_runs(text)

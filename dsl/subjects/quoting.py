@@ -249,9 +249,77 @@ class _HeredocDelimiters:
         return (begin, i) if i > begin else None
 
 
-# quote removal of a delimiter word, which _HeredocDelimiters has read whole: every quote in it
-# closes, so each alternative that starts matches, and the pass is linear
-_QUOTE_REMOVAL = re.compile(r"\\(.)|'([^']*)'|\"((?:[^\"\\]|\\.)*)\"", re.DOTALL)
+def heredoc_delimiter(word: str) -> tuple[str, bool]:
+    """The delimiter bash reads from the word after `<<` and whether it is quoted (bash manual,
+    "Here Documents": quote removal is performed on the word, and the heredoc is quoted when any
+    part of it is): `E'O'F`, `E"OF"`, `E""OF`, `E\\OF` are all `EOF`, quoted; bash 5.2 also
+    decodes `$'...'` (`E$'\\x41'F` is `EAF`) and `$"..."` there. Raises EvalError for a quote that
+    does not close. One pass: O(n)."""
+    out: list[str] = []
+    quoted, i, n = False, 0, len(word)
+    while i < n:
+        ch = word[i]
+        if ch == "\\":
+            quoted = True
+            out.append(word[i + 1 : i + 2])
+            i += 2
+        elif ch == "'" or (ch == "$" and word.startswith("'", i + 1)):
+            quoted, ansi = True, ch == "$"
+            j = i + 2 if ansi else i + 1
+            k = j
+            while k < n and word[k] != "'":
+                k += 2 if (ansi and word[k] == "\\") else 1
+            if k >= n:
+                raise EvalError("a heredoc's delimiter has a quote that does not close")
+            out.append(_ansi_c(word[j:k]) if ansi else word[j:k])
+            i = k + 1
+        elif ch == '"' or (ch == "$" and word.startswith('"', i + 1)):
+            quoted = True
+            j = i + 2 if ch == "$" else i + 1
+            k = j
+            while k < n and word[k] != '"':
+                k += 2 if word[k] == "\\" else 1
+            if k >= n:
+                raise EvalError("a heredoc's delimiter has a quote that does not close")
+            out.append(_unescape_double(word[j:k]))
+            i = k + 1
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out), quoted
+
+
+def heredoc_end(text, begin: int, delimiter, quoted: bool, strip: bool, stop: int | None = None):
+    """Where bash ends a heredoc whose body starts at `begin` of `text` (a str, or bytes with a
+    bytes delimiter): (start, end) of the line that terminates it, `end` after its newline, or None
+    when none does (the body runs to the end of the text). As bash reads it: a line equal to the
+    delimiter, after the leading tabs are removed for `<<-`; in an unquoted heredoc, a backslash
+    before a newline joins two lines first (`E\\` then `OF` ends `<<EOF`). Raises EvalError for a
+    line continuation in an unquoted `<<-` heredoc, whose reading by bash is not followed here,
+    and when no line has ended it at `stop` (a caller that expects the end there). O(body)."""
+    nl, bs, tab = ("\n", "\\", "\t") if isinstance(text, str) else (b"\n", b"\\", b"\t")
+    n, i = len(text), begin
+    while i < n:
+        if stop is not None and i > stop:
+            raise EvalError("a heredoc ends elsewhere for bash than for the parser")
+        start, logical = i, []
+        while True:
+            end = text.find(nl, i)
+            line = text[i:] if end < 0 else text[i:end]
+            i = n if end < 0 else end + 1
+            if not quoted and (len(line) - len(line.rstrip(bs))) % 2 == 1:
+                if strip:
+                    raise EvalError("a line continuation in a `<<-` heredoc cannot be read as bash would")
+                logical.append(line[:-1])
+                if end >= 0:
+                    continue
+            else:
+                logical.append(line)
+            break
+        whole = text[:0].join(logical)
+        if (whole.lstrip(tab) if strip else whole) == delimiter:
+            return start, i
+    return None
 
 
 def splice_continuations(text: str) -> str:
@@ -330,25 +398,18 @@ def splice_continuations(text: str) -> str:
                     word = text[found_word[0] : found_word[1]]
                     if "\\\n" in word:
                         raise EvalError("a line continuation inside a heredoc's delimiter cannot be read as bash would")
-                    delimiter = _QUOTE_REMOVAL.sub(lambda g: g.group(1) or g.group(2) or g.group(3) or "", word)
-                    pending.append((delimiter, strip))
+                    pending.append((*heredoc_delimiter(word), strip))
                     out.append(text[i : found_word[1]])
                     i = found_word[1]
                     continue
             elif ch == "\n" and pending:
                 out.append(ch)
                 i += 1
-                for delimiter, strip in pending:  # the bodies follow, one after the other, verbatim
-                    found = False
-                    while i < n:
-                        end = text.find("\n", i)
-                        line = text[i:] if end < 0 else text[i : end + 1]
-                        out.append(line)
-                        i += len(line)
-                        if (line.rstrip("\n").lstrip("\t") if strip else line.rstrip("\n")) == delimiter:
-                            found = True
-                            break
-                    unsure |= not found  # `$((1<<2))` is no heredoc: what followed was not read
+                for delimiter, quoted, strip in pending:  # the bodies follow, one after the other, verbatim
+                    found = heredoc_end(text, i, delimiter, quoted, strip)
+                    out.append(text[i:] if found is None else text[i : found[1]])
+                    i = n if found is None else found[1]
+                    unsure |= found is None  # `$((1<<2))` is no heredoc: what followed was not read
                 pending = []
                 continue
         out.append(ch)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import bisect
 import posixpath
 import re
 import threading
@@ -15,8 +16,8 @@ from dsl.subjects.optspec import INTERPRETER
 from dsl.subjects.programs import _RESERVED, _find_exec_commands, split_command_words
 from dsl.subjects.wrappers import TABLE, WRAPPERS
 from dsl.subjects.quoting import (
-    _ansi_c, _unescape_double, _unescape_unquoted, brace_expand, has_brace_group, remove_quoted_parts,
-    splice_continuations, subscript_substitution,
+    _ansi_c, _unescape_double, _unescape_unquoted, brace_expand, has_brace_group, heredoc_delimiter, heredoc_end,
+    remove_quoted_parts, splice_continuations, subscript_substitution,
 )
 from dsl.values import EvalError, unparseable_command
 
@@ -76,6 +77,8 @@ class _Walker:
         self.trailing: dict[int, list] = {}
         self.chain = 0  # programs read from their tables for the simple command walked last
         self.runners = 0  # emit calls under way: the programs the command being read runs through
+        self.root = None  # the parse tree's root, and the ends of its heredocs (check_heredoc_end)
+        self.heredoc_ends: list[int] | None = None
 
     def text(self, node) -> str:
         return self.source[node.start_byte : node.end_byte].decode("utf-8", "replace")
@@ -344,6 +347,8 @@ class _Walker:
                 else:
                     self.walk(child, nested)
                 readers = readers + [c for c in self.commands[before:] if id(c) in self.stdin_readers]
+        if start_node is not None:
+            self.check_heredoc_end(node, start_node, end_node)
         if start_node is not None and end_node is not None:
             line_end = self.source.find(b"\n", start_node.end_byte)
             raw = self.source[line_end + 1 : end_node.start_byte] if 0 <= line_end < end_node.start_byte else b""
@@ -358,6 +363,46 @@ class _Walker:
         elif not quoted and ("$" in body_text or "`" in body_text):
             self.expanded_text(body_text)
 
+    def check_heredoc_end(self, node, start_node, end_node) -> None:
+        """Raises EvalError unless the parser ends the heredoc on the line where bash does
+        (quoting.heredoc_end): tree-sitter-bash compares the lines with the delimiter as spelled
+        (`<<E'O'F` waits for a line `E'O'F`, bash for `EOF`) and does not join continued lines,
+        and then the commands after bash's end are read as text. Its body starts on the line after
+        the `<<`, or after the end of the heredoc before it on that line."""
+        delimiter, quoted = heredoc_delimiter(self.text(start_node))
+        line_end = self.source.find(b"\n", start_node.end_byte)
+        if line_end < 0:
+            if end_node is not None:
+                raise EvalError("a heredoc ends elsewhere for bash than for the parser")
+            return
+        begin = line_end + 1
+        if self.heredoc_ends is None:
+            ends: list[int] = []
+            stack = [self.root] if self.root is not None else []
+            while stack:
+                top = stack.pop()
+                if top.type == "heredoc_end":
+                    ends.append(top.end_byte)
+                stack.extend(top.children)
+            self.heredoc_ends = sorted(ends)
+        limit = end_node.start_byte if end_node is not None else len(self.source)
+        k = bisect.bisect_left(self.heredoc_ends, limit) - 1
+        if k >= 0 and self.heredoc_ends[k] > begin:  # an earlier heredoc of the same line
+            after = self.source.find(b"\n", self.heredoc_ends[k])
+            begin = len(self.source) if after < 0 else after + 1
+        strip = any(c.type == "<<-" for c in node.children)
+        stop = None if end_node is None else self.source.rfind(b"\n", 0, end_node.start_byte) + 1
+        found = heredoc_end(self.source, begin, delimiter.encode("utf-8", "surrogatepass"), quoted, strip, stop)
+        if end_node is None:
+            if found is not None:
+                raise EvalError("a heredoc ends elsewhere for bash than for the parser")
+            return
+        line = self.source.find(b"\n", end_node.end_byte)
+        if found is None or found[0] != stop or found[1] != (len(self.source) if line < 0 else line + 1) or (
+            self.source[stop : end_node.start_byte].strip(b"\t") or end_node.end_byte != (len(self.source) if line < 0 else line)
+        ):
+            raise EvalError("a heredoc ends elsewhere for bash than for the parser")
+
     def first_line(self, text: bytes, nested: bool) -> None:
         """The commands after `<<EOF` on its line (`| sh`), when the parser read the heredoc's first
         line into them (it does when that line starts with a backslash): parsed again alone."""
@@ -367,6 +412,7 @@ class _Walker:
             raise EvalError("the command is not valid shell syntax (after a heredoc's start)")
         _check_blanks(text, tree.root_node)
         sub = _Walker(text, self.depth, self.cwd, self.names)
+        sub.root = tree.root_node
         sub.walk(tree.root_node, nested)
         self.commands.extend(sub.commands)
         self.stdin_shells.extend(sub.stdin_shells)
@@ -446,8 +492,10 @@ class _Walker:
                 herestrings.append(_Word(" ".join(w.value for w in fed), any(w.dynamic for w in fed)))
             elif child.is_named:
                 words.extend(self.braced(child))
-        for extra in self.trailing.pop(node.id, ()):
+        trailing = self.trailing.pop(node.id, ())
+        for extra in trailing:
             words.extend(self.braced(extra))
+        _check_adjacent(node, trailing)
         inner = self.commands[start:]
         del self.commands[start:]
         if words:
@@ -581,6 +629,23 @@ class _Walker:
                 break
 
 
+def _check_adjacent(node, trailing) -> None:
+    """Raises EvalError when two words of a command touch: bash reads one word where the parser read
+    two (`'r'\\m -rf /` is bash's `rm -rf /`, tree-sitter-bash's `r` given `m`)."""
+    spans = []
+    for child in node.children:
+        if child.type in ("file_redirect", "herestring_redirect"):
+            spans.extend((d.start_byte, d.end_byte) for d in child.children if d.is_named)
+        elif child.is_named:
+            spans.append((child.start_byte, child.end_byte))
+    spans.extend((d.start_byte, d.end_byte) for d in trailing)
+    spans.sort()
+    for (_, end), (begin, _) in zip(spans, spans[1:]):
+        if end == begin:
+            raise EvalError(f"the command is not read as bash would at byte {begin}: two words the parser "
+                            "reads apart touch, and bash reads them as one")
+
+
 def _command(words, assignments, redirects, nested, text, wrappers, dynamic, code=(), cwd=".") -> Command:
     program_word = words[0]
     program = program_word.value.rsplit("/", 1)[-1]
@@ -683,6 +748,7 @@ def _parse(text: str, depth: int, nested: bool, check_stdin: bool = True, cwd: s
         raise EvalError(f"the command is not valid shell syntax{where}")
     _check_blanks(source, tree.root_node)
     walker = _Walker(source, depth, cwd, names)
+    walker.root = tree.root_node
     walker.walk(tree.root_node, nested)
     for shell in walker.stdin_shells if check_stdin else ():
         if id(shell) not in walker.fed:
