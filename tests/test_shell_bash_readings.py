@@ -204,3 +204,29 @@ _BODY_LINES = st.sampled_from(["EOF", "E\\", "OF", "\\", "\tEOF", " EOF", "EOF "
 def test_heredocs_are_read_as_bash_reads_them(operator, delimiter, lines, after):
     text = f"cat {operator}{delimiter}{after}\n" + "\n".join(lines) + "\nzz6"
     assert reads_all_bash_runs(text)
+
+
+# --- 5. escaped backticks inside backticks are a nested substitution ---------------------------
+
+@pytest.mark.parametrize("text", [
+    "echo `echo \\`rm -rf /\\``", "echo \"`echo \\`rm -rf /\\``\"", "cat <<EOF\n`echo \\`rm -rf /\\``\nEOF",
+    "echo `echo \\`echo \\\\\\`rm -rf /\\\\\\`\\``",
+])
+def test_a_command_in_escaped_backticks_is_read(text):
+    assert docs(text) == "deny"
+
+
+def test_the_sample_asks_for_perl_in_escaped_backticks_in_a_heredoc():
+    text = "cat <<EOF\n`head -n \\`perl -n -e'BEGIN{system\"touch /tmp/x\"}'#\\``\nEOF"
+    assert any(c.program == "perl" for c in parse_shell(text))
+    assert sample(text) != "allow"
+
+
+_TICK_PIECES = st.sampled_from(["zz1", " ", "`", "\\`", "\\\\`", "\\\\\\`", "$(zz2)", "\\$(zz3)", '"', '\\"', "zz4"])
+
+
+@needs_bash
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_TICK_PIECES, max_size=8))
+def test_backticks_are_read_as_bash_reads_them(pieces):
+    assert reads_all_bash_runs("zz0 `" + "".join(pieces) + "`")

@@ -183,6 +183,14 @@ class _Walker:
         """Walk `node`, following the directory each statement leaves the shell in."""
         kind = node.type
         start = self.cwd
+        if kind == "command_substitution" and self.source.startswith(b"`", node.start_byte) and b"\\" in self.source[node.start_byte : node.end_byte]:
+            # bash(1), Command Substitution: inside backticks a backslash before $, ` or \\ (and " in
+            # double quotes) is removed before the text is read as a script: in `echo \\`cmd\\``
+            # the inner pair is a substitution that runs cmd, where the parser reads text
+            quotes = _in_double_quotes(node)
+            self.script(re.sub(r'\\([\\`$"])' if quotes else r"\\([\\`$])", r"\1", self.text(node)[1:-1]), nested=True)
+            self.cwd = self.fail = start
+            return
         if kind in ("subshell", "command_substitution", "process_substitution"):
             self.walk_statement(node, nested, redirects)
             self.cwd = self.fail = start  # a subshell's cd stays in it
@@ -629,6 +637,16 @@ class _Walker:
                 break
 
 
+def _in_double_quotes(node) -> bool:
+    """Whether `node` is inside a "..." of the script it belongs to."""
+    parent = node.parent
+    while parent is not None and parent.type not in ("command_substitution", "process_substitution", "subshell"):
+        if parent.type == "string":
+            return True
+        parent = parent.parent
+    return False
+
+
 def _check_adjacent(node, trailing) -> None:
     """Raises EvalError when two words of a command touch: bash reads one word where the parser read
     two (`'r'\\m -rf /` is bash's `rm -rf /`, tree-sitter-bash's `r` given `m`)."""
@@ -702,8 +720,9 @@ def _first_error(node):
 # CR, VT and FF: blanks to tree-sitter-bash (it splits words and starts comments at them: `ls \r# ; rm`
 # was `ls` alone), ordinary word characters to bash, whose blanks are only space and tab. And a
 # backslash before a blank, which tree-sitter-bash skips as a blank where a word would start
-# (`ls \ #; rm` was `ls` and a comment), while to bash it quotes the blank, in a word.
-_NOT_BLANKS = re.compile(rb"[\r\v\f\\]")
+# (`ls \ #; rm` was `ls` and a comment), while to bash it quotes the blank, in a word. And a newline
+# the parser reads inside a word (`ls \n\\ls`), where bash ends the command.
+_NOT_BLANKS = re.compile(rb"[\r\v\f\\\n]")
 # The tokens whose text holds such a character as bash does: quoted strings (a "..." when the
 # character is between its pieces, which _Walker.word keeps), heredoc bodies and comments.
 _HOLDS_ANY = frozenset({"string", "string_content", "raw_string", "ansi_c_string", "comment", "heredoc_body",
@@ -718,10 +737,15 @@ def _check_blanks(source: bytes, root) -> None:
     for m in _NOT_BLANKS.finditer(source):
         at = m.start()
         node = root.descendant_for_byte_range(at, at + 1)
-        if node is not None and node.start_byte <= at < node.end_byte and (
+        if m.group() == b"\n":
+            if node is None or node.type != "word" or not node.start_byte <= at < node.end_byte:
+                continue  # a newline must not be inside an unquoted word, where bash ends the command
+        elif node is not None and node.start_byte <= at < node.end_byte and (
             node.type in _HOLDS_ANY or (m.group() == b"\\" and node.child_count == 0)
         ):
             continue
+        if m.group() == b"\n":
+            raise EvalError(f"the parser reads the newline at byte {at} as part of a word: bash ends the command there")
         raise EvalError(f"the command holds a {m.group().decode()!r} at byte {at} that the parser read as a blank: "
                         "bash reads it as part of a word")
 
