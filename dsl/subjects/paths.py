@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple
@@ -81,8 +82,9 @@ class PathValue:
 _WINDOWS = re.compile(r"^[A-Za-z]:|\\")
 
 
-def _lexical(parts: Iterable[str]) -> list[str]:
-    out: list[str] = []
+def _lexical(parts: Iterable[str], base: tuple[str, ...] = ()) -> list[str]:
+    """`parts` resolved lexically after `base`, which is already normalized (no "", "." or "..")."""
+    out: list[str] = list(base)
     for part in parts:
         if part in ("", "."):
             continue
@@ -102,8 +104,7 @@ def _absolute(raw: str, cwd: str | None, home: str | None, what: str) -> list[st
     if raw == "~" or raw.startswith("~/"):
         if not home:
             raise EvalError(f"{what} {raw!r} starts with ~ but no home is known (context.home or the policy's home)")
-        base = _absolute(home, None, None, "the home directory")
-        return _lexical(base + raw[2:].split("/"))
+        return _lexical(raw[2:].split("/"), _base(home, None, None, "the home directory"))
     if raw.startswith("~"):
         raise EvalError(f"{what} {raw!r} names another user's home, which is not known here")
     if raw.startswith("/"):
@@ -112,8 +113,15 @@ def _absolute(raw: str, cwd: str | None, home: str | None, what: str) -> list[st
         if what in ("context.cwd", "the home directory"):  # the base itself: nothing to resolve it against
             raise EvalError(f"{what} {raw!r} is relative: it must be an absolute path")
         raise EvalError(f"{what} {raw!r} is relative and the call has no context.cwd")
-    base = _absolute(cwd, None, home, "context.cwd")
-    return _lexical(base + raw.split("/"))
+    # the base is normalized once (a chain of `cd`s makes a long cwd, shared by every word after
+    # it): each word costs its own parts in Python, not the cwd's
+    return _lexical(raw.split("/"), _base(cwd, None, home, "context.cwd"))
+
+
+@functools.lru_cache(maxsize=256)
+def _base(raw: str, cwd: str | None, home: str | None, what: str) -> tuple[str, ...]:
+    """_absolute of a cwd or a home, kept: the same few repeat for every word of a call."""
+    return tuple(_absolute(raw, cwd, home, what))
 
 
 MAX_PATH_TEXT = 100_000  # characters of a path or a pattern, cwd and home included; longer is an error
