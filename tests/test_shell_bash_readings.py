@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -230,3 +231,126 @@ _TICK_PIECES = st.sampled_from(["zz1", " ", "`", "\\`", "\\\\`", "\\\\\\`", "$(z
 @given(st.lists(_TICK_PIECES, max_size=8))
 def test_backticks_are_read_as_bash_reads_them(pieces):
     assert reads_all_bash_runs("zz0 `" + "".join(pieces) + "`")
+
+
+# --- 4. a variable set by arithmetic or a builtin makes every later command dynamic ----------
+
+SETTERS = [
+    "(( HOME=0 ))", "[[ HOME=0 -eq 0 ]]", "[[ x -eq HOME=0 ]]", "(( x ))", "let HOME=0", "printf -v HOME 0", "read HOME",
+    "declare HOME=0", "typeset HOME=0", "export HOME=0", "local HOME=0", "readonly HOME=0", "mapfile HOME", "readarray a",
+    ": ${HOME:=0}", ": ${HOME=0}", "HOME=0", "HOME=0 :", "unset HOME", "getopts a HOME", "set -a", "shopt -s expand_aliases",
+    "echo ${!x}", "echo ${x@P}", "echo ${a[i]}", "echo $(( HOME=0 ))", "for HOME in 0; do :; done", "for ((i=0; i<1; i++)); do :; done",
+    "command export HOME=0", "builtin read HOME", "eval 'HOME=0'", "source ./x", "wait -p HOME", "alias ls=x",
+]
+
+
+@pytest.mark.parametrize("setter", SETTERS)
+@pytest.mark.parametrize("join", ["; ", " && ", " || ", "\n"])
+def test_a_command_after_a_variable_is_set_is_dynamic(setter, join):
+    commands = parse_shell(setter + join + "git status")
+    [git] = [c for c in commands if c.program == "git"]
+    assert git.dynamic
+    assert sample(setter + join + "git status") != "allow"
+
+
+@pytest.mark.parametrize("text", ["(( HOME=0 ))", "[[ HOME=0 -eq 0 ]]", "(( x ))", "[[ ${!x} ]]", "[[ ${x@P} == a ]]",
+                                  "[[ $n -gt 3 ]]", "case ${!x} in a) ;; esac", "for f in ${!x}; do :; done"])
+def test_arithmetic_or_code_outside_a_simple_command_is_a_dynamic_command(text):
+    assert any(c.dynamic for c in parse_shell(text))
+
+
+@pytest.mark.parametrize("text", [
+    "printf -v x 'a[%s(rm -rf /)]' '$'; (( x ))", "x='$(rm -rf /)'; echo ${x@P}", "x=\"a[\\$(rm -rf /)]\"; echo ${!x}",
+    "test -v 'a[x]'", "read 'a[x]'",
+])
+def test_strings_bash_evaluates_as_code_are_dynamic(text):
+    assert any(c.dynamic for c in parse_shell(text))
+
+
+@pytest.mark.parametrize("text", [
+    "f() { git status; }; HOME=0; f",  # the function runs after the assignment
+    "trap 'git status' EXIT; HOME=0",  # so does the trap
+    "while true; do git status; HOME=0; done",  # the second round runs after it
+    "HOME=0; bash -c 'git status'", "eval 'HOME=0'; git status", "HOME=0; cat <<EOF\n$(git status)\nEOF",
+])
+def test_a_command_that_runs_after_an_assignment_read_later_is_dynamic(text):
+    assert all(c.dynamic for c in parse_shell(text) if c.program == "git")
+
+
+@pytest.mark.parametrize("text", ["[[ -f x ]] && cat x", "(( 1 + 2 )) && ls", "cd src && ls", "ls; echo $((1+2)); ls",
+                                  "[[ 3 -eq 3 ]] && ls", "git status; x=1"])
+def test_what_sets_nothing_leaves_later_commands_as_they_were(text):
+    commands = parse_shell(text)
+    assert not any(c.dynamic for c in commands if c.program in ("ls", "cat", "git"))
+
+
+def test_the_report_s_arithmetic_calls_are_asked():
+    for text in ["(( HOME=0 )); git status", "[[ HOME=0 -eq 0 ]] && git status", "[[ x -eq HOME=0 ]] || git status",
+                 "(( PATH=0 )); ls"]:
+        assert sample(text) != "allow"
+
+
+# --- 6. brace expansion is bounded per text ----------------------------------------------------
+
+@pytest.mark.parametrize("make", [
+    lambda n: "cat " + ("{a,b}" * 8 + " ") * n,  # many words, each within the per-word cap
+    lambda n: ("sh -c 'cat " + "{a,b}" * 8 + "'; ") * n,  # spread over nested scripts
+    lambda n: ("cat " + "{a,b}" * 8 + "; ") * n,  # over many commands
+])
+def test_brace_expansion_is_bounded_for_the_whole_text(make):
+    text = make(1500)
+    start = time.perf_counter()
+    with pytest.raises(EvalError, match="brace expansion"):
+        parse_shell(text)
+    assert time.perf_counter() - start < 5
+    assert len(parse_shell(make(3))[0].argv) > 256 or len(parse_shell(make(3))) >= 3  # a few are still read
+
+
+def test_a_decision_on_the_report_s_brace_text_is_quick_and_not_allowed():
+    text = "cat " + ("{a,b}" * 8 + " ") * 2400
+    start = time.perf_counter()
+    assert sample(text) != "allow"
+    assert time.perf_counter() - start < 5  # was 70 s and 200 MB
+
+
+# --- 7. a chain of cds does not multiply the cost of every word ---------------------------------
+
+def test_a_long_cwd_costs_each_word_little_more_than_a_short_one():
+    from dsl.subjects.paths import clear_path_cache
+    from dsl.subjects.shell import clear_shell_cache
+
+    words = " ".join(f"w{i}" for i in range(12_000))
+
+    def best(n: int) -> float:
+        times = []
+        for _ in range(3):
+            clear_shell_cache()
+            clear_path_cache()
+            start = time.perf_counter()
+            assert sample("cd " + "d/" * n + " && cat " + words) == "allow"
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    best(5)
+    assert best(500) / best(5) < 3.5  # was about 5 (a 1,000-character cwd normalized again per word)
+
+
+# --- 8. POSIXLY_CORRECT: GNU getopt stops at the first operand ---------------------------------
+
+@pytest.mark.parametrize("text", [
+    "POSIXLY_CORRECT=1 runuser -u root rm -rf /", "env POSIXLY_CORRECT=1 runuser -u root rm -rf /",
+    "export POSIXLY_CORRECT=1; runuser -u root rm -rf /", "POSIXLY_CORRECT=1; export POSIXLY_CORRECT; runuser -u root rm -rf /",
+])
+def test_posixly_correct_reads_options_the_posix_way_too(text):
+    assert docs(text) == "deny"
+    assert all(c.dynamic for c in parse_shell(text) if c.program in ("runuser", "rm"))
+
+
+# --- 9. arguments xargs or parallel read from standard input are unknown ----------------------
+
+@pytest.mark.parametrize("text", ["echo / | xargs rm -rf", "xargs -I% rm -rf % <<< /", "busybox xargs rm -rf",
+                                  "echo / | parallel rm -rf", "parallel rm -rf ::: /"])
+def test_a_command_given_arguments_from_standard_input_is_dynamic(text):
+    commands = parse_shell(text)
+    assert any(c.dynamic for c in commands if c.program in ("rm", "parallel"))
+    assert sample(text) != "allow"

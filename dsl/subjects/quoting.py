@@ -158,7 +158,7 @@ def brace_expand(text: str, limit: int = 256, _budget: list[int] | None = None) 
     budget = [MAX_BRACE_TEXT] if _budget is None else _budget
     budget[0] -= len(text)
     if budget[0] < 0:
-        raise EvalError(f"the brace expansion of a {len(text):,}-character word makes more than {MAX_BRACE_TEXT:,} characters")
+        raise EvalError(f"brace expansion makes more than {MAX_BRACE_TEXT:,} characters (at a {len(text):,}-character word)")
     depth, start = 0, -1
     for brace in _BRACE_CHAR.finditer(text):
         ch, i = brace.group(), brace.start()

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import posixpath
 import re
 import threading
@@ -16,7 +17,7 @@ from dsl.subjects.optspec import INTERPRETER
 from dsl.subjects.programs import _RESERVED, _find_exec_commands, split_command_words
 from dsl.subjects.wrappers import TABLE, WRAPPERS
 from dsl.subjects.quoting import (
-    _ansi_c, _unescape_double, _unescape_unquoted, brace_expand, has_brace_group, heredoc_delimiter, heredoc_end,
+    MAX_BRACE_TEXT, _ansi_c, _unescape_double, _unescape_unquoted, brace_expand, has_brace_group, heredoc_delimiter, heredoc_end,
     remove_quoted_parts, splice_continuations, subscript_substitution,
 )
 from dsl.values import EvalError, unparseable_command
@@ -55,13 +56,63 @@ MAX_CWD_CHAIN = 1024  # characters of the chain of cd targets of one text; a lon
 
 _CASE_TERMINATORS = frozenset({";;", ";&", ";;&"})  # bash(1), "case": what ends a case item
 
+_WORDLIKE = frozenset({"expansion", "simple_expansion", "arithmetic_expansion", "string", "concatenation"})
+
+
+class _Shared:
+    """What the walkers of one text and of the scripts nested in it share, in reading order.
+
+    - `brace`: the characters brace expansion may still make (MAX_BRACE_TEXT for the whole
+      text: a per-word cap let 2,400 words of `{a,b}`x8 make 614,400 words).
+    - `assigned`: some statement read so far may have set a shell variable, by an assignment, a
+      builtin (`read`, `printf -v`, `declare`, `let`, `mapfile`, `unset`, `set`, ...), arithmetic
+      (`(( HOME=0 ))`, `[[ HOME=0 -eq 0 ]]`, `${x:=v}`) or a string evaluated as code (`${!x}`,
+      `${x@P}`, a subscript): every command read after it is dynamic, since HOME, PATH, IFS,
+      GIT_DIR, LD_PRELOAD, BASH_ENV and the like change what it does. `ever`: anywhere in the text.
+    - `defers`: the text defines a function or sets a trap, whose commands run later than they are
+      read: when the text also assigns, every command is dynamic.
+    - `posix`: the text names POSIXLY_CORRECT, under which GNU getopt stops at the first operand."""
+
+    __slots__ = ("brace", "assigned", "ever", "defers", "posix")
+
+    def __init__(self, text: str = ""):
+        self.brace = [MAX_BRACE_TEXT]
+        self.assigned = self.ever = self.defers = False
+        self.posix = "POSIXLY_CORRECT" in text
+
+    def assign(self) -> None:
+        self.assigned = self.ever = True
+
+
+# Builtins that set shell variables or options, or run code that may (bash(1), SHELL BUILTIN COMMANDS).
+_ASSIGNING = frozenset({"let", "read", "mapfile", "readarray", "getopts", "unset", "export", "declare", "typeset",
+                        "local", "readonly", "set", "shopt", "source", ".", "eval", "alias", "unalias", "enable",
+                        "coproc"})
+# Programs that add arguments read from standard input (or `:::` lists) to the command they run.
+_STDIN_ARGUMENTS = frozenset({"parallel"})
+# Special builtins, whose leading assignments stay in the shell (POSIX mode; `HOME=0 :`).
+_SPECIAL = frozenset({":", ".", "source", "eval", "exec", "export", "readonly", "return", "set", "shift", "times",
+                      "trap", "unset", "break", "continue", "exit"})
+# Arithmetic that evaluates nothing: numbers and operators, no name (whose value bash would evaluate
+# as an expression, `a[$(cmd)]` included), no expansion, no assignment.
+_ARITH_LITERAL = re.compile(r"[\s0-9+\-*/%<>!~&|^()?:,]*")
+# an assignment operator of arithmetic (not `==`, `!=`, `<=`, `>=`)
+_ARITH_ASSIGN = re.compile(r"(?<![=!<>])=(?!=)|\+\+|--")
+_ARITH_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+_NUMBER = re.compile(r"[+-]?[0-9]+")
+# `NAME[INDEX]` with an index that is not a number: arithmetic, evaluated by builtins taking a name
+_SUBSCRIPTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[(?![0-9]*\])")
+
 
 class _Walker:
     """Collects the simple commands of one parse tree."""
 
-    def __init__(self, source: bytes, depth: int, cwd: str | None = ".", names: tuple[bool, bool] = (False, False)):
+    def __init__(self, source: bytes, depth: int, cwd: str | None = ".", names: tuple[bool, bool] = (False, False),
+                 shared: _Shared | None = None):
         self.source = source
         self.depth = depth
+        self.shared = shared if shared is not None else _Shared(source.decode("utf-8", "replace"))
+        self.evaluated = False  # nested_in met arithmetic or an expansion that evaluates a string as code
         # where the shell is after the statement walked last, if it succeeded and if it failed
         # (dsl.subjects.cwd); whether this text or an enclosing one names HOME, CDPATH
         self.cwd: str | None = cwd
@@ -154,10 +205,29 @@ class _Walker:
             # quoting mixed with braces (`r{m,}''`): which braces are live is not worked out here
             unquoted = remove_quoted_parts(raw)
             return [_Word(word.value, True)] if ("{" in unquoted and "}" in unquoted) else [word]
-        return [_Word(value, False) for value in brace_expand(word.value)]
+        return [_Word(value, False) for value in brace_expand(word.value, _budget=self.shared.brace)]
 
     def nested_in(self, node) -> None:
-        """Collect the commands inside substitutions found under `node`."""
+        """Collect the commands inside substitutions found under `node`; note (`evaluated`, and
+        `shared.assign`) arithmetic and expansions that evaluate a string as code or may assign."""
+        kind = node.type
+        if kind == "arithmetic_expansion":
+            raw = self.text(node)
+            inner = raw[3:-2] if raw.startswith("$((") else raw[2:-1]
+            if not _ARITH_LITERAL.fullmatch(inner):
+                self.evaluates()
+        elif kind == "expansion":
+            raw = self.text(node)
+            if raw.startswith("${!") or raw.endswith("@P}") or any(c.type in (":=", "=") for c in node.children):
+                self.evaluates()  # indirection, prompt expansion, `${x:=v}` / `${x=v}`
+        elif kind == "subscript":
+            index = node.child_by_field_name("index")
+            if index is None or not _NUMBER.fullmatch(self.text(index)) and self.text(index) not in ("@", "*"):
+                self.evaluates()  # an index is arithmetic: `${a[i]}` evaluates the value of i
+        elif kind == "test_operator" and self.text(node) in _ARITH_TESTS and node.parent is not None:
+            # `[[ A -eq B ]]`: A and B are arithmetic (`[[ HOME=0 -eq 0 ]]` sets HOME)
+            if any(c.is_named and c.type != "test_operator" and not _NUMBER.fullmatch(self.text(c)) for c in node.parent.children):
+                self.evaluates()
         if node.type in ("command_substitution", "process_substitution"):
             self.walk(node, nested=True)
             return
@@ -173,6 +243,27 @@ class _Walker:
             return
         for child in node.children:
             self.nested_in(child)
+
+    def evaluates(self) -> None:
+        """The construct being read evaluates a string as code, or arithmetic, which may set variables."""
+        self.evaluated = True
+        self.shared.assign()
+
+    def evaluating(self, node, nested: bool, assigns: bool = False, evaluates: bool = False) -> None:
+        """`node`, which no simple command holds (`[[ ]]`, `(( ))`, a `for` or `case` word): its
+        substitutions are read, and when it evaluates code it is listed as a dynamic command with
+        no program (and as an assignment when it visibly assigns), so that an `all` rule must
+        account for it."""
+        before, self.evaluated = self.evaluated, False
+        start = len(self.commands)
+        self.nested_in(node)
+        if self.evaluated or assigns or evaluates:
+            text = self.text(node)
+            self.shared.assign()
+            self.commands.insert(start, Command(program="", path="", argv=(), args=(), flags=(),
+                                                assignments=(text,) if assigns else (), nested=nested, dynamic=True,
+                                                text=text, cwd=self.here()))
+        self.evaluated = before
 
     # commands
 
@@ -223,18 +314,23 @@ class _Walker:
             self.cwd, self.fail = self.fail, self.cwd
             return
         if kind == "function_definition":
+            self.shared.defers = True  # its commands run when it is called, maybe after an assignment
             self.cwd = self.fail = None  # the body runs wherever it is called from
             self.walk_statement(node, nested, redirects)
             self.cwd = self.fail = None  # and a call after this may run its cd
             return
         if kind in ("for_statement", "c_style_for_statement", "while_statement"):
             commands, shells = len(self.commands), len(self.stdin_shells)
+            assigned = self.shared.assigned
             self.walk_statement(node, nested, redirects)
-            if self.cwd != start or self.fail != start:  # its body moves it: a second round starts elsewhere
+            moved = self.cwd != start or self.fail != start
+            if moved or self.shared.assigned != assigned:
+                # its body moves the directory or sets a variable: a second round starts elsewhere,
+                # or runs its first commands after that assignment
                 for dropped in self.stdin_shells[shells:]:
                     self.stdin_readers.pop(id(dropped), None)
                 del self.commands[commands:], self.stdin_shells[shells:]
-                self.cwd = self.fail = None
+                self.cwd = self.fail = None if moved else start
                 self.walk_statement(node, nested, redirects)
             self.cwd = self.fail = _cwd.merge(self.cwd, self.fail)
             return
@@ -285,16 +381,17 @@ class _Walker:
                 elif child.type not in ("file_redirect",):
                     self.walk(child, nested)
             return
-        if kind == "declaration_command":
+        if kind in ("declaration_command", "unset_command"):
             words = [self.text(c) for c in node.children]
             start = len(self.commands)
             self.nested_in(node)
             self.commands.insert(
                 start,
                 Command(program=words[0], path=words[0], argv=tuple(words), args=tuple(words[1:]), flags=(),
-                        nested=nested, dynamic=any("$" in w or "`" in w for w in words), text=self.text(node),
-                        cwd=self.here())
+                        nested=nested, dynamic=self.shared.assigned or any("$" in w or "`" in w or _SUBSCRIPTED.search(w) for w in words),
+                        text=self.text(node), cwd=self.here())
             )
+            self.shared.assign()  # `export HOME=0`, `declare -n`, `local`: later commands see it
             return
         if kind == "variable_assignment":
             # A statement that only assigns (`PATH=/tmp/evil; ls`) changes what later commands do;
@@ -305,10 +402,21 @@ class _Walker:
             self.commands.insert(
                 start,
                 Command(program="", path="", argv=(), args=(), flags=(), assignments=(text,), nested=nested,
-                        dynamic="$" in text or "`" in text, text=text, cwd=self.here()),
+                        dynamic=self.shared.assigned or "$" in text or "`" in text, text=text, cwd=self.here()),
             )
+            self.shared.assign()
             return
-        if kind in ("test_command", "raw_string"):
+        if kind == "test_command":
+            raw = self.text(node)
+            self.evaluating(node, nested, assigns=bool(_ARITH_ASSIGN.search(raw)) and any(op in raw for op in _ARITH_TESTS))
+            return
+        if kind == "compound_statement" and self.source.startswith(b"((", node.start_byte):
+            # `(( HOME=0 ))`, `(( x ))`: arithmetic, which evaluates names' values and may assign
+            raw = self.text(node)
+            self.evaluating(node, nested, assigns=bool(_ARITH_ASSIGN.search(raw[2:-2])),
+                            evaluates=not _ARITH_LITERAL.fullmatch(raw[2:-2]))
+            return
+        if kind == "raw_string":
             self.nested_in(node)
             return
         if kind == "heredoc_redirect":
@@ -324,11 +432,24 @@ class _Walker:
                 name = self.text(variable)
                 self.commands.append(Command(program="", path="", argv=(), args=(), flags=(), assignments=(f"{name}=",),
                                              nested=nested, dynamic=True, text=self.text(node), cwd=self.here()))
+        if kind in ("for_statement", "c_style_for_statement"):
+            for child in node.children:
+                if child.type != "do_group" and child.is_named:
+                    self.evaluating(child, nested) if child.type != "variable_name" else None
+            self.shared.assign()  # the loop's variable is set before its body runs
+            for child in node.children:
+                if child.type == "do_group":
+                    self.walk(child, nested, redirects)
+                    self.cwd = self.fail = _cwd.merge(self.cwd, self.fail)
+            return
         for child in node.children:
             if child.type in _CASE_TERMINATORS and kind != "case_item":
                 # tree-sitter-bash takes `ls ;; cat x` as two commands; bash refuses the line
                 raise EvalError(f"the command is not valid shell syntax at byte {child.start_byte}: {child.type} ends only a case item")
-            self.walk(child, nested, redirects)  # a group's redirections apply to every command in it
+            if child.type in _WORDLIKE:  # `case ${!x} in`: a word outside a simple command
+                self.evaluating(child, nested)
+            else:
+                self.walk(child, nested, redirects)  # a group's redirections apply to every command in it
             self.cwd = self.fail = _cwd.merge(self.cwd, self.fail)  # the next one runs after either
 
     def heredoc(self, node, nested: bool, readers: list[Command]) -> None:
@@ -419,7 +540,7 @@ class _Walker:
         if _has_error(tree.root_node):
             raise EvalError("the command is not valid shell syntax (after a heredoc's start)")
         _check_blanks(text, tree.root_node)
-        sub = _Walker(text, self.depth, self.cwd, self.names)
+        sub = _Walker(text, self.depth, self.cwd, self.names, self.shared)
         sub.root = tree.root_node
         sub.walk(tree.root_node, nested)
         self.commands.extend(sub.commands)
@@ -442,7 +563,8 @@ class _Walker:
             i += 1
         if self.depth >= 8:
             raise EvalError("the command nests shells more than 8 deep")
-        self.commands.extend(_parse(': "' + "".join(out) + '"', self.depth + 1, True, cwd=self.cwd, names=self.names)[1:])  # all but `:`
+        self.commands.extend(_parse(': "' + "".join(out) + '"', self.depth + 1, True, cwd=self.cwd, names=self.names,
+                                    shared=self.shared)[1:])  # all but `:`
 
     def runs_strings(self, program: str, rest: list[_Word]) -> None:
         """Builtins that run a string or a file this text may not show: `trap 'CMD' SIG`,
@@ -450,6 +572,7 @@ class _Walker:
         input or a process substitution, and `hash -p PATH NAME` (NAME then runs PATH)."""
         values = [w for w in rest if not w.value.startswith("-")]
         if program == "trap" and values:
+            self.shared.defers = True  # it runs later, maybe after an assignment
             strings = [values[0]]
         elif program in ("mapfile", "readarray"):
             strings = [rest[i + 1] for i, w in enumerate(rest[:-1]) if w.value == "-C"]
@@ -472,7 +595,7 @@ class _Walker:
         """The commands of a script run by this command line; `dynamic`: under one reading only."""
         if self.depth >= 8:
             raise EvalError("the command nests shells more than 8 deep")
-        commands = _parse(text, self.depth + 1, nested, cwd=self.cwd, names=self.names)
+        commands = _parse(text, self.depth + 1, nested, cwd=self.cwd, names=self.names, shared=self.shared)
         if dynamic:
             commands = [c if c.dynamic else Command(**{**_as_dict(c), "dynamic": True}) for c in commands]
         self.commands.extend(commands)
@@ -544,6 +667,10 @@ class _Walker:
             raise EvalError(f"the command runs through more than {MAX_RUNNERS} programs that run others "
                             "(sudo, env, xargs, find -exec, ...)")
         self.runners += 1
+        # after an assignment, under POSIXLY_CORRECT, or given arguments from standard input
+        # (GNU parallel, like xargs whose table says so): what it runs is not known from the text
+        dynamic = dynamic or self.shared.assigned or self.shared.posix or (
+            not words[0].dynamic and words[0].value.rsplit("/", 1)[-1] in _STDIN_ARGUMENTS)
         try:
             self._emit(words, assignments, redirects, nested, text, wrappers, dynamic)
         finally:
@@ -560,8 +687,16 @@ class _Walker:
         if program in _RESERVED and not program_word.dynamic:
             raise EvalError(f"the keyword '{program}' stands where a command should (after time or coproc?): "
                             "the commands it runs cannot be read reliably")
+        assigns = program_word.dynamic or program in _ASSIGNING or (program in ("printf", "wait") and any(
+            w.value.startswith("-v" if program == "printf" else "-p") for w in rest)) or (bool(assignments) and program in _SPECIAL)
+        if assigns or program in ("test", "["):
+            # `let x`, `read 'a[i]'`, `test -v 'a[i]'`: names with a subscript, and let's expressions,
+            # are arithmetic bash evaluates
+            dynamic = dynamic or program == "let" or any(_SUBSCRIPTED.search(w.value) for w in rest)
         self.commands.append(_command(words, assignments, redirects, nested, text, wrappers, dynamic,
                                       cwd=self.cwd_for(wrappers)))
+        if assigns:
+            self.shared.assign()  # after it: `read HOME; git status`
         # Commands that run other commands.
         if program in ("trap", "mapfile", "readarray", "alias", "source", ".", "hash"):
             self.runs_strings(program, rest)
@@ -590,6 +725,10 @@ class _Walker:
             # each level reads the words after it again: a bound keeps `nice nice ... ls` linear
             raise EvalError(f"more than {MAX_WRAPPER_CHAIN} wrappers, shells or runners read for one command")
         readings = read(spec, words[1:])
+        if self.shared.posix and spec.permute:
+            # POSIXLY_CORRECT: GNU getopt stops at the first operand (`runuser -u root rm -rf /` runs
+            # `rm -rf /`): both readings
+            readings = readings + read(dataclasses.replace(spec, permute=False), words[1:])
         ambiguous = len(readings) > 1 or bool(readings[0].unknown)
         wrapper = program in WRAPPERS
         first = readings[0]
@@ -755,7 +894,7 @@ _ASCII_MASK = bytes(range(128)) + b"x" * 128
 
 
 def _parse(text: str, depth: int, nested: bool, check_stdin: bool = True, cwd: str | None = ".",
-           names: tuple[bool, bool] = (False, False)) -> list[Command]:
+           names: tuple[bool, bool] = (False, False), shared: _Shared | None = None) -> list[Command]:
     if len(text) > MAX_SHELL_TEXT:
         raise EvalError(f"the command is longer than {MAX_SHELL_TEXT:,} characters")
     text = splice_continuations(text)
@@ -771,13 +910,21 @@ def _parse(text: str, depth: int, nested: bool, check_stdin: bool = True, cwd: s
         where = f" at byte {bad.start_byte}" if bad is not None else ""
         raise EvalError(f"the command is not valid shell syntax{where}")
     _check_blanks(source, tree.root_node)
-    walker = _Walker(source, depth, cwd, names)
+    top = shared is None
+    if top:
+        shared = _Shared(text)
+    elif "POSIXLY_CORRECT" in text:
+        shared.posix = True
+    walker = _Walker(source, depth, cwd, names, shared)
     walker.root = tree.root_node
     walker.walk(tree.root_node, nested)
     for shell in walker.stdin_shells if check_stdin else ():
         if id(shell) not in walker.fed:
             raise EvalError(f"{shell.program} reads its script from standard input (a pipe or a file), which this "
                             "command does not show")
+    if top and shared.ever and shared.defers:
+        # a function or a trap runs its commands when called, maybe after an assignment read later
+        return [c if c.dynamic else Command(**{**_as_dict(c), "dynamic": True}) for c in walker.commands]
     return walker.commands
 
 
