@@ -86,6 +86,26 @@ def test_parsing_a_shell_text_takes_time_linear_in_its_length(unit):
         assert ratio(parse_shell_uncached, make, MAX_SHELL_TEXT) <= max(MAX_RATIO, 1.25 * parser)
 
 
+# Texts on which tree-sitter-bash's error recovery reads the text again at every position (found
+# by bench/worst.py's random search): seconds at 20 KB, about a minute at 100 KB before the parse
+# had a budget (dsl.subjects.shell.PARSE_REREAD). Now refused, in time linear in the length.
+QUADRATIC_FOR_TREE_SITTER = [("echo ", ", .b$"), ("echo ", "{&"), ("cat ", "$<"), ("echo ", "\\x$"), ("echo ", "$;[")]
+
+
+@pytest.mark.parametrize("prefix, unit", QUADRATIC_FOR_TREE_SITTER)
+def test_texts_the_parser_cannot_recover_from_are_refused_in_linear_time(prefix, unit):
+    make = lambda n: repeat(unit, n, prefix)  # noqa: E731
+    with pytest.raises(EvalError, match="gave up on this text"):
+        parse_shell_uncached(make(MAX_SHELL_TEXT))
+    assert ratio(parse_shell_uncached, make, MAX_SHELL_TEXT) <= MAX_RATIO
+
+
+def test_the_parse_budget_leaves_long_valid_texts_alone():
+    heredoc = "cat > f.py <<'EOF'\n" + "x = {'a': [1, 2, \"$b\"]}  # (c) \\\n" * 2500 + "EOF\n"
+    for text in (repeat("a;", MAX_SHELL_TEXT), repeat("echo hi | grep -v x && ls; ", MAX_SHELL_TEXT), heredoc):
+        assert parse_shell_uncached(text)
+
+
 def _tree_sitter_parse(text: str):
     return _parser().parse(text.encode("utf-8", "surrogatepass"))
 
