@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 
 from dsl.subjects.command import _Word
 from dsl.subjects.optspec import (
-    APPLET, ARGV, ARGV_MODE, CODE, EXIT, EXIT_BARE, INTERPRETER, MODULE, NEXT, NONE, OPTIONAL, REQUIRED,
+    APPLET, ARGV, ARGV_MODE, CODE, EXIT, EXIT_BARE, HIDDEN, INTERPRETER, MODULE, NEXT, NONE, OPTIONAL, REQUIRED, TWO,
     LOGIN_SHELL, SCRIPT, SCRIPT_OPERAND, SESSION, SH_WORDS, SHELL, SHELL_MODE, SPLIT, STDIN, Opt, Spec,
 )
 from dsl.values import EvalError
@@ -94,8 +94,12 @@ def read(spec: Spec, words: list[_Word]) -> list[Reading]:
     """Every distinct reading of `words` (a program's arguments, its name not included) by `spec`:
     one when every option is understood. Raises EvalError for an `env -S` string that cannot be
     split, or for more than MAX_READINGS readings."""
-    leading = min(spec.leading, len(words))
-    start = _State(words=list(words), i=leading)  # setarch's ARCH: before the options, not the command
+    # setarch's ARCH, before the options, only when the first word is no option (util-linux 2.38
+    # setarch.c: `if (1 < argc && *argv[1] != '-')`): `setarch -R i386 CMD` runs the program i386
+    leading = 0
+    while leading < min(spec.leading, len(words)) and not words[leading].value.startswith("-"):
+        leading += 1
+    start = _State(words=list(words), i=leading)
     # Readings by key, computed only once a second reading exists: a key holds every word of the
     # command run, and a wrapper's one reading needs none (`sudo env sudo env ...` read each
     # level's words again for nothing).
@@ -206,10 +210,13 @@ def _long(spec: Spec, st: _State, word: _Word, body: str, pending: list[_State])
         value, st.i = _Word(attached, word.dynamic), st.i + 1
     elif opt.value == OPTIONAL:
         value, st.i = None, st.i + 1
+    elif opt.value == TWO:  # `--bind SRC DEST`: the first is kept as the value, both are skipped
+        value = st.words[st.i + 1] if st.i + 1 < len(st.words) else None
+        st.i += 3
     else:
         value = st.words[st.i + 1] if st.i + 1 < len(st.words) else None
         st.i += 2
-    _apply(st, opt, value, st.i)
+    _apply(st, opt, value, st.i, "--" + name)
     return opt.ends
 
 
@@ -272,10 +279,14 @@ def _short(spec: Spec, st: _State, word: _Word, pending: list[_State]) -> bool:
     return ends
 
 
-def _apply(st: _State, opt: Opt, value: _Word | None, at: int = 0) -> None:
+def _apply(st: _State, opt: Opt, value: _Word | None, at: int = 0, name: str = "") -> None:
     """What one option does to the reading; `at`: the index of the word after the option and its value."""
     does = opt.does
-    if does == EXIT or (does == EXIT_BARE and (value is None or not value.value)):
+    if does == HIDDEN:
+        # words of the command line come from a descriptor or a file (`bwrap --args 3`): the
+        # command it runs is not all here, so the reading is as unsure as an unknown option's
+        _note_unknown(st, name or "(words read from elsewhere)")
+    elif does == EXIT or (does == EXIT_BARE and (value is None or not value.value)):
         st.exits = True
     elif does == SCRIPT and value is not None:
         st.scripts.append(value)

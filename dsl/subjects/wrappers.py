@@ -12,6 +12,7 @@ is installed, and runs the program with a harmless command to check the same pro
 
 from __future__ import annotations
 
+from dsl.subjects.launchers import LAUNCHERS, SETARCH_NAMES
 from dsl.subjects.optspec import (
     APPLET, ARGV_MODE, CODE, END, EXIT, EXIT_BARE, INTERPRETER, LOGIN_SHELL, MODULE, NEXT, NONE, SCRIPT, SCRIPT_OPERAND, SESSION,
     SH_WORDS, SHELL, SHELL_MODE, SPLIT, STDIN, Opt, Spec, spec,
@@ -94,15 +95,19 @@ _UTIL_LINUX = {
                   "shared=s exclusive=x unlock=u nonblock=n nb=n close=o timeout=w wait=w "
                   "conflict-exit-code=E no-fork=F command=c verbose help=h version=V",
                   does={"c": SCRIPT, "h": EXIT, "V": EXIT}, skip=1, dash_c_after_skip=True),
-    # setarch ARCH [options] [program]; linux32/linux64 are setarch without the ARCH. No program: /bin/sh.
+    # setarch [ARCH] [options] [program]: ARCH only when the first word is no option (since 2.33);
+# linux32/linux64 are setarch without the ARCH. No program: /bin/sh.
     "setarch": spec("util-linux 2.38 setarch(8)", "hVv3BFILRSTXZ",
                     "help=h version=V verbose=v 3gb=3 4gb uname-2.6 32bit=B fdpic-funcptrs=F short-inode=I "
                     "addr-compat-layout=L addr-no-randomize=R whole-seconds=S sticky-timeouts=T "
                     "read-implies-exec=X mmap-page-zero=Z list",
                     does={"h": EXIT, "V": EXIT, "list": EXIT}, leading=1, bare_shell=True),
 }
-_UTIL_LINUX["linux32"] = _UTIL_LINUX["linux64"] = Spec(**{
-    **{name: getattr(_UTIL_LINUX["setarch"], name) for name in Spec.__dataclass_fields__}, "leading": 0})
+# Called by another name (a symbolic link: linux32, linux64, i386, x86_64, ...), setarch takes that
+# name for the arch: no ARCH operand (dsl.subjects.launchers.SETARCH_NAMES, from setarch.c).
+_SETARCH_AS_NAME = Spec(**{**{name: getattr(_UTIL_LINUX["setarch"], name) for name in Spec.__dataclass_fields__},
+                           "leading": 0})
+_UTIL_LINUX.update({name: _SETARCH_AS_NAME for name in SETARCH_NAMES})
 
 # --- privilege and identity ---
 
@@ -299,7 +304,7 @@ _INTERPRETERS: dict[str, Spec] = {
     **{f"lua5.{minor}": _LUA for minor in range(1, 5)}, "luajit": _LUA, "osascript": _OSASCRIPT,
 }
 
-WRAPPERS: dict[str, Spec] = {**_COREUTILS, **_UTIL_LINUX, **_PRIVILEGE, **_BUILTINS, **_MULTICALL}
+WRAPPERS: dict[str, Spec] = {**_COREUTILS, **_UTIL_LINUX, **_PRIVILEGE, **_BUILTINS, **_MULTICALL, **LAUNCHERS}
 """Programs that run the command after them (and su, script: the shell they start): name -> Spec."""
 
 RUNNERS: dict[str, Spec] = _RUNNERS
