@@ -21,11 +21,12 @@ from dsl.subjects.quoting import (
 from dsl.values import EvalError, unparseable_command
 
 MAX_SHELL_TEXT = 100_000  # characters; a longer string is an error (its parse would cost too much)
-# Programs one simple command runs through (`sudo env nice xargs find -exec ... rm`); more is an
-# error (fails closed). Each level reads the rest of the command line again, so without a bound
-# `sudo env sudo env ...` and `find . -exec find . -exec ...` took seconds (quadratic, then Python's
-# recursion limit).
-MAX_RUNNERS = 16
+# The one budget of programs read for one simple command: every program it runs through (`sudo
+# env nice xargs find -exec ... rm`), nested or under another reading of an option a table does not
+# know, counts once; past it the text is an error (fails closed). Each program reads the rest of
+# the command line again, so without a bound `nice nice ... ls` and `find . -exec find . -exec ...`
+# took seconds (quadratic, then Python's recursion limit); the count bounds the depth too.
+MAX_RUNNERS = 32
 
 
 _local = threading.local()
@@ -49,7 +50,6 @@ def _destinations(redirect) -> list:
     return redirect.children_by_field_name("destination")
 
 
-MAX_WRAPPER_CHAIN = 32  # programs read from the wrapper tables for one simple command (each reading counts)
 MAX_CWD_CHAIN = 1024  # characters of the chain of cd targets of one text; a longer one is unknown
 
 _CASE_TERMINATORS = frozenset({";;", ";&", ";;&"})  # bash(1), "case": what ends a case item
@@ -74,8 +74,7 @@ class _Walker:
         # (`cat 2>/dev/null /etc/shadow` gives the redirect three destinations): bash reads
         # them as the command's own words, and so does command()
         self.trailing: dict[int, list] = {}
-        self.chain = 0  # programs read from their tables for the simple command walked last
-        self.runners = 0  # emit calls under way: the programs the command being read runs through
+        self.programs = 0  # programs read for the simple command walked last (MAX_RUNNERS)
 
     def text(self, node) -> str:
         return self.source[node.start_byte : node.end_byte].decode("utf-8", "replace")
@@ -446,7 +445,7 @@ class _Walker:
         del self.commands[start:]
         if words:
             before = len(self.commands)
-            self.chain = 0
+            self.programs = 0
             self.emit(words, tuple(assignments), redirects, nested, self.text(node), ())
             first = self.commands[before] if len(self.commands) > before else None
             self.moves(first)
@@ -477,15 +476,12 @@ class _Walker:
     def emit(self, words: list[_Word], assignments, redirects, nested, text, wrappers, dynamic: bool = False) -> None:
         """The command `words` and what it runs. `dynamic`: it is only one reading of an outer
         command line whose options were not all understood, so it is marked dynamic. Raises
-        EvalError past MAX_RUNNERS programs run by one another."""
-        if self.runners >= MAX_RUNNERS:
+        EvalError past MAX_RUNNERS programs read for one simple command."""
+        self.programs += 1
+        if self.programs > MAX_RUNNERS:
             raise EvalError(f"the command runs through more than {MAX_RUNNERS} programs that run others "
-                            "(sudo, env, xargs, find -exec, ...)")
-        self.runners += 1
-        try:
-            self._emit(words, assignments, redirects, nested, text, wrappers, dynamic)
-        finally:
-            self.runners -= 1
+                            "(sudo, env, xargs, find -exec, ..., each reading of an unknown option counted)")
+        self._emit(words, assignments, redirects, nested, text, wrappers, dynamic)
 
     def _emit(self, words: list[_Word], assignments, redirects, nested, text, wrappers, dynamic: bool) -> None:
         program_word = words[0]
@@ -523,10 +519,6 @@ class _Walker:
         replaced by the command it runs; a shell, an interpreter or a runner is listed with the
         scripts it runs nested after it. When some option is not understood, the program is listed
         as dynamic and every reading of what it runs follows it, nested and dynamic too."""
-        self.chain += 1
-        if self.chain > MAX_WRAPPER_CHAIN:
-            # each level reads the words after it again: a bound keeps `nice nice ... ls` linear
-            raise EvalError(f"more than {MAX_WRAPPER_CHAIN} wrappers, shells or runners read for one command")
         readings = read(spec, words[1:])
         ambiguous = len(readings) > 1 or bool(readings[0].unknown)
         wrapper = program in WRAPPERS
