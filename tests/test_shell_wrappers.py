@@ -20,8 +20,8 @@ from dsl import Policy
 from dsl.subjects import SHELLS, WRAPPERS, Command, parse_shell
 from dsl.subjects.getopt import read
 from dsl.subjects.optspec import (
-    ARGV, ARGV_MODE, CODE, EXIT, EXIT_BARE, MODULE, NEXT, NONE, OPTIONAL, REQUIRED, SCRIPT, SHELL_MODE, SPLIT,
-    STDIN, Spec,
+    ARGV, ARGV_MODE, CODE, EXIT, EXIT_BARE, HIDDEN, MODULE, NEXT, NONE, OPTIONAL, REQUIRED, SCRIPT, SHELL_MODE, SPLIT,
+    STDIN, TWO, Spec,
 )
 from dsl.subjects.command import _Word
 from dsl.subjects.wrappers import INTERPRETERS, SHELL_SPECS, TABLE
@@ -420,7 +420,7 @@ def test_the_real_program_runs_the_command_shell_names(command):
 # --- hypothesis: any known spelling of any wrapper still yields rm ----------------------------
 
 _WRAPPER_NAMES = sorted(name for name, spec in WRAPPERS.items() if spec.runs == ARGV)
-_SKIPPED_ACTIONS = (EXIT, EXIT_BARE, SCRIPT, SPLIT, ARGV_MODE, SHELL_MODE, CODE, MODULE, STDIN)
+_SKIPPED_ACTIONS = (EXIT, EXIT_BARE, SCRIPT, SPLIT, ARGV_MODE, SHELL_MODE, CODE, MODULE, STDIN, HIDDEN)
 
 
 def _spellings(spec: Spec, draw) -> list[str]:
@@ -449,6 +449,8 @@ def _spellings(spec: Spec, draw) -> list[str]:
         return [dashes + spelled]
     if opt.value == OPTIONAL:
         return [dashes + spelled + draw(st.sampled_from(["", "=v"]))]
+    if opt.value == TWO:  # bwrap's `--bind SRC DEST`
+        return [dashes + spelled, "v", "v"]
     return draw(st.sampled_from([[dashes + spelled, "v"], [dashes + spelled + "=v"]]))
 
 
