@@ -31,6 +31,7 @@ LOGIN_SHELL = "login-shell"  # its value is the program run as the shell: `su -s
 SHELL_MODE = "shell"   # with no command it runs an interactive shell: `sudo -s`, `sudo -i`
 END = "end"            # options end here; the following words are operands (`python -c`, `bash -`)
 HIDDEN = "hidden"      # it reads more of its command line from elsewhere (`bwrap --args FD`): not known here
+FILL = "fill"          # the value is a string replaced at run time in the command's words (`xargs -I {}`)
 
 # What a program runs after its options (Spec.runs).
 ARGV = "argv"          # the operands after `skip` are a command and its arguments (env, sudo, timeout)
@@ -75,6 +76,10 @@ class Spec:
       arguments come from elsewhere (xargs: standard input).
     - `dash_c_after_skip`: `-c`/`--command` right after the skipped operands is a script (flock FILE -c).
     - `shell_args`: the operands after `skip` are arguments of the shell it starts (`su USER -c CMD`).
+    - `separators`: operands that end the command (GNU parallel's `:::`): what follows is data.
+    - `fill`: a regex of the strings it replaces at run time in the command's words (`{}`, `{.}`
+      for GNU parallel) beside those an option names (FILL); with none of them in the command it
+      appends its arguments (xargs, parallel).
     """
 
     manual: str
@@ -97,6 +102,8 @@ class Spec:
     dynamic_inner: bool = False
     dash_c_after_skip: bool = False
     shell_args: bool = False
+    separators: tuple[str, ...] = ()
+    fill: str = ""
 
 
 def spec(manual: str, short: str = "", long: str = "", does: dict[str, str] | None = None,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dsl.subjects.launchers import LAUNCHERS, SETARCH_NAMES
 from dsl.subjects.optspec import (
-    APPLET, ARGV_MODE, CODE, END, EXIT, EXIT_BARE, INTERPRETER, LOGIN_SHELL, MODULE, NEXT, NONE, SCRIPT, SCRIPT_OPERAND, SESSION,
+    APPLET, ARGV_MODE, CODE, END, EXIT, EXIT_BARE, FILL, INTERPRETER, LOGIN_SHELL, MODULE, NEXT, NONE, SCRIPT, SCRIPT_OPERAND, SESSION,
     SH_WORDS, SHELL, SHELL_MODE, SPLIT, STDIN, Opt, Spec, spec,
 )
 
@@ -186,8 +186,26 @@ _RUNNERS = {
         "GNU findutils 4.9 xargs(1)", "0a:E:e::i::I:l::L:n:prs:txP:d:o",
         "null=0 arg-file=a delimiter=d eof=e replace=i max-lines=l max-args=n open-tty=o interactive=p "
         "no-run-if-empty=r max-chars=s verbose=t show-limits exit=x max-procs=P process-slot-var: help version",
-        does=_HELP, default=("echo",), dynamic_inner=True,
+        does={**_HELP, "I": FILL, "i": FILL}, default=("echo",), dynamic_inner=True,
     ),
+    # GNU parallel 20221122 parallel(1), Getopt::Long ("bundling", "require_order"): the command is
+    # the words before the first `:::`, `::::`, `:::+` or `::::+` (the arguments follow), joined and
+    # run by a shell; `{}`, `{.}`, `{/}`, `{#}`, `{3}`, `{= perl =}` ... are replaced in it by each
+    # argument, which is appended when none is there; -q/--quote keeps the words as a command (no
+    # shell). Only its common options are tabled: any other makes it dynamic.
+    "parallel": spec(
+        "GNU parallel 20221122 parallel(1)", "0a:C:d:D:E:gI:j:kL:mn:N:P:qrs:S:tuvXhV",
+        "null=0 arg-file=a colsep=C delimiter=d debug=D eof=E group=g jobs=j keep-order=k max-lines=L "
+        "max-args=n max-replace-args=N max-procs=P quote=q no-run-if-empty=r max-chars=s sshlogin=S "
+        "verbose=v ungroup=u xargs help=h version=V joblog: results: res: halt: timeout: retries: delay: "
+        "load: memfree: tag tagstring: line-buffer lb bar eta progress dry-run will-cite no-notice plus "
+        "pipe pipepart block: recstart: recend: header: env: workdir: wd: tmpdir: shuf nice: "
+        "extensionreplace: basenamereplace: dirnamereplace: basenameextensionreplace: seqreplace: "
+        "slotreplace:",
+        does={"h": EXIT, "V": EXIT, "I": FILL, "q": ARGV_MODE, **{name: FILL for name in (
+            "extensionreplace", "basenamereplace", "dirnamereplace", "basenameextensionreplace", "seqreplace",
+            "slotreplace")}}, runs=SH_WORDS, dynamic_inner=True,
+        separators=(":::", "::::", ":::+", "::::+"), fill=r"\{[^{}]*\}"),
     # procps-ng 4.0 watch(1): "+bced::ghq:n:ptvwx"; the words joined and run by `sh -c` unless -x
     "watch": spec("procps-ng 4.0 watch(1)", "bced::ghq:n:ptvwx",
                   "beep=b color=c differences=d errexit=e chgexit=g equexit=q interval=n precise=p "
