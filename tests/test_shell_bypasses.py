@@ -223,3 +223,58 @@ def test_a_program_name_with_an_unquoted_glob_is_dynamic(command):
 def test_a_quoted_glob_character_is_literal(command):
     # bash runs a program of that very name (none): nothing unknown
     assert not parse_shell(command)[0].dynamic
+
+
+# --- builtins whose option is a command: mapfile -C, readarray -C, compgen -C, complete -C -------
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["mapfile", "readarray", "compgen", "complete"]),
+       st.lists(st.sampled_from(["-t", "-c1", "-c 1", "-n 5", "-d ''", "-u 3", "-s 2", "-O 1"]), max_size=3),
+       st.sampled_from(["-C'{s}'", "-C '{s}'", "-tC'{s}'", "-tC '{s}'", "-C'{s}' -c1", "-c1 -C'{s}'"]),
+       st.booleans())
+def test_a_builtins_callback_is_read_as_a_script(builtin, options, form, dashes):
+    if builtin in ("compgen", "complete"):
+        options = []  # their other letters differ from mapfile's
+        form = form.replace("-tC", "-C")
+    command = " ".join([builtin, *options, form.format(s="rm -rf /"), *(["--"] if dashes else []), "arr"])
+    rm = [c for c in parse_shell(command) if c.program == "rm"]
+    assert rm and rm[0].nested and rm[0].dynamic, command  # the callback is given more words
+    assert decide(DOCS_DENY, command).effect == "deny", command
+
+
+def test_a_callback_known_only_at_run_time_is_an_error():
+    with pytest.raises(EvalError, match="only known at run time"):
+        parse_shell('mapfile -tC"$cb" arr')
+
+
+# --- aliases: a name an alias of the same text defines is dynamic -------------------------------
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["ls", "cat", "echo", "git", "sudo", "ll", "grep"]),
+       st.sampled_from(["\n", "; ", " && ", " || true; ", "\nif true; then ", "; (", "; { "]),
+       st.sampled_from(["", " /", " -la src"]), st.booleans())
+def test_a_command_named_by_an_earlier_alias_is_dynamic(name, between, args, quoted):
+    value = "'rm -rf'" if quoted else '"rm -rf"'
+    tail = {"\nif true; then ": "; fi", "; (": ")", "; { ": "; }"}.get(between, "")
+    command = f"alias {name}={value}{between}{name}{args}{tail}"
+    aliased = [c for c in parse_shell(command) if c.program == name or name in c.wrappers]
+    assert aliased and all(c.dynamic for c in aliased), command
+    assert decide(ALLOW_KNOWN, command).effect == "deny", command
+
+
+@pytest.mark.parametrize("command", ["alias sudo='sudo '; sudo ls", "eval \"alias ls='rm -rf'\"; ls /",
+                                     "alias ls='rm -rf' ll='ls'; ll /"])
+def test_aliases_defined_any_way_in_the_text_count(command):
+    assert all(c.dynamic for c in parse_shell(command) if c.program in ("ls", "ll") and not c.nested)
+
+
+@pytest.mark.parametrize("command", ["BASH_ALIASES[ls]='rm -rf /'; ls", "declare -A BASH_ALIASES=([ls]=rm); ls",
+                                     "BASH_ALIASES=([ls]=rm); ls", "read 'BASH_ALIASES[ls]' <<< rm; ls"])
+def test_setting_bash_aliases_is_an_error(command):
+    with pytest.raises(EvalError, match="BASH_ALIASES"):
+        parse_shell(command)
+
+
+def test_a_command_no_alias_names_is_untouched():
+    commands = parse_shell("alias ll='ls -l'; ls src")
+    assert not [c for c in commands if c.program == "ls" and c.dynamic]

@@ -14,7 +14,7 @@ from dsl.subjects.command import Command, _Word, _as_dict
 from dsl.subjects.getopt import read
 from dsl.subjects.optspec import INTERPRETER
 from dsl.subjects.programs import _RESERVED, _find_exec_commands, split_command_words
-from dsl.subjects.wrappers import TABLE, WRAPPERS
+from dsl.subjects.wrappers import CALLBACK_BUILTINS, TABLE, WRAPPERS
 from dsl.subjects.quoting import (
     _ansi_c, _unescape_double, _unescape_unquoted, brace_expand, has_brace_group, remove_quoted_parts,
     splice_continuations, subscript_substitution,
@@ -449,13 +449,20 @@ class _Walker:
 
     def runs_strings(self, program: str, rest: list[_Word]) -> None:
         """Builtins that run a string or a file this text may not show: `trap 'CMD' SIG`,
-        `mapfile -C 'CMD'`, `alias NAME='CMD'` (the alias may run later), `source`/`.` of standard
+        `mapfile -C 'CMD'` (and readarray, compgen -C, complete -C), `alias NAME='CMD'` (the alias may run later), `source`/`.` of standard
         input or a process substitution, and `hash -p PATH NAME` (NAME then runs PATH)."""
         values = [w for w in rest if not w.value.startswith("-")]
         if program == "trap" and values:
             strings = [values[0]]
-        elif program in ("mapfile", "readarray"):
-            strings = [rest[i + 1] for i, w in enumerate(rest[:-1]) if w.value == "-C"]
+        elif program in CALLBACK_BUILTINS:
+            # `mapfile -tC'CMD' -c1 arr`: options read as bash reads them, under every reading of
+            # an unknown one; the callback runs with words appended, so what it runs is dynamic
+            for reading in read(CALLBACK_BUILTINS[program], rest):
+                for string in reading.scripts:
+                    if string.dynamic:
+                        raise EvalError(f"{program} runs a string that is only known at run time")
+                    self.script(string.value, nested=True, dynamic=True)
+            return
         elif program == "alias":
             strings = [_Word(w.value.split("=", 1)[1], w.dynamic) for w in values if "=" in w.value]
         elif program in ("source", "."):
@@ -582,7 +589,7 @@ class _Walker:
         self.commands.append(_command(words, assignments, redirects, nested, text, wrappers, dynamic,
                                       cwd=self.cwd_for(wrappers)))
         # Commands that run other commands.
-        if program in ("trap", "mapfile", "readarray", "alias", "source", ".", "hash"):
+        if program in ("trap", "mapfile", "readarray", "compgen", "complete", "alias", "source", ".", "hash"):
             self.runs_strings(program, rest)
         elif program == "eval" and rest:
             words = rest[1:] if rest[0].value == "--" else rest
@@ -782,7 +789,31 @@ def _parse(text: str, depth: int, nested: bool, check_stdin: bool = True, cwd: s
         if id(shell) not in walker.fed:
             raise EvalError(f"{shell.program} reads its script from standard input (a pipe or a file), which this "
                             "command does not show")
-    return walker.commands
+    return _aliased(walker.commands) if depth == 0 else walker.commands
+
+
+def _aliased(commands: list[Command]) -> list[Command]:
+    """Every command of the text whose name, or a wrapper's, an `alias` of the same text defines
+    is dynamic: `alias ls='rm -rf'` then `ls /` runs `rm -rf /` where aliases are expanded (an
+    interactive shell, `shopt -s expand_aliases`, zsh), and an alias ending in a blank expands the
+    next word too (`alias sudo='sudo '`). The alias's own text is read as a script where it is
+    defined. Setting BASH_ALIASES (bash's table of them) is an error: its names are not read here."""
+    names = set()
+    for c in commands:
+        if c.program == "alias":
+            names.update(arg.split("=", 1)[0] for arg in c.args if "=" in arg)
+        if any(a.startswith("BASH_ALIASES") for a in c.assignments) or (
+                c.program in _DECLARES and any("BASH_ALIASES" in w for w in c.argv[1:])):
+            raise EvalError("the command sets BASH_ALIASES, which makes names run other commands")
+    if not names:
+        return commands
+    return [Command(**{**_as_dict(c), "dynamic": True})
+            if not c.dynamic and (c.program in names or c.path in names or names.intersection(c.wrappers)) else c
+            for c in commands]
+
+
+# bash 5.2 builtins that set variables by name (bash(1), SHELL BUILTIN COMMANDS)
+_DECLARES = frozenset({"declare", "typeset", "export", "local", "readonly", "read", "printf", "mapfile", "readarray", "unset"})
 
 
 _CACHE = BoundedCache(BUDGETS["subjects.shell"], "subjects.shell")  # text → tuple of Commands

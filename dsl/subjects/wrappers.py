@@ -170,6 +170,18 @@ _BUILTINS = {
     "coproc": spec("bash 5.2 bash(1) `coproc`", "", abbreviations=False),
 }
 
+# bash 5.2 builtins whose option is a command they run (bash(1), SHELL BUILTIN COMMANDS; each reads
+# its options with bash's internal_getopt: clusters, attached values, `--`). mapfile's callback is
+# run with the index and the line appended; compgen -C runs at once, complete -C at completion.
+CALLBACK_BUILTINS: dict[str, Spec] = {
+    "mapfile": spec("bash 5.2 bash(1) `mapfile`", "d:u:n:O:tC:c:s:", does={"C": SCRIPT}, abbreviations=False),
+    "compgen": spec("bash 5.2 bash(1) `compgen`", "abcdefgjksuvo:A:G:W:F:C:X:P:S:V:", does={"C": SCRIPT},
+                    abbreviations=False),
+    "complete": spec("bash 5.2 bash(1) `complete`", "abcdefgjksuvprDEIo:A:G:W:F:C:X:P:S:", does={"C": SCRIPT},
+                     abbreviations=False),
+}
+CALLBACK_BUILTINS["readarray"] = CALLBACK_BUILTINS["mapfile"]
+
 # --- multi-call binaries: the first operand names the program ---
 
 _MULTICALL = {
