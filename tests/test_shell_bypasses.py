@@ -278,3 +278,69 @@ def test_setting_bash_aliases_is_an_error(command):
 def test_a_command_no_alias_names_is_untouched():
     commands = parse_shell("alias ll='ls -l'; ls src")
     assert not [c for c in commands if c.program == "ls" and c.dynamic]
+
+
+# --- git told to run code by its command line or its environment -------------------------------
+
+from dsl.subjects import gitconfig  # noqa: E402
+
+_RUNNING_KEYS = ["alias.x", "core.pager", "core.editor", "core.sshCommand", "CORE.PAGER", "pager.log",
+                 "diff.x.textconv", "diff.external", "filter.lfs.smudge", "merge.x.driver", "gpg.program",
+                 "sequence.editor", "core.fsmonitor", "interactive.diffFilter", "credential.helper",
+                 "core.hooksPath", "include.path", "includeIf.gitdir:/.path", "safe.directory", "protocol.ext.allow"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(_RUNNING_KEYS), st.sampled_from(["log", "status", "diff", "x", "show HEAD"]),
+       st.sampled_from(["-c {k}={v}", "-c {k}={v} -C .", "--no-pager -c {k}={v}", "-c color.ui=auto -c {k}={v}"]),
+       st.sampled_from(["", "sudo ", "env ", "timeout 5 "]))
+def test_git_given_a_setting_that_may_run_code_is_dynamic(key, subcommand, form, prefix):
+    value = "!rm -rf /" if key.startswith(("alias", "credential")) else "rm -rf /"
+    command = f"{prefix}git " + form.format(k=key, v=shlex_quote(value)) + f" {subcommand}"
+    git = [c for c in parse_shell(command) if c.program == "git"]
+    assert git and all(c.dynamic for c in git), command
+    assert decide(ALLOW_KNOWN_GIT, command).effect == "deny", command
+    if gitconfig._runs(key):  # git runs the value with the shell: read as a command
+        assert decide(DOCS_DENY, command).effect == "deny", command
+
+
+def shlex_quote(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)
+
+
+ALLOW_KNOWN_GIT = Policy.from_text("""
+default deny "no"
+allow Bash when all c in shell(args.command): c.program == "git" and not c.dynamic
+""", "git.policy")
+
+
+@pytest.mark.parametrize("command", [
+    "git --config-env=core.pager=P log", "git --config-env core.pager=P log",
+    "GIT_CONFIG_PARAMETERS=\"'core.pager=sh'\" git log", "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.pager git log",
+    "env GIT_CONFIG_COUNT=1 git log", "sudo GIT_PAGER=sh git log", "GIT_SSH_COMMAND=sh git fetch",
+    "export GIT_CONFIG_COUNT=1; git log", "declare -x GIT_PAGER=sh; git log", "GIT_PAGER=sh; git log",
+    "export 'GIT_CONFIG_PARAMETERS=x'; git status", "LESSOPEN='|sh %s' git log", "git --exec-path=/tmp status",
+    "git st", "git x -la", "git lfs pull",
+])
+def test_git_whose_configuration_comes_from_elsewhere_is_dynamic(command):
+    assert all(c.dynamic for c in parse_shell(command) if c.program == "git"), command
+    assert decide(ALLOW_KNOWN_GIT, command).effect == "deny", command
+
+
+@pytest.mark.parametrize("command", ["git status", "git -c color.ui=always log", "git -c user.name=x log",
+                                     "git -c advice.detachedHead=false status", "git -C src diff --stat"])
+def test_git_with_harmless_settings_is_known(command):
+    assert not any(c.dynamic for c in parse_shell(command))
+
+
+def test_every_git_command_here_is_known_and_an_alias_runs_what_shell_reads():
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed here")
+    listed = subprocess.run(["git", "--list-cmds=main"], capture_output=True, text=True, timeout=10).stdout.split()
+    assert set(listed) <= gitconfig.GIT_COMMANDS, set(listed) - gitconfig.GIT_COMMANDS
+    command = "git -c alias.x='!printf X' x"
+    run = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL)
+    assert run.stdout == "X"
+    assert [c.program for c in parse_shell(command)] == ["git", "printf"]

@@ -9,6 +9,7 @@ import threading
 from dataclasses import dataclass
 
 from dsl.subjects import cwd as _cwd
+from dsl.subjects import gitconfig as _git
 from dsl.cache import BUDGETS, BoundedCache
 from dsl.subjects.command import Command, _Word, _as_dict
 from dsl.subjects.getopt import read
@@ -66,6 +67,9 @@ _TAIL = _Word("", True)
 # GNU findutils 4.9 find(1), -exec: `{}` is replaced by the file name wherever it occurs in the
 # command's words (`-exec ... +`: the one before `+`, by many names)
 _FIND_FILL = _Fill("find", re.compile(re.escape("{}")), tail=False)
+# git-config(1): git runs a pager, an editor, an ssh command, a diff driver ... with arguments of its
+# own after the value (the file, the host and command); `!` aliases with the alias's arguments
+_GIT_FILL = _Fill("git", None, tail=True)
 
 
 def _parser():
@@ -588,6 +592,13 @@ class _Walker:
                             "the commands it runs cannot be read reliably")
         self.commands.append(_command(words, assignments, redirects, nested, text, wrappers, dynamic,
                                       cwd=self.cwd_for(wrappers)))
+        if program == "git" and not program_word.dynamic:
+            # settings of its command line or environment that run programs (dsl.subjects.gitconfig)
+            unknown, scripts = _git.reading([w.value for w in rest], assignments)
+            if unknown and not self.commands[-1].dynamic:
+                self.commands[-1] = Command(**{**_as_dict(self.commands[-1]), "dynamic": True})
+            for script in scripts:  # git appends arguments (a file, a host): read as a runner's
+                self.script(script, nested=True, dynamic=True, fill=_GIT_FILL)
         # Commands that run other commands.
         if program in ("trap", "mapfile", "readarray", "compgen", "complete", "alias", "source", ".", "hash"):
             self.runs_strings(program, rest)
@@ -794,22 +805,33 @@ def _parse(text: str, depth: int, nested: bool, check_stdin: bool = True, cwd: s
 
 def _aliased(commands: list[Command]) -> list[Command]:
     """Every command of the text whose name, or a wrapper's, an `alias` of the same text defines
-    is dynamic: `alias ls='rm -rf'` then `ls /` runs `rm -rf /` where aliases are expanded (an
+    is dynamic, and so is every git after a variable that changes what git runs is set
+    (dsl.subjects.gitconfig.ENVIRONMENT: `export GIT_PAGER=...; git log`). An alias: `alias ls='rm -rf'` then `ls /` runs `rm -rf /` where aliases are expanded (an
     interactive shell, `shopt -s expand_aliases`, zsh), and an alias ending in a blank expands the
     next word too (`alias sudo='sudo '`). The alias's own text is read as a script where it is
     defined. Setting BASH_ALIASES (bash's table of them) is an error: its names are not read here."""
     names = set()
+    git_environment = False
     for c in commands:
+        git_environment = git_environment or any(_git.sets_git_environment(a.split("=", 1)[0]) for a in c.assignments) or (
+            c.program in _DECLARES and any(_git.sets_git_environment(_unquoted(w).lstrip("-").split("=", 1)[0])
+                                           for w in c.argv[1:]))
         if c.program == "alias":
             names.update(arg.split("=", 1)[0] for arg in c.args if "=" in arg)
         if any(a.startswith("BASH_ALIASES") for a in c.assignments) or (
                 c.program in _DECLARES and any("BASH_ALIASES" in w for w in c.argv[1:])):
             raise EvalError("the command sets BASH_ALIASES, which makes names run other commands")
+    if git_environment:  # `export GIT_CONFIG_COUNT=1 ...; git log`: what git runs is set before it
+        names.add("git")
     if not names:
         return commands
     return [Command(**{**_as_dict(c), "dynamic": True})
             if not c.dynamic and (c.program in names or c.path in names or names.intersection(c.wrappers)) else c
             for c in commands]
+
+
+def _unquoted(word: str) -> str:
+    return word.replace("'", "").replace('"', "").replace("\\", "")
 
 
 # bash 5.2 builtins that set variables by name (bash(1), SHELL BUILTIN COMMANDS)
