@@ -328,6 +328,22 @@ def test_a_chain_past_the_limit_is_refused_and_a_short_one_read():
     assert parse_shell_uncached("sudo " * (MAX_RUNNERS - 1) + "ls")[0].program == "ls"
 
 
+@pytest.mark.parametrize("unit, per_unit", [("nice ", 1), ("sudo env ", 2), ("xargs ", 1), ("find . -exec ", 1),
+                                            ("timeout 1 ", 1)])
+def test_one_budget_bounds_every_chain_of_programs_with_one_message(unit, per_unit):
+    # hostile review: two overlapping limits (16 programs deep, 32 read in all) gave two errors
+    # and refused a chain of 17 that the other limit allowed; one count of the programs read for
+    # a simple command (nested, or under each reading of an unknown option) now bounds both
+    from dsl.subjects import shell
+
+    assert not hasattr(shell, "MAX_WRAPPER_CHAIN")
+    fits = (shell.MAX_RUNNERS - 1) // per_unit
+    commands = parse_shell_uncached(unit * fits + "ls")
+    assert any(c.program == "ls" for c in commands)
+    with pytest.raises(EvalError, match=f"more than {shell.MAX_RUNNERS} programs that run others"):
+        parse_shell_uncached(unit * (shell.MAX_RUNNERS + 1) + "ls")
+
+
 def test_a_text_nested_past_the_recursion_limit_is_an_error_kept_once():
     # `$($(...))` 30,000 deep: a RecursionError before, not kept by the cache, so every rule
     # reading shell() parsed the text again

@@ -78,8 +78,14 @@ class Command:
 
 @dataclass
 class _Word:
+    """One word of a command line: its value once quotes are removed, and whether that value is
+    only known at run time. `translated`: it holds bash's `$"..."`, whose value is its contents
+    unless the locale's catalog translates it (unknown here): the word is dynamic, but its
+    contents are the best reading of what it names (`$"sudo" rm` is still read as sudo running rm)."""
+
     value: str
     dynamic: bool
+    translated: bool = False
 
 
 def _as_dict(cmd: Command) -> dict:

@@ -21,7 +21,9 @@ _ANSI_C_SIMPLE = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n"
 def _ansi_c(text: str) -> str:
     """The value of bash's `$'...'` (the text between the quotes), with bash's escapes: \\n and the
     like, \\nnn (1-3 octal digits), \\xHH (1-2 hex), \\uHHHH (1-4), \\UHHHHHHHH (1-8), \\cX; any
-    other backslash stays as written (bash manual, "ANSI-C Quoting")."""
+    other backslash stays as written (bash manual, "ANSI-C Quoting"). The value ends at the first
+    NUL an escape makes (a backslash and `0`, `x0`, `c@` or `u0000`): bash keeps a C string, so
+    `rm` followed by an escaped NUL and `x` is `rm`."""
 
     def one(m: re.Match) -> str:
         simple, octal, hex2, hex4, hex8, control, other = m.groups()
@@ -34,7 +36,7 @@ def _ansi_c(text: str) -> str:
         code = int(octal, 8) if octal else int(hex2 or hex4 or hex8, 16)
         return chr(code) if code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else "\ufffd"
 
-    return _ANSI_C.sub(one, text)
+    return _ANSI_C.sub(one, text).split("\x00", 1)[0]
 
 
 def _unescape_double(text: str) -> str:
