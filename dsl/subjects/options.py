@@ -14,13 +14,15 @@ Two tables, each from the program's own manual (the version named beside each en
 
 git reads its options in two places: its own (global) options before the subcommand, which
 git.c compares exactly (no abbreviations, no clusters), then the subcommand's, which
-parse-options reads. `GIT_GLOBAL_VALUE_OPTIONS` is the first; the second is not tabled, so a
-subcommand option's separate value stays among `args` (`git log -n 5` has args `log`, `5`).
+parse-options (and revision.c) reads. `GIT_GLOBAL_VALUE_OPTIONS` is the first;
+`GIT_SUBCOMMAND_OPTIONS` the second, for the read-only subcommands (`git log -n 5` has the args
+`log`, `git blame -S/x f` the value `/x`); another subcommand's options are not tabled, so their
+separate values stay among `args` (`git push -o x origin` has args `push`, `x`, `origin`).
 
 `read_only(command)` is `Command.read_only`: the program is in `READ_ONLY`, none of its flags
 runs or writes (a long flag that is a prefix of such an option counts as it: GNU getopt_long
 takes any unambiguous abbreviation, `sort --comp=sh`), and git's subcommand is one of
-`GIT_READ_ONLY` with none of `GIT_REPOSITORY_OPTIONS`. It says nothing about WHICH files the
+`GIT_READ_ONLY`, given only options its table lists, with none of `GIT_REPOSITORY_OPTIONS`. It says nothing about WHICH files the
 command reads: a policy checks `args` and `values` for that (see samples/coding-agent.policy).
 """
 
@@ -143,6 +145,96 @@ RUNS_OR_WRITES: dict[str, frozenset[str]] = {
     # nothing through an option (their manuals list none); `uniq IN OUT` writes OUT (see read_only).
 }
 
+# The options of git's read-only subcommands, from their manuals (git 2.39, git-log(1),
+# git-diff(1), git-show(1), git-blame(1), git-status(1), git-ls-files(1), git-rev-parse(1); the
+# kinds from each command's `-h` where parse-options reads it). Written as getopt strings:
+# `x` takes no value, `x:` a value attached or the next word (`-S FILE`, `-SFILE`, `--contents F`,
+# `--contents=F`), `x::` a value only attached (`-M50`, `--abbrev=8`); where the manual leaves open
+# whether a value may be the next word, it is read as attached only, so the next word is still
+# checked (as an option that must be known, or as a path). parse-options takes a unique prefix of
+# a long option (`--cont F`) and `--no-NAME` of one; an option not listed makes the command not
+# read-only (it may take a value that hides a file, or run something: fail closed).
+_DIFF_SHORT = "p u s U:: z B:: M:: C:: D R a b w W l: S: G: O: I: X::"
+_DIFF_LONG = (
+    "patch no-patch unified:: output: output-indicator-new: output-indicator-old: output-indicator-context: raw "
+    "patch-with-raw indent-heuristic no-indent-heuristic minimal patience histogram anchored: diff-algorithm: "
+    "stat:: stat-width: stat-name-width: stat-graph-width: stat-count: compact-summary numstat shortstat "
+    "dirstat:: cumulative dirstat-by-file:: summary patch-with-stat name-only name-status submodule:: color:: "
+    "no-color color-moved:: no-color-moved color-moved-ws: no-color-moved-ws word-diff:: word-diff-regex: "
+    "color-words:: no-renames rename-empty no-rename-empty check ws-error-highlight: full-index binary abbrev:: "
+    "break-rewrites:: find-renames:: find-copies:: find-copies-harder irreversible-delete diff-filter: "
+    "find-object: pickaxe-all pickaxe-regex skip-to: rotate-to: relative:: no-relative text ignore-cr-at-eol "
+    "ignore-space-at-eol ignore-space-change ignore-all-space ignore-blank-lines ignore-matching-lines: "
+    "inter-hunk-context: function-context exit-code quiet ext-diff no-ext-diff textconv no-textconv "
+    "ignore-submodules:: src-prefix: dst-prefix: no-prefix line-prefix: ita-invisible-in-index "
+    "ita-visible-in-index"
+)
+# git-log(1) and git-show(1): the commit limiting, history simplification, ordering, formatting and
+# diff-merges options (revision.c reads `--NAME VALUE` for the ones marked `:`).
+_REV_SHORT = "n: i E F P g m c t"
+_REV_LONG = (
+    "max-count: skip: since: after: since-as-filter: until: before: author: committer: grep-reflog: grep: "
+    "all-match invert-grep regexp-ignore-case basic-regexp extended-regexp fixed-strings perl-regexp remove-empty "
+    "merges no-merges min-parents:: max-parents:: no-min-parents no-max-parents first-parent "
+    "exclude-first-parent-only not all branches:: tags:: remotes:: glob:: exclude: exclude-hidden:: reflog "
+    "alternate-refs single-worktree ignore-missing bisect stdin cherry-mark cherry-pick left-only right-only cherry "
+    "walk-reflogs merge boundary simplify-by-decoration show-pulls full-history dense sparse simplify-merges "
+    "ancestry-path:: date-order author-date-order topo-order reverse no-walk:: do-walk pretty:: format:: "
+    "abbrev-commit no-abbrev-commit oneline encoding:: expand-tabs:: no-expand-tabs notes:: no-notes show-notes:: "
+    "standard-notes no-standard-notes show-signature relative-date date: parents children left-right graph "
+    "show-linear-break:: diff-merges: no-diff-merges remerge-diff cc combined-all-paths log-size "
+    "follow no-decorate decorate:: decorate-refs: decorate-refs-exclude: clear-decorations source mailmap "
+    "no-mailmap use-mailmap no-use-mailmap full-diff"
+)
+GIT_SUBCOMMAND_OPTIONS: dict[str, tuple[str, str]] = {
+    # (short, long)
+    "diff": (_DIFF_SHORT + " 0 1 2 3", _DIFF_LONG + " cached staged merge-base no-index base ours theirs"),
+    "log": (_DIFF_SHORT + " " + _REV_SHORT + " L: q", _DIFF_LONG + " " + _REV_LONG),
+    "show": (_DIFF_SHORT + " " + _REV_SHORT + " q", _DIFF_LONG + " " + _REV_LONG),
+    "blame": (
+        "b L: l t S: p c f n s e w M:: C:: h",
+        "root show-stats reverse first-parent porcelain line-porcelain incremental encoding:: contents: date: "
+        "progress ignore-rev: ignore-revs-file: color-lines color-by-age score-debug show-name "
+        "show-number show-email abbrev:: minimal",
+    ),
+    "status": (
+        "s b v z u:: M::",
+        "short branch show-stash porcelain:: long verbose untracked-files:: ignore-submodules:: ignored:: null "
+        "column:: no-column ahead-behind no-ahead-behind renames no-renames find-renames::",
+    ),
+    "ls-files": (
+        "c d m o i s u k t v f z x: X:",
+        "cached deleted modified others ignored stage unmerged killed directory no-empty-directory empty-directory "
+        "eol resolve-undo exclude: exclude-from: exclude-per-directory: exclude-standard full-name "
+        "recurse-submodules error-unmatch with-tree: abbrev:: debug deduplicate sparse format:",
+    ),
+    "rev-parse": (
+        "q",
+        "parseopt sq-quote keep-dashdash stop-at-non-option stuck-long revs-only no-revs flags no-flags default: "
+        "prefix: verify quiet sq short:: not abbrev-ref:: symbolic symbolic-full-name all branches:: tags:: "
+        "remotes:: glob:: exclude:: exclude-hidden:: disambiguate:: local-env-vars path-format:: git-dir "
+        "absolute-git-dir git-common-dir git-path: is-inside-git-dir is-inside-work-tree is-bare-repository "
+        "is-shallow-repository resolve-git-dir: show-cdup show-prefix show-toplevel show-superproject-working-tree "
+        "shared-index-path show-object-format:: since:: after:: until:: before:: end-of-options",
+    ),
+}
+# `git log -5` and `git show -3`: -<number> is --max-count (git-log(1))
+_GIT_NUMERIC = frozenset({"log", "show"})
+
+
+def _kinds(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in text.split():
+        name = item.rstrip(":")
+        out[name] = item[len(name):]
+    return out
+
+
+_GIT_TABLES: dict[str, tuple[dict[str, str], dict[str, str]]] = {
+    sub: (_kinds(short), _kinds(long)) for sub, (short, long) in GIT_SUBCOMMAND_OPTIONS.items()
+}
+
+
 READ_ONLY = frozenset({
     "ls", "pwd", "cd", "cat", "head", "tail", "wc", "grep", "rg", "which", "echo", "date", "whoami", "file",
     "stat", "du", "df", "sort", "cut", "diff", "tree", "basename", "dirname", "true", "uniq", "find", "git",
@@ -189,6 +281,90 @@ def _git_globals(words: list[str]) -> tuple[list[str], list[tuple[str, str]], in
     return options, values, i
 
 
+def _git_long(sub: str, name: str) -> tuple[str, str] | None:
+    """The long option `name` (no dashes, no value) of git's `sub` as (full name, kind), or None
+    when it is not one: exact, `no-NAME` of one (no value), or a unique prefix of one."""
+    longs = _GIT_TABLES[sub][1]
+    if name in longs:
+        return name, longs[name]
+    if name.startswith("no-") and name[3:] in longs:
+        return name, ""
+    if not name:
+        return None
+    known = [full for full in longs if full.startswith(name)]
+    return (known[0], longs[known[0]]) if len(known) == 1 else None
+
+
+def _git_subcommand(sub: str, words: list[str]):
+    """The words after git's read-only subcommand `sub` as (options, operands, values, unknown),
+    read with its table: each option's value attached or the next word as the table says, the
+    option words as their names (`-S/x` is `-S`, `--cont F` is `--contents`), and the option words
+    the table does not know."""
+    shorts, _ = _GIT_TABLES[sub]
+    options: list[str] = []
+    operands: list[str] = []
+    values: list[tuple[str, str]] = []
+    unknown: list[str] = []
+    i, positional = 0, False
+    while i < len(words):
+        word = words[i]
+        i += 1
+        if positional or word == "-" or not word.startswith("-"):
+            operands.append(word)
+            continue
+        if word == "--":
+            positional = True
+            continue
+        if word.startswith("--"):
+            name, eq, attached = word[2:].partition("=")
+            found = _git_long(sub, name)
+            if found is None or (eq and not found[1]):
+                unknown.append(word)
+                options.append(word)
+                continue
+            full, kind = found
+            options.append("--" + full)
+            if eq:
+                values.append(("--" + full, attached))
+            elif kind == ":" and i < len(words):
+                values.append(("--" + full, words[i]))
+                i += 1
+            continue
+        if sub in _GIT_NUMERIC and word[1:].isascii() and word[1:].isdigit():
+            options.append(word)
+            continue
+        for k in range(1, len(word)):  # a cluster: the first letter that takes a value takes the rest
+            kind = shorts.get(word[k])
+            if kind is None:
+                unknown.append(word)
+                options.append(word)
+                break
+            if not kind:
+                continue
+            options.append(word[: k + 1])
+            rest = word[k + 1 :]
+            if rest:
+                values.append(("-" + word[k], rest))
+            elif kind == ":" and i < len(words):
+                values.append(("-" + word[k], words[i]))
+                i += 1
+            break
+        else:
+            options.append(word)
+    return options, operands, values, unknown
+
+
+def _git_split(words: list[str]):
+    """git's words (after `git`) as (options, operands, values, unknown): its own options, then the
+    subcommand's, read with the subcommand's table when it has one (`unknown` is then the options
+    that table does not know), else only `--name=value` values (`unknown` is None)."""
+    options, values, i = _git_globals(words)
+    if i < len(words) and words[i] in _GIT_TABLES:
+        sub_options, operands, sub_values, unknown = _git_subcommand(words[i], words[i + 1 :])
+        return options + sub_options, [words[i]] + operands, values + sub_values, unknown
+    return options, values, i, None
+
+
 def short_letters(program: str, word: str) -> str:
     """The option letters of a cluster of short options (`-rnA3` is r, n, A: what follows a
     letter that takes a value is that value)."""
@@ -209,8 +385,11 @@ def split_words(program: str, words: list[str]) -> tuple[list[str], list[str], l
     values: list[tuple[str, str]] = []
     i, positional = 0, False
     if program == "git":
-        options, values, i = _git_globals(words)
-        program = "git subcommand"  # the subcommand's options: only `--name=value` values
+        split = _git_split(words)
+        if split[3] is not None:  # a read-only subcommand, read with its table
+            return split[0], split[1], split[2]
+        options, values, i, _ = split
+        program = "git subcommand"  # another subcommand's options: only `--name=value` values
     while i < len(words):
         word = words[i]
         i += 1
@@ -296,7 +475,15 @@ def read_only(command: "Command") -> bool:
     if program == "git":
         if not command.args or command.args[0] not in GIT_READ_ONLY:
             return False
-        return not any(name in GIT_REPOSITORY_OPTIONS for name in git_global_options(command.argv[1:]))
+        words = list(command.argv[1:])
+        unknown = _git_split(words)[3]
+        if unknown is None or unknown:  # an option its manual does not list may take a value or run something
+            return False
+        # a word read as a value or an operand that is spelled as an option that runs or writes
+        # (git may read it as the option where this table reads it as a value)
+        if any(_runs_or_writes(word.lstrip("-").partition("=")[0], dangerous) for word in words if word.startswith("--")):
+            return False
+        return not any(name in GIT_REPOSITORY_OPTIONS for name in git_global_options(words))
     if program == "uniq":
         return len(command.args) <= 1  # `uniq IN OUT` writes OUT
     return True

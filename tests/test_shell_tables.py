@@ -1,0 +1,94 @@
+"""The per-program tables of dsl/subjects/options.py: git's read-only subcommands read with their
+manuals' options (values attached or separate; an unknown option is not read-only), the options
+of the read-only programs that run a program or write, and the secrets a search can reach."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from dsl.subjects import parse_shell
+from dsl.subjects.options import GIT_READ_ONLY, GIT_SUBCOMMAND_OPTIONS, _kinds
+
+
+# --- git's read-only subcommands -----------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "path"), [
+    ("git blame -S/home/u/.ssh/id_rsa README.md", "/home/u/.ssh/id_rsa"),   # attached: not a cluster of flags
+    ("git blame -S ../../.aws/credentials README.md", "../../.aws/credentials"),
+    ("git blame -wS/etc/shadow README.md", "/etc/shadow"),                  # after a flag of the cluster
+    ("git blame --contents /home/u/.env README.md", "/home/u/.env"),        # a separate long value
+    ("git blame --cont=/home/u/.env README.md", "/home/u/.env"),            # an abbreviation
+    ("git blame --ignore-revs-file ~/.netrc README.md", "~/.netrc"),
+    ("git diff -O/home/u/.ssh/id_rsa", "/home/u/.ssh/id_rsa"),              # the orderfile
+    ("git log -O ~/.ssh/id_rsa", "~/.ssh/id_rsa"),
+    ("git ls-files -X/home/u/.ssh/id_rsa", "/home/u/.ssh/id_rsa"),
+    ("git ls-files --exclude-from ~/.ssh/id_rsa", "~/.ssh/id_rsa"),
+    ("git rev-parse --resolve-git-dir /home/u/.ssh", "/home/u/.ssh"),
+])
+def test_a_git_subcommand_option_value_is_a_path(text, path):
+    command = parse_shell(text)[0]
+    assert path in command.values and path in command.paths
+
+
+@pytest.mark.parametrize(("text", "args", "flags", "values"), [
+    ("git log --oneline -n 5 -- src", ("log", "src"), ("dry-run", "n", "oneline"), ("5",)),
+    ("git log -5 --format=%H", ("log",), ("5", "format"), ("%H",)),
+    ("git blame -L 1,5 README.md", ("blame", "README.md"), ("L",), ("1,5",)),
+    ("git status -uno", ("status",), ("u",), ("no",)),
+    ("git diff -M50 HEAD", ("diff", "HEAD"), ("M",), ("50",)),
+    ("git diff --stat HEAD~1", ("diff", "HEAD~1"), ("stat",), ()),
+])
+def test_git_subcommands_read_their_values(text, args, flags, values):
+    command = parse_shell(text)[0]
+    assert (command.args, command.flags, command.values) == (args, flags, values)
+    assert command.read_only
+
+
+@pytest.mark.parametrize("text", [
+    "git log --frobnicate", "git status -Z", "git blame -Q README.md", "git log --no-frobnicate",
+    "git log --stat=3=4 --oneline=x",          # a flag given a value
+    "git log --grep --output=x",                # a value git may read as the option that writes
+    "git diff -- --output=x",
+    "git diff --out=x", "git log --ext",        # abbreviations of what writes or runs
+])
+def test_an_option_a_read_only_git_subcommand_does_not_list_is_not_read_only(text):
+    assert not parse_shell(text)[0].read_only
+
+
+@pytest.mark.parametrize("text", [
+    "git submodule foreach 'rm -rf /'", "git rebase -x 'sh x'", "git rebase --exec=x HEAD~3",
+    "git ls-remote --upload-pack='touch x' .", "git fetch --upload-pack=x origin", "git send-pack origin main",
+    "git subtree push --prefix=x origin main", "git bisect run ./x", "git difftool", "git mergetool",
+    "git filter-branch --tree-filter x", "git -c alias.s='!sh' s", "git -c core.pager=sh log", "git archive --remote=x",
+    "git config core.pager sh", "git grep -O x", "git grep --open-files-in-pager=sh x", "git p",
+])
+def test_git_subcommands_that_run_or_publish_are_not_read_only(text):
+    assert not parse_shell(text)[0].read_only
+
+
+def test_every_read_only_git_subcommand_has_a_table():
+    assert set(GIT_READ_ONLY) <= set(GIT_SUBCOMMAND_OPTIONS)
+
+
+@pytest.mark.skipif(not shutil.which("man") or not shutil.which("git"), reason="git's manuals are not installed")
+@pytest.mark.parametrize("sub", sorted(GIT_SUBCOMMAND_OPTIONS))
+def test_the_git_tables_name_options_the_manual_documents(sub):
+    """Every option a table lists is in the subcommand's manual (or git-log's for the diff and
+    revision options show shares), so the tables come from the manuals, not from guesses."""
+    def manual(name):
+        run = subprocess.run(["man", name], capture_output=True, text=True, env={"MANWIDTH": "200", "PATH": "/usr/bin:/bin"})
+        return run.stdout.replace("\u2010", "-").replace("\u2212", "-")
+    text = manual(f"git-{sub}") + (manual("git-log") + manual("git-diff") if sub == "show" else "")
+    # and what `git SUB -h` lists, where parse-options reads the options (blame's --minimal)
+    run = subprocess.run(["git", sub, "-h"], capture_output=True, text=True)
+    text += run.stdout + run.stderr
+    if "OPTIONS" not in text:
+        pytest.skip(f"git-{sub}(1) is not installed")
+    short, long = GIT_SUBCOMMAND_OPTIONS[sub]
+    # spelled in the manual as --[no-]NAME, or only as a negation / a synonym in another entry's text
+    missing = [n for n in _kinds(long) if f"--{n}" not in text and f"--[no-]{n}" not in text and f"--[no-]{n.removeprefix('no-')}" not in text]
+    missing += [f"-{c}" for c in _kinds(short) if f"-{c}" not in text]
+    assert not missing, f"git-{sub}: not in its manual: {missing}"
