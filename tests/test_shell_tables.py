@@ -92,3 +92,19 @@ def test_the_git_tables_name_options_the_manual_documents(sub):
     missing = [n for n in _kinds(long) if f"--{n}" not in text and f"--[no-]{n}" not in text and f"--[no-]{n.removeprefix('no-')}" not in text]
     missing += [f"-{c}" for c in _kinds(short) if f"-{c}" not in text]
     assert not missing, f"git-{sub}: not in its manual: {missing}"
+
+
+# --- the other read-only programs: the options that run a program or write (each manual) ----------
+
+@pytest.mark.parametrize("text", [
+    "file -z archive.lz", "file --uncompress archive.lz", "file --uncomp archive.lz", "file -bz archive.lz",
+    "file -Z archive.lz", "file --uncompress-noreport archive.lz",
+    "tree -R -H . -L 2", "tree -HR .", "tree -o out .",
+])
+def test_read_only_programs_options_that_run_or_write(text):
+    assert not parse_shell(text)[0].read_only
+
+
+@pytest.mark.parametrize("text", ["file -b x", "file --mime-type x", "tree -L 2 .", "tree -H . -L 2"])
+def test_read_only_programs_without_those_options(text):
+    assert parse_shell(text)[0].read_only

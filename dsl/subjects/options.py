@@ -91,6 +91,10 @@ VALUE_OPTIONS: dict[str, frozenset[str]] = {
     ),
 }
 _TWO_VALUES = {("find", "-fprintf")}
+# Programs that read a cluster of short options letter by letter, each letter that takes a value
+# taking the next word (tree.c's own loop: `tree -HR . -L 2` is -H ., -R, -L 2), not the rest of
+# the word as getopt does.
+_CLUSTER_NEXT_WORDS = frozenset({"tree"})
 
 # Of those, the options whose value never names a file: a pattern, a number, a format, a name.
 # Every other option's value may be a file the program reads or writes, and is among `paths`.
@@ -136,8 +140,13 @@ RUNS_OR_WRITES: dict[str, frozenset[str]] = {
     "find": frozenset({"exec", "execdir", "ok", "okdir", "delete", "fprint", "fprint0", "fprintf", "fls"}),
     # --compress-program runs PROG; -o writes FILE; -T writes temporary files in DIR
     "sort": frozenset({"compress-program", "o", "output", "T", "temporary-directory"}),
-    "tree": frozenset({"o"}),  # -o FILE: output to FILE
-    "file": frozenset({"C", "compile"}),  # -C writes a compiled magic file (magic.mgc)
+    # tree(1) 2.1: -o FILE sends the output to FILE; -R (with -H) runs tree again in every directory
+    # with `-o 00Tree.html` added, writing that file in each
+    "tree": frozenset({"o", "R"}),
+    # file(1) 5.45: -C writes a compiled magic file (magic.mgc); -z / --uncompress and -Z /
+    # --uncompress-noreport look inside compressed files, running the decompressor (gzip, lzip,
+    # xz, ...) found on PATH where file was built without its library, as rg -z does
+    "file": frozenset({"C", "compile", "z", "uncompress", "Z", "uncompress-noreport"}),
     "date": frozenset({"s", "set"}),  # sets the system clock
     # git diff/log/show --output=FILE writes FILE; --ext-diff runs GIT_EXTERNAL_DIFF or diff.external
     "git": frozenset({"output", "ext-diff"}),
@@ -368,6 +377,8 @@ def _git_split(words: list[str]):
 def short_letters(program: str, word: str) -> str:
     """The option letters of a cluster of short options (`-rnA3` is r, n, A: what follows a
     letter that takes a value is that value)."""
+    if program in _CLUSTER_NEXT_WORDS:
+        return word[1:]
     table = VALUE_OPTIONS.get(program, ())
     for i in range(1, len(word)):
         if "-" + word[i] in table:
@@ -401,6 +412,12 @@ def split_words(program: str, words: list[str]) -> tuple[list[str], list[str], l
                 positional = True
             continue
         options.append(word)
+        if program in _CLUSTER_NEXT_WORDS and not word.startswith("--"):
+            for letter in word[1:]:
+                if "-" + letter in VALUE_OPTIONS[program] and i < len(words):
+                    values.append(("-" + letter, words[i]))
+                    i += 1
+            continue
         takes, attached = _takes_value(program, word)
         if not takes:
             continue
