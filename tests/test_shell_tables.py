@@ -108,3 +108,26 @@ def test_read_only_programs_options_that_run_or_write(text):
 @pytest.mark.parametrize("text", ["file -b x", "file --mime-type x", "tree -L 2 .", "tree -H . -L 2"])
 def test_read_only_programs_without_those_options(text):
     assert parse_shell(text)[0].read_only
+
+
+# --- publishing under any name -------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "git push", "git -C . push", "git send-pack origin main", "git http-push u main", "git subtree push --prefix=x o m",
+    "git send-email x.patch", "git svn dcommit", "git daemon --export-all", "git submodule foreach 'git push'",
+    "git rebase -x 'git push' HEAD~2", "git rebase --exec=x HEAD~2", "git bisect run ./x", "git difftool",
+    "git mergetool", "git filter-branch --tree-filter x", "git ls-remote --upload-pack=x .", "git ls-remote -u x .",
+    "git fetch --upload-pack=x origin", "git fetch --upload=x origin", "git pull --upload-pack=x",
+    "git clone --template=t u", "git clone -c a=b u", "git archive --remote=x HEAD", "git -c alias.p=push p",
+    "git --config-env=a=B log", "git --exec-path=/tmp log", "git config alias.p '!git push'", "git p", "git lfs push",
+    "git hook run pre-push", "git for-each-repo --config=x -- push",
+])
+def test_what_pushes_or_may_push_publishes(text):
+    command = parse_shell(text)[0]
+    assert command.publishes and not command.read_only
+
+
+@pytest.mark.parametrize("text", ["git status", "git log -n 3", "git commit -m x", "git rebase main", "git fetch origin",
+                                  "git add .", "git -C sub status", "ls push", "echo git push"])
+def test_what_does_not_push_does_not_publish(text):
+    assert not parse_shell(text)[0].publishes

@@ -504,3 +504,77 @@ def read_only(command: "Command") -> bool:
     if program == "uniq":
         return len(command.args) <= 1  # `uniq IN OUT` writes OUT
     return True
+
+
+# --- publishing: `Command.publishes` -------------------------------------------------------------
+
+# git's commands (`git --list-cmds=main,nohelpers`, git 2.39, and the ones packaged apart:
+# git-send-email, git-svn, git-p4, git-cvs*, git-gui). Any other subcommand is an alias of the
+# repository's or the user's config, or a `git-NAME` program on PATH: what it runs is not in the text.
+GIT_COMMANDS = _options(
+    "add write-tree am annotate apply archive bisect worktree blame branch bugreport bundle cat-file check-attr "
+    "check-ignore check-mailmap check-ref-format checkout whatchanged checkout-index cherry cherry-pick clean clone "
+    "column commit commit-graph commit-tree config count-objects credential credential-cache version "
+    "credential-store daemon describe diagnose diff diff-files diff-index diff-tree difftool verify-tag verify-pack "
+    "fast-export fast-import fetch fetch-pack filter-branch fmt-merge-msg for-each-ref for-each-repo format-patch "
+    "fsck fsck-objects verify-commit gc get-tar-commit-id grep hash-object help hook http-backend http-fetch "
+    "http-push imap-send index-pack init init-db instaweb interpret-trailers log ls-files ls-remote ls-tree mailinfo "
+    "mailsplit maintenance merge merge-base merge-file merge-index merge-octopus merge-one-file merge-ours "
+    "merge-recursive merge-recursive-ours merge-recursive-theirs merge-resolve merge-subtree merge-tree mergetool "
+    "mktag mktree multi-pack-index mv name-rev notes pack-objects pack-redundant pack-refs patch-id pickaxe prune "
+    "prune-packed pull push quiltimport range-diff read-tree rebase receive-pack reflog remote remote-ext remote-fd "
+    "remote-ftp remote-ftps remote-http remote-https repack replace request-pull rerere reset restore rev-list "
+    "rev-parse revert rm send-pack var shell shortlog show show-branch show-index show-ref sparse-checkout stage "
+    "stash status stripspace submodule upload-pack subtree switch symbolic-ref tag unpack-file unpack-objects "
+    "update-index update-ref update-server-info upload-archive "
+    "send-email svn p4 cvsexportcommit cvsimport cvsserver archimport gui citool"
+)
+# Subcommands that send commits or a repository to another repository, a server or a person
+# (git-push(1) under other names: git-send-pack(1), git-http-push(1), git-subtree(1) push,
+# git-svn(1) dcommit, git-p4(1) submit, git-send-email(1), git-imap-send(1), git-cvsexportcommit(1)),
+# or serve it (git-daemon(1), git-instaweb(1), git-http-backend(1), the -pack and -archive servers
+# and git-cvsserver(1)), or move data through a transport helper (git-remote-ext(1) runs a command).
+GIT_PUBLISHING = _options(
+    "push send-pack http-push subtree svn p4 send-email imap-send cvsexportcommit daemon instaweb http-backend "
+    "upload-pack receive-pack upload-archive cvsserver remote-ext remote-fd remote-ftp remote-ftps remote-http "
+    "remote-https shell"
+)
+# Subcommands that run a command the text gives or the config names, which may push: git-submodule(1)
+# foreach (and update's `!command`), git-bisect(1) run, git-difftool(1), git-mergetool(1),
+# git-filter-branch(1), git-for-each-repo(1) (runs a git command in other repositories), git-hook(1)
+# run, git-config(1) (it sets what later commands run: an alias, core.pager, core.sshCommand).
+GIT_RUNS_COMMANDS = _options("submodule bisect difftool mergetool filter-branch for-each-repo hook config")
+# Subcommands whose options make them run a command (by flag name): git-rebase(1) -x/--exec,
+# git-fetch(1), git-pull(1), git-ls-remote(1), git-fetch-pack(1) --upload-pack (ls-remote -u),
+# git-clone(1) -u/--upload-pack, --template (its hooks run on checkout), -c/--config,
+# git-archive(1) --exec, --remote.
+GIT_OPTIONS_THAT_RUN: dict[str, frozenset[str]] = {
+    "rebase": frozenset({"x", "exec"}),
+    "fetch": frozenset({"upload-pack"}),
+    "pull": frozenset({"upload-pack"}),
+    "ls-remote": frozenset({"u", "upload-pack"}),
+    "fetch-pack": frozenset({"upload-pack", "exec"}),
+    "clone": frozenset({"u", "upload-pack", "template", "c", "config"}),
+    "archive": frozenset({"exec", "remote"}),
+}
+# git's own options that set its configuration or where its programs are (an alias, core.sshCommand)
+_GIT_CONFIG_OPTIONS = frozenset({"c", "config-env", "exec-path"})
+
+
+def publishes(command: "Command") -> bool:
+    """`Command.publishes`: git would send commits or a repository elsewhere (git push, or the same
+    under another name: GIT_PUBLISHING), or it may, because it runs a command the text gives or its
+    config names (GIT_RUNS_COMMANDS, GIT_OPTIONS_THAT_RUN), its own options set its configuration
+    (`git -c alias.p='!git push' p`), or the subcommand is not one of git's (an alias or a
+    `git-NAME` on PATH)."""
+    if command.program != "git" or not command.args:
+        return False
+    words = list(command.argv[1:])
+    if any(name in _GIT_CONFIG_OPTIONS for name in git_global_options(words)):
+        return True
+    sub = command.args[0]
+    if sub not in GIT_COMMANDS or sub in GIT_PUBLISHING or sub in GIT_RUNS_COMMANDS:
+        return True
+    running = GIT_OPTIONS_THAT_RUN.get(sub)
+    return bool(running) and any(_runs_or_writes(flag, running) for flag in command.flags)
+
