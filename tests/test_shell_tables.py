@@ -131,3 +131,38 @@ def test_what_pushes_or_may_push_publishes(text):
                                   "git add .", "git -C sub status", "ls push", "echo git push"])
 def test_what_does_not_push_does_not_publish(text):
     assert not parse_shell(text)[0].publishes
+
+
+# --- what a search reaches -----------------------------------------------------------------------
+
+from dsl.subjects import make_path  # noqa: E402
+
+
+@pytest.mark.parametrize("raw", ["/", "/home", "/home/u", "~", "/root", "/proc", "/proc/self", "/proc/1/task", "/etc",
+                                 "/run", "/run/secrets", "/var", "/var/run", "/var/run/secrets/kubernetes.io",
+                                 "~/.config", "~/.local/share", "~/.ssh", "/Users/me", "C:\\", "C:\\Users\\me"])
+def test_a_directory_above_a_secret_holds_secrets(raw):
+    assert make_path(raw, "/home/u/proj", "/home/u").holds_secrets
+
+
+@pytest.mark.parametrize("raw", ["/home/u/proj", "src", "/tmp", "/usr/lib", "/etc/ssh", "C:\\Users\\me\\proj"])
+def test_an_ordinary_directory_holds_no_secret(raw):
+    assert not make_path(raw, "/home/u/proj", "/home/u").holds_secrets
+
+
+@pytest.mark.parametrize("glob", ["*.[p]em", "*.[!x]em", "{.ssh,x}/*", "{a,{b,.aws}}/x", ".s[s]h/*", ".ss?/*", "**/id_*",
+                                  "**/.env*", ".e*", "*.PEM", "**/[.]env", "/home/u/.ssh/*", "x/.config/g?/*",
+                                  "{" + ",".join(f"a{i}" for i in range(300)) + "}"])
+def test_a_glob_that_may_match_a_secret(glob):
+    assert make_path(glob, "/", None).glob_secret
+
+
+@pytest.mark.parametrize("glob", ["*.py", "**/*.py", "src/**/*.{ts,tsx}", "*", "**", "*.md", "docs/[a-z]*.txt", "config"])
+def test_a_glob_that_matches_no_secret(glob):
+    assert not make_path(glob, "/", None).glob_secret
+
+
+@pytest.mark.parametrize("raw", ["/run/secrets/db_password", "/var/run/secrets/kubernetes.io/serviceaccount/token",
+                                 "infra/terraform.tfstate"])
+def test_container_and_terraform_secrets_are_secret(raw):
+    assert make_path(raw, "/home/u/proj", "/home/u").secret
