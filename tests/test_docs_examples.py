@@ -47,7 +47,15 @@ def test_recursive_forced_deletion_of_the_root_is_denied_under_a_windows_cwd(pol
 
 
 @pytest.mark.parametrize("command", ["git push", "git -C . push", "git -c core.sshCommand='sh -c id' push",
-                                     "git --git-dir=.git push origin main", "git --work-tree . push", "cd src && git push"])
+                                     "git --git-dir=.git push origin main", "git --work-tree . push", "cd src && git push",
+                                     # pushes under other names, and git commands that run one (a fourth review)
+                                     "git send-pack origin main", "git subtree push --prefix=lib origin main",
+                                     "git http-push https://x/repo.git main", "git submodule foreach 'git push'",
+                                     "git rebase -x 'git push -f' HEAD~3", "git rebase --exec='rm -rf /' HEAD~1",
+                                     "git bisect run ./push.sh", "git ls-remote --upload-pack='touch x' .",
+                                     "git fetch --upload-pack=x origin", "git difftool", "git mergetool",
+                                     "git filter-branch --tree-filter 'git push' HEAD", "git -c alias.p='!git push' p",
+                                     "git p", "git config alias.p '!git push'"])
 def test_a_push_however_spelled_asks(policy, command):
     assert policy.evaluate("Bash", {"command": command}, PROJECT).effect == "ask"
 

@@ -86,6 +86,26 @@ def test_parsing_a_shell_text_takes_time_linear_in_its_length(unit):
         assert ratio(parse_shell_uncached, make, MAX_SHELL_TEXT) <= max(MAX_RATIO, 1.25 * parser)
 
 
+# Texts on which tree-sitter-bash's error recovery reads the text again at every position (found
+# by bench/worst.py's random search): seconds at 20 KB, about a minute at 100 KB before the parse
+# had a budget (dsl.subjects.shell.PARSE_REREAD). Now refused, in time linear in the length.
+QUADRATIC_FOR_TREE_SITTER = [("echo ", ", .b$"), ("echo ", "{&"), ("cat ", "$<"), ("echo ", "\\x$"), ("echo ", "$;[")]
+
+
+@pytest.mark.parametrize("prefix, unit", QUADRATIC_FOR_TREE_SITTER)
+def test_texts_the_parser_cannot_recover_from_are_refused_in_linear_time(prefix, unit):
+    make = lambda n: repeat(unit, n, prefix)  # noqa: E731
+    with pytest.raises(EvalError, match="gave up on this text"):
+        parse_shell_uncached(make(MAX_SHELL_TEXT))
+    assert ratio(parse_shell_uncached, make, MAX_SHELL_TEXT) <= MAX_RATIO
+
+
+def test_the_parse_budget_leaves_long_valid_texts_alone():
+    heredoc = "cat > f.py <<'EOF'\n" + "x = {'a': [1, 2, \"$b\"]}  # (c) \\\n" * 2500 + "EOF\n"
+    for text in (repeat("a;", MAX_SHELL_TEXT), repeat("echo hi | grep -v x && ls; ", MAX_SHELL_TEXT), heredoc):
+        assert parse_shell_uncached(text)
+
+
 def _tree_sitter_parse(text: str):
     return _parser().parse(text.encode("utf-8", "surrogatepass"))
 
@@ -306,6 +326,22 @@ def test_a_chain_past_the_limit_is_refused_and_a_short_one_read():
     with pytest.raises(EvalError):
         parse_shell_uncached(long)
     assert parse_shell_uncached("sudo " * (MAX_RUNNERS - 1) + "ls")[0].program == "ls"
+
+
+@pytest.mark.parametrize("unit, per_unit", [("nice ", 1), ("sudo env ", 2), ("xargs ", 1), ("find . -exec ", 1),
+                                            ("timeout 1 ", 1)])
+def test_one_budget_bounds_every_chain_of_programs_with_one_message(unit, per_unit):
+    # hostile review: two overlapping limits (16 programs deep, 32 read in all) gave two errors
+    # and refused a chain of 17 that the other limit allowed; one count of the programs read for
+    # a simple command (nested, or under each reading of an unknown option) now bounds both
+    from dsl.subjects import shell
+
+    assert not hasattr(shell, "MAX_WRAPPER_CHAIN")
+    fits = (shell.MAX_RUNNERS - 1) // per_unit
+    commands = parse_shell_uncached(unit * fits + "ls")
+    assert any(c.program == "ls" for c in commands)
+    with pytest.raises(EvalError, match=f"more than {shell.MAX_RUNNERS} programs that run others"):
+        parse_shell_uncached(unit * (shell.MAX_RUNNERS + 1) + "ls")
 
 
 def test_a_text_nested_past_the_recursion_limit_is_an_error_kept_once():

@@ -20,8 +20,8 @@ from dsl import Policy
 from dsl.subjects import SHELLS, WRAPPERS, Command, parse_shell
 from dsl.subjects.getopt import read
 from dsl.subjects.optspec import (
-    ARGV, ARGV_MODE, CODE, EXIT, EXIT_BARE, MODULE, NEXT, NONE, OPTIONAL, REQUIRED, SCRIPT, SHELL_MODE, SPLIT,
-    STDIN, Spec,
+    ARGV, ARGV_MODE, CODE, EXIT, EXIT_BARE, HIDDEN, MODULE, NEXT, NONE, OPTIONAL, REQUIRED, SCRIPT, SHELL_MODE, SPLIT,
+    STDIN, TWO, Spec,
 )
 from dsl.subjects.command import _Word
 from dsl.subjects.wrappers import INTERPRETERS, SHELL_SPECS, TABLE
@@ -95,6 +95,22 @@ ATTACHED_VALUES = [
     "caffeinate -t 5 rm -rf /", "arch -x86_64 rm -rf /", "arch -arch arm64 rm -rf /",
     "sandbox-exec -n no-network rm -rf /", "firejail --noprofile rm -rf /", "firejail --private=/x rm -rf /",
     "numactl --interleave=all rm -rf /", "numactl -C 0 rm -rf /", "newgrp <<< 'rm -rf /'",
+    # setarch's ARCH is optional (util-linux 2.33+): after an option the next word is the program,
+    # and an arch name is setarch itself (a symbolic link) running what follows
+    "setarch -R i386 rm -rf /", "setarch x86_64 rm -rf /", "setarch -R rm -rf /", "linux32 rm -rf /",
+    "setarch --addr-no-randomize x86_64 rm -rf /", "setarch -R -- x86_64 -R rm -rf /", "i686 -R rm -rf /",
+    "uname26 rm -rf /", "setarch -3 linux32 x86_64 rm -rf /",
+    "strace -f rm -rf /", "strace -o /tmp/t -e trace=file rm -rf /", "strace -ff -s 80 -- rm -rf /",
+    "ltrace -f -o /tmp/t rm -rf /", "valgrind --tool=memcheck -q rm -rf /",
+    "bwrap --bind / / --dev /dev rm -rf /", "bwrap --ro-bind /usr /usr --setenv A B -- rm -rf /",
+    "runcon ctx rm -rf /", "runcon -t unconfined_t rm -rf /", "runcon --type=x -c rm -rf /",
+    "fakeroot rm -rf /", "fakeroot -u -- rm -rf /", "faketime -m '2020-01-01' rm -rf /", "faketime -f '+1d' rm -rf /",
+    "eatmydata -- rm -rf /", "torsocks -i rm -rf /", "torsocks -u me rm -rf /", "proxychains4 -q -f x rm -rf /",
+    "tini -s -- rm -rf /", "dumb-init -c rm -rf /", "dumb-init --rewrite 15:9 rm -rf /", "chronic -e rm -rf /",
+    "ifne -n rm -rf /", "unbuffer -p rm -rf /", "ssh-agent rm -rf /", "dbus-run-session -- rm -rf /",
+    "xvfb-run -a -s '-screen 0 1x1x8' rm -rf /", "gosu root rm -rf /", "su-exec root rm -rf /",
+    "chpst -u root -/ / rm -rf /", "setuidgid root rm -rf /", "envdir /e rm -rf /", "softlimit -m 9 rm -rf /",
+    "setlock -n /l rm -rf /", "pgrphack rm -rf /",
 ]
 SHELL_OPTIONS = [
     "bash -c 'rm -rf /'", "bash -xc 'rm -rf /'", "bash -c -x 'rm -rf /'", "bash -co posix 'rm -rf /'",
@@ -294,7 +310,9 @@ def _help_options(program: str) -> dict[str, str] | None:
 
 
 HELP_CHECKED = ["env", "timeout", "nice", "nohup", "stdbuf", "chroot", "su", "runuser", "script", "setsid",
-                "taskset", "ionice", "chrt", "prlimit", "unshare", "nsenter", "setpriv", "flock", "setarch", "watch"]
+                "taskset", "ionice", "chrt", "prlimit", "unshare", "nsenter", "setpriv", "flock", "setarch", "watch",
+                "linux32", "linux64", "i386", "x86_64", "strace", "ltrace", "bwrap", "runcon", "faketime", "torsocks",
+                "tini", "dumb-init"]
 
 
 @pytest.mark.parametrize("program", HELP_CHECKED)
@@ -329,7 +347,13 @@ def test_the_table_takes_a_value_where_the_program_documents_one(program):
 _HELP_SHORTHANDS = {"prlimit": ("-c", "-d", "-e", "-f", "-i", "-l", "-m", "-n", "-q", "-r", "-s", "-t", "-u", "-v",
                                 "-x", "-y", "--core", "--data", "--nice", "--fsize", "--sigpending", "--memlock",
                                 "--rss", "--nofile", "--msgqueue", "--rtprio", "--stack", "--cpu", "--nproc", "--as",
-                                "--locks", "--rttime")}
+                                "--locks", "--rttime"),
+                    # strace 6.1 --help writes the repeated letters (-tt, -DD, -qq, -xx, -yy) and the
+                    # `-e NAME=SET` forms on the option's own line; each was run here: -D -q -r -t
+                    # -T -x -y -Y take no value, -e and -b take one
+                    "strace": ("-e", "-b", "-D", "-q", "-r", "-t", "-T", "-x", "-y", "-Y"),
+                    # dumb-init 1.2.5 writes its value in lower case: `-r, --rewrite s:r`
+                    "dumb-init": ("-r", "--rewrite")}
 
 
 def _accepted_by_bash(shell: str, option: str, value: str | None) -> bool:
@@ -367,6 +391,13 @@ RUNS = [
     "bash -s <<< 'printf X'", "bash /dev/stdin <<< 'printf X'", "bash -c - 'printf X'",
     "su root -c 'printf X'", "su -c'printf X'", "su - root -c 'printf X'", "runuser -u root -- printf X",
     "su root -- -c 'printf X'",
+    "setarch -R i386 printf X", "setarch -R printf X", "i386 -R printf X", "x86_64 printf X",
+    "setarch --addr-no-randomize x86_64 printf X", "linux32 -R printf X",
+    "strace -o /dev/null -f printf X", "ltrace -o /dev/null printf X", "bwrap --ro-bind / / --dev /dev printf X",
+    "fakeroot -- printf X", "faketime '2020-01-01' printf X", "eatmydata -- printf X", "tini -s -- printf X",
+    "dumb-init -c printf X", "unbuffer printf X", "gosu root printf X",
+    "chpst -n 1 printf X", "setuidgid root printf X", "softlimit -m 100000000 printf X", "setlock -n /tmp/countersign-test.lock printf X",
+    "ssh-agent printf X",
 ]
 
 
@@ -389,7 +420,7 @@ def test_the_real_program_runs_the_command_shell_names(command):
 # --- hypothesis: any known spelling of any wrapper still yields rm ----------------------------
 
 _WRAPPER_NAMES = sorted(name for name, spec in WRAPPERS.items() if spec.runs == ARGV)
-_SKIPPED_ACTIONS = (EXIT, EXIT_BARE, SCRIPT, SPLIT, ARGV_MODE, SHELL_MODE, CODE, MODULE, STDIN)
+_SKIPPED_ACTIONS = (EXIT, EXIT_BARE, SCRIPT, SPLIT, ARGV_MODE, SHELL_MODE, CODE, MODULE, STDIN, HIDDEN)
 
 
 def _spellings(spec: Spec, draw) -> list[str]:
@@ -418,6 +449,8 @@ def _spellings(spec: Spec, draw) -> list[str]:
         return [dashes + spelled]
     if opt.value == OPTIONAL:
         return [dashes + spelled + draw(st.sampled_from(["", "=v"]))]
+    if opt.value == TWO:  # bwrap's `--bind SRC DEST`
+        return [dashes + spelled, "v", "v"]
     return draw(st.sampled_from([[dashes + spelled, "v"], [dashes + spelled + "=v"]]))
 
 
@@ -504,3 +537,43 @@ def test_su_s_runs_its_program_as_the_shell(command, argv):
 
 def test_su_s_with_a_known_shell_still_reads_its_script():
     assert [c.program for c in parse_shell('su -s /bin/bash root -c "rm -rf /"')] == ["su", "rm"]
+
+
+# --- setarch: the ARCH is optional, and every arch name is setarch itself ----------------------
+
+from dsl.subjects.launchers import SETARCH_NAMES  # noqa: E402
+
+_SETARCH_FLAGS = ["-R", "-3", "-B", "-L", "-v", "--addr-no-randomize", "--3gb", "--uname-2.6", "-RL"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_SETARCH_FLAGS), max_size=3), st.sampled_from(("setarch",) + SETARCH_NAMES),
+       st.one_of(st.none(), st.sampled_from(SETARCH_NAMES)), st.lists(st.sampled_from(_SETARCH_FLAGS), max_size=2),
+       st.booleans())
+def test_setarch_with_or_without_an_arch_runs_the_command_after_it(before, name, arch, after, dashes):
+    # util-linux 2.38 setarch.c: ARCH only when the first word is no option; called by an arch
+    # name (a link to setarch) there is none. `setarch -R i386 CMD` runs the program i386, itself
+    # setarch, which runs CMD.
+    if name == "setarch" and not before and arch is None:
+        after = []  # `setarch rm -rf /`: rm is the arch (an error to setarch), as read here
+        arch = "x86_64"
+    words = [name] + before + ([arch] if arch else []) + after + (["--"] if dashes else []) + ["rm", "-rf", "/"]
+    command = " ".join(words)
+    rm = [c for c in parse_shell(command) if c.program == "rm"]
+    assert rm and rm[0].args == ("/",) and not rm[0].dynamic, command
+    assert decide(DOCS_POLICY, command).effect == "deny", command
+
+
+def test_every_link_to_setarch_here_is_read_as_setarch():
+    setarch = shutil.which("setarch")
+    if setarch is None:
+        pytest.skip("setarch is not installed here")
+    import os
+
+    folder = os.path.dirname(setarch)
+    links = [name for name in os.listdir(folder)
+             if os.path.islink(os.path.join(folder, name)) and os.readlink(os.path.join(folder, name)) in ("setarch", setarch)]
+    assert links, "no arch name is linked to setarch here"
+    assert set(links) <= set(SETARCH_NAMES), set(links) - set(SETARCH_NAMES)
+    listed = subprocess.run([setarch, "--list"], capture_output=True, text=True, timeout=10).stdout.split()
+    assert set(listed) <= set(SETARCH_NAMES), set(listed) - set(SETARCH_NAMES)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
+from dsl.subjects.options import publishes as _publishes
 from dsl.subjects.options import read_only as _read_only
 
 
@@ -39,6 +40,10 @@ class Command:
     - `read_only` (computed): the program only reads, whatever options it was given
       (dsl.subjects.options.read_only: a table of read-only programs and of the options that
       make them run a program or write a file, from each manual).
+    - `publishes` (computed): git pushes, under any name (`push`, `send-pack`, `subtree push`,
+      `send-email`, ...), or may: it runs a command the text gives or its config names
+      (`submodule foreach`, `rebase -x`, `bisect run`, `difftool`, `--upload-pack`, `config`),
+      `-c` sets its config, or the subcommand is an alias (dsl.subjects.options.publishes).
     """
 
     program: str
@@ -64,13 +69,16 @@ class Command:
         "assignments": "list[string]", "nested": "bool", "dynamic": "bool", "text": "string",
         "code": "list[string]",
         "values": "list[string]", "paths": "list[string]", "cwd": "string", "read_only": "bool",
+        "publishes": "bool",
     }
 
     # computed once (the parsed Commands are cached and read by many rules), not an argument
     read_only: bool = field(init=False, compare=False, repr=False)
+    publishes: bool = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "read_only", _read_only(self))
+        object.__setattr__(self, "publishes", _publishes(self))
 
     def __str__(self) -> str:
         return " ".join(self.argv)
@@ -78,8 +86,14 @@ class Command:
 
 @dataclass
 class _Word:
+    """One word of a command line: its value once quotes are removed, and whether that value is
+    only known at run time. `translated`: it holds bash's `$"..."`, whose value is its contents
+    unless the locale's catalog translates it (unknown here): the word is dynamic, but its
+    contents are the best reading of what it names (`$"sudo" rm` is still read as sudo running rm)."""
+
     value: str
     dynamic: bool
+    translated: bool = False
 
 
 def _as_dict(cmd: Command) -> dict:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 
 from dsl.subjects.command import _Word
 from dsl.subjects.optspec import (
-    APPLET, ARGV, ARGV_MODE, CODE, EXIT, EXIT_BARE, INTERPRETER, MODULE, NEXT, NONE, OPTIONAL, REQUIRED,
+    APPLET, ARGV, ARGV_MODE, CODE, EXIT, EXIT_BARE, FILL, HIDDEN, INTERPRETER, MODULE, NEXT, NONE, OPTIONAL, REQUIRED, TWO,
     LOGIN_SHELL, SCRIPT, SCRIPT_OPERAND, SESSION, SH_WORDS, SHELL, SHELL_MODE, SPLIT, STDIN, Opt, Spec,
 )
 from dsl.values import EvalError
@@ -45,6 +45,7 @@ class Reading:
     - `stdin`: it reads a script (or code) from standard input.
     - `script_file`: the script file a shell or an interpreter runs (its first operand).
     - `unknown`: the options this reading did not understand (a non-empty list: the command is dynamic).
+    - `fills`: the strings an option says the program replaces in the command's words (`xargs -I R`).
     """
 
     command: list[_Word] | None = None
@@ -54,11 +55,13 @@ class Reading:
     stdin: bool = False
     script_file: _Word | None = None
     unknown: list[str] = field(default_factory=list)
+    fills: list[str] = field(default_factory=list)
 
     def key(self) -> tuple:
         words = lambda ws: tuple((w.value, w.dynamic) for w in ws)  # noqa: E731
         return (None if self.command is None else words(self.command), tuple(self.assignments), words(self.scripts),
-                words(self.code), self.stdin, None if self.script_file is None else self.script_file.value)
+                words(self.code), self.stdin, None if self.script_file is None else self.script_file.value,
+                tuple(self.fills))
 
 
 @dataclass
@@ -77,25 +80,30 @@ class _State:
     argv_mode: bool = False
     shell_mode: bool = False
     shell: _Word | None = None  # the program su -s names as the shell
+    fills: list[str] = field(default_factory=list)  # xargs -I R: R
 
     def key(self) -> tuple:
         """Where the reading is and what it has found (not which options it did not know)."""
         values = lambda ws: tuple(w.value for w in ws)  # noqa: E731
         return (self.i, self.j, len(self.words), values(self.operands), values(self.scripts), values(self.code),
                 self.exits, self.script_operand, self.stdin, self.module, self.argv_mode, self.shell_mode,
-                None if self.shell is None else self.shell.value)
+                None if self.shell is None else self.shell.value, tuple(self.fills))
 
     def copy(self) -> _State:
         return replace(self, words=list(self.words), operands=list(self.operands), scripts=list(self.scripts),
-                       code=list(self.code), unknown=list(self.unknown))
+                       code=list(self.code), unknown=list(self.unknown), fills=list(self.fills))
 
 
 def read(spec: Spec, words: list[_Word]) -> list[Reading]:
     """Every distinct reading of `words` (a program's arguments, its name not included) by `spec`:
     one when every option is understood. Raises EvalError for an `env -S` string that cannot be
     split, or for more than MAX_READINGS readings."""
-    leading = min(spec.leading, len(words))
-    start = _State(words=list(words), i=leading)  # setarch's ARCH: before the options, not the command
+    # setarch's ARCH, before the options, only when the first word is no option (util-linux 2.38
+    # setarch.c: `if (1 < argc && *argv[1] != '-')`): `setarch -R i386 CMD` runs the program i386
+    leading = 0
+    while leading < min(spec.leading, len(words)) and not words[leading].value.startswith("-"):
+        leading += 1
+    start = _State(words=list(words), i=leading)
     # Readings by key, computed only once a second reading exists: a key holds every word of the
     # command run, and a wrapper's one reading needs none (`sudo env sudo env ...` read each
     # level's words again for nothing).
@@ -206,10 +214,13 @@ def _long(spec: Spec, st: _State, word: _Word, body: str, pending: list[_State])
         value, st.i = _Word(attached, word.dynamic), st.i + 1
     elif opt.value == OPTIONAL:
         value, st.i = None, st.i + 1
+    elif opt.value == TWO:  # `--bind SRC DEST`: the first is kept as the value, both are skipped
+        value = st.words[st.i + 1] if st.i + 1 < len(st.words) else None
+        st.i += 3
     else:
         value = st.words[st.i + 1] if st.i + 1 < len(st.words) else None
         st.i += 2
-    _apply(st, opt, value, st.i)
+    _apply(st, opt, value, st.i, "--" + name)
     return opt.ends
 
 
@@ -272,10 +283,17 @@ def _short(spec: Spec, st: _State, word: _Word, pending: list[_State]) -> bool:
     return ends
 
 
-def _apply(st: _State, opt: Opt, value: _Word | None, at: int = 0) -> None:
+def _apply(st: _State, opt: Opt, value: _Word | None, at: int = 0, name: str = "") -> None:
     """What one option does to the reading; `at`: the index of the word after the option and its value."""
     does = opt.does
-    if does == EXIT or (does == EXIT_BARE and (value is None or not value.value)):
+    if does == HIDDEN:
+        # words of the command line come from a descriptor or a file (`bwrap --args 3`): the
+        # command it runs is not all here, so the reading is as unsure as an unknown option's
+        _note_unknown(st, name or "(words read from elsewhere)")
+    elif does == FILL:
+        # `xargs -I R` (a value), `xargs -i` (none: `{}`), a dynamic R: any word may be replaced
+        st.fills.append("" if value is not None and value.dynamic else (value.value if value is not None and value.value else "{}"))
+    elif does == EXIT or (does == EXIT_BARE and (value is None or not value.value)):
         st.exits = True
     elif does == SCRIPT and value is not None:
         st.scripts.append(value)
@@ -316,7 +334,11 @@ def _known_shells() -> frozenset[str]:
 def _finish(spec: Spec, st: _State) -> Reading:
     """What the program runs once its options are read: the operands say the rest."""
     operands = st.operands + st.words[st.i :]
-    reading = Reading(scripts=st.scripts, code=st.code, unknown=st.unknown)
+    for k, word in enumerate(operands):  # GNU parallel's `:::`: the arguments follow, not the command
+        if word.value in spec.separators:
+            operands = operands[:k]
+            break
+    reading = Reading(scripts=st.scripts, code=st.code, unknown=st.unknown, fills=st.fills)
     runs = ARGV if st.argv_mode else spec.runs
     skip = 0 if st.argv_mode else spec.skip
     if runs == ARGV:

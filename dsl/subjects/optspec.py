@@ -15,6 +15,7 @@ NONE = "none"          # no value: `-i`, `--ignore-environment`
 REQUIRED = "required"  # attached (`-uroot`, `--user=root`) or else the next word (`-u root`)
 OPTIONAL = "optional"  # attached only (`-t5`, `--timing=FILE`; getopt's `::`)
 NEXT = "next"          # always the next word, the rest of a cluster still options (`bash -co posix`)
+TWO = "two"            # always the next two words (bwrap's `--bind SRC DEST`)
 
 # What an option (or its value) means for what runs.
 EXIT = "exit"          # the program runs no command: --help, --version, `sudo -l`, `command -v`
@@ -29,6 +30,8 @@ ARGV_MODE = "argv"     # the operands become a command: `runuser -u USER CMD`, `
 LOGIN_SHELL = "login-shell"  # its value is the program run as the shell: `su -s PROG USER -- ARGS` runs PROG ARGS
 SHELL_MODE = "shell"   # with no command it runs an interactive shell: `sudo -s`, `sudo -i`
 END = "end"            # options end here; the following words are operands (`python -c`, `bash -`)
+HIDDEN = "hidden"      # it reads more of its command line from elsewhere (`bwrap --args FD`): not known here
+FILL = "fill"          # the value is a string replaced at run time in the command's words (`xargs -I {}`)
 
 # What a program runs after its options (Spec.runs).
 ARGV = "argv"          # the operands after `skip` are a command and its arguments (env, sudo, timeout)
@@ -57,7 +60,8 @@ class Spec:
     - `manual`: the manual (name and version) the table follows.
     - `short`: option letter -> Opt; `long`: long name (no dashes) -> Opt.
     - `runs`: what the operands are (ARGV, SHELL, ...); `skip`: operands before the command
-      (timeout's duration, chroot's directory); `leading`: operands before the options (setarch's arch).
+      (timeout's duration, chroot's directory); `leading`: operands that may stand before the
+      options, each only when it does not start with `-` (setarch's optional arch: `setarch -R CMD`).
     - `permute`: options may follow operands (GNU getopt without `+`: su, script); else options end
       at the first operand. `assignments`: `NAME=VALUE` operands come before the command (env, sudo).
     - `abbreviations`: a unique prefix of a long option is that option (getopt_long); `single_dash_long`:
@@ -72,6 +76,10 @@ class Spec:
       arguments come from elsewhere (xargs: standard input).
     - `dash_c_after_skip`: `-c`/`--command` right after the skipped operands is a script (flock FILE -c).
     - `shell_args`: the operands after `skip` are arguments of the shell it starts (`su USER -c CMD`).
+    - `separators`: operands that end the command (GNU parallel's `:::`): what follows is data.
+    - `fill`: a regex of the strings it replaces at run time in the command's words (`{}`, `{.}`
+      for GNU parallel) beside those an option names (FILL); with none of them in the command it
+      appends its arguments (xargs, parallel).
     """
 
     manual: str
@@ -94,6 +102,8 @@ class Spec:
     dynamic_inner: bool = False
     dash_c_after_skip: bool = False
     shell_args: bool = False
+    separators: tuple[str, ...] = ()
+    fill: str = ""
 
 
 def spec(manual: str, short: str = "", long: str = "", does: dict[str, str] | None = None,
@@ -103,6 +113,7 @@ def spec(manual: str, short: str = "", long: str = "", does: dict[str, str] | No
     - `short`: a getopt(3) optstring without its leading `+`: `x` no value, `x:` a value, `x::` an
       attached value only; `x;` the next word always (a shell's `-o`).
     - `long`: space-separated `name` (no value), `name:`, `name::`, `name;` as for short options,
+      `name;;` (the next two words always: bwrap's `--bind SRC DEST`),
       or `name=x` (the same option as the short `-x`).
     - `does`: option (a letter or a long name) -> what it does (EXIT, SCRIPT, ...). A long alias of a
       short option (`name=x`) does what the short one does.
@@ -111,7 +122,7 @@ def spec(manual: str, short: str = "", long: str = "", does: dict[str, str] | No
     """
     does = does or {}
     ending = set(ends.split())
-    kinds = {"": NONE, ":": REQUIRED, "::": OPTIONAL, ";": NEXT}
+    kinds = {"": NONE, ":": REQUIRED, "::": OPTIONAL, ";": NEXT, ";;": TWO}
     shorts: dict[str, Opt] = {}
     i = 0
     while i < len(short):

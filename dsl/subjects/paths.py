@@ -10,7 +10,7 @@ from typing import Iterable, NamedTuple
 from dsl import globs
 from dsl.cache import BUDGETS, BoundedCache
 from dsl.subjects.pathtext import check_text
-from dsl.subjects.secrets import is_secret
+from dsl.subjects.secrets import glob_may_be_secret, holds_secrets, is_secret
 from dsl.values import EvalError
 
 
@@ -30,7 +30,7 @@ class PathValue:
 
     KIND = "path"
     FIELDS = {"text": "string", "name": "string", "ext": "string", "parent": "path", "parts": "list[string]",
-              "drive": "string", "style": "string", "secret": "bool"}
+              "drive": "string", "style": "string", "secret": "bool", "holds_secrets": "bool", "glob_secret": "bool"}
     # What a Windows path (dsl.subjects.winpaths.WinPathValue) has too: a POSIX path has no drive.
     drive = ""
     style = "posix"
@@ -44,6 +44,19 @@ class PathValue:
             secret = is_secret(self.parts)
             object.__setattr__(self, "_secret", secret)
         return secret
+
+    @property
+    def holds_secrets(self) -> bool:
+        """Whether a search rooted here reaches a secret: the path is secret, or a directory that
+        holds secrets below it, or above one (dsl.subjects.secrets.holds_secrets: `/`, the homes,
+        `/proc`, `/etc`, `/run/secrets`, `~/.config`)."""
+        return holds_secrets(self.parts)
+
+    @property
+    def glob_secret(self) -> bool:
+        """Whether the path, read as a glob pattern (`*`, `?`, `[...]`, `{a,b}`), may match a
+        secret (dsl.subjects.secrets.glob_may_be_secret: `*.[p]em`, `{.ssh,x}/*`, `**/id_*`)."""
+        return glob_may_be_secret(self.text)
 
     @property
     def parts(self) -> tuple[str, ...]:

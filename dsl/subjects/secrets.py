@@ -27,6 +27,8 @@ DIRECTORIES: tuple[tuple[str, ...], ...] = (
     (".terraform.d",),              # Terraform: credentials.tfrc.json
     (".local", "share", "keyrings"),  # GNOME keyring
     ("library", "keychains"),       # macOS keychains
+    ("run", "secrets"),             # Docker and Compose secrets (/run/secrets/NAME); Kubernetes'
+                                    # service-account token (/var/run/secrets/kubernetes.io/serviceaccount)
 )
 
 FILES: tuple[tuple[str, ...], ...] = (
@@ -46,6 +48,17 @@ FILES: tuple[tuple[str, ...], ...] = (
     (".htpasswd",),
     ("proc", "*", "environ"), ("proc", "*", "task", "*", "environ"),  # a process's environment (proc(5))
     ("etc", "shadow"), ("etc", "gshadow"), ("etc", "master.passwd"),  # password hashes
+    ("terraform.tfstate",), ("terraform.tfstate.backup",),  # Terraform state: resources' secrets in clear
+)
+
+# Directories that hold secrets below them, though they are not secret themselves: a recursive
+# search rooted at one of them (or above one: `/`, `/var`) reaches the secrets. Absolute runs of
+# segments from the root (`*` is one segment): the homes (~/.ssh, ~/.aws, ...), the processes'
+# environments (/proc/*/environ, proc(5)), the system's password hashes (/etc/shadow), Docker's
+# and Kubernetes' secrets (/run/secrets, /var/run/secrets).
+CONTAINERS: tuple[tuple[str, ...], ...] = (
+    ("home", "*"), ("root",), ("users", "*"), ("var", "root"), ("proc",), ("etc",), ("run", "secrets"),
+    ("var", "run", "secrets"),
 )
 
 
@@ -117,5 +130,183 @@ def _lowered_is_secret(lowered: list[str]) -> bool:
     for at, part in enumerate(lowered):
         for entry in _BY_FIRST.get(part, ()):
             if at + len(entry) <= n and tuple(lowered[at : at + len(entry)]) == entry:
+                return True
+    return False
+
+
+def holds_secrets(parts: tuple[str, ...]) -> bool:
+    """Whether a path with these segments is a secret or holds one below it: it is secret, or it
+    is one of CONTAINERS or above one (`/`, `/home`, `/home/u`, `/proc/self`, `/var/run`), or its
+    last segments begin an entry of more than one segment (`~/.config` holds `.config/gh`,
+    `~/.local` holds `.local/share/keyrings`). A search rooted there reaches the secrets."""
+    if is_secret(parts):
+        return True
+    lowered = [p.lower() for p in parts]
+    for entry in CONTAINERS:
+        if len(lowered) <= len(entry) and all(fnmatchcase(lowered[k], entry[k]) for k in range(len(lowered))):
+            return True  # the container or above it (inside a home, the project is not known to hold one)
+    for entry in DIRECTORIES + FILES:
+        for size in range(1, len(entry)):  # the path ends with the first `size` segments of the entry
+            if size <= len(lowered) and _matches(lowered, len(lowered) - size, entry[:size]):
+                return True
+    return False
+
+
+# --- glob patterns that may match a secret ------------------------------------------------------
+
+_MAX_ALTERNATIVES = 256
+
+
+def _braces(pattern: str) -> list[str] | None:
+    """The alternatives of a pattern's braces (`{a,b}x` is `ax`, `bx`; nested too), or None when
+    there are more than _MAX_ALTERNATIVES (the caller then fails closed)."""
+    out, todo = [], [pattern]
+    while todo:
+        text = todo.pop()
+        start = text.find("{")
+        depth, close, commas = 0, -1, []
+        for i in range(start, len(text)) if start >= 0 else ():
+            ch = text[i]
+            if ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    close = i
+                    break
+            elif ch == "," and depth == 1:
+                commas.append(i)
+        if start < 0 or close < 0:
+            out.append(text)
+        else:
+            bounds = [start] + commas + [close]
+            for a, b in zip(bounds, bounds[1:]):
+                todo.append(text[:start] + text[a + 1 : b] + text[close + 1 :])
+        if len(out) + len(todo) > _MAX_ALTERNATIVES:
+            return None
+    return out
+
+
+_ANY = ("any",)
+
+
+def _tokens(segment: str) -> list:
+    """A glob segment as tokens: "*" (any run), _ANY (one character), a frozenset of characters
+    (a class, lowered), ("not", frozenset) (a negated class), or a character (lowered)."""
+    out: list = []
+    i = 0
+    while i < len(segment):
+        ch = segment[i]
+        if ch == "*":
+            if not out or out[-1] != "*":
+                out.append("*")
+        elif ch == "?":
+            out.append(_ANY)
+        elif ch == "[" and "]" in segment[i + 2 :]:
+            end = segment.index("]", i + 2)
+            body = segment[i + 1 : end]
+            negated = body[:1] in ("!", "^")
+            body = body[1:] if negated else body
+            chars: set[str] = set()
+            k = 0
+            while k < len(body):
+                if k + 2 < len(body) and body[k + 1] == "-":
+                    low, high = ord(body[k]), ord(body[k + 2])
+                    if high - low > 512:
+                        chars = None  # a wide range: any character
+                        break
+                    chars |= {chr(c) for c in range(low, high + 1)}
+                    k += 3
+                else:
+                    chars.add(body[k])
+                    k += 1
+            if chars is None:
+                out.append(_ANY)
+            else:
+                chars = {c.lower() for c in chars}
+                out.append(("not", frozenset(chars)) if negated else frozenset(chars))
+            i = end
+        elif ch == "\\" and i + 1 < len(segment):
+            i += 1
+            out.append(segment[i].lower())
+        else:
+            out.append(ch.lower())
+        i += 1
+    return out
+
+
+def _meets(a, b) -> bool:
+    """Whether two one-character tokens can match the same character."""
+    if a is _ANY or b is _ANY:
+        return not (type(a) is frozenset and not a) and not (type(b) is frozenset and not b)
+    if type(a) is str and type(b) is str:
+        return a == b
+    if type(a) is str:
+        a, b = b, a
+    if type(b) is str:  # a is a class
+        return (b in a) if type(a) is frozenset else (b not in a[1])
+    if type(a) is frozenset and type(b) is frozenset:
+        return bool(a & b)
+    if type(a) is frozenset:
+        return bool(a - b[1])
+    if type(b) is frozenset:
+        return bool(b - a[1])
+    return True  # two negated classes: the characters are many
+
+
+def _segments_meet(glob: list, secret: list) -> bool:
+    """Whether a glob segment's tokens and a secret entry's segment (its `*` matching only the empty
+    string: the names as the table writes them, `id_rsa`, `.pem`) have a common match."""
+    secret = [t for t in secret if t != "*"]
+    seen, todo = set(), [(0, 0)]
+    while todo:
+        i, j = todo.pop()
+        if (i, j) in seen:
+            continue
+        seen.add((i, j))
+        if i == len(glob) and j == len(secret):
+            return True
+        if i < len(glob) and glob[i] == "*":
+            todo.append((i + 1, j))
+            if j < len(secret):
+                todo.append((i, j + 1))
+        elif i < len(glob) and j < len(secret) and _meets(glob[i], secret[j]):
+            todo.append((i + 1, j + 1))
+    return False
+
+
+def _secret_tokens() -> tuple[list, list]:
+    def entry_tokens(entry):
+        return [_tokens(seg.replace("*", "")) if seg != "*" else ["*"] for seg in entry]
+    return [entry_tokens(e) for e in DIRECTORIES], [entry_tokens(e) for e in FILES]
+
+
+_DIR_TOKENS, _FILE_TOKENS = _secret_tokens()
+
+
+def glob_may_be_secret(pattern: str) -> bool:
+    """Whether a glob pattern (rg's and Claude Code's Grep/Glob: `*`, `**`, `?`, `[...]` classes,
+    `{a,b}` braces; in lower case) may match a secret of this table: one of its segments may be a
+    secret directory's name (`{.ssh,x}/*`, `.s[s]h/*`, `.ss?/*`), or its last segments may be a
+    secret file's (`*.[p]em`, `**/id_*`, `.e*`). A secret entry's own `*` is read as empty (`*.py`
+    does not match `id_rsa*`, whose names are id_rsa, id_rsa.pub), and a segment of the pattern
+    that is only `*` or `**` matches any directory but names none (`**/*.py` is not a secret).
+    Too many brace alternatives: True (fail closed)."""
+    alternatives = _braces(pattern)
+    if alternatives is None:
+        return True
+    for alternative in alternatives:
+        segments = [seg for seg in alternative.replace("\\\\", "/").split("/") if seg and seg != "."]
+        if not segments:
+            continue
+        tokens = [_tokens(seg) for seg in segments]
+        named = [t for t in tokens if t != ["*"]]  # `*` and `**`: any directory, naming none
+        for entry in _DIR_TOKENS:
+            if any(_segments_meet(t, entry[0]) for t in named):
+                return True
+        for entry in _FILE_TOKENS:
+            n = len(entry)
+            tail = tokens[-n:]
+            if len(tail) == n and tail[-1] != ["*"] and all(t == ["*"] or _segments_meet(t, e) for t, e in zip(tail, entry)):
                 return True
     return False

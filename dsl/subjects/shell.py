@@ -8,14 +8,16 @@ import dataclasses
 import posixpath
 import re
 import threading
+from dataclasses import dataclass
 
 from dsl.subjects import cwd as _cwd
+from dsl.subjects import gitconfig as _git
 from dsl.cache import BUDGETS, BoundedCache
 from dsl.subjects.command import Command, _Word, _as_dict
 from dsl.subjects.getopt import read
 from dsl.subjects.optspec import INTERPRETER
 from dsl.subjects.programs import _RESERVED, _find_exec_commands, split_command_words
-from dsl.subjects.wrappers import TABLE, WRAPPERS
+from dsl.subjects.wrappers import CALLBACK_BUILTINS, TABLE, WRAPPERS
 from dsl.subjects.quoting import (
     MAX_BRACE_TEXT, _ansi_c, _unescape_double, _unescape_unquoted, brace_expand, has_brace_group, heredoc_delimiter, heredoc_end,
     remove_quoted_parts, splice_continuations, subscript_substitution,
@@ -23,14 +25,53 @@ from dsl.subjects.quoting import (
 from dsl.values import EvalError, unparseable_command
 
 MAX_SHELL_TEXT = 100_000  # characters; a longer string is an error (its parse would cost too much)
-# Programs one simple command runs through (`sudo env nice xargs find -exec ... rm`); more is an
-# error (fails closed). Each level reads the rest of the command line again, so without a bound
-# `sudo env sudo env ...` and `find . -exec find . -exec ...` took seconds (quadratic, then Python's
-# recursion limit).
-MAX_RUNNERS = 16
+# The one budget of programs read for one simple command: every program it runs through (`sudo
+# env nice xargs find -exec ... rm`), nested or under another reading of an option a table does not
+# know, counts once; past it the text is an error (fails closed). Each program reads the rest of
+# the command line again, so without a bound `nice nice ... ls` and `find . -exec find . -exec ...`
+# took seconds (quadratic, then Python's recursion limit); the count bounds the depth too.
+MAX_RUNNERS = 32
 
 
 _local = threading.local()
+
+
+@dataclass(frozen=True)
+class _Fill:
+    """What a runner fills in at run time in the words of the command it runs: the strings it
+    replaces (`pattern`: xargs -I R, find's `{}`, GNU parallel's `{}`, `{.}`, ...) and whether it
+    appends arguments (`tail`: xargs, `find -exec ... +`, parallel with no replacement string). A
+    script or code holding them is only known at run time (`xargs -I{} sh -c {}`)."""
+
+    runner: str
+    pattern: re.Pattern | None
+    tail: bool
+
+    def holds(self, word: _Word) -> bool:
+        return word is _TAIL or (self.pattern is not None and self.pattern.search(word.value) is not None)
+
+    @staticmethod
+    def of(runner: str, spec, reading, script: _Word | None = None) -> _Fill:
+        """The fill of xargs (its -I/-i strings, else appended arguments) or of GNU parallel (its
+        replacement strings in `script`, its command line, else appended arguments)."""
+        literal = [re.escape(f) for f in reading.fills]  # "" (a dynamic -I value) matches every word
+        patterns = literal + ([spec.fill] if spec.fill else [])
+        pattern = re.compile("|".join(patterns)) if patterns else None
+        if script is not None:
+            return _Fill(runner, pattern, tail=pattern is None or pattern.search(script.value) is None)
+        if spec.fill:  # `parallel -q CMD`: appended unless a word holds a replacement string
+            return _Fill(runner, pattern, tail=not any(pattern.search(w.value) for w in reading.command or ()))
+        return _Fill(runner, pattern, tail=not reading.fills)
+
+
+# The words a runner appends (`xargs sh -c`): read as one word whose value is not known here.
+_TAIL = _Word("", True)
+# GNU findutils 4.9 find(1), -exec: `{}` is replaced by the file name wherever it occurs in the
+# command's words (`-exec ... +`: the one before `+`, by many names)
+_FIND_FILL = _Fill("find", re.compile(re.escape("{}")), tail=False)
+# git-config(1): git runs a pager, an editor, an ssh command, a diff driver ... with arguments of its
+# own after the value (the file, the host and command); `!` aliases with the alias's arguments
+_GIT_FILL = _Fill("git", None, tail=True)
 
 
 def _parser():
@@ -45,13 +86,45 @@ def _parser():
     return parser
 
 
+# tree-sitter reads the text through a callback, chunk by chunk, and reads parts of it again when
+# it recovers from an error. On valid shell it reads each byte about once (at most 8 times, 4.3 KB
+# more than the text, over the corpus's 1,645 commands); on some invalid texts (`echo {&{&...`,
+# `cat $<$<...`) its error recovery reads the text again at every position, a time quadratic in
+# the length: seconds at 20 KB, a minute at 100 KB. The bytes it is given are a measure of its
+# work that depends on the text alone, so the parse is stopped past PARSE_REREAD times the text's
+# length plus PARSE_SLACK bytes, and the text refused: linear, and the same answer on every machine.
+PARSE_REREAD = 8
+PARSE_SLACK = 65_536
+_PARSE_CHUNK = 64  # bytes a read gives (a small chunk keeps the count close to what is lexed)
+
+
+def _bounded_parse(data: bytes):
+    """tree-sitter's tree of `data`; raises EvalError when the parser reads more than the budget
+    above (the tree of the part read would not be the text's)."""
+    budget = PARSE_REREAD * len(data) + PARSE_SLACK
+    served = 0
+
+    def read(offset: int, _point) -> bytes:
+        nonlocal served
+        if served > budget:
+            return b""
+        chunk = data[offset : offset + _PARSE_CHUNK]
+        served += len(chunk)
+        return chunk if served <= budget else b""
+
+    tree = _parser().parse(read)
+    if served > budget:
+        raise EvalError(f"the shell parser gave up on this text: it read it more than {PARSE_REREAD} times over "
+                        "(an irregular text it cannot recover from)")
+    return tree
+
+
 def _destinations(redirect) -> list:
     """The destination nodes of a file redirect: the first is its target, the rest are words of
     the command that tree-sitter-bash attached to the redirect."""
     return redirect.children_by_field_name("destination")
 
 
-MAX_WRAPPER_CHAIN = 32  # programs read from the wrapper tables for one simple command (each reading counts)
 MAX_CWD_CHAIN = 1024  # characters of the chain of cd targets of one text; a longer one is unknown
 
 _CASE_TERMINATORS = frozenset({";;", ";&", ";;&"})  # bash(1), "case": what ends a case item
@@ -108,11 +181,12 @@ class _Walker:
     """Collects the simple commands of one parse tree."""
 
     def __init__(self, source: bytes, depth: int, cwd: str | None = ".", names: tuple[bool, bool] = (False, False),
-                 shared: _Shared | None = None):
+                 shared: _Shared | None = None, fill: _Fill | None = None):
         self.source = source
         self.depth = depth
         self.shared = shared if shared is not None else _Shared(source.decode("utf-8", "replace"))
         self.evaluated = False  # nested_in met arithmetic or an expansion that evaluates a string as code
+        self.fill = fill  # what a runner fills in in each command of this script (GNU parallel's)
         # where the shell is after the statement walked last, if it succeeded and if it failed
         # (dsl.subjects.cwd); whether this text or an enclosing one names HOME, CDPATH
         self.cwd: str | None = cwd
@@ -126,8 +200,7 @@ class _Walker:
         # (`cat 2>/dev/null /etc/shadow` gives the redirect three destinations): bash reads
         # them as the command's own words, and so does command()
         self.trailing: dict[int, list] = {}
-        self.chain = 0  # programs read from their tables for the simple command walked last
-        self.runners = 0  # emit calls under way: the programs the command being read runs through
+        self.programs = 0  # programs read for the simple command walked last (MAX_RUNNERS)
         self.root = None  # the parse tree's root, and the ends of its heredocs (check_heredoc_end)
         self.heredoc_ends: list[int] | None = None
 
@@ -155,6 +228,8 @@ class _Walker:
             return _Word(self.text(node)[1:-1], False)
         if kind == "ansi_c_string":
             return _Word(_ansi_c(self.text(node)[2:-1]), False)
+        if kind == "translated_string":
+            return _translated([self.word(child) for child in node.children if child.is_named])
         if kind == "string":
             value, dynamic = "", False
             end = node.start_byte + 1
@@ -173,11 +248,35 @@ class _Walker:
                     dynamic = True
             return _Word(value, dynamic)
         if kind == "concatenation":
-            parts = [self.word(child) for child in node.children]
-            return _Word("".join(p.value for p in parts), any(p.dynamic for p in parts))
+            parts = self.words_of(node.children)
+            return _Word("".join(p.value for p in parts), any(p.dynamic for p in parts),
+                         translated=any(p.translated for p in parts)
+                         and not any(p.dynamic and not p.translated for p in parts))
         # expansions, substitutions, brace expressions, arithmetic: unknown until run time
         self.nested_in(node)
         return _Word(self.text(node), True)
+
+    def words_of(self, nodes) -> list[_Word]:
+        """The words of a run of sibling nodes, where tree-sitter-bash leaves the `$` of a
+        translated string `$"..."` as a node of its own before the string (as an argument, and
+        inside a concatenation: `r$"m"`)."""
+        out: list[_Word] = []
+        dollar = None
+        for child in nodes:
+            if child.type == "$" and not child.is_named:
+                dollar = child
+                continue
+            if dollar is not None and child.type == "string" and child.start_byte == dollar.end_byte:
+                out.append(_translated([self.word(child)]))
+            elif dollar is not None:
+                out.append(_Word("$", True))  # a lone `$` the parser split off: read as unknown
+                out.append(self.word(child))
+            else:
+                out.append(self.word(child))
+            dollar = None
+        if dollar is not None:
+            out.append(_Word("$", True))
+        return out
 
     def quoted_substitutions(self, node) -> None:
         """Single quotes that do not quote: inside `$(( ))`, `(( ))`, `${...}` and an array
@@ -540,7 +639,7 @@ class _Walker:
         if _has_error(tree.root_node):
             raise EvalError("the command is not valid shell syntax (after a heredoc's start)")
         _check_blanks(text, tree.root_node)
-        sub = _Walker(text, self.depth, self.cwd, self.names, self.shared)
+        sub = _Walker(text, self.depth, self.cwd, self.names, self.shared, self.fill)
         sub.root = tree.root_node
         sub.walk(tree.root_node, nested)
         self.commands.extend(sub.commands)
@@ -564,18 +663,25 @@ class _Walker:
         if self.depth >= 8:
             raise EvalError("the command nests shells more than 8 deep")
         self.commands.extend(_parse(': "' + "".join(out) + '"', self.depth + 1, True, cwd=self.cwd, names=self.names,
-                                    shared=self.shared)[1:])  # all but `:`
+                                    shared=self.shared, fill=self.fill)[1:])  # all but `:`
 
     def runs_strings(self, program: str, rest: list[_Word]) -> None:
         """Builtins that run a string or a file this text may not show: `trap 'CMD' SIG`,
-        `mapfile -C 'CMD'`, `alias NAME='CMD'` (the alias may run later), `source`/`.` of standard
+        `mapfile -C 'CMD'` (and readarray, compgen -C, complete -C), `alias NAME='CMD'` (the alias may run later), `source`/`.` of standard
         input or a process substitution, and `hash -p PATH NAME` (NAME then runs PATH)."""
         values = [w for w in rest if not w.value.startswith("-")]
         if program == "trap" and values:
             self.shared.defers = True  # it runs later, maybe after an assignment
             strings = [values[0]]
-        elif program in ("mapfile", "readarray"):
-            strings = [rest[i + 1] for i, w in enumerate(rest[:-1]) if w.value == "-C"]
+        elif program in CALLBACK_BUILTINS:
+            # `mapfile -tC'CMD' -c1 arr`: options read as bash reads them, under every reading of
+            # an unknown one; the callback runs with words appended, so what it runs is dynamic
+            for reading in read(CALLBACK_BUILTINS[program], rest):
+                for string in reading.scripts:
+                    if string.dynamic:
+                        raise EvalError(f"{program} runs a string that is only known at run time")
+                    self.script(string.value, nested=True, dynamic=True)
+            return
         elif program == "alias":
             strings = [_Word(w.value.split("=", 1)[1], w.dynamic) for w in values if "=" in w.value]
         elif program in ("source", "."):
@@ -591,11 +697,12 @@ class _Walker:
                 raise EvalError(f"{program} runs a string that is only known at run time")
             self.script(string.value, nested=True)
 
-    def script(self, text: str, nested: bool, dynamic: bool = False) -> None:
-        """The commands of a script run by this command line; `dynamic`: under one reading only."""
+    def script(self, text: str, nested: bool, dynamic: bool = False, fill: _Fill | None = None) -> None:
+        """The commands of a script run by this command line; `dynamic`: under one reading only;
+        `fill`: a runner fills in words of its commands (GNU parallel's command line)."""
         if self.depth >= 8:
             raise EvalError("the command nests shells more than 8 deep")
-        commands = _parse(text, self.depth + 1, nested, cwd=self.cwd, names=self.names, shared=self.shared)
+        commands = _parse(text, self.depth + 1, nested, cwd=self.cwd, names=self.names, shared=self.shared, fill=fill)
         if dynamic:
             commands = [c if c.dynamic else Command(**{**_as_dict(c), "dynamic": True}) for c in commands]
         self.commands.extend(commands)
@@ -605,8 +712,21 @@ class _Walker:
         assignments: list[str] = []
         words: list[_Word] = []
         herestrings: list[_Word] = []
+        dollar = None  # a `$` tree-sitter-bash split off a translated string `$"..."` before it
+        descriptors = _descriptor_words(node)
         for child in node.children:
-            if child.type == "variable_assignment":
+            if child.id in descriptors:
+                continue
+            if child.type == "$" and not child.is_named:
+                dollar = child
+                continue
+            translated = dollar is not None and child.type == "string" and child.start_byte == dollar.end_byte
+            if dollar is not None and not translated:
+                words.append(_Word("$", False))  # `echo $ x`: a `$` before a blank is itself
+            dollar = None
+            if translated:
+                words.append(_translated([self.word(child)]))
+            elif child.type == "variable_assignment":
                 self.nested_in(child)
                 assignments.append(self.text(child))
             elif child.type == "command_name":
@@ -623,6 +743,8 @@ class _Walker:
                 herestrings.append(_Word(" ".join(w.value for w in fed), any(w.dynamic for w in fed)))
             elif child.is_named:
                 words.extend(self.braced(child))
+        if dollar is not None:
+            words.append(_Word("$", False))
         trailing = self.trailing.pop(node.id, ())
         for extra in trailing:
             words.extend(self.braced(extra))
@@ -631,8 +753,8 @@ class _Walker:
         del self.commands[start:]
         if words:
             before = len(self.commands)
-            self.chain = 0
-            self.emit(words, tuple(assignments), redirects, nested, self.text(node), ())
+            self.programs = 0
+            self.emit(words, tuple(assignments), redirects, nested, self.text(node), (), fill=self.fill)
             first = self.commands[before] if len(self.commands) > before else None
             self.moves(first)
             if herestrings and first is not None and id(first) in self.stdin_readers:
@@ -659,30 +781,32 @@ class _Walker:
         (`env -C DIR`, `sudo -i`)."""
         return self.here() if _cwd.SAME_DIR.issuperset(wrappers) else ""
 
-    def emit(self, words: list[_Word], assignments, redirects, nested, text, wrappers, dynamic: bool = False) -> None:
+    def emit(self, words: list[_Word], assignments, redirects, nested, text, wrappers, dynamic: bool = False,
+             fill: _Fill | None = None) -> None:
         """The command `words` and what it runs. `dynamic`: it is only one reading of an outer
-        command line whose options were not all understood, so it is marked dynamic. Raises
-        EvalError past MAX_RUNNERS programs run by one another."""
-        if self.runners >= MAX_RUNNERS:
+        command line whose options were not all understood, so it is marked dynamic. `fill`: a
+        runner (xargs, find -exec, parallel) replaces or appends words of it at run time. Raises
+        EvalError past MAX_RUNNERS programs read for one simple command."""
+        self.programs += 1
+        if self.programs > MAX_RUNNERS:
             raise EvalError(f"the command runs through more than {MAX_RUNNERS} programs that run others "
-                            "(sudo, env, xargs, find -exec, ...)")
-        self.runners += 1
+                            "(sudo, env, xargs, find -exec, ..., each reading of an unknown option counted)")
         # after an assignment, under POSIXLY_CORRECT, or given arguments from standard input
         # (GNU parallel, like xargs whose table says so): what it runs is not known from the text
         dynamic = dynamic or self.shared.assigned or self.shared.posix or (
             not words[0].dynamic and words[0].value.rsplit("/", 1)[-1] in _STDIN_ARGUMENTS)
-        try:
-            self._emit(words, assignments, redirects, nested, text, wrappers, dynamic)
-        finally:
-            self.runners -= 1
+        self._emit(words, assignments, redirects, nested, text, wrappers, dynamic, fill)
 
-    def _emit(self, words: list[_Word], assignments, redirects, nested, text, wrappers, dynamic: bool) -> None:
+    def _emit(self, words: list[_Word], assignments, redirects, nested, text, wrappers, dynamic: bool,
+              fill: _Fill | None) -> None:
         program_word = words[0]
         program = program_word.value.rsplit("/", 1)[-1]
         rest = words[1:]
-        spec = TABLE.get(program) if not program_word.dynamic else None
+        if program_word.translated:  # `$"sudo" rm`: read as sudo, and everything it runs dynamic
+            dynamic = True
+        spec = TABLE.get(program) if not program_word.dynamic or program_word.translated else None
         if spec is not None:
-            self.emit_read(program, spec, words, assignments, redirects, nested, text, wrappers, dynamic)
+            self.emit_read(program, spec, words, assignments, redirects, nested, text, wrappers, dynamic, fill)
             return
         if program in _RESERVED and not program_word.dynamic:
             raise EvalError(f"the keyword '{program}' stands where a command should (after time or coproc?): "
@@ -697,8 +821,15 @@ class _Walker:
                                       cwd=self.cwd_for(wrappers)))
         if assigns:
             self.shared.assign()  # after it: `read HOME; git status`
+        if program == "git" and not program_word.dynamic:
+            # settings of its command line or environment that run programs (dsl.subjects.gitconfig)
+            unknown, scripts = _git.reading([w.value for w in rest], assignments)
+            if unknown and not self.commands[-1].dynamic:
+                self.commands[-1] = Command(**{**_as_dict(self.commands[-1]), "dynamic": True})
+            for script in scripts:  # git appends arguments (a file, a host): read as a runner's
+                self.script(script, nested=True, dynamic=True, fill=_GIT_FILL)
         # Commands that run other commands.
-        if program in ("trap", "mapfile", "readarray", "alias", "source", ".", "hash"):
+        if program in ("trap", "mapfile", "readarray", "compgen", "complete", "alias", "source", ".", "hash"):
             self.runs_strings(program, rest)
         elif program == "eval" and rest:
             words = rest[1:] if rest[0].value == "--" else rest
@@ -711,33 +842,43 @@ class _Walker:
                 if inner:
                     if inner[0].value == "{}":  # `-exec {} ...`: the program is each file found
                         inner = [_Word("{}", True)] + inner[1:]
-                    self.emit(inner, (), (), True, text, (), dynamic)
+                    self.emit(inner, (), (), True, text, (), dynamic, _FIND_FILL)
             if any(w.value in ("-execdir", "-okdir") for w in rest):  # they run in each file's directory
                 self.commands[before:] = [Command(**{**_as_dict(c), "cwd": ""}) for c in self.commands[before:]]
 
-    def emit_read(self, program, spec, words, assignments, redirects, nested, text, wrappers, dynamic) -> None:
+    def emit_read(self, program, spec, words, assignments, redirects, nested, text, wrappers, dynamic,
+                  fill: _Fill | None = None) -> None:
         """A program whose command line a table of dsl.subjects.wrappers reads: a wrapper is
         replaced by the command it runs; a shell, an interpreter or a runner is listed with the
         scripts it runs nested after it. When some option is not understood, the program is listed
-        as dynamic and every reading of what it runs follows it, nested and dynamic too."""
-        self.chain += 1
-        if self.chain > MAX_WRAPPER_CHAIN:
-            # each level reads the words after it again: a bound keeps `nice nice ... ls` linear
-            raise EvalError(f"more than {MAX_WRAPPER_CHAIN} wrappers, shells or runners read for one command")
-        readings = read(spec, words[1:])
+        as dynamic and every reading of what it runs follows it, nested and dynamic too. Under a
+        `fill`, a script or code that holds what the runner fills in (`xargs sh -c`, `find -exec sh
+        -c {}`) is an error: it is only known at run time."""
+        # the words a runner appends are read as one unknown word, so that `xargs sh -c` reads
+        # its script from them (an error), and `xargs sudo` runs them
+        tail = [_TAIL] if fill is not None and fill.tail else []
+        readings = read(spec, words[1:] + tail)
         if self.shared.posix and spec.permute:
             # POSIXLY_CORRECT: GNU getopt stops at the first operand (`runuser -u root rm -rf /` runs
             # `rm -rf /`): both readings
-            readings = readings + read(dataclasses.replace(spec, permute=False), words[1:])
+            readings = readings + read(dataclasses.replace(spec, permute=False), words[1:] + tail)
+        for reading in readings:
+            if reading.command is not None and len(reading.command) > 1 and reading.command[-1] is _TAIL:
+                reading.command = reading.command[:-1]  # the runner still appends them to it
+            for script in (*reading.scripts, *reading.code):
+                if fill is not None and fill.holds(script):
+                    what = "code" if spec.runs == INTERPRETER else "a script"
+                    raise EvalError(f"{program} runs {what} that {fill.runner} fills in at run time")
         ambiguous = len(readings) > 1 or bool(readings[0].unknown)
         wrapper = program in WRAPPERS
         first = readings[0]
         if wrapper and not ambiguous and first.command is not None and not first.scripts and not first.stdin:
             self.emit(first.command, assignments + tuple(first.assignments), redirects, nested, text,
-                      wrappers + (program,), dynamic or spec.dynamic_inner)
+                      wrappers + (program,), dynamic or spec.dynamic_inner, fill)
             return
         code = tuple(dict.fromkeys(w.value for r in readings for w in (*r.scripts, *r.code)))
-        own = _command(words, assignments, redirects, nested, text, wrappers, dynamic or ambiguous, code,
+        filled_file = fill is not None and any(r.script_file is not None and fill.holds(r.script_file) for r in readings)
+        own = _command(words, assignments, redirects, nested, text, wrappers, dynamic or ambiguous or filled_file, code,
                        cwd=self.cwd_for(wrappers))
         self.commands.append(own)
         kind = "code" if spec.runs == INTERPRETER else "sh"
@@ -746,13 +887,18 @@ class _Walker:
             if reading.command is not None:
                 if wrapper:
                     self.emit(reading.command, assignments + tuple(reading.assignments), redirects, True, text,
-                              wrappers + (program,), inner_dynamic or spec.dynamic_inner)
-                else:  # xargs, busybox's applet: the command it runs, nested
-                    self.emit(reading.command, (), (), True, text, (), inner_dynamic or spec.dynamic_inner)
+                              wrappers + (program,), inner_dynamic or spec.dynamic_inner, fill)
+                elif spec.dynamic_inner:  # xargs: the command it runs, nested, with what it fills in
+                    self.emit(reading.command, (), (), True, text, (), True, _Fill.of(program, spec, reading))
+                else:  # busybox's applet: the command it runs, nested
+                    self.emit(reading.command, (), (), True, text, (), inner_dynamic, fill)
             for script in reading.scripts:
                 if script.dynamic:
                     raise EvalError(f"{program} runs a script that is only known at run time")
-                self.script(script.value, nested=True, dynamic=inner_dynamic)
+                if spec.fill:  # GNU parallel: its command line is a script, filled in for each argument
+                    self.script(script.value, nested=True, dynamic=True, fill=_Fill.of(program, spec, reading, script))
+                else:
+                    self.script(script.value, nested=True, dynamic=inner_dynamic or spec.dynamic_inner)
             stream = _stream(reading.script_file) if reading.script_file is not None else None
             if stream == "elsewhere":
                 raise EvalError(f"{program} reads its script from {reading.script_file.value}, which this command "
@@ -801,6 +947,39 @@ def _check_adjacent(node, trailing) -> None:
         if end == begin:
             raise EvalError(f"the command is not read as bash would at byte {begin}: two words the parser "
                             "reads apart touch, and bash reads them as one")
+
+
+_REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
+_VARNAME_FD = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")  # bash(1), REDIRECTION: `{varname}<file`
+
+
+def _descriptor_words(command) -> set[int]:
+    """The ids of the words of a command node that are a redirection's descriptor, which
+    tree-sitter-bash misreads as words: `0` right before `<` or `>` (`sh 0</dev/stdin` is sh reading
+    standard input, not the script file `0`; `0<x cat` runs cat) and a `{varname}` right before one
+    (bash allocates a descriptor and names it so). Only a word that touches the redirection is one."""
+    siblings = list(command.children)
+    if command.parent is not None and command.parent.type == "redirected_statement":
+        siblings += command.parent.children
+    starts = {c.start_byte for c in siblings if c.type in _REDIRECTS}
+    if not starts:
+        return set()
+    out = set()
+    for child in command.children:
+        word = child.children[0] if child.type == "command_name" and child.children else child
+        if word.end_byte not in starts:
+            continue
+        text = word.text.decode("utf-8", "replace") if word.text is not None else ""
+        if (word.type == "number" and text.isdigit()) or (word.type == "concatenation" and _VARNAME_FD.fullmatch(text)):
+            out.add(child.id)
+    return out
+
+
+def _translated(inner: list[_Word]) -> _Word:
+    """bash(1), "Locale-Specific Translation": `$"rm"` is "rm" translated by the message catalog
+    of TEXTDOMAIN for the current locale, none of which this text shows. Read as its contents but
+    dynamic (never known), and `translated` so that a wrapper named so is still unwrapped."""
+    return _Word("".join(w.value for w in inner), True, translated=not any(w.dynamic for w in inner))
 
 
 def _command(words, assignments, redirects, nested, text, wrappers, dynamic, code=(), cwd=".") -> Command:
@@ -894,7 +1073,8 @@ _ASCII_MASK = bytes(range(128)) + b"x" * 128
 
 
 def _parse(text: str, depth: int, nested: bool, check_stdin: bool = True, cwd: str | None = ".",
-           names: tuple[bool, bool] = (False, False), shared: _Shared | None = None) -> list[Command]:
+           names: tuple[bool, bool] = (False, False), shared: _Shared | None = None,
+           fill: _Fill | None = None) -> list[Command]:
     if len(text) > MAX_SHELL_TEXT:
         raise EvalError(f"the command is longer than {MAX_SHELL_TEXT:,} characters")
     text = splice_continuations(text)
@@ -904,7 +1084,7 @@ def _parse(text: str, depth: int, nested: bool, check_stdin: bool = True, cwd: s
     # ASCII and any byte >= 0x80 is an ordinary word character to it, so the parser is given a copy
     # with each such byte replaced by "x": the same tree at the same byte offsets, while every word
     # is still read from the original bytes.
-    tree = _parser().parse(source.translate(_ASCII_MASK))
+    tree = _bounded_parse(source.translate(_ASCII_MASK))
     if _has_error(tree.root_node):
         bad = _first_error(tree.root_node)
         where = f" at byte {bad.start_byte}" if bad is not None else ""
@@ -915,17 +1095,53 @@ def _parse(text: str, depth: int, nested: bool, check_stdin: bool = True, cwd: s
         shared = _Shared(text)
     elif "POSIXLY_CORRECT" in text:
         shared.posix = True
-    walker = _Walker(source, depth, cwd, names, shared)
+    walker = _Walker(source, depth, cwd, names, shared, fill)
     walker.root = tree.root_node
     walker.walk(tree.root_node, nested)
     for shell in walker.stdin_shells if check_stdin else ():
         if id(shell) not in walker.fed:
             raise EvalError(f"{shell.program} reads its script from standard input (a pipe or a file), which this "
                             "command does not show")
+    commands = walker.commands
     if top and shared.ever and shared.defers:
         # a function or a trap runs its commands when called, maybe after an assignment read later
-        return [c if c.dynamic else Command(**{**_as_dict(c), "dynamic": True}) for c in walker.commands]
-    return walker.commands
+        commands = [c if c.dynamic else Command(**{**_as_dict(c), "dynamic": True}) for c in commands]
+    return _aliased(commands) if depth == 0 else commands
+
+
+def _aliased(commands: list[Command]) -> list[Command]:
+    """Every command of the text whose name, or a wrapper's, an `alias` of the same text defines
+    is dynamic, and so is every git after a variable that changes what git runs is set
+    (dsl.subjects.gitconfig.ENVIRONMENT: `export GIT_PAGER=...; git log`). An alias: `alias ls='rm -rf'` then `ls /` runs `rm -rf /` where aliases are expanded (an
+    interactive shell, `shopt -s expand_aliases`, zsh), and an alias ending in a blank expands the
+    next word too (`alias sudo='sudo '`). The alias's own text is read as a script where it is
+    defined. Setting BASH_ALIASES (bash's table of them) is an error: its names are not read here."""
+    names = set()
+    git_environment = False
+    for c in commands:
+        git_environment = git_environment or any(_git.sets_git_environment(a.split("=", 1)[0]) for a in c.assignments) or (
+            c.program in _DECLARES and any(_git.sets_git_environment(_unquoted(w).lstrip("-").split("=", 1)[0])
+                                           for w in c.argv[1:]))
+        if c.program == "alias":
+            names.update(arg.split("=", 1)[0] for arg in c.args if "=" in arg)
+        if any(a.startswith("BASH_ALIASES") for a in c.assignments) or (
+                c.program in _DECLARES and any("BASH_ALIASES" in w for w in c.argv[1:])):
+            raise EvalError("the command sets BASH_ALIASES, which makes names run other commands")
+    if git_environment:  # `export GIT_CONFIG_COUNT=1 ...; git log`: what git runs is set before it
+        names.add("git")
+    if not names:
+        return commands
+    return [Command(**{**_as_dict(c), "dynamic": True})
+            if not c.dynamic and (c.program in names or c.path in names or names.intersection(c.wrappers)) else c
+            for c in commands]
+
+
+def _unquoted(word: str) -> str:
+    return word.replace("'", "").replace('"', "").replace("\\", "")
+
+
+# bash 5.2 builtins that set variables by name (bash(1), SHELL BUILTIN COMMANDS)
+_DECLARES = frozenset({"declare", "typeset", "export", "local", "readonly", "read", "printf", "mapfile", "readarray", "unset"})
 
 
 _CACHE = BoundedCache(BUDGETS["subjects.shell"], "subjects.shell")  # text → tuple of Commands

@@ -169,7 +169,7 @@ class WinParts(tuple):
 
 _PATH_FIELDS = {
     "text": "string", "name": "string", "ext": "string", "parent": "path", "parts": "list[string]",
-    "drive": "string", "style": "string", "secret": "bool",
+    "drive": "string", "style": "string", "secret": "bool", "holds_secrets": "bool", "glob_secret": "bool",
 }
 
 
@@ -212,6 +212,20 @@ class WinPathValue:
         from dsl.subjects.secrets import is_secret
 
         return is_secret(self._names)
+
+    @property
+    def holds_secrets(self) -> bool:
+        """As PathValue.holds_secrets: `C:\\` and `C:\\Users\\me` hold secrets below them."""
+        from dsl.subjects.secrets import holds_secrets
+
+        return holds_secrets(self._names)
+
+    @property
+    def glob_secret(self) -> bool:
+        """As PathValue.glob_secret, of the folded text (a Windows path holds no `*` or `?`)."""
+        from dsl.subjects.secrets import glob_may_be_secret
+
+        return glob_may_be_secret(self.folded)
 
     @property
     def parts(self) -> "WinParts":

@@ -12,8 +12,9 @@ is installed, and runs the program with a harmless command to check the same pro
 
 from __future__ import annotations
 
+from dsl.subjects.launchers import LAUNCHERS, SETARCH_NAMES
 from dsl.subjects.optspec import (
-    APPLET, ARGV_MODE, CODE, END, EXIT, EXIT_BARE, INTERPRETER, LOGIN_SHELL, MODULE, NEXT, NONE, SCRIPT, SCRIPT_OPERAND, SESSION,
+    APPLET, ARGV_MODE, CODE, END, EXIT, EXIT_BARE, FILL, INTERPRETER, LOGIN_SHELL, MODULE, NEXT, NONE, SCRIPT, SCRIPT_OPERAND, SESSION,
     SH_WORDS, SHELL, SHELL_MODE, SPLIT, STDIN, Opt, Spec, spec,
 )
 
@@ -94,15 +95,19 @@ _UTIL_LINUX = {
                   "shared=s exclusive=x unlock=u nonblock=n nb=n close=o timeout=w wait=w "
                   "conflict-exit-code=E no-fork=F command=c verbose help=h version=V",
                   does={"c": SCRIPT, "h": EXIT, "V": EXIT}, skip=1, dash_c_after_skip=True),
-    # setarch ARCH [options] [program]; linux32/linux64 are setarch without the ARCH. No program: /bin/sh.
+    # setarch [ARCH] [options] [program]: ARCH only when the first word is no option (since 2.33);
+# linux32/linux64 are setarch without the ARCH. No program: /bin/sh.
     "setarch": spec("util-linux 2.38 setarch(8)", "hVv3BFILRSTXZ",
                     "help=h version=V verbose=v 3gb=3 4gb uname-2.6 32bit=B fdpic-funcptrs=F short-inode=I "
                     "addr-compat-layout=L addr-no-randomize=R whole-seconds=S sticky-timeouts=T "
                     "read-implies-exec=X mmap-page-zero=Z list",
                     does={"h": EXIT, "V": EXIT, "list": EXIT}, leading=1, bare_shell=True),
 }
-_UTIL_LINUX["linux32"] = _UTIL_LINUX["linux64"] = Spec(**{
-    **{name: getattr(_UTIL_LINUX["setarch"], name) for name in Spec.__dataclass_fields__}, "leading": 0})
+# Called by another name (a symbolic link: linux32, linux64, i386, x86_64, ...), setarch takes that
+# name for the arch: no ARCH operand (dsl.subjects.launchers.SETARCH_NAMES, from setarch.c).
+_SETARCH_AS_NAME = Spec(**{**{name: getattr(_UTIL_LINUX["setarch"], name) for name in Spec.__dataclass_fields__},
+                           "leading": 0})
+_UTIL_LINUX.update({name: _SETARCH_AS_NAME for name in SETARCH_NAMES})
 
 # --- privilege and identity ---
 
@@ -165,6 +170,18 @@ _BUILTINS = {
     "coproc": spec("bash 5.2 bash(1) `coproc`", "", abbreviations=False),
 }
 
+# bash 5.2 builtins whose option is a command they run (bash(1), SHELL BUILTIN COMMANDS; each reads
+# its options with bash's internal_getopt: clusters, attached values, `--`). mapfile's callback is
+# run with the index and the line appended; compgen -C runs at once, complete -C at completion.
+CALLBACK_BUILTINS: dict[str, Spec] = {
+    "mapfile": spec("bash 5.2 bash(1) `mapfile`", "d:u:n:O:tC:c:s:", does={"C": SCRIPT}, abbreviations=False),
+    "compgen": spec("bash 5.2 bash(1) `compgen`", "abcdefgjksuvo:A:G:W:F:C:X:P:S:V:", does={"C": SCRIPT},
+                    abbreviations=False),
+    "complete": spec("bash 5.2 bash(1) `complete`", "abcdefgjksuvprDEIo:A:G:W:F:C:X:P:S:", does={"C": SCRIPT},
+                     abbreviations=False),
+}
+CALLBACK_BUILTINS["readarray"] = CALLBACK_BUILTINS["mapfile"]
+
 # --- multi-call binaries: the first operand names the program ---
 
 _MULTICALL = {
@@ -181,8 +198,26 @@ _RUNNERS = {
         "GNU findutils 4.9 xargs(1)", "0a:E:e::i::I:l::L:n:prs:txP:d:o",
         "null=0 arg-file=a delimiter=d eof=e replace=i max-lines=l max-args=n open-tty=o interactive=p "
         "no-run-if-empty=r max-chars=s verbose=t show-limits exit=x max-procs=P process-slot-var: help version",
-        does=_HELP, default=("echo",), dynamic_inner=True,
+        does={**_HELP, "I": FILL, "i": FILL}, default=("echo",), dynamic_inner=True,
     ),
+    # GNU parallel 20221122 parallel(1), Getopt::Long ("bundling", "require_order"): the command is
+    # the words before the first `:::`, `::::`, `:::+` or `::::+` (the arguments follow), joined and
+    # run by a shell; `{}`, `{.}`, `{/}`, `{#}`, `{3}`, `{= perl =}` ... are replaced in it by each
+    # argument, which is appended when none is there; -q/--quote keeps the words as a command (no
+    # shell). Only its common options are tabled: any other makes it dynamic.
+    "parallel": spec(
+        "GNU parallel 20221122 parallel(1)", "0a:C:d:D:E:gI:j:kL:mn:N:P:qrs:S:tuvXhV",
+        "null=0 arg-file=a colsep=C delimiter=d debug=D eof=E group=g jobs=j keep-order=k max-lines=L "
+        "max-args=n max-replace-args=N max-procs=P quote=q no-run-if-empty=r max-chars=s sshlogin=S "
+        "verbose=v ungroup=u xargs help=h version=V joblog: results: res: halt: timeout: retries: delay: "
+        "load: memfree: tag tagstring: line-buffer lb bar eta progress dry-run will-cite no-notice plus "
+        "pipe pipepart block: recstart: recend: header: env: workdir: wd: tmpdir: shuf nice: "
+        "extensionreplace: basenamereplace: dirnamereplace: basenameextensionreplace: seqreplace: "
+        "slotreplace:",
+        does={"h": EXIT, "V": EXIT, "I": FILL, "q": ARGV_MODE, **{name: FILL for name in (
+            "extensionreplace", "basenamereplace", "dirnamereplace", "basenameextensionreplace", "seqreplace",
+            "slotreplace")}}, runs=SH_WORDS, dynamic_inner=True,
+        separators=(":::", "::::", ":::+", "::::+"), fill=r"\{[^{}]*\}"),
     # procps-ng 4.0 watch(1): "+bced::ghq:n:ptvwx"; the words joined and run by `sh -c` unless -x
     "watch": spec("procps-ng 4.0 watch(1)", "bced::ghq:n:ptvwx",
                   "beep=b color=c differences=d errexit=e chgexit=g equexit=q interval=n precise=p "
@@ -299,7 +334,7 @@ _INTERPRETERS: dict[str, Spec] = {
     **{f"lua5.{minor}": _LUA for minor in range(1, 5)}, "luajit": _LUA, "osascript": _OSASCRIPT,
 }
 
-WRAPPERS: dict[str, Spec] = {**_COREUTILS, **_UTIL_LINUX, **_PRIVILEGE, **_BUILTINS, **_MULTICALL}
+WRAPPERS: dict[str, Spec] = {**_COREUTILS, **_UTIL_LINUX, **_PRIVILEGE, **_BUILTINS, **_MULTICALL, **LAUNCHERS}
 """Programs that run the command after them (and su, script: the shell they start): name -> Spec."""
 
 RUNNERS: dict[str, Spec] = _RUNNERS
