@@ -27,12 +27,13 @@ MB = 1 << 20
 
 # bytes, by cache name; together 64 MB
 BUDGETS = {
-    "compiler.shell": 32 * MB,  # dsl.compiler._SHELL_CACHE: _Shell (Commands and programs) by text
+    "compiler.shell": 30 * MB,  # dsl.compiler._SHELL_CACHE: _Shell (Commands and programs) by text
     "subjects.shell": 16 * MB,  # dsl.subjects.shell: tuple of Commands by text (parse_shell)
     "rule_index": 4 * MB,  # dsl.compiler.RuleIndex: candidate rules by tool name (each policy)
     "path_glob": 4 * MB,  # dsl.subjects.paths: compiled path patterns by segments (cwd included)
     "paths": 4 * MB,  # dsl.subjects.paths: path() values by (text, cwd, home), short texts only
     "plan_paths": 4 * MB,  # dsl.compiler._ITEM_PATHS: the plans' path(word, c.cwd) texts and secrecy
+    "glob_secret": 2 * MB,  # dsl.subjects.secrets: whether a search root or a glob pattern may reach a secret
 }
 
 _ATOMS = (str, bytes, int, float, bool, type(None))

@@ -409,3 +409,16 @@ def test_a_refused_path_is_refused_again_with_the_same_message_from_the_cache():
     assert messages[0] == messages[1] and "no home is known" in messages[0]
     assert paths._PATH_CACHE.bytes > 0  # kept, and counted against the cache's budget
     assert make_path("~/.bashrc", "/home/u/proj", "/home/u").text == "/home/u/.bashrc"  # another key
+
+
+def test_the_secrets_tables_answers_are_the_same_when_kept():
+    from dsl.subjects import secrets
+
+    patterns = ["*.py", "**/*.ts", "*.[p]em", "{.ssh,x}/*", "**/id_*", ".e*", "src/**", "*.json", "x" * 2000]
+    roots = [(), ("home", "u"), ("home", "u", "proj"), ("proc", "self"), ("etc",), ("home", "u", ".config")]
+    for _ in range(2):  # computed, then from the cache
+        assert [secrets.glob_may_be_secret(p) for p in patterns] == [secrets._glob_may_be_secret(p) for p in patterns]
+        assert [secrets.holds_secrets(r) for r in roots] == [secrets._holds_secrets(r) for r in roots]
+    assert secrets._SECRET_CACHE.bytes > 0
+    secrets.clear_secret_cache()
+    assert secrets._SECRET_CACHE.bytes == 0

@@ -10,7 +10,7 @@ from typing import Iterable, NamedTuple
 from dsl import globs
 from dsl.cache import BUDGETS, BoundedCache
 from dsl.subjects.pathtext import check_text
-from dsl.subjects.secrets import glob_may_be_secret, holds_secrets, is_secret
+from dsl.subjects.secrets import clear_secret_cache, glob_may_be_secret, holds_secrets, is_secret
 from dsl.values import EvalError
 
 
@@ -186,8 +186,10 @@ def make_path(raw: object, cwd: str | None, home: str | None) -> PathValue:
 
 
 def clear_path_cache() -> None:
-    """Forget every kept path() value (benchmarks time the first sight of a path)."""
+    """Forget every kept path() value and what the secrets table answered for a path or a
+    pattern (benchmarks time the first sight of a path)."""
     _PATH_CACHE.clear()
+    clear_secret_cache()
 
 
 def _make(raw: object, cwd: str | None, home: str | None) -> PathValue:

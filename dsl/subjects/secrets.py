@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from fnmatch import fnmatchcase
 
+from dsl.cache import BUDGETS, BoundedCache
+
 DIRECTORIES: tuple[tuple[str, ...], ...] = (
     (".ssh",),                      # OpenSSH: private keys, ssh(1) FILES
     (".gnupg",),                    # GnuPG private keys
@@ -134,11 +136,36 @@ def _lowered_is_secret(lowered: list[str]) -> bool:
     return False
 
 
+# ("glob", pattern) → glob_may_be_secret's answer, ("holds", parts) → holds_secrets': a search's
+# root and pattern repeat across calls (`*.py`, the project), and an answer costs a match of every
+# segment against every entry of the table (up to about 1 ms for a pattern)
+_SECRET_CACHE = BoundedCache(BUDGETS["glob_secret"], "glob_secret")
+_CACHED_PATTERN = 1024  # characters
+
+
+def clear_secret_cache() -> None:
+    """Forget the kept answers of holds_secrets and glob_may_be_secret (benchmarks, tests)."""
+    _SECRET_CACHE.clear()
+
+
 def holds_secrets(parts: tuple[str, ...]) -> bool:
     """Whether a path with these segments is a secret or holds one below it: it is secret, or it
     is one of CONTAINERS or above one (`/`, `/home`, `/home/u`, `/proc/self`, `/var/run`), or its
     last segments begin an entry of more than one segment (`~/.config` holds `.config/gh`,
-    `~/.local` holds `.local/share/keyrings`). A search rooted there reaches the secrets."""
+    `~/.local` holds `.local/share/keyrings`). A search rooted there reaches the secrets. Kept
+    in _SECRET_CACHE for paths of at most _CACHED_PATTERN characters (a search root repeats)."""
+    size = sum(map(len, parts)) + len(parts)
+    if size > _CACHED_PATTERN:
+        return _holds_secrets(parts)
+    key = ("holds", parts)
+    hit = _SECRET_CACHE.get(key)
+    if hit is None:
+        hit = _holds_secrets(parts)
+        _SECRET_CACHE.put(key, hit, 2 * size + 64 * len(parts) + 200)
+    return hit
+
+
+def _holds_secrets(parts: tuple[str, ...]) -> bool:
     if is_secret(parts):
         return True
     lowered = [p.lower() for p in parts]
@@ -284,7 +311,21 @@ def _secret_tokens() -> tuple[list, list]:
 _DIR_TOKENS, _FILE_TOKENS = _secret_tokens()
 
 
+
+
 def glob_may_be_secret(pattern: str) -> bool:
+    """`_glob_may_be_secret`, kept for patterns of at most _CACHED_PATTERN characters."""
+    if type(pattern) is not str or len(pattern) > _CACHED_PATTERN:
+        return _glob_may_be_secret(pattern)
+    key = ("glob", pattern)
+    hit = _SECRET_CACHE.get(key)
+    if hit is None:
+        hit = _glob_may_be_secret(pattern)
+        _SECRET_CACHE.put(key, hit, 2 * len(pattern) + 200)
+    return hit
+
+
+def _glob_may_be_secret(pattern: str) -> bool:
     """Whether a glob pattern (rg's and Claude Code's Grep/Glob: `*`, `**`, `?`, `[...]` classes,
     `{a,b}` braces; in lower case) may match a secret of this table: one of its segments may be a
     secret directory's name (`{.ssh,x}/*`, `.s[s]h/*`, `.ss?/*`), or its last segments may be a
