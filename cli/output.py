@@ -49,10 +49,18 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 
 
 def echo_json(value: Any) -> None:
-    """Print a msgspec-encodable value as indented JSON."""
+    """Print a msgspec-encodable value as indented JSON. A string holding a lone surrogate (JSON
+    input may carry one: `"\ud800"`) cannot be UTF-8: such a value is written with the standard
+    library's encoder, which escapes it as JSON allows (`"\ud800"`) instead of failing."""
     import msgspec
 
-    typer.echo(msgspec.json.format(msgspec.json.encode(value), indent=2).decode())
+    try:
+        text = msgspec.json.format(msgspec.json.encode(value), indent=2).decode()
+    except UnicodeEncodeError:
+        import json
+
+        text = json.dumps(msgspec.to_builtins(value), indent=2)
+    typer.echo(text)
 
 
 def table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None) -> None:

@@ -4,7 +4,7 @@ from typing import List, Optional
 
 import typer
 
-from cli.output import EXIT_USAGE, echo_json, fail, load_policy
+from cli.output import EXIT_USAGE, echo_json, fail, load_policy, say
 
 app = typer.Typer(no_args_is_help=True, help="Check and evaluate .policy files.")
 
@@ -144,7 +144,7 @@ def explain_(
         echo_json(report)
         return
     for line in explanation_lines(report):
-        typer.echo(line)
+        say(line)  # the call's own text may hold controls or a lone surrogate: shown escaped
 
 
 @app.command("test")

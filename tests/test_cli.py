@@ -320,3 +320,18 @@ def test_usability_fixes_from_a_new_users_run(tmp_path):
     assert result.exit_code == 2
     lines = result.stderr.splitlines()
     assert lines[0].startswith("error: query failed:") and any(line.startswith("  LINE 1:") for line in lines[1:])
+
+
+@pytest.mark.parametrize("command", ["explain", "eval"])
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_lone_surrogate_in_the_arguments_is_shown_escaped_not_a_traceback(command, as_json):
+    # JSON input may carry "\ud800", which no UTF-8 output can hold (a new user's trial)
+    args = [sys.executable, "-c", "from cli.main import app; app()", "policy", command, str(SAMPLES / "coding-agent.policy"),
+            "--tool", "Bash", "--args", '{"command": "ls \\ud800"}'] + (["--json"] if as_json else [])
+    done = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env={"PYTHONIOENCODING": "utf-8", "PATH": "/usr/bin:/bin"})
+    assert "Traceback" not in done.stderr and "UnicodeEncodeError" not in done.stderr, done.stderr
+    assert done.returncode in (0, 1) and done.stdout
+    if command == "explain":  # the call's text is shown, escaped
+        assert "\\ud800" in done.stdout
+    if as_json:
+        json.loads(done.stdout)
