@@ -23,7 +23,7 @@ def load(*lines: str) -> Policy:
 
 def assert_one_parse_reason(reasons: tuple[str, ...]) -> None:
     (reason,) = reasons
-    assert reason.startswith("This command cannot be parsed: the command is not valid shell syntax at byte ")
+    assert reason.startswith("This command cannot be parsed: the command is not valid shell syntax at line 1, column ")
 
 
 def test_unparseable_command_is_denied_with_one_reason_naming_the_parser_error():

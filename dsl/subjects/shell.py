@@ -448,7 +448,7 @@ class _Walker:
             extra = [w for c in [*node.children, *nested_redirects] if c.type == "file_redirect" for w in _destinations(c)[1:]]
             if extra:
                 if body is None or body.type != "command":
-                    raise EvalError(f"the command is not valid shell syntax at byte {extra[0].start_byte}: "
+                    raise EvalError(f"the command is not valid shell syntax at {_line_col(self.source, extra[0].start_byte)}: "
                                     "a word after a redirection belongs to no simple command")
                 self.trailing[body.id] = extra
             for child in [*node.children, *nested_redirects]:
@@ -544,7 +544,8 @@ class _Walker:
         for child in node.children:
             if child.type in _CASE_TERMINATORS and kind != "case_item":
                 # tree-sitter-bash takes `ls ;; cat x` as two commands; bash refuses the line
-                raise EvalError(f"the command is not valid shell syntax at byte {child.start_byte}: {child.type} ends only a case item")
+                raise EvalError(f"the command is not valid shell syntax at {_line_col(self.source, child.start_byte)}: "
+                                f"{child.type} ends only a case item")
             if child.type in _WORDLIKE:  # `case ${!x} in`: a word outside a simple command
                 self.evaluating(child, nested)
             else:
@@ -635,7 +636,7 @@ class _Walker:
         """The commands after `<<EOF` on its line (`| sh`), when the parser read the heredoc's first
         line into them (it does when that line starts with a backslash): parsed again alone."""
         text = text.lstrip().lstrip(b"|&;").lstrip()
-        tree = _parser().parse(text.translate(_ASCII_MASK))
+        tree = _bounded_parse(text.translate(_ASCII_MASK))
         if _has_error(tree.root_node):
             raise EvalError("the command is not valid shell syntax (after a heredoc's start)")
         _check_blanks(text, tree.root_node)
@@ -748,7 +749,7 @@ class _Walker:
         trailing = self.trailing.pop(node.id, ())
         for extra in trailing:
             words.extend(self.braced(extra))
-        _check_adjacent(node, trailing)
+        _check_adjacent(node, trailing, self.source)
         inner = self.commands[start:]
         del self.commands[start:]
         if words:
@@ -932,7 +933,16 @@ def _in_double_quotes(node) -> bool:
     return False
 
 
-def _check_adjacent(node, trailing) -> None:
+def _line_col(source: bytes, at: int) -> str:
+    """Where byte `at` of a text is, as a person counts: `line L, column C` (from 1, C in
+    characters). Only for an error's message."""
+    start = source.rfind(b"\n", 0, at) + 1
+    line = source.count(b"\n", 0, at) + 1
+    column = len(source[start:at].decode("utf-8", "replace")) + 1
+    return f"line {line}, column {column}"
+
+
+def _check_adjacent(node, trailing, source: bytes) -> None:
     """Raises EvalError when two words of a command touch: bash reads one word where the parser read
     two (`'r'\\m -rf /` is bash's `rm -rf /`, tree-sitter-bash's `r` given `m`)."""
     spans = []
@@ -945,7 +955,7 @@ def _check_adjacent(node, trailing) -> None:
     spans.sort()
     for (_, end), (begin, _) in zip(spans, spans[1:]):
         if end == begin:
-            raise EvalError(f"the command is not read as bash would at byte {begin}: two words the parser "
+            raise EvalError(f"the command is not read as bash would at {_line_col(source, begin)}: two words the parser "
                             "reads apart touch, and bash reads them as one")
 
 
@@ -1063,9 +1073,10 @@ def _check_blanks(source: bytes, root) -> None:
         ):
             continue
         if m.group() == b"\n":
-            raise EvalError(f"the parser reads the newline at byte {at} as part of a word: bash ends the command there")
-        raise EvalError(f"the command holds a {m.group().decode()!r} at byte {at} that the parser read as a blank: "
-                        "bash reads it as part of a word")
+            raise EvalError(f"the parser reads the newline at {_line_col(source, at)} as part of a word: bash ends the command there")
+        hint = " (a Windows line ending: send the command with LF line endings)" if m.group() == b"\r" else ""
+        raise EvalError(f"the command holds a {m.group().decode()!r} at {_line_col(source, at)} that the parser read as a "
+                        f"blank: bash reads it as part of a word{hint}")
 
 
 # Every byte of a non-ASCII character, for the copy tree-sitter parses (see _parse).
@@ -1087,7 +1098,7 @@ def _parse(text: str, depth: int, nested: bool, check_stdin: bool = True, cwd: s
     tree = _bounded_parse(source.translate(_ASCII_MASK))
     if _has_error(tree.root_node):
         bad = _first_error(tree.root_node)
-        where = f" at byte {bad.start_byte}" if bad is not None else ""
+        where = f" at {_line_col(source, bad.start_byte)}" if bad is not None else ""
         raise EvalError(f"the command is not valid shell syntax{where}")
     _check_blanks(source, tree.root_node)
     top = shared is None
