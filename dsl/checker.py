@@ -215,6 +215,8 @@ class _Checker:
                 f"this {rule.effect} applies only when every command of the string matches, so `ls; rm x` slips past",
                 cond.span, f"a {rule.effect} on commands usually means `any c in shell(...)`",
             )
+        if rule.effect == "allow" and cond is not None:
+            self.allow_over_text(cond)
         if rule.condition is not None:
             if covered:
                 self.schema_condition(rule.condition, covered)
@@ -227,6 +229,28 @@ class _Checker:
                 'add reason "..." : it is what the agent reads, so say what to do instead',
             )
         self.clauses(rule.effect, rule.clauses, rule.effect_span)
+
+    def allow_over_text(self, cond: ast.Expr) -> None:
+        """Warnings for an allow that a command line can satisfy with one harmless part: `any c in
+        shell(...)` (`git status; rm -rf ~` has one git command) and a prefix or a glob of the raw
+        command text (`git status; rm -rf ~` starts with "git"). Only the operands that must hold
+        (the condition itself, or an operand of its top-level `and`)."""
+        operands = cond.operands if isinstance(cond, ast.And) else (cond,)
+        for op in operands:
+            if (isinstance(op, ast.Quantifier) and op.kind == "any" and isinstance(op.source, ast.Call)
+                    and op.source.name == "shell"):
+                self.warning(
+                    "this allow holds when any one command of the string matches, so `git status; rm -rf ~` is allowed",
+                    op.span, "an allow on commands usually means `all c in shell(...)`",
+                )
+            elif (isinstance(op, ast.Compare) and isinstance(op.left, ast.Path) and op.left.root == "args"
+                    and op.left.keys[-1:] in (("command",), ("cmd",), ("script",))
+                    and isinstance(op.right, ast.Literal) and type(op.right.value) is str
+                    and (op.op in ("startswith", "contains") or (op.op == "glob" and "*" in op.right.value))):
+                self.warning(
+                    f"this allow matches the command's text, so `{op.right.value.strip('*') or 'x'}; rm -rf ~` is allowed too",
+                    op.span, "read the commands with `all c in shell(args.command): ...` (c.program, c.args)",
+                )
 
     @staticmethod
     def has(clauses, kind) -> bool:

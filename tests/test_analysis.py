@@ -406,3 +406,19 @@ def test_a_deny_with_all_over_shell_is_a_warning():
     policy = Policy.from_text('deny Bash when all c in shell(args.command): c.program == "rm" reason "r"\n')
     assert any("slips past" in w.message for w in policy.warnings)
     assert not Policy.from_text('allow Bash when all c in shell(args.command): c.program == "ls"\n').warnings
+
+
+def test_an_allow_that_one_harmless_command_satisfies_is_a_warning():
+    """`allow ... when any c in shell(...)` or a prefix of the raw text lets `git status; rm -rf ~`
+    through (a new user's first policies, which `policy check` called ok)."""
+    for condition in ('any c in shell(args.command): c.program in ["git", "ls"]',
+                      'args.command startswith "git"', 'args.command glob "git *"', 'args.cmd contains "pytest"',
+                      'exists(args.command) and (any c in shell(args.command): c.program == "ls")'):
+        policy = Policy.from_text(f"allow Bash when {condition}\n")
+        assert any("is allowed" in w.message for w in policy.warnings), condition
+        (w,) = [w for w in policy.warnings if "is allowed" in w.message]
+        assert w.span.line == 1 and w.span.column > 16, condition
+    for condition in ('all c in shell(args.command): c.program in ["git", "ls"]', 'args.command == "git status"',
+                      'not (any c in shell(args.command): c.program == "rm")', 'args.path startswith "/tmp"'):
+        assert not Policy.from_text(f"allow Bash when {condition}\n").warnings, condition
+    assert not Policy.from_text('deny Bash when any c in shell(args.command): c.program == "rm" reason "r"\n').warnings
