@@ -482,6 +482,17 @@ def _expected_words(expected: set[str] | frozenset[str]) -> str:
     return ", ".join(unique)
 
 
+# Words and operators of other languages an author may reach for, and what this one writes
+_OTHER_LANGUAGES = {
+    "matches": "there are no regular expressions: `glob` matches a pattern (`args.name glob \"test_*\"`), "
+               "and `startswith`, `endswith`, `contains` test parts of a string",
+    "&&": "write `and`", "||": "write `or`", "==": None, "!": "write `not`",
+    "&": "write `and`", "|": "write `or`",
+    "regex": "there are no regular expressions: use `glob`, `startswith`, `endswith` or `contains`",
+}
+_OTHER_LANGUAGES = {k: v for k, v in _OTHER_LANGUAGES.items() if v is not None}
+
+
 def _diagnose(exc: UnexpectedInput, text: str) -> Diagnostic:
     if isinstance(exc, UnexpectedToken) and exc.token.type == "$END":
         exc = UnexpectedEOF(exc.expected)  # Lark reports a premature end as a token; say it plainly
@@ -500,12 +511,19 @@ def _diagnose(exc: UnexpectedInput, text: str) -> Diagnostic:
             close = difflib.get_close_matches(value, here, n=1, cutoff=0.6) or difflib.get_close_matches(value, KEYWORDS, n=1, cutoff=0.7)
             if close:
                 return Diagnostic("error", f"unknown keyword '{value}'", span, f"did you mean '{close[0]}'?")
-        return Diagnostic("error", f"unexpected '{value}'", span, f"expected {_expected_words(expected)}")
+        help = _OTHER_LANGUAGES.get(value)
+        if value == "," and "RPAR" in expected and "RSQB" not in expected:
+            help = "a list is written in square brackets: `c.program in [\"ls\", \"pwd\"]`"
+        return Diagnostic("error", f"unexpected '{value}'", span, help or f"expected {_expected_words(expected)}")
     if isinstance(exc, UnexpectedCharacters):
         ch = exc.char
         help = None
         if ch == "'":
             help = "strings are written in double quotes"
+        elif (text[exc.pos_in_stream : exc.pos_in_stream + 2] in _OTHER_LANGUAGES
+              or text[exc.pos_in_stream : exc.pos_in_stream + 1] in _OTHER_LANGUAGES):
+            two = text[exc.pos_in_stream : exc.pos_in_stream + 2]
+            help = _OTHER_LANGUAGES.get(two) or _OTHER_LANGUAGES[two[:1]]
         elif exc.allowed:
             help = f"expected {_expected_words(exc.allowed)}"
         return Diagnostic("error", f"unexpected character {ch!r}", Span.point(exc.line, exc.column), help)
