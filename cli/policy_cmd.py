@@ -106,7 +106,13 @@ def eval_(
         return
     typer.echo(f"policy {policy.name!r} (sha256 {policy.digest[:16]}…), tool {tool}")
     for line in decision.explain():
-        typer.echo(line)
+        say(line)
+    shown = {o.rule for o in decision.outcomes}
+    missed = [r for r in policy.rules_for(tool) if r.rule_id not in shown]
+    if missed:  # a rule the author expected to decide, and why it did not: `policy explain`
+        names = ", ".join(f"line {r.line} [{r.rule_id}] {r.effect}" for r in missed[:6]) + (", ..." if len(missed) > 6 else "")
+        say(f"  covered by {len(missed)} rule{'s' if len(missed) != 1 else ''} whose condition did not hold: {names} "
+            "(policy explain shows why)")
 
 
 # --- explain, test, fmt (tooling for policy authors) ------------------------------------------

@@ -335,3 +335,10 @@ def test_a_lone_surrogate_in_the_arguments_is_shown_escaped_not_a_traceback(comm
         assert "\\ud800" in done.stdout
     if as_json:
         json.loads(done.stdout)
+
+
+def test_eval_names_the_rules_that_covered_the_tool_but_did_not_hold():
+    result = run("policy", "eval", SAMPLES / "coding-agent.policy", "--tool", "Bash", "--args", '{"command": "npm test"}',
+                 "--context", '{"cwd": "/home/u/proj"}')
+    assert result.exit_code == 0
+    assert "(policy default)" in result.stdout and "[read-only-shell] allow" in result.stdout and "policy explain" in result.stdout
