@@ -1,4 +1,4 @@
-"""Shared builders for ledger and Gate tests: a small policy, a manual clock, a mixed ledger."""
+"""Shared builders for tests: a small policy, a manual clock, a mixed ledger; the docs' shell deny."""
 
 from __future__ import annotations
 
@@ -139,3 +139,14 @@ def build_matrix_ledger(path: Path, segment_bytes: int) -> None:
         gate.execute(b.request, lambda args: None)
         gate.propose("drop_thing", {"id": i}, proposer="agent")
     gate.close()
+
+
+# The docs' deny example under `default allow` (docs/policy-language.md, "Shell commands"): what
+# the shell tests try to get past
+DOCS_DENY = Policy.from_text("""
+default allow
+deny Bash when any c in shell(args.command):
+    c.program == "rm" and c.flags contains "recursive" and c.flags contains "force"
+    and any a in c.args: path(a) == "/"
+  reason "Recursive forced deletion of / is never run."
+""", "docs.policy")

@@ -21,18 +21,11 @@ from dsl import Policy
 from dsl.subjects import parse_shell
 from dsl.subjects.quoting import _ansi_c
 from dsl.values import EvalError
+from support import DOCS_DENY
 
 BASH = shutil.which("bash")
 needs_bash = pytest.mark.skipif(BASH is None, reason="bash is not installed here")
 
-# The docs' deny (docs/policy-language.md, "Shell commands") under `default allow`.
-DOCS_DENY = Policy.from_text("""
-default allow
-deny Bash when any c in shell(args.command):
-    c.program == "rm" and c.flags contains "recursive" and c.flags contains "force"
-    and any a in c.args: path(a) == "/"
-  reason "Recursive forced deletion of / is never run."
-""", "docs.policy")
 SAMPLE = Policy.load("samples/coding-agent.policy")
 CONTEXT = {"cwd": "/home/u/proj", "home": "/home/u"}
 

@@ -20,15 +20,8 @@ from hypothesis import strategies as st
 from dsl import Policy
 from dsl.subjects import parse_shell
 from dsl.values import EvalError
+from support import DOCS_DENY
 
-# The docs' deny example with `default allow` (docs/policy-language.md, "Shell commands").
-DOCS_DENY = Policy.from_text("""
-default allow
-deny Bash when any c in shell(args.command):
-    c.program == "rm" and c.flags contains "recursive" and c.flags contains "force"
-    and any a in c.args: path(a) == "/"
-  reason "Recursive forced deletion of / is never run."
-""", "docs.policy")
 # An allow of known commands only, as the sample's read-only rule is written.
 ALLOW_KNOWN = Policy.from_text("""
 default deny "no"
