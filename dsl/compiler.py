@@ -2055,12 +2055,6 @@ def _win_path(env: Env, raw: Any) -> Any:
     return value if type(value) is subjects.WinPathValue else _MISSING
 
 
-def _win_under(path: Any, base: Any) -> bool:
-    """`under` of two Windows paths: the same folded drive and the base's parts a prefix."""
-    n = len(base.key)
-    return path.key[:n] == base.key
-
-
 def _win_under_literal(env: Env, path: Any, literal: str) -> bool:
     """`path under "/x"` for a Windows path: the literal is read in the call's context, as the
     predicate reads it (it raises as the predicate does; the caller then runs the predicates)."""
@@ -2228,7 +2222,7 @@ def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[in
     namespace = {
         "M": _MISSING, "X": _UNKNOWN, "ERRORS": _PLAN_ERRORS, "_plain_path": _plain_path,
         "_windows_text": winpaths.is_windows_text,
-        "_parsed_or_none": _parsed_or_none, "U": _Undecided, "_error_text": values.error_text, "_win_path": _win_path, "_win_under": _win_under,
+        "_parsed_or_none": _parsed_or_none, "U": _Undecided, "_error_text": values.error_text, "_win_path": _win_path, "_win_under": winpaths.under,
         "_win_under_literal": _win_under_literal, "_ip": _item_path, "_ipw": _item_win_path, "_ips": _item_secret, "_at": _item_at,
         "_under_text": _under_text, **w.consts,
     }
