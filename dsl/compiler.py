@@ -1288,14 +1288,17 @@ def _fast_under(left: Fn, right: Fn, base_lit: Any, right_node: ast.Expr | None 
             return b == "/" or text == b or (text.startswith(b) and text[len(b) : len(b) + 1] == "/")
 
         return under
+    # The literal is read in the call's context as the generic `under` reads it: under a Windows
+    # cwd it is a Windows path (on the cwd's drive), so a POSIX path (`~/x` with a POSIX home)
+    # is not under it. Only a cwd that is not Windows text lets the load-time text stand.
     if base == "/":
 
         def under_root(env: Env) -> bool:
             value = left(env)
             if type(value) is not subjects.PathValue:
                 value = _make_path(value, env)  # raises for what is not a path
-                if type(value) is subjects.WinPathValue:  # "/" is the root of the cwd's drive
-                    return subjects.under(value, subjects.make_path(base_lit, env.cwd(), env.home_dir()))
+            if type(value) is subjects.WinPathValue or winpaths.is_windows_text(env.context.get("cwd")):
+                return subjects.under(value, subjects.make_path(base_lit, env.cwd(), env.home_dir()))
             return True
 
         return under_root
@@ -1305,8 +1308,8 @@ def _fast_under(left: Fn, right: Fn, base_lit: Any, right_node: ast.Expr | None 
         value = left(env)
         if type(value) is not subjects.PathValue:
             value = _make_path(value, env)
-            if type(value) is subjects.WinPathValue:  # the base is read in the call's context too
-                return subjects.under(value, subjects.make_path(base_lit, env.cwd(), env.home_dir()))
+        if type(value) is subjects.WinPathValue or winpaths.is_windows_text(env.context.get("cwd")):
+            return subjects.under(value, subjects.make_path(base_lit, env.cwd(), env.home_dir()))
         text = value.text
         return text == base or text.startswith(prefix)
 
@@ -2076,7 +2079,8 @@ _STR_OR_NONE = (str, type(None))
 
 def _item_made(memo: dict, env: Env, raw: str, base: str | None) -> Any:
     """(text, secret) of `path(raw)` (base None) or `path(raw, base)` when it is a POSIX path
-    made as the predicates make it (`_make_path`, `_path_from`), else _MISSING. `memo` holds one
+    made as the predicates make it (`_make_path`, `_path_from`) and the call's cwd is not a
+    Windows path, else _MISSING. `memo` holds one
     call's answers; _ITEM_PATHS those of earlier calls (the same words in the same cwd)."""
     key = (raw, base)
     made = memo.get(key)
@@ -2090,10 +2094,15 @@ def _item_made(memo: dict, env: Env, raw: str, base: str | None) -> Any:
         if made is not None:
             memo[key] = made
             return made
-    try:
-        value = _make_path(raw, env) if base is None else _path_from(raw, base, env)
-    except Exception:
+    if winpaths.is_windows_text(cwd):
+        # under a Windows cwd a literal the loop compares with is a Windows path, while `~/x` with
+        # a POSIX home is a POSIX one: the predicate reads both in the call's context
         value = None
+    else:
+        try:
+            value = _make_path(raw, env) if base is None else _path_from(raw, base, env)
+        except Exception:
+            value = None
     made = (value.text, is_secret_text(value.text)) if type(value) is subjects.PathValue else _MISSING
     memo[key] = made
     if wide is not None:

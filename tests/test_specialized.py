@@ -41,6 +41,9 @@ NUMBERS = ["0", "1", "-1", "2.5", "1e3", "-0.0", "1000", "3"]
 FIELDS = ["args.a", "args.b", "args.n", "args.items", "args.items[0]", "args.items[-1]", "args.d.k", "args.d.m",
           'args["x y"]', "context.cwd", "context.user", "tool", "args.flag", "args.d"]
 PATH_FIELDS = ["args.p", "args.a", "context.cwd"]
+# A Windows cwd with a POSIX home, and the reverse: a path from `~` is of the home's kind, a
+# literal directory of the cwd's, so the two may be of different kinds in one call
+MIXED_CONTEXTS = [{"cwd": "C:\\Users\\u\\proj", "home": "/home/u"}, {"cwd": "/home/u/proj", "home": "C:\\Users\\u"}]
 PATH_RIGHTS = ["/", "/home/u", "/home/u/proj", "/home/u/", "/etc/../home", "proj", "~/proj", "~", "~other/x", "$HOME/x",
                "C:/x", "", "/a/b\\c"]
 GLOBS = ["/**/.env", "/home/*/proj/**", "*.py", "**/x", "/", "~/*", "/a/$x", "?", "[ab]*", "/**", "/home/u/proj/*.py", "proj/*",
@@ -200,6 +203,7 @@ def call_args(draw) -> tuple[str, dict, dict]:
         args[key] = value
     context = draw(st.sampled_from([
         {"cwd": "/home/u/proj", "user": "a"}, {"cwd": "/home/u/proj", "home": "/home/v", "user": "rm"}, {}, {"cwd": 3, "user": 1}, {"cwd": "rel"},
+        *MIXED_CONTEXTS,
     ]))
     return draw(st.sampled_from(["t", "u"])), args, context
 
@@ -378,7 +382,7 @@ PLAN_SHAPES = [
 @pytest.mark.parametrize("condition", PLAN_SHAPES)
 def test_the_plans_secret_lower_and_exists_guards_decide_as_the_predicates(condition):
     values_ = PATHS + [None, 3, ["/x"], {"k": 1}]
-    contexts = [{"cwd": "/home/u/proj"}, {"cwd": "C:\\proj"}, {}, {"cwd": "rel"}]
+    contexts = [{"cwd": "/home/u/proj"}, {"cwd": "C:\\proj"}, {}, {"cwd": "rel"}, *MIXED_CONTEXTS]
     envs = [Env("t", {"p": p}, c) for p in values_ for c in contexts]
     envs += [Env("t", {"p": p, "q": q}, {"cwd": "/home/u/proj"}) for p in values_[:12] for q in values_]
     envs += [Env("t", {}, c) for c in contexts] + [Env("t", {"q": q}, {}) for q in values_]
@@ -408,7 +412,7 @@ LOOP_COMMANDS = COMMANDS + [
     "cat C:/proj/.env", "cat D:\\\\x", "cd .. && git status", "cat sub/.SSH/id_rsa", "cd C:/proj && git status",
 ]
 LOOP_CONTEXTS = [{"cwd": "/home/u/proj"}, {"cwd": "/home/u/proj", "home": "/home/u"}, {}, {"cwd": "C:\\proj"}, {"cwd": "rel"},
-                 {"cwd": "/home/u/proj/"}, {"cwd": "/"}, {"cwd": "c:\\Proj"}, {"cwd": "\\\\srv\\share\\p"}]
+                 {"cwd": "/home/u/proj/"}, {"cwd": "/"}, {"cwd": "c:\\Proj"}, {"cwd": "\\\\srv\\share\\p"}, *MIXED_CONTEXTS]
 
 
 @pytest.mark.parametrize("body", LOOP_BODIES)
@@ -443,7 +447,7 @@ def test_a_rule_that_raises_in_the_plan_leaves_the_later_rules_to_the_plan():
 # drive and folded parts; a shape it cannot write exactly (a glob) is left to the predicate.
 WINDOWS_SHAPES = [
     "path(args.p) under context.cwd", "not (path(args.p) under context.cwd)", 'path(args.p) under "/"',
-    'path(args.p) under "/proj"', "path(args.p).secret", "exists(args.p) and path(args.p).secret",
+    'path(args.p) under "/proj"', 'path(args.p) under "/home/u"', 'not (path(args.p) under "/home/u/proj")', "path(args.p).secret", "exists(args.p) and path(args.p).secret",
     '(exists(args.p) and path(args.p).secret) or (exists(args.q) and path(args.q).secret)',
     'path(args.p).parts contains ".git" or path(args.p).parts contains "Proj"',
     'lower(path(args.p).text) contains "/.git/" or lower(path(args.p).text) contains "\\\\.git\\\\"',
@@ -453,9 +457,9 @@ WINDOWS_SHAPES = [
 ]
 WINDOWS_PATHS = ["C:\\proj\\a.py", "c:\\PROJ\\.Git\\config", "C:/proj/.env", "\\\\server\\share\\x", "D:\\other", "C:\\proj",
                  "proj\\x", "..\\x", "/x", "C:\\proj\\HEAD", "C:\\Users\\me\\.ssh\\id_rsa", "C:\\proj\\ä.PY", "C:\\proj\\ß",
-                 "C:\\proj\\a:b", "C:\\proj\\con", "", 3, None, "~\\x", "C:\\proj\\x. ", "%USERPROFILE%\\x", "/home/u/proj/a"]
+                 "C:\\proj\\a:b", "C:\\proj\\con", "", 3, None, "~\\x", "C:\\proj\\x. ", "%USERPROFILE%\\x", "/home/u/proj/a", "~/proj/a", "~"]
 WINDOWS_CONTEXTS = [{"cwd": "C:\\proj"}, {"cwd": "c:\\Proj\\"}, {"cwd": "\\\\server\\share"},
-                    {"cwd": "C:\\proj", "home": "C:\\Users\\me"}, {"cwd": "/home/u/proj"}]
+                    {"cwd": "C:\\proj", "home": "C:\\Users\\me"}, {"cwd": "/home/u/proj"}, *MIXED_CONTEXTS]
 
 
 @pytest.mark.parametrize("condition", WINDOWS_SHAPES)
@@ -463,6 +467,18 @@ def test_the_plans_windows_variant_decides_as_the_predicates(condition):
     envs = [Env("t", {"p": p, "q": q}, c) for p in WINDOWS_PATHS for q in ("C:\\x\\.env", 3) for c in WINDOWS_CONTEXTS]
     envs += [Env("t", {}, c) for c in WINDOWS_CONTEXTS]
     _grid_check(condition, envs)
+
+
+def test_a_posix_literal_under_a_windows_cwd_is_read_in_the_calls_context():
+    # a `~` path with a POSIX home and a Windows cwd was allowed by the fast `under`: the literal
+    # was read as POSIX and the path as Windows, and the two never compared as the reference does
+    policy = Policy.from_text('''home "/home/u"
+default ask
+ask Read when not (path(args.file_path) under "/home/u/proj") reason "outside"
+allow Read
+''')
+    decision = policy.evaluate("Read", {"file_path": "~/proj/a"}, {"cwd": "C:\\Users\\u\\proj"})
+    assert decision.effect == "ask"
 
 
 def test_the_windows_variant_is_written_inline():
