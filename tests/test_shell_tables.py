@@ -136,6 +136,8 @@ def test_what_does_not_push_does_not_publish(text):
 # --- what a search reaches -----------------------------------------------------------------------
 
 from dsl.subjects import make_path  # noqa: E402
+from dsl.subjects.secrets import _MAX_GLOB_PATTERN, _braces  # noqa: E402
+from hypothesis import given, settings, strategies as st  # noqa: E402
 
 
 @pytest.mark.parametrize("raw", ["/", "/home", "/home/u", "~", "/root", "/proc", "/proc/self", "/proc/1/task", "/etc",
@@ -160,6 +162,36 @@ def test_a_glob_that_may_match_a_secret(glob):
 @pytest.mark.parametrize("glob", ["*.py", "**/*.py", "src/**/*.{ts,tsx}", "*", "**", "*.md", "docs/[a-z]*.txt", "config"])
 def test_a_glob_that_matches_no_secret(glob):
     assert not make_path(glob, "/", None).glob_secret
+
+
+def test_a_glob_longer_than_the_limit_or_nested_too_deep_counts_as_a_secret():
+    assert make_path("/" + "a" * _MAX_GLOB_PATTERN + ".py", "/", None).glob_secret
+    assert not make_path("/" + "a" * (_MAX_GLOB_PATTERN - 10) + ".py", "/", None).glob_secret
+    assert make_path("{" * 40 + "a" + "}" * 40, "/", None).glob_secret  # deeper than any search needs
+    assert not make_path("{" * 10 + "a" + "}" * 10, "/", None).glob_secret
+    assert make_path("{a,b}" * 9, "/", None).glob_secret  # 512 alternatives
+
+
+def _expand_innermost(pattern: str) -> set[str]:
+    """Brace expansion the plain way: expand the innermost group (the first `}` that has a `{`
+    before it, and the last such `{`) until none is left."""
+    done, todo = set(), [pattern]
+    while todo:
+        text = todo.pop()
+        close = next((i for i, ch in enumerate(text) if ch == "}" and "{" in text[:i]), -1)
+        if close < 0:
+            done.add(text)
+            continue
+        start = text.rindex("{", 0, close)
+        for alternative in text[start + 1 : close].split(","):
+            todo.append(text[:start] + alternative + text[close + 1 :])
+    return done
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="{},ab", max_size=12))
+def test_brace_alternatives_are_those_of_expanding_the_innermost_group_first(pattern):
+    assert set(_braces(pattern)) == _expand_innermost(pattern)
 
 
 @pytest.mark.parametrize("raw", ["/run/secrets/db_password", "/var/run/secrets/kubernetes.io/serviceaccount/token",

@@ -182,36 +182,90 @@ def _holds_secrets(parts: tuple[str, ...]) -> bool:
 # --- glob patterns that may match a secret ------------------------------------------------------
 
 _MAX_ALTERNATIVES = 256
+_MAX_GLOB_PATTERN = _CACHED_PATTERN  # characters; a longer pattern counts as a secret (no search needs one)
+_MAX_EXPANDED = 8 * _MAX_GLOB_PATTERN  # characters of all the alternatives together; more counts as a secret
+_MAX_BRACE_DEPTH = 32  # braces inside braces; deeper counts as a secret
+
+
+def _brace_tree(pattern: str) -> list | None:
+    """A pattern as a sequence of items, each a literal string or a brace group (a list of
+    alternatives, each a sequence): `a{b,c{d,e}}` is ["a", [["b"], ["c", [["d"], ["e"]]]]].
+    Braces pair as a stack pairs them; a `{` with no `}` after it and a `}` with no `{` before
+    it are literal, and so is a comma outside every pair. Two passes over the text (linear);
+    None when braces nest deeper than _MAX_BRACE_DEPTH."""
+    opens: list[int] = []
+    closes_of: dict[int, int] = {}
+    for i, ch in enumerate(pattern):
+        if ch == "{":
+            opens.append(i)
+        elif ch == "}" and opens:
+            closes_of[opens.pop()] = i
+    closing = set(closes_of.values())
+    root: list = []
+    seq, groups, start = root, [], 0
+    for i, ch in enumerate(pattern):
+        if (ch == "{" and i in closes_of) or (ch == "," and groups) or (ch == "}" and i in closing):
+            if start < i:
+                seq.append(pattern[start:i])
+            start = i + 1
+            if ch == "{":
+                group: list = [[]]
+                seq.append(group)
+                groups.append((group, seq))
+                if len(groups) > _MAX_BRACE_DEPTH:
+                    return None
+                seq = group[0]
+            elif ch == ",":
+                groups[-1][0].append([])
+                seq = groups[-1][0][-1]
+            else:
+                seq = groups.pop()[1]
+    if start < len(pattern):
+        seq.append(pattern[start:])
+    return root
+
+
+def _measure(seq: list) -> tuple[int, int]:
+    """(alternatives, characters of them all) of a sequence of _brace_tree, each saturated just
+    above its limit (_MAX_ALTERNATIVES, _MAX_EXPANDED) so that no product grows unbounded."""
+    count, chars = 1, 0
+    for item in seq:
+        if type(item) is str:
+            c, n = 1, len(item)
+        else:
+            c = n = 0
+            for alternative in item:
+                ac, an = _measure(alternative)
+                c, n = c + ac, n + an
+        count, chars = count * c, chars * c + n * count
+        if count > _MAX_ALTERNATIVES or chars > _MAX_EXPANDED:
+            return _MAX_ALTERNATIVES + 1, _MAX_EXPANDED + 1
+    return count, chars
+
+
+def _expand(seq: list) -> list[str]:
+    out = [""]
+    for item in seq:
+        if type(item) is str:
+            out = [o + item for o in out]
+        else:
+            ends = [text for alternative in item for text in _expand(alternative)]
+            out = [o + e for o in out for e in ends]
+    return out
 
 
 def _braces(pattern: str) -> list[str] | None:
-    """The alternatives of a pattern's braces (`{a,b}x` is `ax`, `bx`; nested too), or None when
-    there are more than _MAX_ALTERNATIVES (the caller then fails closed)."""
-    out, todo = [], [pattern]
-    while todo:
-        text = todo.pop()
-        start = text.find("{")
-        depth, close, commas = 0, -1, []
-        for i in range(start, len(text)) if start >= 0 else ():
-            ch = text[i]
-            if ch == "{":
-                depth += 1
-            elif ch == "}":
-                depth -= 1
-                if depth == 0:
-                    close = i
-                    break
-            elif ch == "," and depth == 1:
-                commas.append(i)
-        if start < 0 or close < 0:
-            out.append(text)
-        else:
-            bounds = [start] + commas + [close]
-            for a, b in zip(bounds, bounds[1:]):
-                todo.append(text[:start] + text[a + 1 : b] + text[close + 1 :])
-        if len(out) + len(todo) > _MAX_ALTERNATIVES:
-            return None
-    return out
+    """The alternatives of a pattern's braces (`{a,b}x` is `ax`, `bx`; nested too; `{a}` is `a`,
+    as rg's globs read it), or None when there are more than _MAX_ALTERNATIVES, when they hold more
+    than _MAX_EXPANDED characters together, or when braces nest deeper than _MAX_BRACE_DEPTH (the
+    caller then fails closed). Time linear in the pattern and the alternatives' characters."""
+    tree = _brace_tree(pattern)
+    if tree is None:
+        return None
+    count, chars = _measure(tree)
+    if count > _MAX_ALTERNATIVES or chars > _MAX_EXPANDED:
+        return None
+    return _expand(tree)
 
 
 _ANY = ("any",)
@@ -303,14 +357,37 @@ def _segments_meet(glob: list, secret: list) -> bool:
 
 
 def _secret_tokens() -> tuple[list, list]:
+    """The table's segments as _tokens, each entry's own `*` dropped (read as empty)."""
     def entry_tokens(entry):
-        return [_tokens(seg.replace("*", "")) if seg != "*" else ["*"] for seg in entry]
-    return [entry_tokens(e) for e in DIRECTORIES], [entry_tokens(e) for e in FILES]
+        return [["*"] if seg == "*" else _tokens(seg.replace("*", "")) for seg in entry]
+    return [entry_tokens(e)[0] for e in DIRECTORIES], [entry_tokens(e) for e in FILES]
 
 
-_DIR_TOKENS, _FILE_TOKENS = _secret_tokens()
+# the first segment of each directory entry (a pattern's segment that may be one of them names a
+# secret directory); every file entry, segment by segment
+_DIR_NAMES, _FILE_TOKENS = _secret_tokens()
+_LONGEST_FILE_ENTRY = max(map(len, FILES))
+_METACHARACTERS = frozenset("*?[\\")
 
 
+def _may_meet(glob: list, name: list) -> bool:
+    """`_segments_meet`, ruled out first by length: a glob segment's tokens other than `*` each
+    match one character, so without a `*` it matches names of exactly that length, with one
+    names at least that long."""
+    if name == ["*"]:
+        return True
+    fixed = len(glob) - glob.count("*")
+    if fixed > len(name) or (fixed < len(name) and "*" not in glob):
+        return False
+    return _segments_meet(glob, name)
+
+
+def _may_name_directory(segment: str) -> bool:
+    """Whether one segment of a pattern may be a secret directory's name (`.ssh`, `.s[s]h`)."""
+    if _METACHARACTERS.isdisjoint(segment):
+        return segment.lower() in _FIRST_SEGMENTS
+    tokens = _tokens(segment)
+    return tokens != ["*"] and any(_may_meet(tokens, name) for name in _DIR_NAMES)
 
 
 def glob_may_be_secret(pattern: str) -> bool:
@@ -332,22 +409,29 @@ def _glob_may_be_secret(pattern: str) -> bool:
     secret file's (`*.[p]em`, `**/id_*`, `.e*`). A secret entry's own `*` is read as empty (`*.py`
     does not match `id_rsa*`, whose names are id_rsa, id_rsa.pub), and a segment of the pattern
     that is only `*` or `**` matches any directory but names none (`**/*.py` is not a secret).
-    Too many brace alternatives: True (fail closed)."""
+    A pattern longer than _MAX_GLOB_PATTERN, or whose braces _braces refuses: True (fail
+    closed). Time linear in the pattern: each distinct segment is tried against the directory
+    names once, and only names whose length it can match reach `_segments_meet`."""
+    if len(pattern) > _MAX_GLOB_PATTERN:
+        return True
     alternatives = _braces(pattern)
     if alternatives is None:
         return True
+    named_none: set[str] = set()  # segments seen to name no secret directory (alternatives share them)
     for alternative in alternatives:
         segments = [seg for seg in alternative.replace("\\\\", "/").split("/") if seg and seg != "."]
         if not segments:
             continue
-        tokens = [_tokens(seg) for seg in segments]
-        named = [t for t in tokens if t != ["*"]]  # `*` and `**`: any directory, naming none
-        for entry in _DIR_TOKENS:
-            if any(_segments_meet(t, entry[0]) for t in named):
-                return True
+        for segment in segments:
+            if segment not in named_none:
+                if _may_name_directory(segment):
+                    return True
+                named_none.add(segment)
+        tail = [_tokens(seg) for seg in segments[-_LONGEST_FILE_ENTRY:]]
+        if tail[-1] == ["*"]:  # `*` and `**` last: any file, naming none
+            continue
         for entry in _FILE_TOKENS:
             n = len(entry)
-            tail = tokens[-n:]
-            if len(tail) == n and tail[-1] != ["*"] and all(t == ["*"] or _segments_meet(t, e) for t, e in zip(tail, entry)):
+            if n <= len(tail) and all(t == ["*"] or _may_meet(t, e) for t, e in zip(tail[-n:], entry)):
                 return True
     return False
