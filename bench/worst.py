@@ -2,7 +2,7 @@
 adversarial argument at the largest size each matcher accepts.
 
 For each matcher of dsl/ (the shell parser and its scanners, brace expansion, heredocs, ANSI-C
-quoting, the wrapper and getopt tables, path() and path globs, Windows paths, the secrets list,
+quoting, the wrapper and getopt tables, path() and path globs, Windows paths, the secrets list and glob patterns read for it,
 string globs and tool selectors, contains/startswith, url()), a small policy that uses it decides
 `Policy.evaluate(tool, args, context)` on:
 
@@ -33,6 +33,7 @@ from typing import Callable
 from dsl import Policy
 from dsl.compiler import clear_caches
 from dsl.subjects import MAX_PATH_TEXT, MAX_SHELL_TEXT, MAX_URL_TEXT
+from dsl.subjects.secrets import _MAX_GLOB_PATTERN as MAX_GLOB_PATTERN
 
 TARGET_MS = 10.0
 MAX_STRING = 100_000  # characters of a string matched by glob, contains, startswith (as tests/test_linear_time.py)
@@ -99,6 +100,12 @@ MATCHERS = [
         "eval ×7 'a;a;…' (nested parses)": _eval_chain,
         "a=$(a=$(…": lambda n: repeat("a=$(", n),
         "echo `a `a `…": lambda n: repeat("`a ", n, "echo "),
+        # tree-sitter's GLR parse keeps two versions where the grammar declares a conflict
+        # (a redirect beside a command substitution, `=`) and picks one by comparing their whole
+        # subtrees: quadratic on a run of such conflicts in one statement, invisible to the budget
+        "echo `<]`<]… (conflicting versions compared whole)": lambda n: repeat("`<]", n, "echo "),
+        "echo )$(=}<)$(=}<…": lambda n: repeat(")$(=}<", n, "echo "),
+        "echo {|a{|a… (a long pipeline)": lambda n: repeat("{|a", n, "echo "),
         "echo $($(…a)…) (balanced)": lambda n: _balanced("$(", "a", ")", n, "echo "),
         "( ( ( … a ) ) ) (subshells)": lambda n: _balanced("( ", "a", " )", n),
         "if a; then if a; then … fi; fi": lambda n: _balanced("if a; then ", "a", "; fi", n),
@@ -176,6 +183,16 @@ deny Read when path(args.p).secret reason "s"
         "/a/a/…/id_rsa": lambda n: repeat("/a", n, "", "/id_rsax"),
         "/library/library/…": lambda n: repeat("/library", n),
     }, alphabet="/.configlrsh_", prefix="/"),
+    Matcher("glob patterns read for secrets", '''default allow
+deny Glob when path(args.p, "/").glob_secret reason "s"
+''', "Glob", "p", MAX_GLOB_PATTERN, {
+        "{{{…a…}}} (nested braces)": lambda n: "{" * (n // 2) + "a" + "}" * (n // 2 - 1),
+        "{a}{a}… (one-alternative groups)": lambda n: repeat("{a}", n, "/"),
+        "{a,b}… then a long name": lambda n: repeat("x", n, "/" + "{a,b}" * 8),
+        "/a/b/c/… (segments)": lambda n: repeat("/a/b/c", n),
+        "/?a/?b/… (segments with metacharacters)": lambda n: repeat("/?a/?b/*c", n),
+        "/[.]s[s]h… (classes)": lambda n: repeat("/[.]s[s]h", n),
+    }, alphabet="{},*?[]!a./\\se", prefix="/"),
     Matcher("string glob", '''default allow
 deny Str when args.s glob "*a*b*c*d*e" reason "s"
 deny Str when args.s glob "a*a*a*a*b" reason "t"
