@@ -5,6 +5,7 @@ of the read-only programs that run a program or write, and the secrets a search 
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 import subprocess
 
 import pytest
@@ -162,6 +163,41 @@ def test_a_glob_that_may_match_a_secret(glob):
 @pytest.mark.parametrize("glob", ["*.py", "**/*.py", "src/**/*.{ts,tsx}", "*", "**", "*.md", "docs/[a-z]*.txt", "config"])
 def test_a_glob_that_matches_no_secret(glob):
     assert not make_path(glob, "/", None).glob_secret
+
+
+# a hostile review of the glob reading: each pattern matches a secret as rg reads it
+RG_READS_A_SECRET = [
+    "**/{.ssh/*,a/../../}", "**/{.e[n]v,a/../../}", "{.aws/credentials,a/../../}",  # `..` inside braces
+    "**/.ssh[!x]*", "**/.ssh[.-0]*", "**/.ssh[/]id_rsa", "**/etc[.-0]shadow",  # a class matching `/`
+    "**/.[!A-Z]sh/*", "**/id_[!A-Z]sa", ".s[!]x]h/id", "**/.ss[^]x]/*",  # negated classes: case-sensitive in rg
+    "/home/u/*/gh/hosts.yml", "/var/*/secrets/**", "/home/*/*/gcloud/*", "/home/u/*/*/keyrings/*",  # an entry's later segment
+    "/**/environ", "/etc/*", "/proc/self/*", "/proc/*/task/*/*",  # `**` and a last `*` below an entry's start
+    "*.py .npmrc", "*.py,.npmrc", "x .aws/*", "**/.npmrc ",  # the Grep tool splits on blanks and commas; rg trims
+    ".en\\v", "id_rs\\a", ".ss\\h/config",  # rg reads `\` as an escape
+]
+
+
+@pytest.mark.parametrize("glob", RG_READS_A_SECRET)
+def test_a_glob_rg_reads_as_a_secret_is_a_secret_however_written(glob):
+    if "\\" in glob:  # a backslash is no POSIX path's: these come from a Windows agent
+        assert make_path(glob, "C:\\Users\\u\\proj", "C:\\Users\\u").glob_secret
+        return
+    assert make_path(glob, "/", None).glob_secret
+    assert make_path(glob.replace("/home/u", "~"), "/home/u/proj", "/home/u").glob_secret
+
+
+@pytest.mark.parametrize("glob", ["**/share/*.py", "src/**", "tests/**/test_*.py", "**/*.{js,jsx,ts,tsx}", "docs/*.md"])
+def test_common_search_globs_stay_ordinary(glob):
+    assert not make_path(glob, "/home/u/proj", "/home/u").glob_secret
+
+
+def test_the_sample_asks_before_a_search_whose_glob_reaches_a_secret_through_dotdot_in_braces():
+    from dsl import Policy
+    sample = Policy.load(Path(__file__).resolve().parent.parent / "samples" / "coding-agent.policy")
+    posix, windows = {"cwd": "/home/u/proj", "home": "/home/u"}, {"cwd": "C:\\Users\\u\\proj", "home": "C:\\Users\\u"}
+    assert sample.evaluate("Grep", {"pattern": "KEY", "glob": "**/{.e[n]v,a/../../}"}, posix).effect != "allow"
+    assert sample.evaluate("Glob", {"pattern": "**/{.ssh/*,a/../../}"}, posix).effect != "allow"
+    assert sample.evaluate("Grep", {"pattern": "KEY", "glob": ".en\\v"}, windows).effect != "allow"
 
 
 def test_a_glob_longer_than_the_limit_or_nested_too_deep_counts_as_a_secret():

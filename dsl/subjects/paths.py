@@ -27,6 +27,9 @@ class PathValue:
     _parts: tuple[str, ...] | None = field(default=None, init=False, repr=False, compare=False)
     _name: str | None = field(default=None, init=False, repr=False, compare=False)
     _secret: bool | None = field(default=None, init=False, repr=False, compare=False)
+    # the text path() was given, before `..` and `.` were resolved: what `glob_secret` reads too
+    # (`{.ssh/*,a/../../}` is `/}` once resolved, while rg matches its first alternative)
+    _pattern: str | None = field(default=None, init=False, repr=False, compare=False)
 
     KIND = "path"
     FIELDS = {"text": "string", "name": "string", "ext": "string", "parent": "path", "parts": "list[string]",
@@ -55,8 +58,11 @@ class PathValue:
     @property
     def glob_secret(self) -> bool:
         """Whether the path, read as a glob pattern (`*`, `?`, `[...]`, `{a,b}`), may match a
-        secret (dsl.subjects.secrets.glob_may_be_secret: `*.[p]em`, `{.ssh,x}/*`, `**/id_*`)."""
-        return glob_may_be_secret(self.text)
+        secret (dsl.subjects.secrets.glob_may_be_secret: `*.[p]em`, `{.ssh,x}/*`, `**/id_*`), as
+        written or as resolved against the cwd (a pattern's `..` may stand inside braces, and the
+        cwd may be inside a secret directory)."""
+        pattern = self._pattern
+        return (pattern is not None and glob_may_be_secret(pattern)) or glob_may_be_secret(self.text)
 
     @property
     def parts(self) -> tuple[str, ...]:
@@ -196,7 +202,10 @@ def _make(raw: object, cwd: str | None, home: str | None) -> PathValue:
     _check_length(raw, cwd, home)
     if type(raw) is _winpaths.WinPathValue or _winpaths.wants_windows(raw, cwd, home):
         return _winpaths.make_windows_path(raw, cwd, home)
-    return PathValue("/" + "/".join(_absolute(raw, cwd, home, "the path")))
+    value = PathValue("/" + "/".join(_absolute(raw, cwd, home, "the path")))
+    if type(raw) is str and raw != value.text:
+        object.__setattr__(value, "_pattern", raw)
+    return value
 
 
 def _check_length(*texts: object) -> None:

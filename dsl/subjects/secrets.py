@@ -11,6 +11,7 @@ The sources, per entry: the documentation of the tool that writes the file.
 
 from __future__ import annotations
 
+import re
 from fnmatch import fnmatchcase
 
 from dsl.cache import BUDGETS, BoundedCache
@@ -356,18 +357,27 @@ def _segments_meet(glob: list, secret: list) -> bool:
     return False
 
 
-def _secret_tokens() -> tuple[list, list]:
-    """The table's segments as _tokens, each entry's own `*` dropped (read as empty)."""
-    def entry_tokens(entry):
-        return [["*"] if seg == "*" else _tokens(seg.replace("*", "")) for seg in entry]
-    return [entry_tokens(e)[0] for e in DIRECTORIES], [entry_tokens(e) for e in FILES]
+def _secret_tokens() -> tuple[list, list, list]:
+    """The table's segments as _tokens, each entry's own `*` dropped (read as empty): every
+    first and last segment of every directory entry, the last segment of every file entry, and the first
+    segment of every file entry of more than one segment."""
+    def tokens(seg):
+        return ["*"] if seg == "*" else _tokens(seg.replace("*", ""))
+    directories = {seg for entry in DIRECTORIES for seg in (entry[0], entry[-1])}
+    return ([tokens(seg) for seg in sorted(directories)], [tokens(e[-1]) for e in FILES],
+            [tokens(e[0]) for e in FILES if len(e) > 1])
 
 
-# the first segment of each directory entry (a pattern's segment that may be one of them names a
-# secret directory); every file entry, segment by segment
-_DIR_NAMES, _FILE_TOKENS = _secret_tokens()
-_LONGEST_FILE_ENTRY = max(map(len, FILES))
+# A pattern's segment that may be the first or the last segment of a directory entry names a
+# secret directory (`/home/u/*/gh/*` reaches `.config/gh` through its `*`; a middle segment,
+# `share` of `.local/share/keyrings`, is too common a name and reaches nothing without the last); a last segment that may be a file
+# entry's last names a secret file, wherever it stands (`**` is any number of segments:
+# `/**/environ`); a last `*` below a segment that may begin a file entry of more segments
+# reaches it (`/etc/*`, `/proc/self/*`). Coarser than the table, never finer.
+_DIR_NAMES, _FILE_NAMES, _FILE_FIRSTS = _secret_tokens()
+_DIR_SEGMENTS = frozenset(seg for entry in DIRECTORIES for seg in (entry[0], entry[-1]))
 _METACHARACTERS = frozenset("*?[\\")
+_PIECES = re.compile(r"[\s,]+")
 
 
 def _may_meet(glob: list, name: list) -> bool:
@@ -383,11 +393,31 @@ def _may_meet(glob: list, name: list) -> bool:
 
 
 def _may_name_directory(segment: str) -> bool:
-    """Whether one segment of a pattern may be a secret directory's name (`.ssh`, `.s[s]h`)."""
+    """Whether one segment of a pattern may be a segment of a secret directory (`.ssh`, `.s[s]h`, `gh`)."""
     if _METACHARACTERS.isdisjoint(segment):
-        return segment.lower() in _FIRST_SEGMENTS
+        return segment.lower() in _DIR_SEGMENTS
     tokens = _tokens(segment)
     return tokens != ["*"] and any(_may_meet(tokens, name) for name in _DIR_NAMES)
+
+
+def _class_may_cross(text: str) -> bool:
+    """Whether a `[...]` class of the text may match `/` or is negated: rg's globs make a class a
+    regex class, which matches `/` (`.ssh[!x]id_rsa`, `.ssh[.-0]*`), and a negated class is
+    compared case-sensitively there (`[!A-Z]` matches `s`), so such a pattern is not read
+    segment by segment. One pass: each class is jumped over once read."""
+    i = text.find("[")
+    while i >= 0:
+        end = text.find("]", i + 2)
+        if end < 0:
+            return False
+        body = text[i + 1 : end]
+        if body[:1] in ("!", "^") or "/" in body or "\\" in body:
+            return True
+        for k in range(len(body) - 2):
+            if body[k + 1] == "-" and body[k] <= "/" <= body[k + 2]:
+                return True
+        i = text.find("[", end + 1)
+    return False
 
 
 def glob_may_be_secret(pattern: str) -> bool:
@@ -414,24 +444,47 @@ def _glob_may_be_secret(pattern: str) -> bool:
     names once, and only names whose length it can match reach `_segments_meet`."""
     if len(pattern) > _MAX_GLOB_PATTERN:
         return True
+    # rg reads `\` as an escape, a Windows agent may mean a separator: either reading may match
+    readings = (pattern, pattern.replace("\\", "/")) if "\\" in pattern else (pattern,)
+    return any(_reading_may_be_secret(reading) for reading in readings)
+
+
+def _reading_may_be_secret(pattern: str) -> bool:
     alternatives = _braces(pattern)
     if alternatives is None:
         return True
-    named_none: set[str] = set()  # segments seen to name no secret directory (alternatives share them)
+    seen: set[str] = set()  # segments already found to name nothing (alternatives share them)
     for alternative in alternatives:
-        segments = [seg for seg in alternative.replace("\\\\", "/").split("/") if seg and seg != "."]
-        if not segments:
-            continue
-        for segment in segments:
-            if segment not in named_none:
-                if _may_name_directory(segment):
-                    return True
-                named_none.add(segment)
-        tail = [_tokens(seg) for seg in segments[-_LONGEST_FILE_ENTRY:]]
-        if tail[-1] == ["*"]:  # `*` and `**` last: any file, naming none
-            continue
-        for entry in _FILE_TOKENS:
-            n = len(entry)
-            if n <= len(tail) and all(t == ["*"] or _may_meet(t, e) for t, e in zip(tail[-n:], entry)):
+        if _class_may_cross(alternative):
+            return True
+        # the Grep tool splits its glob on blanks and commas, and rg trims a glob's trailing blanks
+        pieces = [alternative, *(p for p in _PIECES.split(alternative) if p and p != alternative)]
+        for piece in pieces:
+            segments = [seg for seg in piece.replace("\\\\", "/").split("/") if seg and seg != "."]
+            if segments and _segments_may_be_secret(segments, seen):
                 return True
+    return False
+
+
+def _segments_may_be_secret(segments: list[str], seen: set[str]) -> bool:
+    for segment in segments:
+        if segment not in seen:
+            if _may_name_directory(segment):
+                return True
+            seen.add(segment)
+    last = segments[-1]
+    key = "\0last" + last
+    if key not in seen:
+        tokens = _tokens(last)
+        if tokens != ["*"] and any(_may_meet(tokens, name) for name in _FILE_NAMES):
+            return True
+        seen.add(key)
+    if _tokens(last) == ["*"] and len(segments) > 1:  # `/etc/*`: any file below a segment that begins an entry
+        for segment in segments[:-1]:
+            key = "\0first" + segment
+            if key not in seen:
+                tokens = _tokens(segment)
+                if tokens != ["*"] and any(_may_meet(tokens, name) for name in _FILE_FIRSTS):
+                    return True
+                seen.add(key)
     return False

@@ -182,7 +182,7 @@ class WinPathValue:
     parts (one WinStr each) are made on first use: most rules read only the name or the key.
     Build one with `make_windows_path`."""
 
-    __slots__ = ("drive", "text", "key", "folded", "_names", "_parts")
+    __slots__ = ("drive", "text", "key", "folded", "_names", "_parts", "_pattern")
 
     KIND = "path"
     FIELDS = _PATH_FIELDS
@@ -199,6 +199,7 @@ class WinPathValue:
         put(self, "key", (drive_key, *keys))
         put(self, "folded", "/" + "/".join(keys))
         put(self, "_names", tuple(parts))
+        put(self, "_pattern", None)
         put(self, "_parts", None)
         return self
 
@@ -222,10 +223,12 @@ class WinPathValue:
 
     @property
     def glob_secret(self) -> bool:
-        """As PathValue.glob_secret, of the folded text (a Windows path holds no `*` or `?`)."""
+        """As PathValue.glob_secret: of the text as written (before `..` was resolved) or of
+        the folded text."""
         from dsl.subjects.secrets import glob_may_be_secret
 
-        return glob_may_be_secret(self.folded)
+        pattern = self._pattern
+        return (pattern is not None and glob_may_be_secret(pattern)) or glob_may_be_secret(self.folded)
 
     @property
     def parts(self) -> "WinParts":
@@ -299,7 +302,10 @@ def make_windows_path(raw: Any, cwd: str | None, home: str | None, what: str = "
             return hit
     drive, parts = _parse(raw, cwd, home, what, pattern=False)
     keys = fold("\\".join(parts)).split("\\") if parts else []  # one fold: no part holds a separator
-    return WinPathValue.of(drive, parts, keys)
+    value = WinPathValue.of(drive, parts, keys)
+    if type(raw) is str:
+        object.__setattr__(value, "_pattern", raw)  # what glob_secret reads beside the folded text
+    return value
 
 
 def is_normal(text: str) -> bool:
