@@ -174,6 +174,8 @@ RG_READS_A_SECRET = [
     "/**/environ", "/etc/*", "/proc/self/*", "/proc/*/task/*/*",  # `**` and a last `*` below an entry's start
     "*.py .npmrc", "*.py,.npmrc", "x .aws/*", "**/.npmrc ",  # the Grep tool splits on blanks and commas; rg trims
     ".en\\v", "id_rs\\a", ".ss\\h/config",  # rg reads `\` as an escape
+    "{.ssh,[}]}/*", "{x,[}]/.ssh}/*", "**/{credentials,[}]}",  # a brace inside a class is literal to rg
+    ".en[v].local", "server.pe[m]", "key.pe?", "credential?.json", "id_rs[a].bak",  # an entry's `*` is any run
 ]
 
 
@@ -186,7 +188,8 @@ def test_a_glob_rg_reads_as_a_secret_is_a_secret_however_written(glob):
     assert make_path(glob.replace("/home/u", "~"), "/home/u/proj", "/home/u").glob_secret
 
 
-@pytest.mark.parametrize("glob", ["**/share/*.py", "src/**", "tests/**/test_*.py", "**/*.{js,jsx,ts,tsx}", "docs/*.md"])
+@pytest.mark.parametrize("glob", ["**/share/*.py", "src/**", "tests/**/test_*.py", "**/*.{js,jsx,ts,tsx}", "docs/*.md",
+                                  "test_[0-9].py", "a?c.txt", "Makefile"])
 def test_common_search_globs_stay_ordinary(glob):
     assert not make_path(glob, "/home/u/proj", "/home/u").glob_secret
 

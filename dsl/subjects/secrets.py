@@ -375,6 +375,25 @@ def _secret_tokens() -> tuple[list, list, list]:
 # `/**/environ`); a last `*` below a segment that may begin a file entry of more segments
 # reaches it (`/etc/*`, `/proc/self/*`). Coarser than the table, never finer.
 _DIR_NAMES, _FILE_NAMES, _FILE_FIRSTS = _secret_tokens()
+# the file entries' last segments with their own `*` kept, as (fixed tokens, where the `*` is):
+# a pattern segment without `*` is a set of names of one length, compared with the entry as the
+# table means it (`server.pe[m]` is a `*.pem`, `.en[v].local` a `.env.*`)
+_FILE_SHAPES = tuple(
+    (_tokens(e[-1].strip("*")), "end" if e[-1].endswith("*") else "start" if e[-1].startswith("*") else "")
+    for e in FILES)
+
+
+def _fixed_may_name_file(glob: list) -> bool:
+    """Whether a pattern segment without `*` (each token one character) may be a secret file's
+    name, an entry's `*` matching any run."""
+    for fixed, star in _FILE_SHAPES:
+        n = len(fixed)
+        if star == "" and len(glob) != n or len(glob) < n:
+            continue
+        part = glob[len(glob) - n :] if star == "start" else glob[:n]
+        if all(_meets(a, b) for a, b in zip(part, fixed)):
+            return True
+    return False
 _DIR_SEGMENTS = frozenset(seg for entry in DIRECTORIES for seg in (entry[0], entry[-1]))
 _METACHARACTERS = frozenset("*?[\\")
 _PIECES = re.compile(r"[\s,]+")
@@ -401,17 +420,18 @@ def _may_name_directory(segment: str) -> bool:
 
 
 def _class_may_cross(text: str) -> bool:
-    """Whether a `[...]` class of the text may match `/` or is negated: rg's globs make a class a
-    regex class, which matches `/` (`.ssh[!x]id_rsa`, `.ssh[.-0]*`), and a negated class is
-    compared case-sensitively there (`[!A-Z]` matches `s`), so such a pattern is not read
-    segment by segment. One pass: each class is jumped over once read."""
+    """Whether a `[...]` class of the text may match `/`, is negated or holds a brace or a comma:
+    rg's globs make a class a regex class, which matches `/` (`.ssh[!x]id_rsa`, `.ssh[.-0]*`), a
+    negated class is compared case-sensitively there (`[!A-Z]` matches `s`), and a brace or comma
+    inside a class is literal to rg while _braces would pair it (`{.ssh,[}]}/*`), so such a
+    pattern is not read segment by segment. One pass: each class is jumped over once read."""
     i = text.find("[")
     while i >= 0:
         end = text.find("]", i + 2)
         if end < 0:
             return False
         body = text[i + 1 : end]
-        if body[:1] in ("!", "^") or "/" in body or "\\" in body:
+        if body[:1] in ("!", "^") or "/" in body or "\\" in body or "{" in body or "}" in body or "," in body:
             return True
         for k in range(len(body) - 2):
             if body[k + 1] == "-" and body[k] <= "/" <= body[k + 2]:
@@ -450,6 +470,8 @@ def _glob_may_be_secret(pattern: str) -> bool:
 
 
 def _reading_may_be_secret(pattern: str) -> bool:
+    if _class_may_cross(pattern):  # before the braces: `{.ssh,[}]}` pairs its braces around the class in rg
+        return True
     alternatives = _braces(pattern)
     if alternatives is None:
         return True
@@ -476,6 +498,8 @@ def _segments_may_be_secret(segments: list[str], seen: set[str]) -> bool:
     key = "\0last" + last
     if key not in seen:
         tokens = _tokens(last)
+        if "*" not in tokens and _fixed_may_name_file(tokens):
+            return True
         if tokens != ["*"] and any(_may_meet(tokens, name) for name in _FILE_NAMES):
             return True
         seen.add(key)
