@@ -233,6 +233,7 @@ def test_removing_quoted_parts_gives_what_the_regex_gave(text):
 @example("{a}")  # a run of one-alternative groups: quadratic before
 @example("a/")  # many segments, each tried against every secret directory
 @example("[.]")
+@example("*\\")  # escaped stars were kept one by one: 1,024 of them against every name, 190 ms
 def test_a_glob_pattern_is_read_for_secrets_in_time_linear_in_its_length(unit):
     def make(n):
         if unit == "{":

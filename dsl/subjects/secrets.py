@@ -310,7 +310,11 @@ def _tokens(segment: str) -> list:
             i = end
         elif ch == "\\" and i + 1 < len(segment):
             i += 1
-            out.append(segment[i].lower())
+            # an escaped `*` is the string "*", the token of a star: read as one (a wider reading,
+            # never a narrower), and collapsed like one, which keeps `_segments_meet` within the
+            # length of the table's names (`*\*\*\…` was 1,024 stars: 190 ms)
+            if segment[i] != "*" or not out or out[-1] != "*":
+                out.append(segment[i].lower())
         else:
             out.append(ch.lower())
         i += 1
