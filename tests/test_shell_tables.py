@@ -176,6 +176,7 @@ RG_READS_A_SECRET = [
     ".en\\v", "id_rs\\a", ".ss\\h/config",  # rg reads `\` as an escape
     "{.ssh,[}]}/*", "{x,[}]/.ssh}/*", "**/{credentials,[}]}",  # a brace inside a class is literal to rg
     ".en[v].local", "server.pe[m]", "key.pe?", "credential?.json", "id_rs[a].bak",  # an entry's `*` is any run
+    "server.pe*", "*x.pem", "*rsa*", "x.p*", "terraform.tfst*",  # a fixed run that runs into an entry's name
 ]
 
 
@@ -189,7 +190,8 @@ def test_a_glob_rg_reads_as_a_secret_is_a_secret_however_written(glob):
 
 
 @pytest.mark.parametrize("glob", ["**/share/*.py", "src/**", "tests/**/test_*.py", "**/*.{js,jsx,ts,tsx}", "docs/*.md",
-                                  "test_[0-9].py", "a?c.txt", "Makefile"])
+                                  "test_[0-9].py", "a?c.txt", "Makefile", "src*", "test_*", "*_test.go", "*.yaml",
+                                  "Dockerfile*", "a.*"])
 def test_common_search_globs_stay_ordinary(glob):
     assert not make_path(glob, "/home/u/proj", "/home/u").glob_secret
 

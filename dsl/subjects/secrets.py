@@ -387,6 +387,57 @@ _FILE_SHAPES = tuple(
     for e in FILES)
 
 
+def _runs(glob: list) -> list[list]:
+    """The runs of one-character tokens between a segment's `*`s (empty runs kept)."""
+    runs: list[list] = [[]]
+    for token in glob:
+        if token == "*":
+            runs.append([])
+        else:
+            runs[-1].append(token)
+    return runs
+
+
+def _overlaps(run: list, fixed: list, at_end: bool) -> bool:
+    """Whether at least two characters of `run` can be the first characters of `fixed` with the
+    run's end among them (at_end False: `server.pe` runs into `.pem`), or the last characters of
+    `fixed` with the run's start among them (at_end True: `rsa.pub` out of `id_rsa`)."""
+    for size in range(2, min(len(run), len(fixed)) + 1):
+        if at_end:
+            pairs = zip(run[:size], fixed[len(fixed) - size :])
+        else:
+            pairs = zip(run[len(run) - size :], fixed[:size])
+        if all(_meets(a, b) for a, b in pairs):
+            return True
+    return False
+
+
+def _starred_may_name_file(glob: list) -> bool:
+    """Whether a pattern segment with a `*` may be a secret file's name whose entry has a `*`
+    (`*.pem`, `id_rsa*`): its run of fixed characters next to the name's fixed part meets it over
+    at least two characters (`server.pe*`, `*x.pem`, `*rsa*`, `id_*`), so that `*.py` is not a
+    `id_rsa*` nor `src*` a `*.pem` (each would take the whole fixed part from the other's `*`)."""
+    runs = _runs(glob)
+    for fixed, star in _FILE_SHAPES:
+        if star == "start":  # `*S`: the name ends with S
+            last = runs[-1]
+            if last:  # the pattern ends with fixed characters: they end the name too
+                n = min(len(last), len(fixed))
+                if n >= 2 and all(_meets(a, b) for a, b in zip(last[len(last) - n :], fixed[len(fixed) - n :])):
+                    return True
+            elif len(runs) > 1 and _overlaps(runs[-2], fixed, at_end=False):
+                return True
+        elif star == "end":  # `P*`: the name starts with P
+            first = runs[0]
+            if first:
+                n = min(len(first), len(fixed))
+                if n >= 2 and all(_meets(a, b) for a, b in zip(first[:n], fixed[:n])):
+                    return True
+            elif len(runs) > 1 and _overlaps(runs[1], fixed, at_end=True):
+                return True
+    return False
+
+
 def _fixed_may_name_file(glob: list) -> bool:
     """Whether a pattern segment without `*` (each token one character) may be a secret file's
     name, an entry's `*` matching any run."""
@@ -502,7 +553,7 @@ def _segments_may_be_secret(segments: list[str], seen: set[str]) -> bool:
     key = "\0last" + last
     if key not in seen:
         tokens = _tokens(last)
-        if "*" not in tokens and _fixed_may_name_file(tokens):
+        if _fixed_may_name_file(tokens) if "*" not in tokens else _starred_may_name_file(tokens):
             return True
         if tokens != ["*"] and any(_may_meet(tokens, name) for name in _FILE_NAMES):
             return True
