@@ -362,9 +362,9 @@ def _segments_meet(glob: list, secret: list) -> bool:
 
 
 def _secret_tokens() -> tuple[list, list, list]:
-    """The table's segments as _tokens, each entry's own `*` dropped (read as empty): every
-    first and last segment of every directory entry, the last segment of every file entry, and the first
-    segment of every file entry of more than one segment."""
+    """The table's segments as _tokens, each entry's own `*` dropped (read as empty): the first
+    and last segment of every directory entry, the last segment of every file entry, and the
+    first segment of every file entry of more than one segment."""
     def tokens(seg):
         return ["*"] if seg == "*" else _tokens(seg.replace("*", ""))
     directories = {seg for entry in DIRECTORIES for seg in (entry[0], entry[-1])}
@@ -374,10 +374,11 @@ def _secret_tokens() -> tuple[list, list, list]:
 
 # A pattern's segment that may be the first or the last segment of a directory entry names a
 # secret directory (`/home/u/*/gh/*` reaches `.config/gh` through its `*`; a middle segment,
-# `share` of `.local/share/keyrings`, is too common a name and reaches nothing without the last); a last segment that may be a file
-# entry's last names a secret file, wherever it stands (`**` is any number of segments:
-# `/**/environ`); a last `*` below a segment that may begin a file entry of more segments
-# reaches it (`/etc/*`, `/proc/self/*`). Coarser than the table, never finer.
+# `share` of `.local/share/keyrings`, is too common a name and reaches nothing without the
+# last); a last segment that may be a file entry's last names a secret file, wherever it stands
+# (`**` is any number of segments: `/**/environ`); a last `*` below a segment that may begin a
+# file entry of more segments reaches it (`/etc/*`, `/proc/self/*`). Coarser than the table,
+# never finer.
 _DIR_NAMES, _FILE_NAMES, _FILE_FIRSTS = _secret_tokens()
 # the file entries' last segments with their own `*` kept, as (fixed tokens, where the `*` is):
 # a pattern segment without `*` is a set of names of one length, compared with the entry as the
@@ -449,6 +450,8 @@ def _fixed_may_name_file(glob: list) -> bool:
         if all(_meets(a, b) for a, b in zip(part, fixed)):
             return True
     return False
+
+
 _DIR_SEGMENTS = frozenset(seg for entry in DIRECTORIES for seg in (entry[0], entry[-1]))
 _METACHARACTERS = frozenset("*?[\\")
 _PIECES = re.compile(r"[\s,]+")
@@ -509,14 +512,13 @@ def glob_may_be_secret(pattern: str) -> bool:
 
 def _glob_may_be_secret(pattern: str) -> bool:
     """Whether a glob pattern (rg's and Claude Code's Grep/Glob: `*`, `**`, `?`, `[...]` classes,
-    `{a,b}` braces; in lower case) may match a secret of this table: one of its segments may be a
-    secret directory's name (`{.ssh,x}/*`, `.s[s]h/*`, `.ss?/*`), or its last segments may be a
-    secret file's (`*.[p]em`, `**/id_*`, `.e*`). A secret entry's own `*` is read as empty (`*.py`
-    does not match `id_rsa*`, whose names are id_rsa, id_rsa.pub), and a segment of the pattern
-    that is only `*` or `**` matches any directory but names none (`**/*.py` is not a secret).
-    A pattern longer than _MAX_GLOB_PATTERN, or whose braces _braces refuses: True (fail
-    closed). Time linear in the pattern: each distinct segment is tried against the directory
-    names once, and only names whose length it can match reach `_segments_meet`."""
+    `{a,b}` braces; compared in lower case) may match a secret of this table, read as rg reads
+    it and as the Grep tool splits it; docs/policy-language.md, `.glob_secret`, gives the rules
+    (a segment that may name a secret directory, a last segment that may name a secret file, a
+    class that may match `/`, ...). Coarser than the table, never finer. A pattern longer than
+    _MAX_GLOB_PATTERN, or whose braces _braces refuses: True (fail closed). Time linear in the
+    pattern: each distinct segment is tried once, and only against names whose length it can
+    match."""
     if len(pattern) > _MAX_GLOB_PATTERN:
         return True
     # rg reads `\` as an escape, a Windows agent may mean a separator: either reading may match
@@ -550,15 +552,16 @@ def _segments_may_be_secret(segments: list[str], seen: set[str]) -> bool:
                 return True
             seen.add(segment)
     last = segments[-1]
+    tokens = _tokens(last)
     key = "\0last" + last
     if key not in seen:
-        tokens = _tokens(last)
-        if _fixed_may_name_file(tokens) if "*" not in tokens else _starred_may_name_file(tokens):
-            return True
-        if tokens != ["*"] and any(_may_meet(tokens, name) for name in _FILE_NAMES):
+        if "*" not in tokens:
+            if _fixed_may_name_file(tokens):  # covers every entry, with or without its own `*`
+                return True
+        elif tokens != ["*"] and (_starred_may_name_file(tokens) or any(_may_meet(tokens, name) for name in _FILE_NAMES)):
             return True
         seen.add(key)
-    if _tokens(last) == ["*"] and len(segments) > 1:  # `/etc/*`: any file below a segment that begins an entry
+    if tokens == ["*"] and len(segments) > 1:  # `/etc/*`: any file below a segment that begins an entry
         for segment in segments[:-1]:
             key = "\0first" + segment
             if key not in seen:
