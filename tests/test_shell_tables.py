@@ -189,6 +189,12 @@ def test_a_glob_rg_reads_as_a_secret_is_a_secret_however_written(glob):
     assert make_path(glob.replace("/home/u", "~"), "/home/u/proj", "/home/u").glob_secret
 
 
+@pytest.mark.parametrize("glob", ["/**", "/*/*", "/*/1/*", "/h*/*/*", "../**", "../*/*", "~/**", "~/*/*"])
+def test_a_glob_that_climbs_to_a_directory_holding_secrets_is_a_secret(glob):
+    # a third hostile review: wildcards only, from the root, the home or above the project
+    assert make_path(glob, "/", "/home/u").glob_secret
+
+
 @pytest.mark.parametrize("glob", ["**/share/*.py", "src/**", "tests/**/test_*.py", "**/*.{js,jsx,ts,tsx}", "docs/*.md",
                                   "test_[0-9].py", "a?c.txt", "Makefile", "src*", "test_*", "*_test.go", "*.yaml",
                                   "Dockerfile*", "a.*"])

@@ -10,7 +10,7 @@ from typing import Iterable, NamedTuple
 from dsl import globs
 from dsl.cache import BUDGETS, BoundedCache
 from dsl.subjects.pathtext import check_text
-from dsl.subjects.secrets import clear_secret_cache, glob_may_be_secret, holds_secrets, is_secret
+from dsl.subjects.secrets import clear_secret_cache, glob_climbs_to_secrets, glob_may_be_secret, holds_secrets, is_secret
 from dsl.values import EvalError
 
 
@@ -61,8 +61,8 @@ class PathValue:
         secret (dsl.subjects.secrets.glob_may_be_secret: `*.[p]em`, `{.ssh,x}/*`, `**/id_*`), as
         written or as resolved against the cwd (a pattern's `..` may stand inside braces, and the
         cwd may be inside a secret directory)."""
-        pattern = self._pattern
-        return (pattern is not None and glob_may_be_secret(pattern)) or glob_may_be_secret(self.text)
+        pattern = self._pattern if self._pattern is not None else self.text
+        return glob_may_be_secret(pattern) or glob_may_be_secret(self.text) or glob_climbs_to_secrets(pattern)
 
     @property
     def parts(self) -> tuple[str, ...]:

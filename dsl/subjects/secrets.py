@@ -498,6 +498,29 @@ def _class_may_cross(text: str) -> bool:
     return False
 
 
+def glob_climbs_to_secrets(pattern: str) -> bool:
+    """Whether a pattern as written (not resolved) searches from a directory that holds secrets:
+    absolute or from `~`, its segments before the first with a metacharacter are a directory
+    that holds_secrets (`/**`, `/*/*`, `~/**`, `/home/*/*`), or it has a `..` segment (`../**`,
+    `../*/*`: above the project, the home's neighbours). `/home/u/proj/src/**` does
+    not; a relative pattern from the cwd is left to the search's root."""
+    segments = [seg for seg in pattern.replace("\\", "/").split("/") if seg and seg != "."]
+    fixed: list[str] = []
+    for segment in segments:
+        if not _METACHARACTERS.isdisjoint(segment) or "{" in segment:
+            break
+        fixed.append(segment.lower())
+    if ".." in segments:
+        return True
+    if len(fixed) == len(segments):  # no metacharacter: a path, which `.secret` and `.holds_secrets` read
+        return False
+    if pattern.startswith("~"):
+        fixed = ["home", "*", *fixed[1:]] if fixed and fixed[0] == "~" else fixed
+    elif not pattern.startswith(("/", "\\")):
+        return False
+    return holds_secrets(tuple(fixed))
+
+
 def glob_may_be_secret(pattern: str) -> bool:
     """`_glob_may_be_secret`, kept for patterns of at most _CACHED_PATTERN characters."""
     if type(pattern) is not str or len(pattern) > _CACHED_PATTERN:
