@@ -20,7 +20,7 @@ from dsl import Policy
 from dsl.subjects import SHELLS, WRAPPERS, Command, parse_shell
 from dsl.subjects.getopt import read
 from dsl.subjects.optspec import (
-    ARGV, ARGV_MODE, CODE, EXIT, EXIT_BARE, HIDDEN, MODULE, NEXT, NONE, OPTIONAL, REQUIRED, SCRIPT, SHELL_MODE, SPLIT,
+    ARGV, ARGV_MODE, CODE, EXIT, EXIT_BARE, HIDDEN, MODULE, NEXT, NONE, OPTIONAL, REQUIRED, SCRIPT, SCRIPT_OPERAND, SHELL_MODE, SPLIT,
     STDIN, TWO, Spec,
 )
 from dsl.subjects.command import _Word
@@ -420,7 +420,7 @@ def test_the_real_program_runs_the_command_shell_names(command):
 # --- hypothesis: any known spelling of any wrapper still yields rm ----------------------------
 
 _WRAPPER_NAMES = sorted(name for name, spec in WRAPPERS.items() if spec.runs == ARGV)
-_SKIPPED_ACTIONS = (EXIT, EXIT_BARE, SCRIPT, SPLIT, ARGV_MODE, SHELL_MODE, CODE, MODULE, STDIN, HIDDEN)
+_SKIPPED_ACTIONS = (EXIT, EXIT_BARE, SCRIPT, SPLIT, ARGV_MODE, SHELL_MODE, CODE, MODULE, STDIN, HIDDEN, SCRIPT_OPERAND)
 
 
 def _spellings(spec: Spec, draw) -> list[str]:

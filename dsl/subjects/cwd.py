@@ -35,7 +35,7 @@ from __future__ import annotations
 # Wrappers that run their command in the directory they were started in (they change its
 # priority, time limit, buffering or session, not its directory).
 SAME_DIR = frozenset({"timeout", "nice", "ionice", "nohup", "command", "builtin", "time", "stdbuf", "caffeinate", "coproc",
-                      "setsid", "taskset", "exec", "flock"})
+                      "setsid", "taskset", "exec", "flock", "entr", "screen", "hyperfine"})
 # Wrappers under which `cd` is still the shell's builtin, acting on the shell itself.
 BUILTIN_CD = frozenset({"builtin", "command", "time"})
 # Builtins that run strings in this shell, or move its directory by a stack: the directory after
@@ -49,9 +49,9 @@ def merge(a: str | None, b: str | None) -> str | None:
 
 
 def join(cwd: str | None, target: str) -> str | None:
-    """The chain for `cd target` from `cwd`."""
+    """The chain for `cd target` from `cwd` (None: unknown; an absolute target is known from any)."""
     if cwd is None:
-        return None
+        return target if target.startswith("/") else None
     if target.startswith(("/", "~")):
         return target
     return target if cwd == "." else f"{cwd}/{target}"

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field, replace
 
 from dsl.subjects.command import _Word
 from dsl.subjects.optspec import (
-    APPLET, ARGV, ARGV_MODE, CODE, EXIT, EXIT_BARE, FILL, HIDDEN, INTERPRETER, MODULE, NEXT, NONE, OPTIONAL, REQUIRED, TWO,
-    LOGIN_SHELL, SCRIPT, SCRIPT_OPERAND, SESSION, SH_WORDS, SHELL, SHELL_MODE, SPLIT, STDIN, Opt, Spec,
+    APPLET, ARGV, ARGV_MODE, CODE, EXIT, EXIT_BARE, FILL, HIDDEN, INTERPRETER, MODULE, NEXT, NONE, OPTIONAL, REQUIRED, THREE,
+    TWO, LOGIN_SHELL, SCRIPT, SCRIPT_OPERAND, SCRIPTS, SESSION, SH_WORDS, SHELL, SHELL_MODE, SPLIT, STDIN, Opt, Spec,
 )
 from dsl.values import EvalError
 
@@ -81,6 +81,7 @@ class _State:
     shell_mode: bool = False
     shell: _Word | None = None  # the program su -s names as the shell
     fills: list[str] = field(default_factory=list)  # xargs -I R: R
+    reopened: int = 0  # operands read past among the options (Spec.reopen)
 
     def key(self) -> tuple:
         """Where the reading is and what it has found (not which options it did not know)."""
@@ -130,7 +131,31 @@ def read(spec: Spec, words: list[_Word]) -> list[Reading]:
         results.setdefault(reading.key(), reading)
         if len(results) > MAX_READINGS:
             raise EvalError("the command has too many options countersign does not know to tell what it runs")
-    return list(results.values()) if results else [first]
+    readings = list(results.values()) if results else [first]
+    return _subcommands(spec, readings) if spec.subcommands else readings
+
+
+def _subcommands(spec: Spec, readings: list[Reading]) -> list[Reading]:
+    """Each reading of a program with subcommands (`docker exec`, `uv run`) read on by the table
+    of the subcommand its first operand names: a subcommand not in the table runs nothing read
+    here (`docker ps`), one known only at run time is an unknown of the reading."""
+    out: dict[tuple, Reading] = {}
+    for reading in readings:
+        command = reading.command or []
+        sub = spec.subcommands.get(command[0].value) if command and not command[0].dynamic else None
+        if sub is None:
+            unknown = reading.unknown + (["(a subcommand known only at run time)"] if command and command[0].dynamic else [])
+            inner = [Reading(scripts=reading.scripts, code=reading.code, unknown=unknown, fills=reading.fills)]
+        else:
+            inner = read(sub, command[1:])
+            for r in inner:
+                r.scripts, r.code = reading.scripts + r.scripts, reading.code + r.code
+                r.unknown, r.fills = reading.unknown + r.unknown, reading.fills + r.fills
+        for r in inner:
+            out.setdefault((r.key(), tuple(r.unknown)), r)
+    if len(out) > MAX_READINGS:
+        raise EvalError("the command has too many options countersign does not know to tell what it runs")
+    return list(out.values())
 
 
 def _resolve(spec: Spec, name: str) -> Opt | None:
@@ -169,8 +194,9 @@ def _options(spec: Spec, st: _State, pending: list[_State]) -> _State:
                     return st
                 continue
             if not (w.startswith("-") or (spec.plus and w.startswith("+"))) or len(w) == 1:
-                if not spec.permute:
+                if not spec.permute and st.reopened >= spec.reopen:
                     return st
+                st.reopened += 1
                 st.operands.append(word)
                 st.i += 1
                 continue
@@ -214,9 +240,9 @@ def _long(spec: Spec, st: _State, word: _Word, body: str, pending: list[_State])
         value, st.i = _Word(attached, word.dynamic), st.i + 1
     elif opt.value == OPTIONAL:
         value, st.i = None, st.i + 1
-    elif opt.value == TWO:  # `--bind SRC DEST`: the first is kept as the value, both are skipped
+    elif opt.value in (TWO, THREE):  # `--bind SRC DEST`: the first is kept as the value, all are skipped
         value = st.words[st.i + 1] if st.i + 1 < len(st.words) else None
-        st.i += 3
+        st.i += 3 if opt.value == TWO else 4
     else:
         value = st.words[st.i + 1] if st.i + 1 < len(st.words) else None
         st.i += 2
@@ -253,6 +279,16 @@ def _short(spec: Spec, st: _State, word: _Word, pending: list[_State]) -> bool:
             if ends:
                 break
             continue
+        if opt.value in (TWO, THREE):  # `hyperfine -P VAR MIN MAX`: the first kept as the value
+            count = 2 if opt.value == TWO else 3
+            if rest:  # `-PVAR MIN MAX`: the rest of the word is the first
+                value, count = _Word(rest, word.dynamic), count - 1
+            else:
+                value = st.words[st.i + after] if st.i + after < len(st.words) else None
+            after += count
+            _apply(st, opt, value, st.i + after)
+            ends = ends or opt.ends
+            break
         if opt.value in (REQUIRED, OPTIONAL):
             if rest:
                 value = _Word(rest, word.dynamic)
@@ -286,6 +322,8 @@ def _short(spec: Spec, st: _State, word: _Word, pending: list[_State]) -> bool:
 def _apply(st: _State, opt: Opt, value: _Word | None, at: int = 0, name: str = "") -> None:
     """What one option does to the reading; `at`: the index of the word after the option and its value."""
     does = opt.does
+    if opt.hides and value is not None and (value.dynamic or re.match(opt.hides, value.value, re.IGNORECASE)):
+        _note_unknown(st, f"{name or 'an option'} {value.value}")  # `ssh -o ProxyCommand=CMD`: runs CMD
     if does == HIDDEN:
         # words of the command line come from a descriptor or a file (`bwrap --args 3`): the
         # command it runs is not all here, so the reading is as unsure as an unknown option's
@@ -356,6 +394,9 @@ def _finish(spec: Spec, st: _State) -> Reading:
             rest = [_Word(word, False) for word in spec.default]
         if st.exits:
             return reading
+        if st.script_operand and rest:  # `entr -s 'CMD'`: the first operand is run by the shell
+            reading.scripts = [*reading.scripts, rest[0]]
+            return reading
         if rest:
             reading.command = rest
         elif (spec.bare_shell or st.shell_mode) and not reading.scripts:
@@ -376,6 +417,10 @@ def _finish(spec: Spec, st: _State) -> Reading:
             reading.scripts = [*reading.scripts, joined]
         elif spec.bare_shell:
             reading.stdin = True
+        return reading
+    if runs == SCRIPTS:
+        if not st.exits:
+            reading.scripts = [*reading.scripts, *operands[skip:]]
         return reading
     if runs == SESSION:
         if st.exits:

@@ -16,6 +16,7 @@ REQUIRED = "required"  # attached (`-uroot`, `--user=root`) or else the next wor
 OPTIONAL = "optional"  # attached only (`-t5`, `--timing=FILE`; getopt's `::`)
 NEXT = "next"          # always the next word, the rest of a cluster still options (`bash -co posix`)
 TWO = "two"            # always the next two words (bwrap's `--bind SRC DEST`)
+THREE = "three"        # always the next three words (hyperfine's `--parameter-scan VAR MIN MAX`)
 
 # What an option (or its value) means for what runs.
 EXIT = "exit"          # the program runs no command: --help, --version, `sudo -l`, `command -v`
@@ -39,6 +40,7 @@ SHELL = "shell"        # a shell: a -c script, a script file (the first operand)
 INTERPRETER = "interpreter"  # like SHELL, but the code is another language: kept in Command.code
 SESSION = "session"    # a shell it starts: -c scripts, else su's extra operands given to `sh`, else stdin
 SH_WORDS = "sh-words"  # the operands after `skip` joined with spaces and run by `sh -c` (watch, sg)
+SCRIPTS = "scripts"    # each operand after `skip` is a script of its own, run by `sh -c` (hyperfine)
 APPLET = "applet"      # the first operand names the program (busybox)
 
 
@@ -51,6 +53,9 @@ class Opt:
     # value is its longest match at the start of the rest, and the cluster goes on after it
     # (`perl -lne CODE` is -l, -n, -e CODE). "" takes the whole rest of the word.
     attached: str = ""
+    # a regex (matched at the start, ignoring case) of values that make what the program runs
+    # unknown here: ssh's `-o ProxyCommand=CMD` runs CMD through the user's shell
+    hides: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +85,15 @@ class Spec:
     - `fill`: a regex of the strings it replaces at run time in the command's words (`{}`, `{.}`
       for GNU parallel) beside those an option names (FILL); with none of them in the command it
       appends its arguments (xargs, parallel).
+    - `subcommands`: the first operand after the program's own options names a subcommand, read
+      with that Spec (`docker exec`, `uv run`); another subcommand runs nothing read here.
+    - `reopen`: options are read again after this many operands (ssh: `ssh HOST -p 22 CMD`).
+    - `listed`: the program is listed as a command of its own, and what it runs follows it, nested,
+      with the program among its `wrappers` (ssh, docker, gdb: a rule on the runner still sees it).
+    - `remote`: what it runs runs on another machine or in a container (ssh, docker exec): its
+      directory is not known here.
+    - `opaque`: it runs commands in ways not read here (tmux's subcommands, key bindings and
+      formats): it is listed as dynamic.
     """
 
     manual: str
@@ -104,25 +118,33 @@ class Spec:
     shell_args: bool = False
     separators: tuple[str, ...] = ()
     fill: str = ""
+    subcommands: dict[str, "Spec"] = field(default_factory=dict)
+    reopen: int = 0
+    listed: bool = False
+    remote: bool = False
+    opaque: bool = False
 
 
 def spec(manual: str, short: str = "", long: str = "", does: dict[str, str] | None = None,
-         ends: str = "", attached: dict[str, str] | None = None, **kw) -> Spec:
+         ends: str = "", attached: dict[str, str] | None = None, hides: dict[str, str] | None = None,
+         **kw) -> Spec:
     """A Spec from getopt-like strings, so a table reads like the program's own source.
 
     - `short`: a getopt(3) optstring without its leading `+`: `x` no value, `x:` a value, `x::` an
       attached value only; `x;` the next word always (a shell's `-o`).
     - `long`: space-separated `name` (no value), `name:`, `name::`, `name;` as for short options,
-      `name;;` (the next two words always: bwrap's `--bind SRC DEST`),
+      `name;;` (the next two words always: bwrap's `--bind SRC DEST`), `name;;;` (three),
       or `name=x` (the same option as the short `-x`).
     - `does`: option (a letter or a long name) -> what it does (EXIT, SCRIPT, ...). A long alias of a
       short option (`name=x`) does what the short one does.
     - `ends`: the options (letters or long names, space-separated) after which options end.
     - `attached`: short option letter -> the regex its attached-only value must match (Opt.attached).
+    - `hides`: option (a letter or a long name) -> the regex of its values that hide what runs (Opt.hides).
     """
     does = does or {}
     ending = set(ends.split())
-    kinds = {"": NONE, ":": REQUIRED, "::": OPTIONAL, ";": NEXT, ";;": TWO}
+    kinds = {"": NONE, ":": REQUIRED, "::": OPTIONAL, ";": NEXT, ";;": TWO, ";;;": THREE}
+    hides = hides or {}
     shorts: dict[str, Opt] = {}
     i = 0
     while i < len(short):
@@ -130,14 +152,15 @@ def spec(manual: str, short: str = "", long: str = "", does: dict[str, str] | No
         suffix = ""
         while i < len(short) and short[i] in ":;":
             suffix, i = suffix + short[i], i + 1
-        shorts[ch] = Opt(kinds[suffix], does.get(ch, ""), ch in ending, (attached or {}).get(ch, ""))
+        shorts[ch] = Opt(kinds[suffix], does.get(ch, ""), ch in ending, (attached or {}).get(ch, ""), hides.get(ch, ""))
     longs: dict[str, Opt] = {}
     for item in long.split():
         if "=" in item:
             name, alias = item.split("=", 1)
             base = shorts[alias]
-            longs[name] = Opt(base.value, does.get(name, base.does), base.ends or name in ending)
+            longs[name] = Opt(base.value, does.get(name, base.does), base.ends or name in ending, "",
+                              hides.get(name, base.hides))
             continue
         name = item.rstrip(":;")
-        longs[name] = Opt(kinds[item[len(name):]], does.get(name, ""), name in ending)
+        longs[name] = Opt(kinds[item[len(name):]], does.get(name, ""), name in ending, "", hides.get(name, ""))
     return Spec(manual, shorts, longs, **kw)

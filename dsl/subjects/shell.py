@@ -195,6 +195,7 @@ class _Walker:
         self.commands: list[Command] = []
         self.stdin_shells: list[Command] = []  # shells and interpreters reading their script from standard input
         self.stdin_readers: dict[int, str] = {}  # their ids -> "sh" (a shell's script) or "code" (another language)
+        self.stdin_via: dict[int, tuple[str, ...]] = {}  # ids of listed runners among them -> their wrappers (`ssh h`)
         self.fed: set[int] = set()  # ids of those whose input (a heredoc, a here-string) was read here
         # a command node's id -> the words tree-sitter-bash put after its redirection
         # (`cat 2>/dev/null /etc/shadow` gives the redirect three destinations): bash reads
@@ -698,12 +699,18 @@ class _Walker:
                 raise EvalError(f"{program} runs a string that is only known at run time")
             self.script(string.value, nested=True)
 
-    def script(self, text: str, nested: bool, dynamic: bool = False, fill: _Fill | None = None) -> None:
+    def script(self, text: str, nested: bool, dynamic: bool = False, fill: _Fill | None = None,
+               via: tuple[str, ...] = ()) -> None:
         """The commands of a script run by this command line; `dynamic`: under one reading only;
-        `fill`: a runner fills in words of its commands (GNU parallel's command line)."""
+        `fill`: a runner fills in words of its commands (GNU parallel's command line); `via`: the
+        listed runners it runs through (`ssh HOST 'CMD'`), put before each command's wrappers, its
+        directory unknown unless they all keep it."""
         if self.depth >= 8:
             raise EvalError("the command nests shells more than 8 deep")
-        commands = _parse(text, self.depth + 1, nested, cwd=self.cwd, names=self.names, shared=self.shared, fill=fill)
+        cwd = self.cwd if _cwd.SAME_DIR.issuperset(via) else None
+        commands = _parse(text, self.depth + 1, nested, cwd=cwd, names=self.names, shared=self.shared, fill=fill)
+        if via:
+            commands = [Command(**{**_as_dict(c), "wrappers": via + c.wrappers}) for c in commands]
         if dynamic:
             commands = [c if c.dynamic else Command(**{**_as_dict(c), "dynamic": True}) for c in commands]
         self.commands.extend(commands)
@@ -870,8 +877,13 @@ class _Walker:
                 if fill is not None and fill.holds(script):
                     what = "code" if spec.runs == INTERPRETER else "a script"
                     raise EvalError(f"{program} runs {what} that {fill.runner} fills in at run time")
-        ambiguous = len(readings) > 1 or bool(readings[0].unknown)
+        ambiguous = len(readings) > 1 or bool(readings[0].unknown) or spec.opaque
         wrapper = program in WRAPPERS
+        # a listed runner (ssh, docker exec, gdb --args) stays a command of its own; what it runs
+        # follows it with the runner among its wrappers. A script runs through the wrappers of the
+        # shell that reads it (`sudo bash -c CMD`, `env -C DIR sh -c CMD`): in a directory known
+        # only if they all keep it.
+        via = wrappers + (program,) if spec.listed else wrappers
         first = readings[0]
         if wrapper and not ambiguous and first.command is not None and not first.scripts and not first.stdin:
             self.emit(first.command, assignments + tuple(first.assignments), redirects, nested, text,
@@ -885,10 +897,12 @@ class _Walker:
         kind = "code" if spec.runs == INTERPRETER else "sh"
         inner_dynamic = dynamic or ambiguous
         for reading in readings:
-            if reading.command is not None:
+            if reading.command is not None and not spec.opaque:  # tmux's words are a subcommand, not a command
                 if wrapper:
                     self.emit(reading.command, assignments + tuple(reading.assignments), redirects, True, text,
                               wrappers + (program,), inner_dynamic or spec.dynamic_inner, fill)
+                elif spec.listed:
+                    self.emit(reading.command, (), (), True, text, via, inner_dynamic, fill)
                 elif spec.dynamic_inner:  # xargs: the command it runs, nested, with what it fills in
                     self.emit(reading.command, (), (), True, text, (), True, _Fill.of(program, spec, reading))
                 else:  # busybox's applet: the command it runs, nested
@@ -898,14 +912,17 @@ class _Walker:
                     raise EvalError(f"{program} runs a script that is only known at run time")
                 if spec.fill:  # GNU parallel: its command line is a script, filled in for each argument
                     self.script(script.value, nested=True, dynamic=True, fill=_Fill.of(program, spec, reading, script))
-                else:
-                    self.script(script.value, nested=True, dynamic=inner_dynamic or spec.dynamic_inner)
+                else:  # hyperfine's parameters (-P, -L) are filled in: its commands are dynamic
+                    self.script(script.value, nested=True, dynamic=inner_dynamic or spec.dynamic_inner or bool(
+                        via and reading.fills), via=via)
             stream = _stream(reading.script_file) if reading.script_file is not None else None
             if stream == "elsewhere":
                 raise EvalError(f"{program} reads its script from {reading.script_file.value}, which this command "
                                 "does not show")
             if reading.stdin or stream == "stdin":
                 self.stdin_readers[id(own)] = kind  # an error unless a heredoc or here-string here feeds it
+                if via:
+                    self.stdin_via[id(own)] = via
                 self.stdin_shells.append(own)
 
     def feed(self, reader: Command, body: str, dynamic: bool) -> None:
@@ -915,7 +932,7 @@ class _Walker:
         if self.stdin_readers.get(id(reader)) == "sh":
             if dynamic:
                 raise EvalError(f"{reader.program} reads a script that is only known at run time")
-            self.script(body, nested=True)
+            self.script(body, nested=True, via=self.stdin_via.get(id(reader), ()))
         for k in range(len(self.commands) - 1, -1, -1):
             if self.commands[k] is reader:
                 self.commands[k] = Command(**{**_as_dict(reader), "code": reader.code + (body,),

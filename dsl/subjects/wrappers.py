@@ -12,6 +12,7 @@ is installed, and runs the program with a harmless command to check the same pro
 
 from __future__ import annotations
 
+from dsl.subjects.devrunners import DEV_RUNNERS, DEV_WRAPPERS
 from dsl.subjects.launchers import LAUNCHERS, SETARCH_NAMES
 from dsl.subjects.optspec import (
     APPLET, ARGV_MODE, CODE, END, EXIT, EXIT_BARE, FILL, INTERPRETER, LOGIN_SHELL, MODULE, NEXT, NONE, SCRIPT, SCRIPT_OPERAND, SESSION,
@@ -334,10 +335,11 @@ _INTERPRETERS: dict[str, Spec] = {
     **{f"lua5.{minor}": _LUA for minor in range(1, 5)}, "luajit": _LUA, "osascript": _OSASCRIPT,
 }
 
-WRAPPERS: dict[str, Spec] = {**_COREUTILS, **_UTIL_LINUX, **_PRIVILEGE, **_BUILTINS, **_MULTICALL, **LAUNCHERS}
+WRAPPERS: dict[str, Spec] = {**_COREUTILS, **_UTIL_LINUX, **_PRIVILEGE, **_BUILTINS, **_MULTICALL, **LAUNCHERS,
+                             **DEV_WRAPPERS}
 """Programs that run the command after them (and su, script: the shell they start): name -> Spec."""
 
-RUNNERS: dict[str, Spec] = _RUNNERS
+RUNNERS: dict[str, Spec] = {**_RUNNERS, **DEV_RUNNERS}
 SHELL_SPECS: dict[str, Spec] = _SHELLS
 INTERPRETERS: dict[str, Spec] = _INTERPRETERS
 SHELLS = frozenset(_SHELLS) | {"rbash"}
