@@ -42,6 +42,12 @@ RUN_RM = [
     "docker compose exec web rm -rf /", "docker compose -f c.yml run --rm web rm -rf /",
     "kubectl exec pod -- rm -rf /", "kubectl exec -it pod -c app -- rm -rf /", "kubectl -n ns exec pod -- rm -rf /",
     "kubectl exec pod -- sh -c 'rm -rf /'",
+    "run0 rm -rf /", "run0 -u root -- rm -rf /", "catchsegv rm -rf /", "dbus-launch --exit-with-session rm -rf /",
+    "uv run rm -rf /", "uv run --with x -- rm -rf /", "uv --offline run -p 3.12 rm -rf /", "uv tool run rm -rf /",
+    "uvx --from x rm -rf /", "poetry run rm -rf /", "poetry -C x run rm -rf /", "pipenv run rm -rf /",
+    "conda run -n env rm -rf /", "mamba run -n env rm -rf /", "bundle exec rm -rf /", "npx -c 'rm -rf /'",
+    "npm exec -- rm -rf /", "npm exec -c 'rm -rf /'", "pnpm exec rm -rf /", "pnpm dlx rm -rf /",
+    "direnv exec . rm -rf /",
 ]
 
 
@@ -56,7 +62,7 @@ HIDDEN = [
     "ssh -F ./evil_config host ls", "ssh -o 'proxycommand sh x' host ls", "hyperfine -S python3 'print(1)'",
     "watchexec --shell=python3 'print(1)'", "docker run --entrypoint rm alpine -rf /",
     "tmux new-session -d 'rm -rf /'", "tmux send-keys 'rm -rf /' Enter", "screen -S s -X stuff 'rm -rf /'",
-    "hyperfine -L n 1,2 'sleep {n}'", "docker $SUB c rm -rf /",
+    "hyperfine -L n 1,2 'sleep {n}'", "docker $SUB c rm -rf /", "uv run -m http.server",
 ]
 
 
@@ -104,7 +110,8 @@ def test_the_sample_denies_a_delete_above_the_project_through_a_wrapped_shell():
 
 @pytest.mark.parametrize("command", [
     "docker ps -a", "docker system prune", "docker images", "kubectl get pods", "ssh -V", "ssh -G host",
-    "ssh -N -L 8080:localhost:80 host", "gdb -p 1234", "hyperfine --help", "tmux -V",
+    "ssh -N -L 8080:localhost:80 host", "gdb -p 1234", "hyperfine --help", "tmux -V", "uv pip install x",
+    "npm install", "npm test", "pnpm install", "poetry install", "conda list",
 ])
 def test_a_runner_told_to_run_nothing_is_only_itself(command):
     commands = parse_shell_uncached(command)
@@ -205,3 +212,8 @@ def test_the_real_ssh_reads_options_after_the_destination_and_stops_at_the_comma
                          timeout=10)
     assert "port 2222" in run.stdout.splitlines()
     assert parse_shell_uncached("ssh host -p 2222 ls -p 3333")[-1].argv == ("ls", "-p", "3333")
+
+
+def test_expects_code_is_kept_in_code():
+    expect = parse_shell_uncached("expect -c 'spawn rm -rf /'")[0]
+    assert expect.program == "expect" and expect.code == ("spawn rm -rf /",)

@@ -35,7 +35,8 @@ from __future__ import annotations
 # Wrappers that run their command in the directory they were started in (they change its
 # priority, time limit, buffering or session, not its directory).
 SAME_DIR = frozenset({"timeout", "nice", "ionice", "nohup", "command", "builtin", "time", "stdbuf", "caffeinate", "coproc",
-                      "setsid", "taskset", "exec", "flock", "entr", "screen", "hyperfine"})
+                      "setsid", "taskset", "exec", "flock", "entr", "screen", "hyperfine", "catchsegv",
+                      "dbus-launch"})
 # Wrappers under which `cd` is still the shell's builtin, acting on the shell itself.
 BUILTIN_CD = frozenset({"builtin", "command", "time"})
 # Builtins that run strings in this shell, or move its directory by a stack: the directory after

@@ -16,6 +16,8 @@ tests/test_dev_runners.py checks the tables against `--help` where the program i
 
 from __future__ import annotations
 
+import dataclasses
+
 from dsl.subjects.optspec import ARGV_MODE, CODE, EXIT, HIDDEN, SCRIPT, SCRIPT_OPERAND, SCRIPTS, SH_WORDS, FILL, spec
 
 _HELP = {"help": EXIT, "version": EXIT}
@@ -26,6 +28,17 @@ _WRAPPING = {
     # entr 5.5 entr(1): getopt "acdnprsz" (options end at the utility); -s runs the utility
     # through $SHELL -c. The files it watches come from standard input.
     "entr": spec("entr 5.5 entr(1)", "acdnprsz", does={"s": SCRIPT_OPERAND}, abbreviations=False),
+    # systemd 256 run0(1): sudo's kind, getopt_long "+hu:g:D:"; no command: the user's shell
+    "run0": spec("systemd 256 run0(1)", "hu:g:D:",
+                 "help=h version no-ask-password machine: unit: property: description: slice: slice-inherit user=u "
+                 "group=g nice: chdir=D setenv: background: pty pipe shell-prompt-prefix:",
+                 does={"h": EXIT, "version": EXIT}, bare_shell=True),
+    # glibc 2.31 catchsegv(1) (a script): `catchsegv PROGRAM ARGS`, --help and --version alone
+    "catchsegv": spec("glibc 2.31 catchsegv(1)", "", "help version", does=_HELP, abbreviations=False),
+    # dbus 1.14 dbus-launch(1): `dbus-launch [--options] [PROGRAM [ARGS]]`, exact option names
+    "dbus-launch": spec("dbus 1.14 dbus-launch(1)", "",
+                        "sh-syntax csh-syntax auto-syntax binary-syntax close-stderr exit-with-session exit-with-x11 "
+                        "autolaunch: config-file: version help", does=_HELP, abbreviations=False),
     # GNU screen 4.9 screen(1): its own loop over clustered letters (`-dmS NAME`), a value attached
     # or the next word; -ls/-list/-wipe/-Logfile/-fn/-fa/-ln are words of their own. -X sends the
     # rest to a running session as a screen command (which may run anything): not known here.
@@ -48,12 +61,12 @@ _LOCAL = {
         "args tui dbx readnow readnever r q quiet silent nh nx n batch batch-silent return-child-result "
         "early-init-command: eix: early-init-eval-command: eiex: init-command: ix: init-eval-command: iex: "
         "command: x: eval-command: ex: version help configuration statistics fullname f directory: d: "
-        "data-directory: D: core: c: pid: p: se: symbols: s: exec: e: l: b: baud: tty: t: interpreter: i: cd: "
-        "write nw nowindows w windows",
+        "data-directory: D: core: c: pid: p: se: symbols: s: exec: e: l: b: baud: tty: interpreter: ui: i: cd: "
+        "annotate: write nw nowindows w windows",
         does={"args": ARGV_MODE, "version": EXIT, "help": EXIT, "configuration": EXIT,
               **{name: CODE for name in ("ex", "eval-command", "iex", "init-eval-command", "eiex",
                                          "early-init-eval-command")}},
-        ends="args", single_dash_long=True, listed=True),
+        ends="args", single_dash_long=True, permute=True, listed=True),
     # hyperfine 1.18 hyperfine(1) (clap): each operand is a command run through the shell
     # (`-N`/`--shell=none`: split into words, no shell); --setup, --prepare, --conclude and
     # --cleanup are commands too; -P VAR MIN MAX and -L VAR LIST fill `{VAR}` in them (dynamic);
@@ -84,6 +97,80 @@ _LOCAL = {
     # may run any command, in ways not read here: listed, dynamic
     "tmux": spec("tmux 3.3a tmux(1)", "2c:CDdf:lL:NqS:T:uUvV", does={"c": SCRIPT, "V": EXIT},
                  abbreviations=False, listed=True, opaque=True),
+}
+
+# --- project environments: the command runs with the project's tools on PATH ---
+# Each tables the options its manual lists for the subcommand that runs a command; any other
+# option makes the command dynamic. None keeps the directory for certain (`--directory`, `--cwd`).
+
+_UV_GLOBAL = ("quiet=q verbose=v color: native-tls offline allow-insecure-host: no-progress directory: project: "
+              "config-file: no-config no-cache=n cache-dir: python-preference: no-python-downloads preview help=h "
+              "version=V")
+_UV_RUN = spec(
+    "uv 0.5 uv-run(1)", "qvnhVp:i:f:UP:C:sm",
+    "extra: all-extras no-extra: no-dev dev only-dev group: no-group: no-default-groups only-group: all-groups "
+    "module=m no-editable exact inexact env-file: no-env-file with: with-editable: with-requirements: isolated "
+    "no-sync locked frozen script=s gui-script package: no-project python=p index: default-index: index-url=i "
+    "extra-index-url: find-links=f no-index upgrade=U upgrade-package=P reinstall reinstall-package: "
+    "index-strategy: keyring-provider: resolution: prerelease: fork-strategy: exclude-newer: no-sources link-mode: "
+    "compile-bytecode config-setting=C no-build-isolation no-build-isolation-package: no-build no-build-package: "
+    "no-binary no-binary-package: refresh refresh-package: " + _UV_GLOBAL,
+    # -m: the operand is a module python runs, no program
+    does={"m": HIDDEN, "h": EXIT, "V": EXIT}, abbreviations=False)
+_UV_TOOL_RUN = spec("uv 0.5 uv-tool-run(1)", "qvnhVp:i:f:UC:w:",
+                    "from: with=w with-editable: with-requirements: isolated python=p index: default-index: "
+                    "index-url=i extra-index-url: find-links=f no-index upgrade=U reinstall index-strategy: "
+                    "keyring-provider: resolution: prerelease: exclude-newer: link-mode: compile-bytecode "
+                    "config-setting=C no-build-isolation no-build no-binary refresh " + _UV_GLOBAL,
+                    does={"h": EXIT, "V": EXIT}, abbreviations=False)
+_UV = spec("uv 0.5 uv(1)", "qvnhV", _UV_GLOBAL, does={"h": EXIT, "V": EXIT}, abbreviations=False, listed=True,
+           subcommands={"run": _UV_RUN, "tool": spec("uv 0.5 uv-tool(1)", "qvnhV", _UV_GLOBAL,
+                                                     does={"h": EXIT, "V": EXIT}, abbreviations=False,
+                                                     subcommands={"run": _UV_TOOL_RUN})})
+# Poetry 1.8 poetry(1) (cleo): global options, then `run CMD ARGS`; pipenv 2024 `pipenv run CMD ARGS`
+_POETRY_GLOBAL = "help=h quiet=q verbose=v version=V ansi no-ansi no-interaction=n no-plugins no-cache directory=C project=P"
+_POETRY = spec("Poetry 1.8 poetry(1)", "hqvVnC:P:", _POETRY_GLOBAL, does={"h": EXIT, "V": EXIT}, abbreviations=False,
+               listed=True, subcommands={"run": spec("Poetry 1.8 poetry-run(1)", "hqvVnC:P:", _POETRY_GLOBAL,
+                                                      does={"h": EXIT, "V": EXIT}, abbreviations=False)})
+_PIPENV = spec("pipenv 2024.0 pipenv(1)", "hv", "python: pypi-mirror: verbose=v quiet help=h version",
+               does={"h": EXIT, "version": EXIT}, abbreviations=False, listed=True,
+               subcommands={"run": spec("pipenv 2024.0 pipenv-run(1)", "h", "python: pypi-mirror: system help=h",
+                                        does={"h": EXIT}, abbreviations=False)})
+# conda 24 conda-run(1) (argparse, REMAINDER: options end at the program; unique prefixes of long
+# options); mamba 1.5 and micromamba 1.5 take the same `run [-n NAME | -p PREFIX] CMD`
+_CONDA_RUN = spec("conda 24.1 conda-run(1)", "n:p:vh",
+                  "name=n prefix=p cwd: no-capture-output live-stream debug-wrapper-scripts dev verbose=v help=h",
+                  does={"h": EXIT})
+_CONDA = spec("conda 24.1 conda(1)", "hV", "help=h version=V", does={"h": EXIT, "V": EXIT}, listed=True,
+              subcommands={"run": _CONDA_RUN})
+# Bundler 2.5 bundle-exec(1): `bundle exec [--keep-file-descriptors] [--gemfile=GEMFILE] CMD`
+_BUNDLE = spec("Bundler 2.5 bundle(1)", "", "no-color verbose retry: help version", does=_HELP, abbreviations=False,
+               listed=True, subcommands={"exec": spec("Bundler 2.5 bundle-exec(1)", "",
+                                                      "keep-file-descriptors gemfile: help", does=_HELP,
+                                                      abbreviations=False)})
+# npm 10 npm-exec(1) and npx(1): `npx [--package=PKG] CMD ARGS`, or `-c 'CMD'` (a shell string); the
+# command is a package's program, fetched from the registry when the project lacks it
+_NPX = spec("npm 10 npx(1)", "p:c:y", "package=p call=c yes=y no workspace: workspaces include-workspace-root "
+            "prefix: help", does={"c": SCRIPT, "help": EXIT}, abbreviations=False, listed=True)
+_NPM = spec("npm 10 npm(1)", "hv", "help=h version=v prefix: userconfig: loglevel: silent quiet", does={"h": EXIT, "v": EXIT},
+            abbreviations=False, listed=True,
+            subcommands={"exec": _NPX, "x": _NPX})
+# pnpm 9 pnpm-exec(1): `pnpm exec CMD ARGS` (-c / --shell-mode: the command through a shell);
+# `pnpm dlx PKG ARGS` fetches and runs a package's program
+_PNPM_EXEC = spec("pnpm 9 pnpm-exec(1)", "rcC:", "recursive=r shell-mode=c parallel dir=C filter: workspace-root "
+                  "resume-from: report-summary help", does={"help": EXIT}, abbreviations=False)
+_PNPM = spec("pnpm 9 pnpm(1)", "C:hv", "dir=C help=h version=v filter: recursive workspace-root", does={"h": EXIT, "v": EXIT},
+             abbreviations=False, listed=True,
+             subcommands={"exec": _PNPM_EXEC, "dlx": spec("pnpm 9 pnpm-dlx(1)", "c", "package: shell-mode=c silent help",
+                                                            does={"help": EXIT}, abbreviations=False)})
+# direnv 2.32 direnv(1): `direnv exec DIR CMD ARGS`, the command with DIR's .envrc loaded
+_DIRENV = spec("direnv 2.32 direnv(1)", "", "help version", does=_HELP, abbreviations=False, listed=True,
+               subcommands={"exec": spec("direnv 2.32 direnv-exec(1)", "", "", skip=1, abbreviations=False)})
+
+_PROJECT = {
+    "uv": _UV, "uvx": dataclasses.replace(_UV_TOOL_RUN, listed=True), "poetry": _POETRY, "pipenv": _PIPENV,
+    "conda": _CONDA, "mamba": _CONDA, "micromamba": _CONDA, "bundle": _BUNDLE, "npx": _NPX, "npm": _NPM,
+    "pnpm": _PNPM, "direnv": _DIRENV,
 }
 
 # --- remote runners: the command runs on another machine or in a container ---
@@ -161,5 +248,5 @@ _REMOTE = {
 DEV_WRAPPERS = _WRAPPING
 """Wrappers of a developer's machine (entr, screen): name -> Spec, merged into WRAPPERS."""
 
-DEV_RUNNERS = {**_LOCAL, **_REMOTE}
+DEV_RUNNERS = {**_LOCAL, **_PROJECT, **_REMOTE}
 """Listed runners of a developer's machine (gdb, hyperfine, ssh, docker, ...): name -> Spec."""

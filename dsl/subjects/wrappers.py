@@ -328,11 +328,18 @@ _LUA = spec("Lua 5.4 lua(1)", "e:iEl:vW", does={"e": CODE, "i": STDIN}, runs=INT
 _OSASCRIPT = spec("macOS 14 osascript(1)", "e:il:s:", does={"e": CODE, "i": STDIN}, runs=INTERPRETER,
                   abbreviations=False, lone_dash=Opt(does=STDIN, ends=True))
 
+# expect 5.45.4 expect(1): `expect [-dDinN] [-c cmds] [[-[f|b]] cmdfile] [args]`: -c is Tcl code
+# (`spawn CMD` runs a program); -f and -b name the script; -i reads commands from standard input
+_EXPECT = spec("expect 5.45.4 expect(1)", "c:dD:f:b:inNv", does={"c": CODE, "f": MODULE, "b": MODULE, "i": STDIN,
+                                                                  "v": EXIT},
+               runs=INTERPRETER, abbreviations=False, lone_dash=Opt(does=STDIN, ends=True))
+
 _INTERPRETERS: dict[str, Spec] = {
     "python": _PYTHON, "python2": _PYTHON, "python3": _PYTHON, "pypy": _PYTHON, "pypy3": _PYTHON,
     **{f"python3.{minor}": _PYTHON for minor in range(6, 16)}, **{f"python2.{minor}": _PYTHON for minor in (6, 7)},
     "perl": _PERL, "ruby": _RUBY, "node": _NODE, "nodejs": _NODE, "php": _PHP, "lua": _LUA,
     **{f"lua5.{minor}": _LUA for minor in range(1, 5)}, "luajit": _LUA, "osascript": _OSASCRIPT,
+    "expect": _EXPECT,
 }
 
 WRAPPERS: dict[str, Spec] = {**_COREUTILS, **_UTIL_LINUX, **_PRIVILEGE, **_BUILTINS, **_MULTICALL, **LAUNCHERS,
