@@ -12,6 +12,13 @@ that rule's Violation and appends nothing. A legal step is appended to the ledge
 the Gate's state changes and before anything runs. Opening a Gate replays (and verifies) the
 ledger, so pending requests survive a restart.
 
+The Gate is a projection that catches up: any number of Gates, in any number of threads and
+processes, share one ledger. Every step takes the ledger's commit lock, reads and checks the events
+other writers appended since this Gate last looked (chain and workflow, as a replay checks them),
+folds them in, expires the requests whose deadline has passed, checks the step against the
+now-current state, appends it and releases the lock. Two reviewers racing on one request: the
+second gets the Violation naming who decided and when.
+
 Identities (`proposer`, `approver`, `editor`) must come from the caller's authenticated context,
 never from the tool's arguments; the Gate records them and enforces four-eyes, but cannot
 authenticate them itself.
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 import copy
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -32,16 +40,26 @@ from dsl.requirements import Requirements
 from ledger import events as ev
 from ledger.clock import Clock, add_seconds, format_ts, utc_now
 from ledger.digest import ArgumentsError, encode_arguments, value_digest
-from ledger.log import Ledger, LedgerCorrupt, LineTooLong
+from ledger.log import Ledger, LedgerCorrupt, LineTooLong, Record
 from ledger.verify import Redactions, check_record
 from ledger.workflow import (
     EditDenied,
+    NotPending,
+    RequestFinal,
+    StaleDigest,
     RequestState,
     UnknownRequest,
     Violation,
     Workflow,
     combined_requirements,
+    decided_by_whom,
 )
+
+POLL_SECONDS = (0.02, 0.25)
+"""`Gate.wait` looks at the ledger's files every 20 ms at first, backing off to every 250 ms: a
+stat of the segment being appended to, and a catch-up only when it grew or a deadline passed."""
+
+DECISIONS = ("approve", "edit", "reject", "respond")
 
 DEFAULT_EXPIRY_MESSAGE = "No one decided in time; the call was not run. Do not retry it without asking the user."
 
@@ -65,6 +83,10 @@ class ExecutionUnknown(GateError):
 
 class ExecutionInProgress(GateError):
     """The call is running now, in another thread; its outcome is not recorded yet."""
+
+
+class NoPolicy(GateError):
+    """This Gate was opened without a policy (a reviewer's): it cannot propose or edit."""
 
 
 def _text(name: str, value: object, *, optional: bool = False, empty_ok: bool = False) -> str | None:
@@ -141,50 +163,73 @@ class Execution:
 class Gate:
     """Decides, pauses and records tool calls. See the module docstring for a tour.
 
-    `ledger` is a Ledger or a directory path (opened, created if missing). `clock` returns an aware
-    datetime (UTC); every event's `ts` comes from it. Raises LedgerCorrupt when the existing
-    ledger does not verify (a Gate never extends a tampered or unlawful history).
+    `policy` decides proposals and edits; None opens a reviewer's Gate, which approves, rejects,
+    responds, cancels, expires and reads, but raises NoPolicy for `propose` and `edit`.
+    `ledger` is a Ledger or a directory path (opened as a shared writer, created if missing).
+    `clock` returns an aware datetime (UTC); every event's `ts` comes from it. Raises
+    LedgerCorrupt when the existing ledger does not verify (a Gate never extends a tampered or
+    unlawful history), and from any later step when events another writer appended do not (the
+    Gate then stops: every later step raises LedgerCorrupt again).
 
-    One Gate per ledger: the Gate keeps the workflow's state in memory, so it holds its ledger
-    exclusively (`Ledger(exclusive=True)`, or `make_exclusive()` on a Ledger it is given) for as
-    long as it is open. It raises LedgerLocked when another writer (another Gate, or any Ledger in
-    any process) has the ledger open, and other writers get LedgerLocked while it does. Plain
-    Ledger appenders, without a Gate, may be many processes.
+    Many Gates may be open on one ledger, in one process or many: each step catches up under the
+    ledger's commit lock (module docstring). A Ledger opened with `exclusive=True` still works,
+    and keeps every other writer out.
     """
 
-    def __init__(self, policy: Policy, ledger: Ledger | str | Path, *, clock: Clock = utc_now):
+    def __init__(self, policy: Policy | None, ledger: Ledger | str | Path, *, clock: Clock = utc_now):
         self.policy = policy
         self.clock = clock
-        if isinstance(ledger, Ledger):
-            ledger.make_exclusive()
-            self.ledger = ledger
-        else:
-            self.ledger = Ledger(ledger, clock=clock, exclusive=True)
-        self.workflow = Workflow()
-        self._data: dict[int, dict] = {}  # request → {"args", "context"} while it can still run
+        self.ledger = ledger if isinstance(ledger, Ledger) else Ledger(ledger, clock=clock)
         self._lock = threading.RLock()
-        self._running: set[int] = set()  # requests whose tool is running in some thread right now
-        self._last_ts = ""
+        self._running: set[int] = set()  # requests whose tool is running in some thread of this process
+        self._broken: LedgerCorrupt | None = None
+        self._expired: list[int] = []  # the requests the last `expire()` expired
         self._replay()
 
-    # --- replay -------------------------------------------------------------------------------
+    # --- replay and catching up ---------------------------------------------------------------
 
     def _replay(self) -> None:
-        prev, expected = ev.GENESIS_PREV, 1
-        redactions = Redactions.collect(self.ledger.path)
-        for record in self.ledger.records():
-            problem = check_record(record, expected, prev, self._last_ts, redactions)
+        """Fold the whole ledger as stored (read without the lock: the files only grow; the first
+        step catches up with whatever was appended meanwhile)."""
+        self.workflow = Workflow()
+        self._data: dict[int, dict] = {}  # request → {"args", "context"} while it can still run
+        self._seen: tuple[int, str] = (0, ev.GENESIS_PREV)  # seq and hash of the last event folded
+        self._last_ts = ""
+        self._redactions = Redactions.collect(self.ledger.path)
+        self._fold(self.ledger.records())
+
+    def _fold(self, records) -> None:
+        """Check and fold events not yet seen, in order (those already folded are skipped)."""
+        if self._broken is not None:
+            raise self._broken
+        for record in records:
+            if record.seq <= self._seen[0]:
+                continue
+            if isinstance(record.event, ev.Redacted) and self._seen[0] > 0 and record.event.target not in self._redactions.paths:
+                # A redaction rewrites an earlier line (it needs the ledger to itself, so no Gate
+                # was open): fold the ledger again from its files, as stored now.
+                self._replay()
+                return
+            self._fold_one(record)
+
+    def _fold_one(self, record: Record) -> None:
+        seq, prev = self._seen
+        try:
+            problem = check_record(record, seq + 1, prev, self._last_ts, self._redactions)
             if problem is not None:
                 raise LedgerCorrupt(problem.seq, problem.message, problem.segment, problem.line)
             try:
                 self.workflow.step(record.seq, record.event)
             except Violation as exc:
                 raise LedgerCorrupt(record.seq, f"unlawful history: {exc.message}", record.segment, record.line) from None
-            if isinstance(record.event, ev.Redacted) and (problem := redactions.announcement_problem(record)):
+            if isinstance(record.event, ev.Redacted) and (problem := self._redactions.announcement_problem(record)):
                 raise LedgerCorrupt(problem.seq, problem.message, problem.segment, problem.line)
-            self._remember(record.seq, record.event, record.data_value())
-            prev, expected = record.hash, expected + 1
-            self._last_ts = max(self._last_ts, record.event.ts)
+        except LedgerCorrupt as exc:
+            self._broken = exc
+            raise
+        self._remember(record.seq, record.event, record.data_value())
+        self._seen = (record.seq, record.hash)
+        self._last_ts = max(self._last_ts, record.event.ts)
 
     def _remember(self, seq: int, event: ev.Event, data: dict | None) -> None:
         if isinstance(event, ev.Proposed):
@@ -197,16 +242,47 @@ class Gate:
             if state is not None and state.final:
                 self._data.pop(event.request, None)
 
-    def _append(self, event: ev.Event, data: dict | bytes | None = None) -> int:
-        """Check, append durably, then apply. Returns the event's seq."""
-        self.workflow.check(event)
-        try:
-            record = self.ledger.append(event, data)
-        except LineTooLong as exc:  # nothing was appended: the step did not happen
-            raise InvalidCall(f"this step cannot be recorded: {exc}") from None
-        self.workflow.apply(record.seq, record.event)
-        self._remember(record.seq, record.event, msgspec.json.decode(record.data) if data is not None else None)
-        return record.seq
+    def _commit(self, step: Callable[[], list[tuple[ev.Event, Any]]]) -> list[Record]:
+        """One step: under the ledger's commit lock, fold what other writers appended, expire what
+        is due, then `step()` checks against the current state and returns the events to append.
+        Returns the appended Records (already folded). When requests were due, their expiry is
+        committed first (one write for all of them) and the step runs in the next commit."""
+        while True:
+            expired = False
+
+            def build(new: list[Record]) -> list[tuple[ev.Event, Any]]:
+                nonlocal expired
+                self._fold(new)
+                due = self._due()
+                if due:
+                    expired = True
+                    return due
+                return step()
+
+            try:
+                records = self.ledger.transact(build)
+            except LineTooLong as exc:  # nothing was appended: the step did not happen
+                raise InvalidCall(f"this step cannot be recorded: {exc}") from None
+            for record in records:
+                if expired:
+                    self._expired.append(record.event.request)
+                self.workflow.apply(record.seq, record.event)
+                self._remember(record.seq, record.event, record.data_value())
+                self._seen = (record.seq, record.hash)
+                self._last_ts = max(self._last_ts, record.event.ts)
+            if not expired:
+                return records
+
+    def _due(self) -> list[tuple[ev.Event, Any]]:
+        """Expired events for every pending request whose deadline has passed, oldest first."""
+        if not self.workflow.pending:
+            return []
+        now = self._now()
+        due = sorted((s for s in self.workflow.pending.values() if s.deadline is not None and s.deadline <= now),
+                     key=lambda s: s.request)
+        return [(ev.Expired(ts=now, request=s.request, outcome="reject",
+                            message=(s.requirements.timeout_message if s.requirements else None) or DEFAULT_EXPIRY_MESSAGE), None)
+                for s in due]
 
     def _now(self) -> str:
         """The clock's time, but never earlier than the last event's: a clock stepped back (NTP,
@@ -218,6 +294,16 @@ class Gate:
             raise GateError(f"the clock gave no usable UTC time: {exc}") from None
         self._last_ts = max(self._last_ts, now)
         return self._last_ts
+
+    def refresh(self) -> None:
+        """Catch up with the ledger now (and expire what is due). Raises LedgerCorrupt."""
+        with self._lock:
+            self._commit(lambda: [])
+
+    def _policy(self) -> Policy:
+        if self.policy is None:
+            raise NoPolicy("this Gate was opened without a policy (a reviewer's Gate): it cannot decide calls or edits")
+        return self.policy
 
     # --- proposing ----------------------------------------------------------------------------
 
@@ -236,8 +322,9 @@ class Gate:
         Raises InvalidCall for a malformed call, or one whose ledger line would be longer than
         ledger.lines.MAX_LINE_BYTES (nothing is appended, so it can never run), and
         CallIdConflict when `call_id` was already proposed with other arguments. A repeated `call_id` with the same call returns the first
-        Proposal (`duplicate=True`) and appends nothing.
+        Proposal (`duplicate=True`) and appends nothing. NoPolicy on a reviewer's Gate.
         """
+        policy = self._policy()
         _text("the tool name", tool)
         _text("the proposer (from the caller's authenticated context)", proposer)
         _text("run", run, optional=True)
@@ -252,45 +339,51 @@ class Gate:
             context_digest, context_json = encode_arguments(context)
         except ArgumentsError as exc:
             raise InvalidCall(f"the call cannot be recorded: {exc}") from None
+        # The policy sees the arguments as stored, not the caller's objects, which it could change
+        # later. It reads nothing but the call and its context, so it decides outside the lock.
+        stored_args = msgspec.json.decode(args_json)
+        decision = policy.evaluate(tool, stored_args, msgspec.json.decode(context_json))
+        data = b'{"args":' + args_json + b',"context":' + context_json + b"}"
         with self._lock:
-            if call_id is not None and call_id in self.workflow.by_call_id:
-                return self._repeat(call_id, tool, digest, proposer, context_digest)
-            # The policy sees the arguments as stored, not the caller's objects, which it could change later.
-            stored_args = msgspec.json.decode(args_json)
-            decision = self.policy.evaluate(tool, stored_args, msgspec.json.decode(context_json))
-            ts = self._now()
-            request = self.ledger.head[0] + 1  # the Gate is the ledger's only writer
-            proposed = ev.Proposed(
-                ts=ts,
-                run=run,
-                proposer=proposer,
-                call_id=call_id,
-                tool=tool,
-                args_digest=digest,
-                context_digest=context_digest,
-                policy=decision.policy,
-                policy_digest=decision.policy_digest,
-                effect=decision.effect,
-                rules=self._rule_refs(decision),
-                reasons=decision.reasons,
-            )
-            data = b'{"args":' + args_json + b',"context":' + context_json + b"}"
-            items: list[tuple[ev.Event, Any]] = [(proposed, data)]
+            repeat: list[Proposal] = []
             deadline = None
-            if decision.effect == "ask":
-                assert decision.requirements is not None
-                deadline = add_seconds(ts, decision.requirements.timeout_seconds)
-                items.append((ev.Interrupted(ts=ts, request=request, requirements=decision.requirements, deadline=deadline), None))
-            self.workflow.check(proposed)
+
+            def step() -> list[tuple[ev.Event, Any]]:
+                nonlocal deadline
+                if call_id is not None and call_id in self.workflow.by_call_id:
+                    repeat.append(self._repeat(call_id, tool, digest, proposer, context_digest))
+                    return []
+                ts = self._now()
+                request = self.ledger.head[0] + 1  # under the commit lock: the head is the ledger's
+                proposed = ev.Proposed(
+                    ts=ts,
+                    run=run,
+                    proposer=proposer,
+                    call_id=call_id,
+                    tool=tool,
+                    args_digest=digest,
+                    context_digest=context_digest,
+                    policy=decision.policy,
+                    policy_digest=decision.policy_digest,
+                    effect=decision.effect,
+                    rules=self._rule_refs(decision),
+                    reasons=decision.reasons,
+                )
+                items: list[tuple[ev.Event, Any]] = [(proposed, data)]
+                if decision.effect == "ask":
+                    assert decision.requirements is not None
+                    deadline = add_seconds(ts, decision.requirements.timeout_seconds)
+                    items.append((ev.Interrupted(ts=ts, request=request, requirements=decision.requirements, deadline=deadline), None))
+                self.workflow.check(proposed)
+                return items
+
             try:
-                records = self.ledger.append_batch(items)
-            except LineTooLong as exc:  # nothing was appended: a call that cannot be recorded never runs
-                raise InvalidCall(f"the call cannot be recorded: {exc}") from None
-            assert records[0].seq == request
-            for record in records:
-                self.workflow.apply(record.seq, record.event)
-            if decision.effect != "deny":
-                self._data[request] = {"args": stored_args, "context": msgspec.json.decode(context_json)}
+                records = self._commit(step)
+            except InvalidCall as exc:  # a call that cannot be recorded never runs
+                raise InvalidCall(str(exc).replace("this step cannot be recorded", "the call cannot be recorded")) from None
+            if repeat:
+                return repeat[0]
+            request = records[0].seq
             state = self.workflow.requests[request]
             return Proposal(
                 request=request,
@@ -332,38 +425,68 @@ class Gate:
 
     # --- deciding -----------------------------------------------------------------------------
 
+    def _decide_one(self, request: int, make: Callable[[], ev.Event], digest: str | None = None,
+                    data: bytes | None = None) -> RequestState:
+        """Commit the event `make()` builds against the current state; `digest`, when given, must
+        be the request's current argument digest (what the decider saw)."""
+        with self._lock:
+            def step() -> list[tuple[ev.Event, Any]]:
+                if digest is not None:
+                    state = self.workflow.requests.get(request)
+                    if state is not None and not state.final and state.digest != digest:
+                        raise StaleDigest(f"the decision is for arguments {digest[:12]}…, the request's are now "
+                                          f"{state.digest[:12]}…", request)
+                event = make()
+                self.workflow.check(event)
+                return [(event, data)]
+
+            try:
+                self._commit(step)
+            except (RequestFinal, NotPending) as exc:  # a race lost: say who decided and when
+                state = self.workflow.requests.get(request)
+                said = decided_by_whom(state) if state is not None else ""
+                if not said:
+                    raise
+                raise type(exc)(exc.message + said, request) from None
+            return self._snapshot(request)
+
     def approve(self, request: int, *, approver: str, digest: str, comment: str | None = None) -> RequestState:
         """Record one approval of the arguments whose digest the approver saw.
 
         Raises a Violation: StaleDigest (the arguments changed), SelfApproval, NotAnApprover,
-        DuplicateApproval, DecisionNotAllowed, DeadlinePassed, NotPending, RequestFinal,
-        UnknownRequest. Returns the request's state; `status` is "approved" once the quorum is met.
+        DuplicateApproval, DecisionNotAllowed, DeadlinePassed, NotPending, RequestFinal (naming
+        who decided and when), UnknownRequest. Returns the request's state; `status` is
+        "approved" once the quorum is met.
         """
         _request_id(request)
         _text("approver", approver)
         _text("digest", digest)
         _text("comment", comment, optional=True, empty_ok=True)
-        with self._lock:
-            self._append(ev.Approved(ts=self._now(), request=request, approver=approver, args_digest=digest, comment=comment))
-            return self.get(request)
+        return self._decide_one(request, lambda: ev.Approved(ts=self._now(), request=request, approver=approver,
+                                                             args_digest=digest, comment=comment))
 
-    def edit(self, request: int, *, editor: str, args: dict, reason: str | None = None) -> RequestState:
+    def edit(self, request: int, *, editor: str, args: dict, reason: str | None = None,
+             digest: str | None = None) -> RequestState:
         """Replace the arguments. The edited call re-enters the policy: a deny refuses the edit
         (EditDenied, nothing appended); otherwise the edit counts as the editor's approval of the
-        new arguments, under requirements never weaker than before. Other refusals as `approve`."""
+        new arguments, under requirements never weaker than before. `digest`, when given, must be
+        the arguments the editor saw (StaleDigest). Other refusals as `approve`; NoPolicy on a
+        reviewer's Gate."""
+        policy = self._policy()
         _request_id(request)
         _text("editor", editor)
         _text("reason", reason, optional=True, empty_ok=True)
         if not isinstance(args, dict):
             raise InvalidCall(f"the arguments must be a JSON object, not {type(args).__name__}")
         try:
-            digest, args_json = encode_arguments(args)
+            new_digest, args_json = encode_arguments(args)
         except ArgumentsError as exc:
             raise InvalidCall(f"the edit cannot be recorded: {exc}") from None
-        with self._lock:
+        stored = msgspec.json.decode(args_json)
+
+        def make() -> ev.Event:
             state = self._open_state(request)
-            stored = msgspec.json.decode(args_json)
-            decision = self.policy.evaluate(state.tool, stored, self._data.get(request, {}).get("context"))
+            decision = policy.evaluate(state.tool, stored, self._data.get(request, {}).get("context"))
             if decision.effect == "deny":
                 raise EditDenied("the policy denies the edited call: " + " ".join(decision.reasons), request)
             assert state.requirements is not None or state.status != "pending"
@@ -373,65 +496,76 @@ class Gate:
             )
             if not requirements.satisfiable():
                 raise EditDenied("no one could approve the edited call under the combined requirements", request)
-            self._append(
-                ev.Edited(
-                    ts=self._now(),
-                    request=request,
-                    editor=editor,
-                    args_digest=digest,
-                    replaces=state.digest,
-                    policy_digest=decision.policy_digest,
-                    effect=decision.effect,
-                    rules=self._rule_refs(decision),
-                    requirements=requirements,
-                    reason=reason,
-                ),
-                b'{"args":' + args_json + b"}",
+            return ev.Edited(
+                ts=self._now(),
+                request=request,
+                editor=editor,
+                args_digest=new_digest,
+                replaces=state.digest,
+                policy_digest=decision.policy_digest,
+                effect=decision.effect,
+                rules=self._rule_refs(decision),
+                requirements=requirements,
+                reason=reason,
             )
-            return self.get(request)
 
-    def reject(self, request: int, *, approver: str, reason: str) -> RequestState:
-        """Reject the call. `reason` is returned to the agent as an instruction, so it is required."""
+        return self._decide_one(request, make, digest, b'{"args":' + args_json + b"}")
+
+    def reject(self, request: int, *, approver: str, reason: str, digest: str | None = None) -> RequestState:
+        """Reject the call. `reason` is returned to the agent as an instruction, so it is required.
+        `digest`, when given, must be the arguments the approver saw (StaleDigest)."""
         _request_id(request)
         _text("approver", approver)
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidCall("a rejection needs a reason: it tells the agent what to do instead")
         _text("reason", reason)
-        with self._lock:
-            self._append(ev.Rejected(ts=self._now(), request=request, approver=approver, reason=reason))
-            return self.get(request)
+        return self._decide_one(request, lambda: ev.Rejected(ts=self._now(), request=request, approver=approver,
+                                                             reason=reason), digest)
 
-    def respond(self, request: int, *, approver: str, message: str) -> RequestState:
+    def respond(self, request: int, *, approver: str, message: str, digest: str | None = None) -> RequestState:
         """Answer in place of the tool; `message` goes back to the agent as the call's result."""
         _request_id(request)
         _text("approver", approver)
         _text("the response", message, empty_ok=True)
-        with self._lock:
-            self._append(ev.Responded(ts=self._now(), request=request, approver=approver, message=message))
-            return self.get(request)
+        return self._decide_one(request, lambda: ev.Responded(ts=self._now(), request=request, approver=approver,
+                                                              message=message), digest)
 
-    def cancel(self, request: int, *, by: str, reason: str | None = None) -> RequestState:
+    def cancel(self, request: int, *, by: str, reason: str | None = None, digest: str | None = None) -> RequestState:
         """Withdraw a call that has not started running."""
         _request_id(request)
         _text("by", by)
         _text("reason", reason, optional=True, empty_ok=True)
-        with self._lock:
-            self._append(ev.Cancelled(ts=self._now(), request=request, by=by, reason=reason))
-            return self.get(request)
+        return self._decide_one(request, lambda: ev.Cancelled(ts=self._now(), request=request, by=by, reason=reason), digest)
+
+    def decide(self, request: int, decision: str, *, by: str, digest: str | None = None, args: dict | None = None,
+               reason: str | None = None, message: str | None = None, comment: str | None = None) -> RequestState:
+        """One entry point for a decision: "approve" (needs `digest`), "edit" (`args`), "reject"
+        (`reason`), "respond" (`message`), by the authenticated `by`. Raises InvalidCall for an
+        unknown decision or a missing part; otherwise as the named method."""
+        if decision == "approve":
+            if digest is None:
+                raise InvalidCall("an approval names the argument digest the approver saw")
+            return self.approve(request, approver=by, digest=digest, comment=comment)
+        if decision == "edit":
+            if args is None:
+                raise InvalidCall("an edit needs the new arguments")
+            return self.edit(request, editor=by, args=args, reason=reason, digest=digest)
+        if decision == "reject":
+            return self.reject(request, approver=by, reason=reason or "", digest=digest)
+        if decision == "respond":
+            if message is None:
+                raise InvalidCall("a response needs the message the agent gets in place of the tool's result")
+            return self.respond(request, approver=by, message=message, digest=digest)
+        raise InvalidCall(f"unknown decision {decision!r}: one of {', '.join(DECISIONS)}")
 
     def expire(self) -> list[int]:
         """Apply the timeout's safe default (reject) to every pending request whose deadline has
-        passed. Returns their ids. Silence never approves."""
+        passed, in one write. Returns their ids. Silence never approves. (Every other step, and
+        `refresh`, `get`, `pending` and `wait`, expire what is due as well.)"""
         with self._lock:
-            now = self._now()
-            due = sorted(  # oldest request first, as the ledger has always recorded them
-                (s for s in self.workflow.pending.values() if s.deadline is not None and s.deadline <= now),
-                key=lambda s: s.request,
-            )
-            for state in due:
-                message = (state.requirements.timeout_message if state.requirements else None) or DEFAULT_EXPIRY_MESSAGE
-                self._append(ev.Expired(ts=now, request=state.request, outcome="reject", message=message))
-            return [s.request for s in due]
+            self._expired = []
+            self._commit(lambda: [])
+            return list(self._expired)
 
     # --- executing ----------------------------------------------------------------------------
 
@@ -442,58 +576,61 @@ class Gate:
         outcome without running anything (`replayed=True`). An exception from `fn` is recorded
         as outcome "error" and returned in the Execution, not raised. Raises NotApproved (and the
         other Violations) when the request may not run, ExecutionUnknown when an earlier run
-        started and never recorded its outcome.
+        (in any process) started and never recorded its outcome, or is running in another process.
         """
         _request_id(request)
         _text("executor", executor, optional=True)
         with self._lock:
-            state = self.workflow.requests.get(request)
-            if state is None:
-                raise UnknownRequest(f"request {request} was never proposed", request)
-            if state.status == "executed":
-                return Execution(request, state.outcome or "", state.result_digest, state.error, replayed=True)
-            if request in self._running:
-                raise ExecutionInProgress(f"request {request} is running now; its outcome is not recorded yet")
-            if state.status == "executing":
-                raise ExecutionUnknown(
-                    f"request {request} started running and its outcome was never recorded; it will not run again"
-                )
-            started = ev.ExecutionStarted(ts=self._now(), request=request, args_digest=state.digest, executor=executor)
-            self.workflow.check(started)  # raises when the request may not run
-            # The tool gets its own copy of the approved arguments, made before anything is
-            # written: nothing that can fail may stand between the start and the tool's run.
-            args = copy.deepcopy(self._data[request]["args"])
-            self._append(started)
+            outcome: list[Execution] = []
+            args: dict = {}
+
+            def step() -> list[tuple[ev.Event, Any]]:
+                nonlocal args
+                state = self.workflow.requests.get(request)
+                if state is None:
+                    raise UnknownRequest(f"request {request} was never proposed", request)
+                if state.status == "executed":
+                    outcome.append(Execution(request, state.outcome or "", state.result_digest, state.error, replayed=True))
+                    return []
+                if request in self._running:
+                    raise ExecutionInProgress(f"request {request} is running now; its outcome is not recorded yet")
+                if state.status == "executing":
+                    raise ExecutionUnknown(
+                        f"request {request} started running and its outcome was never recorded (or it is running in "
+                        "another process); it will not run again"
+                    )
+                started = ev.ExecutionStarted(ts=self._now(), request=request, args_digest=state.digest, executor=executor)
+                self.workflow.check(started)  # raises when the request may not run
+                # The tool gets its own copy of the approved arguments, made before anything is
+                # written: nothing that can fail may stand between the start and the tool's run.
+                args = copy.deepcopy(self._data[request]["args"])
+                return [(started, None)]
+
+            self._commit(step)
+            if outcome:
+                return outcome[0]
             self._running.add(request)
-            digest = state.digest
+            digest = self.workflow.requests[request].digest
         # The tool runs outside the Gate's lock, so that a slow tool does not hold up every other
         # proposal and decision; `_running` keeps a second execute() of this request out meanwhile.
         result, exception, error = None, None, None
         try:
             try:
                 result = fn(args)
-                outcome = "ok"
+                outcome_text = "ok"
             except Exception as exc:  # the tool's failure is an outcome to record, not a Gate failure
-                outcome, exception, error = "error", exc, _error_text(f"{type(exc).__name__}: {exc}")
+                outcome_text, exception, error = "error", exc, _error_text(f"{type(exc).__name__}: {exc}")
             try:
-                result_digest = value_digest(result) if outcome == "ok" else None
+                result_digest = value_digest(result) if outcome_text == "ok" else None
             except ArgumentsError:
                 result_digest = None
             with self._lock:
-                self._append(
-                    ev.Executed(
-                        ts=self._now(),
-                        request=request,
-                        args_digest=digest,
-                        outcome=outcome,
-                        result_digest=result_digest,
-                        error=error,
-                    )
-                )
+                self._commit(lambda: [(ev.Executed(ts=self._now(), request=request, args_digest=digest, outcome=outcome_text,
+                                                   result_digest=result_digest, error=error), None)])
         finally:
             with self._lock:
                 self._running.discard(request)
-        return Execution(request, outcome, result_digest, error, replayed=False, result=result, exception=exception)
+        return Execution(request, outcome_text, result_digest, error, replayed=False, result=result, exception=exception)
 
     # --- reading ------------------------------------------------------------------------------
 
@@ -503,19 +640,68 @@ class Gate:
             raise UnknownRequest(f"request {request} was never proposed", request)
         return state
 
-    def get(self, request: int) -> RequestState:
-        """A snapshot of one request's state. Raises UnknownRequest."""
+    def _snapshot(self, request: int) -> RequestState:
+        state = self._open_state(request)
+        snapshot = copy.copy(state)
+        snapshot.approvals = dict(state.approvals)
+        snapshot.approvers = list(state.approvers)
+        return snapshot
+
+    def get(self, request: int, *, refresh: bool = True) -> RequestState:
+        """A snapshot of one request's state, after catching up with the ledger (`refresh=False`:
+        as this Gate last saw it, without taking the lock). Raises UnknownRequest."""
+        _request_id(request)
         with self._lock:
-            state = self._open_state(request)
-            snapshot = copy.copy(state)
-            snapshot.approvals = dict(state.approvals)
-            snapshot.approvers = list(state.approvers)
-            return snapshot
+            if refresh:
+                self._commit(lambda: [])
+            return self._snapshot(request)
 
     def pending(self) -> list[RequestState]:
-        """Snapshots of the requests waiting for a human decision, oldest first."""
+        """Snapshots of the requests waiting for a human decision, oldest first (after catching up
+        and expiring what is due)."""
         with self._lock:
-            return [self.get(s.request) for s in self.workflow.requests.values() if s.status == "pending"]
+            self._commit(lambda: [])
+            return [self._snapshot(r) for r in sorted(self.workflow.pending)]
+
+    def find(self, *, call_id: str) -> RequestState | None:
+        """The request proposed with this call id, or None (after catching up)."""
+        with self._lock:
+            self._commit(lambda: [])
+            request = self.workflow.by_call_id.get(call_id)
+            return None if request is None else self._snapshot(request)
+
+    def allowed_decisions(self, request: int) -> tuple[str, ...]:
+        """The decisions the request's rule allows while it is pending (approve, edit, reject,
+        respond), else ()."""
+        with self._lock:
+            state = self._open_state(request)
+            if state.status != "pending" or state.requirements is None:
+                return ()
+            return tuple(d for d in DECISIONS if d in state.requirements.decisions)
+
+    def wait(self, request: int, *, timeout: float | None = None) -> RequestState:
+        """Block until the request is no longer waiting (decided, expired, cancelled; an allowed
+        or denied one returns at once) or `timeout` seconds passed; returns its state either way.
+        Polls (POLL_SECONDS): a stat of the ledger's files, a catch-up when they grew, and a
+        commit of the expiry when the deadline passes, so silence rejects on time."""
+        _request_id(request)
+        give_up = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        delay = POLL_SECONDS[0]
+        with self._lock:
+            state = self.get(request)
+        while state.status in ("pending", "interrupting"):
+            now = time.monotonic()
+            if give_up is not None and now >= give_up:
+                break
+            pause = delay if give_up is None else min(delay, give_up - now)
+            time.sleep(max(pause, 0.0))
+            delay = min(delay * 2, POLL_SECONDS[1])
+            due = state.deadline is not None and state.deadline <= format_ts(self.clock())
+            if self.ledger.grew() or due:
+                delay = POLL_SECONDS[0]
+                with self._lock:
+                    state = self.get(request)
+        return state
 
     def arguments(self, request: int) -> dict:
         """The current (possibly edited) arguments of a request that can still run. Raises

@@ -33,12 +33,13 @@ import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, NamedTuple, Sequence
+from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 import msgspec
 
 from ledger import lines, native
 from ledger.scan import last_line, last_newline, read_lines
+from ledger.store import Store
 from ledger.clock import Clock, format_ts, utc_now
 from ledger.digest import canonical_json
 from ledger.events import (
@@ -368,7 +369,7 @@ class _Request:
         return self.records
 
 
-class Ledger:
+class Ledger(Store):
     """A writer of a ledger directory; any number of them may append to one ledger at once.
 
     `Ledger(path)` creates the directory and its genesis event if needed (`create=False` refuses:
@@ -818,6 +819,16 @@ class Ledger:
                 self._cond.notify_all()
         return self._tip
 
+    def grew(self) -> bool:
+        """Whether the files may hold events this writer has not seen: the segment it appends to
+        changed size or identity, or a next one exists. No lock, two stats: for polling."""
+        try:
+            st = os.stat(self.path / segment_name(self._segment_number))
+        except OSError:
+            return True
+        return (st.st_size, st.st_ino) != (self._segment_size, self._ino) or (
+            self.path / segment_name(self._segment_number + 1)).exists()
+
     def make_exclusive(self) -> None:
         """Hold the ledger exclusively from now on (what a Gate needs). Raises LedgerLocked when
         another writer is open; this writer then stays a shared one. Catches up with the files."""
@@ -879,6 +890,65 @@ class Ledger:
                 self._leading = False
                 self._cond.notify_all()
         return request.result()
+
+    def transact(self, build: Callable[[list[Record]], Sequence[tuple[Event, dict | bytes | None]]]) -> list[Record]:
+        """One commit that first sees everything before it: under the append lock, catch up with
+        the files, call `build(new)` with the Records appended since this writer last looked (by
+        other writers, and the `recovered` events of torn tails it just quarantined), and append
+        the items `build` returns in one write and one sync (none: nothing is written). Returns
+        the appended Records. What a Gate's step needs: fold what others did, check the step
+        against the now-current state, append, release (docs/ledger-format.md section 7).
+
+        `build` runs with the lock held, so it must be quick and must not append through this
+        writer. An exception from it appends nothing and propagates; the other errors are
+        append_batch's. A KeyConflict, LineTooLong or invalid event of one item fails the call."""
+        with self._cond:
+            self._usable()
+            while self._leading:
+                self._cond.wait()
+                self._usable()
+            self._leading = True
+        try:
+            with self._append_lock():
+                number, offset = self._segment_number, self._segment_size
+                seq_before = self._tip[0]
+                foreign, notes = self._catch_up()
+                if foreign and self._exclusive:
+                    self._broken = "events were appended by a writer outside the locking protocol"
+                    raise ForeignAppend(f"{self.path}: events were appended by a writer that did not take the WRITERS lock; "
+                                        "the writer stopped")
+                for note in notes:
+                    self._commit_now(note.event())
+                new = list(self._records_after(number, offset, seq_before)) if self._tip[0] != seq_before else []
+                items = build(new)
+                if not items:
+                    return []
+                request = _Request([self._prepare(event, data) for event, data in items])
+                self._commit_locked([request])
+                return request.result()
+        finally:
+            with self._cond:
+                self._leading = False
+                self._cond.notify_all()
+
+    def _records_after(self, number: int, offset: int, seq: int) -> Iterator[Record]:
+        """The Records stored after byte `offset` of segment `number` (whose event before is
+        `seq`), up to the head: the lines another writer appended. Under the append lock, after
+        _catch_up (every line is whole). `line` is 0: the segment's line numbers are not counted."""
+        end_seq = self._tip[0]
+        while seq < end_seq:
+            segment = self.path / segment_name(number)
+            with segment.open("rb") as handle:
+                handle.seek(offset)
+                for _number, at, text, size, terminated in read_lines(handle, offset):
+                    if not terminated or seq >= end_seq:
+                        break
+                    if text is None:
+                        raise LedgerCorrupt(seq + 1, f"{lines.too_long(size)}, at byte {at}", segment.name)
+                    record = parse_line(RawLine(segment.name, 0, at, text), seq + 1)
+                    seq += 1
+                    yield record
+            number, offset = number + 1, 0
 
     def _prepare(self, event: Event, data: dict | bytes | None) -> _Item:
         if not isinstance(event, Event):
@@ -1090,9 +1160,11 @@ class Ledger:
 
     # --- reading and closing ------------------------------------------------------------------
 
-    def records(self) -> Iterator[Record]:
-        """Every stored event, in order (reads the files; see LedgerReader)."""
-        return LedgerReader(self.path).records()
+    def records(self, from_seq: int = 1) -> Iterator[Record]:
+        """Every stored event from seq `from_seq` on, in order (reads the files without the lock;
+        see LedgerReader)."""
+        records = LedgerReader(self.path).records()
+        return records if from_seq <= 1 else (r for r in records if r.seq >= from_seq)
 
     def close(self) -> None:
         """Wait for a commit in flight, fail the queued ones (LedgerError), release the locks."""

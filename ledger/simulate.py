@@ -48,6 +48,7 @@ from ledger import lines
 from ledger.clock import ManualClock, parse_duration
 from ledger.digest import ArgumentsError, encode_arguments
 from ledger.gate import Gate, GateError
+from ledger.log import Ledger
 from dsl.jsoninput import json_kind, parse_json_object
 from ledger.workflow import RequestState, Violation
 
@@ -257,7 +258,8 @@ class Simulation:
         proposer: str = "agent",
     ):
         self.clock = ManualClock(start)
-        self.gate = Gate(policy, ledger_path, clock=self.clock)
+        # The trace's clock is simulated: no other writer may interleave real time with it.
+        self.gate = Gate(policy, Ledger(ledger_path, clock=self.clock, exclusive=True), clock=self.clock)
         self.spec = reviewers or Reviewers()
         self.gap = gap_seconds
         self.proposer = proposer

@@ -239,6 +239,17 @@ class RequestState:
         return self.status in ("allowed", "approved")
 
 
+def decided_by_whom(state: RequestState) -> str:
+    """` (by NAME at TS)` for a decided request: what a reviewer who lost a race is told."""
+    if state.decided_at is None:
+        return ""
+    done = _DECIDED.get(state.decision or "", "decided")
+    return f" ({done} by {state.decided_by} at {state.decided_at})" if state.decided_by else f" ({done} at {state.decided_at})"
+
+
+_DECIDED = {"approve": "approved", "reject": "rejected", "respond": "answered", "expire": "expired", "cancel": "cancelled"}
+
+
 class Workflow:
     """The states of all requests of one ledger. `requests[seq]` is the request proposed at seq.
 

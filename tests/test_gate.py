@@ -151,11 +151,19 @@ def test_silence_never_approves(g, clock):
     clock.advance(3599)
     assert g.expire() == []
     clock.advance(1)
-    refused(g, wf.DeadlinePassed, g.approve, p.request, approver="bob", digest=p.args_digest)
     assert g.expire() == [p.request]
     state = g.get(p.request)
     assert (state.status, state.decision) == ("expired", "expire")
     refused(g, wf.RequestFinal, g.execute, p.request, lambda a: pytest.fail("ran"))
+
+
+def test_a_late_decision_finds_the_request_expired(g, clock):
+    # whoever touches the ledger after the deadline expires the request first: silence rejects
+    p = g.propose("small_change", {"id": 3}, proposer="agent")
+    clock.advance(3600)
+    with pytest.raises(wf.RequestFinal, match=r"already expired \(expired at "):
+        g.approve(p.request, approver="bob", digest=p.args_digest)
+    assert g.expire() == [] and g.get(p.request).status == "expired"
 
 
 def test_pending_requests_survive_a_restart(tmp_path, clock):
@@ -309,9 +317,11 @@ def test_a_badly_typed_parameter_is_refused_and_the_ledger_stays_usable(g, tmp_p
 def test_a_clock_stepped_back_never_reopens_an_expired_request(g, clock):
     p = g.propose("small_change", {"id": 3}, proposer="agent")
     clock.advance(3601)
-    refused(g, wf.DeadlinePassed, g.approve, p.request, approver="bob", digest=p.args_digest)
+    assert g.expire() == [p.request]
+    refused(g, wf.RequestFinal, g.approve, p.request, approver="bob", digest=p.args_digest)
     clock.advance(-7200)  # NTP, or a restored snapshot
-    refused(g, wf.DeadlinePassed, g.approve, p.request, approver="bob", digest=p.args_digest)
+    refused(g, wf.RequestFinal, g.approve, p.request, approver="bob", digest=p.args_digest)
+    assert g.get(p.request).status == "expired"
     stamps = [r.event.ts for r in g.ledger.records()]
     assert stamps == sorted(stamps)
 

@@ -558,24 +558,20 @@ def test_a_ledger_is_not_used_across_fork_and_a_child_does_not_drop_its_locks(tm
     assert result.returncode == 0, result.stderr
 
 
-def test_one_gate_per_ledger(tmp_path):
+def test_gates_share_a_ledger_with_plain_writers_and_an_exclusive_one_keeps_them_out(tmp_path):
     from support import gate
 
     path = tmp_path / "l"
     first = gate(path)
-    with pytest.raises(LedgerLocked, match="another writer holds the ledger's lock"):
-        gate(path)  # a second Gate (the CLI's simulate, say) is refused cleanly
-    with pytest.raises(LedgerLocked):
-        Ledger(path)  # and so is a plain writer, whose events the Gate would not see
+    second, plain = gate(path), Ledger(path)  # Gates are shared writers: each step folds the others' events
+    plain.append(*proposal())
     first.propose("read_thing", {"id": 1}, proposer="agent")
-    first.close()
-    plain, other = Ledger(path), Ledger(path)
-    other.append(*proposal())
+    assert (second.get(2).tool, second.get(3).tool, second.ledger.head[0]) == ("tool_0", "read_thing", 3)
+    first.close(), second.close(), plain.close()
+    alone = Ledger(path, exclusive=True)
+    g = gate(alone)  # a Gate given an exclusive Ledger keeps it so (what simulate does)
     with pytest.raises(LedgerLocked):
-        gate(plain)  # a Gate given an open Ledger makes it exclusive, or refuses
-    other.close()
-    g = gate(plain)
-    assert g.ledger.exclusive and g.ledger.head[0] == 3  # it caught up with `other`'s event
+        gate(path)
     g.propose("read_thing", {"id": 2}, proposer="agent")
     g.close()
     assert verify(path).ok

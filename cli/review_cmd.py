@@ -1,0 +1,433 @@
+"""`countersign review ...`: the queue of requests waiting for a person, from the command line.
+
+Every command opens the ledger as one more Gate (ledger.gate: a projection that catches up), so it
+works while agents' Gates are open on the same ledger, in other processes. The reviewer is the
+operating-system account running the command (its login name, from the effective uid), never a
+flag or a value from the request: identities come from authentication.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, List, Optional
+
+import typer
+
+from cli.output import EXIT_FAIL, EXIT_USAGE, echo_json, fail, say, table
+
+app = typer.Typer(no_args_is_help=True, help="List, inspect and answer the requests waiting for a person.")
+
+LEDGER_ENV = "COUNTERSIGN_LEDGER"
+EXIT_WAITING = 3  # `review wait`: the timeout passed and the request still waits
+MAY_RUN = frozenset({"allowed", "approved", "executing", "executed"})
+
+_LEDGER = typer.Option(None, "--ledger", "-l", envvar=LEDGER_ENV, help=f"The ledger directory (or ${LEDGER_ENV}).")
+_DIGEST = typer.Option(None, "--digest", help="The argument digest `review show` printed: the command refuses if the arguments changed since.")
+_JSON = typer.Option(False, "--json", help="Print JSON.")
+_AS = typer.Option(None, "--as", hidden=True)
+
+
+def reviewer() -> str:
+    """The login name of the effective uid running this process (the OS account). Raises
+    typer.Exit (2) when the account has no name."""
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        fail(f"the account running this command (uid {os.geteuid()}) has no login name to record as the reviewer")
+
+
+def _refuse_as(name: Optional[str]) -> None:
+    if name is not None:
+        fail("--as is refused: the reviewer is the operating-system account running the command "
+             f"({reviewer()}); deciding as someone else needs a signing key, which this command does not take yet")
+
+
+def _open(ledger: Optional[str], policy: Optional[str] = None):
+    """A Gate on an existing ledger (exit 2 with the reason when it cannot be opened)."""
+    from ledger.gate import Gate
+    from ledger.log import Ledger, LedgerError
+
+    if not ledger:
+        fail(f"no ledger: pass --ledger DIR or set {LEDGER_ENV}")
+    loaded = None
+    if policy is not None:
+        from cli.output import load_policy
+
+        loaded = load_policy(policy)
+    try:
+        return Gate(loaded, Ledger(ledger, create=False))
+    except LedgerError as exc:
+        fail(f"{ledger}: {exc}", EXIT_FAIL if type(exc).__name__ == "LedgerCorrupt" else EXIT_USAGE)
+
+
+def _left(deadline: Optional[str]) -> str:
+    """Time left before `deadline` as `1h02m`, `4m10s`, `12s`, or `expired`."""
+    if deadline is None:
+        return "-"
+    from datetime import datetime, timezone
+
+    end = datetime.strptime(deadline, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+    seconds = int((end - datetime.now(timezone.utc)).total_seconds())
+    if seconds <= 0:
+        return "expired"
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+def _summary(args: Any, width: int = 48) -> str:
+    """The arguments as one line of compact JSON, cut to `width` characters."""
+    import msgspec
+
+    text = msgspec.json.encode(args).decode()
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _quorum(state) -> dict:
+    """Who approved, how many more approvals are needed, who may approve."""
+    reqs = state.requirements
+    if reqs is None:
+        return {"approved_by": list(state.approvals), "more_needed": 0, "who_may": None, "needs": None}
+    approvers = set(state.approvals)
+    more = 0
+    for q in reqs.quorums:
+        counted = len(approvers) if q.approvers is None else len(approvers & set(q.approvers))
+        more = max(more, q.count - counted) if q.approvers is None else more + max(0, q.count - counted)
+    may = None if any(q.approvers is None for q in reqs.quorums) else sorted({a for q in reqs.quorums for a in q.approvers})
+    return {"approved_by": list(state.approvals), "more_needed": more, "who_may": may, "needs": reqs.describe()}
+
+
+def _as_dict(gate, state, *, full: bool = False) -> dict:
+    out = {
+        "request": state.request,
+        "tool": state.tool,
+        "run": state.run,
+        "proposer": state.proposer,
+        "call_id": state.call_id,
+        "status": state.status,
+        "args_digest": state.digest,
+        "reasons": list(state.reasons),
+        "rules": list(state.rules),
+        "proposed_at": state.proposed_at,
+        "deadline": state.deadline,
+        "quorum": _quorum(state),
+        "decisions": list(gate.allowed_decisions(state.request)),
+    }
+    try:
+        out["args"] = gate.arguments(state.request)
+    except KeyError:
+        out["args"] = None  # final: the Gate released them (the ledger keeps them)
+    if full:
+        out.update(decision=state.decision, decided_by=state.decided_by, decided_at=state.decided_at, reason=state.reason,
+                   edits=state.edits, outcome=state.outcome)
+    return out
+
+
+@app.command("list")
+def list_requests(
+    ledger: Optional[str] = _LEDGER,
+    tool: Optional[str] = typer.Option(None, "--tool", help="Only requests for this tool."),
+    run: Optional[str] = typer.Option(None, "--run", help="Only requests of this run."),
+    as_json: bool = _JSON,
+) -> None:
+    """The pending requests, oldest first: id, tool, arguments in brief, quorum progress, time left.
+
+    Catches up with the ledger first and expires what is due (silence rejects).
+
+    Example: countersign review list --ledger build/ledger
+    """
+    with _open(ledger) as gate:
+        rows = [s for s in gate.pending() if (tool is None or s.tool == tool) and (run is None or s.run == run)]
+        items = [_as_dict(gate, s) for s in rows]
+    if as_json:
+        echo_json(items)
+        return
+    if not items:
+        say("no requests are waiting for a decision")
+        return
+    table(["id", "tool", "arguments", "approvals", "left"],
+          [[i["request"], i["tool"], _summary(i["args"], 30), _progress(i["quorum"]), _left(i["deadline"])] for i in items],
+          title=f"{len(items)} waiting")
+
+
+def _progress(quorum: dict) -> str:
+    got = len(quorum["approved_by"])
+    return f"{got}/{got + quorum['more_needed']}"
+
+
+@app.command()
+def show(request: int = typer.Argument(..., help="The request id."), ledger: Optional[str] = _LEDGER, as_json: bool = _JSON) -> None:
+    """One request in full: its exact arguments, the digest to approve, the deciding rules, its history.
+
+    Example: countersign review show 7 --ledger build/ledger
+    """
+    from ledger.workflow import UnknownRequest
+
+    with _open(ledger) as gate:
+        try:
+            state = gate.get(request)
+        except UnknownRequest as exc:
+            fail(exc.message)
+        item = _as_dict(gate, state, full=True)
+        history = [_event_line(r) for r in gate.ledger.records() if getattr(r.event, "request", None) == request or r.seq == request]
+    item["history"] = history
+    if as_json:
+        echo_json(item)
+        return
+    import msgspec
+
+    say(f"request {item['request']}: {item['tool']} ({item['status']}), proposed by {item['proposer']} at {item['proposed_at']}")
+    if item["run"]:
+        say(f"  run {item['run']}")
+    for reason in item["reasons"]:
+        say(f"  reason: {reason}")
+    if item["rules"]:
+        say(f"  rules: {', '.join(item['rules'])}")
+    q = item["quorum"]
+    if q["needs"]:
+        say(f"  needs: {q['needs']}; approved by: {', '.join(q['approved_by']) or 'no one yet'}; {q['more_needed']} more")
+    if item["deadline"]:
+        say(f"  deadline: {item['deadline']} ({_left(item['deadline'])} left)")
+    if item["decisions"]:
+        say(f"  decisions allowed: {', '.join(item['decisions'])}")
+    say(f"  digest: {item['args_digest']}")
+    if item["args"] is not None:
+        say("  arguments:")
+        for line in msgspec.json.format(msgspec.json.encode(item["args"]), indent=2).decode().splitlines():
+            say(f"    {line}")
+    say("  history:")
+    for line in history:
+        say(f"    {line['seq']:>6}  {line['ts']}  {line['text']}")
+
+
+def _event_line(record) -> dict:
+    event = record.event
+    kind = type(event).__struct_config__.tag
+    who = next((getattr(event, n) for n in ("approver", "editor", "by", "proposer", "executor") if getattr(event, n, None)), None)
+    text = kind + (f" by {who}" if who else "")
+    for name in ("effect", "outcome", "reason", "message"):
+        value = getattr(event, name, None)
+        if isinstance(value, str) and value:
+            text += f"; {name}: {value}"
+    return {"seq": record.seq, "ts": event.ts, "kind": kind, "by": who, "text": text}
+
+
+def _decided(state, as_json: bool) -> None:
+    if as_json:
+        echo_json({"request": state.request, "status": state.status, "decided_by": state.decided_by,
+                   "approved_by": list(state.approvals), "args_digest": state.digest})
+        return
+    extra = ""
+    if state.status == "pending" and state.requirements is not None:
+        extra = f" ({_progress(_quorum(state))} approvals)"
+    say(f"request {state.request}: {state.status}{extra}")
+
+
+def _step(ledger: Optional[str], fn, *, policy: Optional[str] = None, as_json: bool = False) -> None:
+    """Run one decision on a fresh Gate; a refusal is exit 1 with its message and code."""
+    from ledger.gate import GateError
+    from ledger.workflow import Violation
+
+    with _open(ledger, policy) as gate:
+        try:
+            state = fn(gate)
+        except Violation as exc:
+            if as_json:
+                echo_json({"error": exc.code, "message": exc.message, "request": exc.request})
+                raise typer.Exit(EXIT_FAIL)
+            fail(f"refused ({exc.code}): {exc.message}", EXIT_FAIL)
+        except GateError as exc:
+            fail(str(exc), EXIT_USAGE)
+    _decided(state, as_json)
+
+
+def _need_digest(digest: Optional[str]) -> str:
+    if not digest:
+        fail("name the argument digest you approve: --digest (printed by `countersign review show REQ`)")
+    return digest
+
+
+@app.command()
+def approve(
+    request: int = typer.Argument(..., help="The request id."),
+    digest: Optional[str] = _DIGEST,
+    comment: Optional[str] = typer.Option(None, "--comment", help="A note kept with the approval."),
+    ledger: Optional[str] = _LEDGER,
+    as_name: Optional[str] = _AS,
+    as_json: bool = _JSON,
+) -> None:
+    """Approve the arguments whose digest you saw (--digest is required).
+
+    Example: countersign review approve 7 --digest 3f1c... --ledger build/ledger
+    """
+    _refuse_as(as_name)
+    digest = _need_digest(digest)
+    _step(ledger, lambda g: g.approve(request, approver=reviewer(), digest=digest, comment=comment), as_json=as_json)
+
+
+@app.command()
+def reject(
+    request: int = typer.Argument(..., help="The request id."),
+    reason: str = typer.Option(..., "--reason", help="What the agent should do instead: it is told this."),
+    digest: Optional[str] = _DIGEST,
+    ledger: Optional[str] = _LEDGER,
+    as_name: Optional[str] = _AS,
+    as_json: bool = _JSON,
+) -> None:
+    """Reject the call; the reason goes back to the agent as an instruction.
+
+    Example: countersign review reject 7 --reason "refund at most 50 EUR without a receipt"
+    """
+    _refuse_as(as_name)
+    _step(ledger, lambda g: g.reject(request, approver=reviewer(), reason=reason, digest=digest), as_json=as_json)
+
+
+@app.command()
+def respond(
+    request: int = typer.Argument(..., help="The request id."),
+    message: str = typer.Option(..., "--message", help="The answer the agent gets in place of the tool's result."),
+    digest: Optional[str] = _DIGEST,
+    ledger: Optional[str] = _LEDGER,
+    as_name: Optional[str] = _AS,
+    as_json: bool = _JSON,
+) -> None:
+    """Answer in place of the tool: the call does not run; the agent gets the message."""
+    _refuse_as(as_name)
+    _step(ledger, lambda g: g.respond(request, approver=reviewer(), message=message, digest=digest), as_json=as_json)
+
+
+@app.command()
+def cancel(
+    request: int = typer.Argument(..., help="The request id."),
+    reason: Optional[str] = typer.Option(None, "--reason", help="Why it was withdrawn."),
+    digest: Optional[str] = _DIGEST,
+    ledger: Optional[str] = _LEDGER,
+    as_name: Optional[str] = _AS,
+    as_json: bool = _JSON,
+) -> None:
+    """Withdraw a call that has not started running."""
+    _refuse_as(as_name)
+    _step(ledger, lambda g: g.cancel(request, by=reviewer(), reason=reason, digest=digest), as_json=as_json)
+
+
+@app.command()
+def edit(
+    request: int = typer.Argument(..., help="The request id."),
+    policy: str = typer.Option(..., "--policy", "-p", help="The policy the edited call re-enters (the one the agent's Gate uses)."),
+    args: Optional[str] = typer.Option(None, "--args", help="The new arguments, a JSON object."),
+    sets: List[str] = typer.Option([], "--set", help="path=value (value as JSON, else text); repeatable. Applied to the current arguments."),
+    reason: Optional[str] = typer.Option(None, "--reason", help="Why the arguments were changed."),
+    digest: Optional[str] = _DIGEST,
+    ledger: Optional[str] = _LEDGER,
+    as_name: Optional[str] = _AS,
+    as_json: bool = _JSON,
+) -> None:
+    """Replace the arguments (the edit counts as your approval of the new ones; the policy decides again).
+
+    Example: countersign review edit 7 -p samples/retail.policy --set amount=20 --digest 3f1c...
+    """
+    import msgspec
+
+    _refuse_as(as_name)
+    digest = _need_digest(digest)
+    if (args is None) == (not sets):
+        fail("give the new arguments with --args JSON or one or more --set path=value")
+
+    def run(gate):
+        if args is not None:
+            try:
+                new = msgspec.json.decode(args)
+            except msgspec.DecodeError as exc:
+                fail(f"--args is not JSON: {exc}")
+        else:
+            new = _apply_sets(gate.arguments(request), sets)
+        if not isinstance(new, dict):
+            fail("the arguments must be a JSON object")
+        return gate.edit(request, editor=reviewer(), args=new, reason=reason, digest=digest)
+
+    _step(ledger, run, policy=policy, as_json=as_json)
+
+
+def _apply_sets(current: dict, sets: List[str]) -> dict:
+    """`current` with each `a.b.0=value` applied (value read as JSON, else as text)."""
+    import msgspec
+
+    out = current
+    for item in sets:
+        path, sep, raw = item.partition("=")
+        if not sep or not path:
+            fail(f"--set {item!r}: expected path=value")
+        try:
+            value = msgspec.json.decode(raw)
+        except msgspec.DecodeError:
+            value = raw
+        *parents, last = path.split(".")
+        node: Any = out
+        for part in parents:
+            node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
+            if not isinstance(node, (dict, list)):
+                fail(f"--set {item!r}: {part} is not an object or a list")
+        if isinstance(node, list):
+            try:
+                node[int(last)] = value
+            except (ValueError, IndexError):
+                fail(f"--set {item!r}: {last} is not an index of the list")
+        else:
+            node[last] = value
+    return out
+
+
+@app.command()
+def wait(
+    request: int = typer.Argument(..., help="The request id."),
+    timeout: Optional[str] = typer.Option(None, "--timeout", help="Give up after this long (30s, 5m, 1h); default: until decided."),
+    ledger: Optional[str] = _LEDGER,
+    as_json: bool = _JSON,
+) -> None:
+    """Wait until the request is decided, expired or cancelled.
+
+    Exit 0: the call may run (approved or allowed). Exit 1: it will not (rejected, responded,
+    expired, cancelled, denied). Exit 3: still waiting when --timeout passed.
+    """
+    from ledger.workflow import UnknownRequest
+
+    seconds = _duration(timeout) if timeout is not None else None
+    with _open(ledger) as gate:
+        try:
+            state = gate.wait(request, timeout=seconds)
+        except UnknownRequest as exc:
+            fail(exc.message)
+    code = EXIT_WAITING if state.status in ("pending", "interrupting") else 0 if state.status in MAY_RUN else EXIT_FAIL
+    if as_json:
+        echo_json({"request": state.request, "status": state.status, "decided_by": state.decided_by, "reason": state.reason,
+                   "exit_code": code})
+    else:
+        said = f" by {state.decided_by}" if state.decided_by else ""
+        say(f"request {state.request}: {state.status}{said}" + (f": {state.reason}" if state.reason else ""))
+    raise typer.Exit(code)
+
+
+def _duration(text: str) -> float:
+    """`30`, `30s`, `5m`, `1h` in seconds (exit 2 otherwise)."""
+    units = {"s": 1, "m": 60, "h": 3600}
+    number, unit = (text[:-1], units[text[-1]]) if text and text[-1] in units else (text, 1)
+    try:
+        value = float(number) * unit
+    except ValueError:
+        fail(f"--timeout {text!r}: expected a duration such as 30s, 5m or 1h")
+    if not value >= 0 or value == float("inf"):
+        fail(f"--timeout {text!r}: expected a duration such as 30s, 5m or 1h")
+    return value
+
+
+@app.command()
+def expire(ledger: Optional[str] = _LEDGER, as_json: bool = _JSON) -> None:
+    """Expire every request whose deadline has passed (for cron; every other command does it too)."""
+    with _open(ledger) as gate:
+        expired = gate.expire()
+    if as_json:
+        echo_json({"expired": expired})
+    else:
+        say(f"expired {len(expired)} request{'s' if len(expired) != 1 else ''}" + (f": {', '.join(map(str, expired))}" if expired else ""))

@@ -1,0 +1,65 @@
+"""The storage interface the Gate and the verifiers need, so that nothing above it assumes files.
+
+A Store holds one hash-chained ledger (docs/ledger-format.md): events with gapless seqs, each
+linked to the one before by `prev`. The file ledger (ledger.log.Ledger) is the first Store; a
+database one will be the second. Every Store passes the abstract test case in
+tests/store_contract.py. What a Store must do:
+
+- `head`: `(seq, hash)` of the last event, as of this Store's last commit or catch-up.
+- `transact(build)`: hold the ledger's commit lock for one commit; catch up with what other
+  writers appended; call `build(new)` with their Records; append what it returns in one durable
+  write at the head it caught up to; release. The Gate's every step is one transaction.
+- `append_at(items, expected)`: append a batch only if the head is still `expected` (else
+  HeadMoved, nothing appended): optimistic writers that do not fold.
+- `records(from_seq)`: the stored events from a seq, in order, without taking the lock.
+- `grew()`: whether other writers may have appended since this Store last looked, cheaply and
+  without the lock (what `Gate.wait` polls).
+- `close()`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Callable, Iterator, Sequence
+
+Items = Sequence[tuple[Any, "dict | bytes | None"]]
+
+
+class HeadMoved(Exception):
+    """`append_at` found another head than the one expected: someone appended first. Nothing
+    was appended. `head` is the head found."""
+
+    def __init__(self, expected: tuple[int, str], head: tuple[int, str]):
+        super().__init__(f"the ledger's head is seq {head[0]}, not the expected seq {expected[0]}: another writer appended first")
+        self.expected, self.head = expected, head
+
+
+class Store(ABC):
+    """A hash-chained ledger's storage (module docstring)."""
+
+    @property
+    @abstractmethod
+    def head(self) -> tuple[int, str]: ...
+
+    @abstractmethod
+    def transact(self, build: Callable[[list], Items]) -> list: ...
+
+    @abstractmethod
+    def records(self, from_seq: int = 1) -> Iterator: ...
+
+    @abstractmethod
+    def grew(self) -> bool: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def append_at(self, items: Items, expected: tuple[int, str]) -> list:
+        """Append `items` in one commit if the head is `expected` after catching up; else raise
+        HeadMoved and append nothing."""
+
+        def build(_new: list) -> Items:
+            if self.head != expected:
+                raise HeadMoved(expected, self.head)
+            return items
+
+        return self.transact(build)

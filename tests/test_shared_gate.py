@@ -1,0 +1,307 @@
+"""Many Gates on one ledger: each step catches up with what the others appended, in one process or
+many (real processes, SIGKILL), and the review CLI answers an agent that waits."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from ledger import events as ev
+from ledger import verify
+from ledger.clock import ManualClock
+from ledger.gate import Gate, InvalidCall, NoPolicy
+from ledger.log import Ledger, LedgerCorrupt, LedgerReader
+from ledger import workflow as wf
+from support import START, gate, policy
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON_PATH = os.pathsep.join([str(ROOT), str(ROOT / "tests")])
+
+
+def test_a_second_gate_sees_and_decides_what_the_first_proposed(tmp_path):
+    clock = ManualClock(START)
+    agent, reviewer = gate(tmp_path / "l", clock), Gate(None, tmp_path / "l", clock=clock)
+    p = agent.propose("big_change", {"amount": 5}, proposer="agent")
+    assert [s.request for s in reviewer.pending()] == [p.request]
+    reviewer.approve(p.request, approver="sup-1", digest=p.args_digest)
+    agent.approve(p.request, approver="sup-2", digest=p.args_digest)  # folds sup-1's approval first
+    assert agent.get(p.request).status == "approved"
+    runs = []
+    assert agent.execute(p.request, lambda a: runs.append(a) or "ok").outcome == "ok"
+    assert reviewer.execute(p.request, lambda a: runs.append(a)).replayed  # recorded by the other Gate
+    assert runs == [{"amount": 5}]
+    agent.close(), reviewer.close()
+    assert verify(tmp_path / "l").ok
+
+
+def test_the_reviewer_who_loses_a_race_is_told_who_decided_and_when(tmp_path):
+    clock = ManualClock(START)
+    agent, one, two = gate(tmp_path / "l", clock), Gate(None, tmp_path / "l", clock=clock), Gate(None, tmp_path / "l", clock=clock)
+    p = agent.propose("small_change", {"id": 1}, proposer="agent")
+    one.get(p.request), two.get(p.request)  # both have looked
+    one.reject(p.request, approver="alice", reason="not today")
+    with pytest.raises(wf.RequestFinal, match=r"already rejected \(rejected by alice at 2026-03-01T12:00:00"):
+        two.approve(p.request, approver="bob", digest=p.args_digest)
+    for g in (agent, one, two):
+        g.close()
+
+
+def test_a_decision_names_the_digest_it_saw(tmp_path):
+    clock = ManualClock(START)
+    agent, reviewer = gate(tmp_path / "l", clock), Gate(None, tmp_path / "l", clock=clock)
+    p = agent.propose("big_change", {"amount": 5}, proposer="agent")
+    agent.edit(p.request, editor="sup-1", args={"amount": 4})
+    with pytest.raises(wf.StaleDigest):
+        reviewer.reject(p.request, approver="sup-2", reason="no", digest=p.args_digest)
+    with pytest.raises(wf.StaleDigest):
+        reviewer.approve(p.request, approver="sup-2", digest=p.args_digest)
+    assert reviewer.get(p.request).status == "pending"
+    agent.close(), reviewer.close()
+
+
+def test_a_reviewers_gate_has_no_policy_to_propose_or_edit_with(tmp_path):
+    gate(tmp_path / "l").close()
+    with Gate(None, tmp_path / "l") as reviewer:
+        with pytest.raises(NoPolicy):
+            reviewer.propose("read_thing", {}, proposer="agent")
+        with pytest.raises(NoPolicy):
+            reviewer.edit(1, editor="sup-1", args={})
+
+
+def test_whoever_touches_the_ledger_after_a_deadline_expires_the_request(tmp_path):
+    clock = ManualClock(START)
+    agent = gate(tmp_path / "l", clock)
+    first = agent.propose("small_change", {"id": 1}, proposer="agent")
+    second = agent.propose("small_change", {"id": 2}, proposer="agent")
+    clock.advance(3600)
+    with Gate(None, tmp_path / "l", clock=clock) as reviewer:
+        commits = reviewer.ledger.commits
+        assert reviewer.pending() == []  # silence rejects, though no one ran a scheduler
+        assert reviewer.ledger.commits == commits + 1  # both expiries in one write
+    assert {agent.get(r).status for r in (first.request, second.request)} == {"expired"}
+    agent.close()
+
+
+def test_an_unlawful_event_another_writer_appended_stops_the_gate(tmp_path):
+    clock = ManualClock(START)
+    agent = gate(tmp_path / "l", clock)
+    p = agent.propose("small_change", {"id": 1}, proposer="agent")
+    with Ledger(tmp_path / "l") as plain:  # a writer that checks no workflow rule
+        plain.append(ev.Approved(ts="2026-03-01T12:00:01.000000Z", request=p.request, approver="agent", args_digest=p.args_digest, comment=None))
+    with pytest.raises(LedgerCorrupt, match="unlawful history"):
+        agent.approve(p.request, approver="bob", digest=p.args_digest)
+    with pytest.raises(LedgerCorrupt):  # it stays stopped: it never extends that history
+        agent.propose("read_thing", {}, proposer="agent")
+    agent.close()
+
+
+def test_a_call_id_proposed_by_another_gate_is_a_repeat(tmp_path):
+    clock = ManualClock(START)
+    one, two = gate(tmp_path / "l", clock), gate(tmp_path / "l", clock)
+    first = one.propose("read_thing", {"id": 1}, proposer="agent", call_id="toolu_1")
+    again = two.propose("read_thing", {"id": 1}, proposer="agent", call_id="toolu_1")
+    assert again.duplicate and again.request == first.request
+    assert two.find(call_id="toolu_1").request == first.request and two.find(call_id="nope") is None
+    one.close(), two.close()
+
+
+def test_decide_is_one_entry_point_and_a_request_says_which_decisions_it_allows(tmp_path):
+    with gate(tmp_path / "l") as g:
+        p = g.propose("big_change", {"amount": 5}, proposer="agent")
+        assert g.allowed_decisions(p.request) == ("approve", "edit", "reject", "respond")
+        g.decide(p.request, "approve", by="sup-1", digest=p.args_digest)
+        g.decide(p.request, "edit", by="sup-2", args={"amount": 3})
+        assert g.get(p.request).status == "pending"
+        state = g.decide(p.request, "reject", by="sup-3", reason="too small to bother")
+        assert state.status == "rejected" and g.allowed_decisions(p.request) == ()
+        q = g.propose("small_change", {}, proposer="agent")
+        assert g.allowed_decisions(q.request) == ("approve", "edit", "reject")
+        with pytest.raises(wf.DecisionNotAllowed):
+            g.decide(q.request, "respond", by="bob", message="done by hand")
+        with pytest.raises(InvalidCall, match="unknown decision"):
+            g.decide(q.request, "ignore", by="bob")
+
+
+def test_wait_returns_when_another_gate_decides(tmp_path):
+    import threading
+
+    clock = ManualClock(START)
+    agent = gate(tmp_path / "l", clock)
+    p = agent.propose("small_change", {"id": 1}, proposer="agent")
+    assert agent.wait(p.request, timeout=0.05).status == "pending"
+
+    def decide():
+        time.sleep(0.2)
+        with Gate(None, tmp_path / "l", clock=clock) as reviewer:
+            reviewer.approve(p.request, approver="bob", digest=p.args_digest)
+
+    threading.Thread(target=decide).start()
+    state = agent.wait(p.request, timeout=20)
+    assert (state.status, state.decided_by) == ("approved", "bob")
+    agent.close()
+
+
+# --- processes ----------------------------------------------------------------------------------
+
+
+def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": PYTHON_PATH, **(env or {})}, timeout=60)
+
+
+AGENT = textwrap.dedent(
+    """
+    import json, sys, time
+    from ledger.gate import Gate
+    from support import policy
+    gate = Gate(policy(), sys.argv[1])
+    p = gate.propose("small_change", {"id": 7}, proposer="agent-7")
+    print(json.dumps({"request": p.request, "digest": p.args_digest}), flush=True)
+    began = time.monotonic()
+    state = gate.wait(p.request, timeout=60)
+    waited = time.monotonic() - began
+    runs = []
+    if state.status == "approved":
+        gate.execute(p.request, lambda args: runs.append(args))
+    print(json.dumps({"status": state.status, "by": state.decided_by, "runs": len(runs), "waited": waited}), flush=True)
+    gate.close()
+    """
+)
+
+
+def test_an_agent_waits_while_a_person_approves_from_another_process(tmp_path):
+    ledger = str(tmp_path / "l")
+    agent = subprocess.Popen([sys.executable, "-c", AGENT, ledger], stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                             env={**os.environ, "PYTHONPATH": PYTHON_PATH})
+    try:
+        proposed = json.loads(agent.stdout.readline())
+        listed = _cli("review", "list", "--ledger", ledger, "--json")
+        assert listed.returncode == 0, listed.stderr
+        [item] = json.loads(listed.stdout)
+        assert (item["request"], item["tool"], item["args"], item["decisions"]) == (
+            proposed["request"], "small_change", {"id": 7}, ["approve", "edit", "reject"])
+        shown = _cli("review", "show", str(proposed["request"]), "--ledger", ledger)
+        assert proposed["digest"] in shown.stdout and '"id": 7' in shown.stdout
+        refused = _cli("review", "approve", str(proposed["request"]), "--digest", "0" * 64, "--ledger", ledger)
+        assert refused.returncode == 1 and "stale-digest" in refused.stderr
+        decided_at = time.monotonic()
+        approved = _cli("review", "approve", str(proposed["request"]), "--digest", proposed["digest"], "--ledger", ledger)
+        assert approved.returncode == 0, approved.stderr
+        done = json.loads(agent.stdout.readline())
+        assert time.monotonic() - decided_at < 5  # a generous bound: the poll is at most 0.25 s apart
+        import pwd
+
+        assert done == {**done, "status": "approved", "by": pwd.getpwuid(os.geteuid()).pw_name, "runs": 1}
+    finally:
+        agent.kill()
+        agent.wait()
+    assert verify(ledger).ok
+    again = _cli("review", "approve", str(proposed["request"]), "--digest", proposed["digest"], "--ledger", ledger)
+    assert again.returncode == 1 and "approved by" in again.stderr
+
+
+def test_the_review_cli_takes_the_reviewer_from_the_os_account_only(tmp_path):
+    with Gate(policy(), tmp_path / "l") as g:  # the real clock, as the CLI's
+        p = g.propose("small_change", {}, proposer="agent")
+    forged = _cli("review", "approve", str(p.request), "--digest", p.args_digest, "--as", "sup-1", "--ledger", str(tmp_path / "l"))
+    assert forged.returncode == 2 and "--as is refused" in forged.stderr
+    assert _cli("review", "list", "--ledger", str(tmp_path / "missing")).returncode == 2
+    assert not (tmp_path / "missing").exists()  # a mistyped path creates no ledger
+    waited = _cli("review", "wait", str(p.request), "--timeout", "0.1s", "--ledger", str(tmp_path / "l"), "--json")
+    assert waited.returncode == 3 and json.loads(waited.stdout)["status"] == "pending"
+    rejected = _cli("review", "reject", str(p.request), "--reason", "use the staging copy", "--ledger", str(tmp_path / "l"))
+    assert rejected.returncode == 0, rejected.stderr
+    waited = _cli("review", "wait", str(p.request), "--ledger", str(tmp_path / "l"))
+    assert waited.returncode == 1 and "rejected" in waited.stdout and "use the staging copy" in waited.stdout
+
+
+WORKER = textwrap.dedent(
+    """
+    import random, sys
+    from ledger.gate import Gate, GateError
+    from ledger.log import LedgerError
+    from ledger.workflow import Violation
+    from support import policy
+    path, role, seed, steps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    rng = random.Random(seed)
+    gate = Gate(policy() if role == "agent" else None, path)
+    tools = ["read_thing", "drop_thing", "small_change", "big_change"]
+    for i in range(steps):
+        try:
+            if role == "agent":
+                if rng.random() < 0.6:
+                    gate.propose(rng.choice(tools), {"amount": rng.randint(1, 2000), "i": i}, proposer="agent")
+                else:
+                    runnable = [s for s in gate.workflow.requests.values() if s.status in ("allowed", "approved")]
+                    if runnable:
+                        gate.execute(rng.choice(runnable).request, lambda a: a)
+            else:
+                pending = gate.pending()
+                if pending:
+                    s = rng.choice(pending)
+                    who = rng.choice(["sup-1", "sup-2", "sup-3", "bob"])
+                    pick = rng.random()
+                    if pick < 0.7:
+                        gate.approve(s.request, approver=who, digest=s.digest)
+                    elif pick < 0.9:
+                        gate.reject(s.request, approver=who, reason="no")
+                    else:
+                        gate.cancel(s.request, by=who)
+        except (Violation, GateError):
+            pass  # a race lost, or a step the rules refuse: refused, nothing appended
+    gate.close()
+    """
+)
+
+
+def _run_workers(path: str, seed: int, agents: int, reviewers: int, steps: int, kills: int) -> None:
+    rng = random.Random(seed)
+    env = {**os.environ, "PYTHONPATH": PYTHON_PATH}
+
+    def start(role: str, n: int) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", WORKER, path, role, str(rng.randrange(1 << 30)), str(steps)],
+                                env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+
+    procs = [start("agent", i) for i in range(agents)] + [start("reviewer", i) for i in range(reviewers)]
+    roles = ["agent"] * agents + ["reviewer"] * reviewers
+    for _ in range(kills):
+        time.sleep(rng.uniform(0.2, 0.8))
+        victim = rng.randrange(len(procs))
+        procs[victim].send_signal(signal.SIGKILL)
+        procs[victim].wait()
+        procs[victim] = start(roles[victim], victim)
+    for proc in procs:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode in (0, -signal.SIGKILL), err
+
+
+@pytest.mark.parametrize("seed", [int(os.environ.get("COUNTERSIGN_SEED", "1"))])
+def test_agents_and_reviewers_in_many_processes_killed_at_random_keep_one_lawful_ledger(tmp_path, seed):
+    long = os.environ.get("COUNTERSIGN_LONG_TESTS") == "1"
+    path = str(tmp_path / "l")
+    gate(Path(path)).close()
+    print(f"seed {seed} (COUNTERSIGN_SEED={seed} replays the schedule of kills and choices)")
+    _run_workers(path, seed, agents=3, reviewers=2, steps=400 if long else 60, kills=12 if long else 3)
+    report = verify(path)
+    assert report.ok, (seed, report.problem)
+    seqs = [r.seq for r in LedgerReader(path).records()]
+    assert seqs == list(range(1, len(seqs) + 1))
+    started: dict[int, int] = {}
+    for record in LedgerReader(path).records():
+        if isinstance(record.event, ev.ExecutionStarted):
+            started[record.event.request] = started.get(record.event.request, 0) + 1
+    assert all(n == 1 for n in started.values()), seed  # verify's rules too: never twice, never without a quorum
+    # a fresh Gate's replay and a surviving one's catch-up agree
+    with Gate(None, path) as fresh, Gate(None, path) as other:
+        other.refresh()
+        assert {r: s.status for r, s in fresh.workflow.requests.items()} == {r: s.status for r, s in other.workflow.requests.items()}
