@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml hatch_build.py ledger/_native.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
-	@$(BIN)/python -c 'from ledger import native; print("countersign: the compiled verifier is " + ("built" if native.available() else "not built: ledger verify uses the Python verifier (pip install -v -e . shows why)"))'
+	@$(BIN)/python -c 'from ledger.store import native; print("countersign: the compiled verifier is " + ("built" if native.available() else "not built: ledger verify uses the Python verifier (pip install -v -e . shows why)"))'
 	@touch $@
 
 demo: $(STAMP)

@@ -3,10 +3,10 @@
 Why a hook and not setuptools: the project builds with hatchling, which has no extension support,
 and the module is one C file linked against OpenSSL's libcrypto, so one compiler call does it.
 
-The module is optional: ledger.native falls back to the Python verifier without it. So a missing
+The module is optional: ledger.store.native falls back to the Python verifier without it. So a missing
 compiler, missing OpenSSL headers or any compile error only prints one warning line to stderr and
 the install goes on (a wheel then stays pure-python); COUNTERSIGN_NO_NATIVE=1 skips the build.
-The module's SOURCE_SHA256 is the sha256 of the exact bytes compiled, so ledger.native can refuse
+The module's SOURCE_SHA256 is the sha256 of the exact bytes compiled, so ledger.store.native can refuse
 a build of another source than the ledger/_native.c beside it.
 
 - editable install: the module is written next to the source (ledger/_native<EXT_SUFFIX>, git

@@ -34,8 +34,8 @@ import msgspec
 from bench import ledger_gen
 from ledger.clock import format_ts, utc_now
 from ledger.events import encode_event
-from ledger.lines import DATA_MARK, HASH_MARK, PREFIX, SUFFIX
-from ledger.log import Ledger, segment_name
+from ledger.store.lines import DATA_MARK, HASH_MARK, PREFIX, SUFFIX
+from ledger.store.log import Ledger, segment_name
 
 BATCH = 1000
 _sync = getattr(os, "fdatasync", os.fsync)
@@ -202,7 +202,7 @@ def run(work: Path, batched_events: int, single_events: int, rounds: int = 3, lo
             times["es_batched"].append(elapsed)
             times["es_single"].append(es_run(es, es_singles, work, 1)[0])
     # The ledger the countersign writer produced must verify (the events are lawful).
-    from ledger.verify import verify
+    from ledger.proof.verify import verify
 
     report = verify(work / "append-ledger")
     size = sum(p.stat().st_size for p in (work / "append-ledger").glob("*.jsonl"))

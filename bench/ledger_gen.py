@@ -39,8 +39,8 @@ import msgspec
 from dsl.requirements import Requirements
 from ledger import events as ev
 from ledger.digest import encode_arguments
-from ledger.lines import DATA_MARK, HASH_MARK, PREFIX, SUFFIX
-from ledger.log import DEFAULT_SEGMENT_BYTES, segment_name
+from ledger.store.lines import DATA_MARK, HASH_MARK, PREFIX, SUFFIX
+from ledger.store.log import DEFAULT_SEGMENT_BYTES, segment_name
 
 VERSION = 1  # bump when the workload changes: cached ledgers of another version are regenerated
 START = datetime(2026, 6, 1, 8, 0, tzinfo=timezone.utc)

@@ -1,11 +1,11 @@
-"""`stats` on a large ledger through the columnar projection (ledger.projection).
+"""`stats` on a large ledger through the columnar projection (ledger.analytics.projection).
 
 - `build`: the projection made from the log alone (`refresh(rebuild=True)`): every line read,
   checked and folded; events per second.
 - `noop refresh`: a refresh with nothing new (what every `stats` call pays first: the stored
   head checked against the log, the segments listed).
 - `incremental`: 10,000 events appended by a real writer, then one refresh.
-- `stats cold`: a new process: import ledger.stats (and duckdb), refresh, query; the time of
+- `stats cold`: a new process: import ledger.analytics.stats (and duckdb), refresh, query; the time of
   the whole and of the call alone.
 - `stats warm`: further calls in one process (each opens the database, refreshes, queries).
 - `views`: the same Stats through the views (every line parsed at every call) on a small
@@ -32,7 +32,7 @@ def _copy_for_appending(source: Path, target: Path) -> None:
     appending to it leaves the cached ledger as it is; the projection copied too."""
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
-    from ledger.log import list_segments
+    from ledger.store.log import list_segments
 
     segments = list_segments(source)
     for segment in segments[:-1]:
@@ -44,7 +44,7 @@ def _copy_for_appending(source: Path, target: Path) -> None:
 def _append_lawful(path: Path, n: int) -> None:
     """Append `n` events (allowed calls, started and executed) with a real writer."""
     from ledger import events as ev
-    from ledger.log import Ledger
+    from ledger.store.log import Ledger
 
     from ledger.digest import encode_arguments
 
@@ -67,7 +67,7 @@ def _append_lawful(path: Path, n: int) -> None:
 _COLD = """
 import json, sys, time
 t0 = time.perf_counter()
-from ledger.stats import stats
+from ledger.analytics.stats import stats
 t1 = time.perf_counter()
 s = stats(sys.argv[1])
 t2 = time.perf_counter()
@@ -76,8 +76,8 @@ print(json.dumps({"import_s": t1 - t0, "call_s": t2 - t1, "events": s.events}))
 
 
 def run(path: Path, events: int, warm_calls: int = 10, log=print) -> dict:
-    from ledger import projection as proj
-    from ledger.stats import projection_stats, views_stats
+    from ledger.analytics import projection as proj
+    from ledger.analytics.stats import projection_stats, views_stats
 
     out: dict = {"events": events}
     log(f"bench: stats on {events:,} events: building the projection from the log")

@@ -4,7 +4,7 @@ Each measurement runs in a child process of its own (`python -m bench.ledger_ver
 that its peak resident memory (VmHWM from /proc/self/status) is its own, and the page cache is
 warm for all of them alike (the files are read once before).
 
-- `verify`: `ledger.verify.verify(DIR)`, everything it checks (layout, canonical body, chain,
+- `verify`: `ledger.proof.verify.verify(DIR)`, everything it checks (layout, canonical body, chain,
   hashes, timestamps, data digests, the workflow fold); its events per second and peak RSS. It
   answers with the compiled verifier (ledger/_native.c, two threads) when that is built and
   accepts the ledger; `engine` records which one answered.
@@ -42,7 +42,7 @@ def _rss_mb() -> float:
 
 
 def _segments(path: Path) -> list[Path]:
-    from ledger.log import list_segments
+    from ledger.store.log import list_segments
 
     return list_segments(path)
 
@@ -75,15 +75,15 @@ def _child(mode: str, path: Path) -> dict:
     started = time.perf_counter()
     out: dict = {"mode": mode}
     if mode in ("verify", "verify_python"):
-        from ledger import native
-        from ledger.verify import verify
+        from ledger.proof import fast
+        from ledger.proof.verify import verify
 
         report = verify(path, engine="auto" if mode == "verify" else "python")
         out.update(ok=report.ok, events=report.count, problem=str(report.problem) if report.problem else None)
         out["seconds"] = time.perf_counter() - started
         out["peak_rss_mb"] = _rss_mb()
         # Which verifier answered (asked again, after the measurement).
-        out["engine"] = "python" if mode == "verify_python" or native.verify_fast(path) is None else "native"
+        out["engine"] = "python" if mode == "verify_python" or fast.verify_fast(path) is None else "native"
         return out
     elif mode == "hash_bodies":
         out["events"] = hash_bodies(_segments(path))
@@ -97,7 +97,7 @@ def _child(mode: str, path: Path) -> dict:
         with ProcessPoolExecutor(2) as pool:
             out["events"] = sum(pool.map(hash_bodies, halves))
     elif mode == "baseline":
-        import ledger.verify  # noqa: F401
+        import ledger.proof.verify  # noqa: F401
     out["seconds"] = time.perf_counter() - started
     out["peak_rss_mb"] = _rss_mb()
     return out

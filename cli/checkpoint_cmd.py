@@ -1,5 +1,5 @@
 """Checkpoint and proof commands: `ledger keygen`, `ledger checkpoint`, `ledger prove`,
-`verify-proof`, and `ledger verify --checkpoint` (ledger.checkpoint does the work).
+`verify-proof`, and `ledger verify --checkpoint` (ledger.proof.checkpoint does the work).
 
 Exit codes: 0 the check holds; 1 a check failed (bad signature, inconsistent ledger, a proof
 that does not verify); 2 bad input (a missing or malformed file, a seq out of range).
@@ -27,7 +27,7 @@ def keygen(
 
     Example: countersign ledger keygen --out keys/ledger
     """
-    from ledger.checkpoint import CheckpointError, generate_key, write_keypair
+    from ledger.proof.checkpoint import CheckpointError, generate_key, write_keypair
 
     try:
         key_path, pub_path = write_keypair(out, generate_key(name))
@@ -49,8 +49,8 @@ def checkpoint(
 
     Example: countersign ledger checkpoint build/demo-ledger --key keys/ledger.key
     """
-    from ledger.checkpoint import CheckpointError, write_new, load_signing_key, make_checkpoint, save_checkpoint
-    from ledger.log import LedgerError
+    from ledger.proof.checkpoint import CheckpointError, write_new, load_signing_key, make_checkpoint, save_checkpoint
+    from ledger.store.log import LedgerError
 
     try:
         signing_key = load_signing_key(key)
@@ -85,8 +85,8 @@ def prove(
 
     Example: countersign ledger prove build/demo-ledger 5 --checkpoint cp.checkpoint --out 5.proof
     """
-    from ledger.checkpoint import CheckpointError, write_new, make_proof, read_checkpoint
-    from ledger.log import LedgerError
+    from ledger.proof.checkpoint import CheckpointError, write_new, make_proof, read_checkpoint
+    from ledger.store.log import LedgerError
 
     try:
         cp = read_checkpoint(checkpoint_file, None) if checkpoint_file is not None else None
@@ -123,8 +123,8 @@ def verify_proof(
 
     Example: countersign verify-proof 5.proof --checkpoint cp.checkpoint --pubkey keys/ledger.pub
     """
-    from ledger.checkpoint import MAX_PROOF_BYTES, CheckpointError, read_file, load_public_key
-    from ledger.checkpoint import verify_proof as run_verify_proof
+    from ledger.proof.checkpoint import MAX_PROOF_BYTES, CheckpointError, read_file, load_public_key
+    from ledger.proof.checkpoint import verify_proof as run_verify_proof
 
     try:
         key = load_public_key(pubkey)
@@ -174,9 +174,9 @@ def verify_with_checkpoint(
     engine: str = "auto",
 ) -> None:
     """`ledger verify DIR --checkpoint FILE --pubkey KEY [--from-checkpoint] [--reference]`
-    (`engine` is ledger.verify.verify's; --from-checkpoint is always the reference's)."""
-    from ledger.checkpoint import CheckpointError, load_public_key, read_checkpoint, verify_against_checkpoint
-    from ledger.log import LedgerError
+    (`engine` is ledger.proof.verify.verify's; --from-checkpoint is always the reference's)."""
+    from ledger.proof.checkpoint import CheckpointError, load_public_key, read_checkpoint, verify_against_checkpoint
+    from ledger.store.log import LedgerError
 
     if checkpoint_file is None or pubkey is None:
         fail("--checkpoint and --pubkey go together (and --from-checkpoint needs both)", EXIT_USAGE)

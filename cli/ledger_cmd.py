@@ -44,7 +44,7 @@ def verify(
 
         verify_with_checkpoint(directory, checkpoint, pubkey, from_checkpoint, expect_head, as_json, engine="python" if reference else "auto")
         return
-    from ledger.verify import verify as run_verify
+    from ledger.proof.verify import verify as run_verify
 
     report = run_verify(directory, expect_head=expect_head, engine="python" if reference else "auto")
     if report.unreadable is None:
@@ -81,8 +81,8 @@ def _stored_checkpoint_warning(directory: str, report) -> None:
     DIR/checkpoints/ do. A ledger that contradicts the latest of them (shorter, another head,
     another ledger) gets a warning, not a failure: without --pubkey that checkpoint is not
     authenticated (anyone who can cut the ledger can also edit it). The writer's check, reused."""
-    from ledger.checkpoint import behind_checkpoint
-    from ledger.log import LedgerError
+    from ledger.proof.checkpoint import behind_checkpoint
+    from ledger.store.log import LedgerError
 
     try:
         problem = behind_checkpoint(directory)
@@ -105,7 +105,7 @@ def _hash_option(value: str, option: str) -> str:
 
 def _integrity_warning(directory: str) -> None:
     """Numbers from a ledger that does not verify describe a history that may not be true: say so."""
-    from ledger.verify import verify as run_verify
+    from ledger.proof.verify import verify as run_verify
 
     report = run_verify(directory)
     if report.problem is not None:
@@ -121,8 +121,8 @@ def _integrity_warning(directory: str) -> None:
 def _fail_on_query_error(exc: Exception) -> None:
     import duckdb
 
-    from ledger.log import LedgerUnreadable
-    from ledger.views import QueryRefused
+    from ledger.store.log import LedgerUnreadable
+    from ledger.analytics.views import QueryRefused
 
     if isinstance(exc, (LedgerUnreadable, QueryRefused)):
         fail(str(exc))
@@ -157,7 +157,7 @@ def query(
     """
     if fmt not in ("table", "csv", "json"):
         fail(f"--format must be table, csv or json, not {fmt!r}")
-    from ledger.views import query as run_query
+    from ledger.analytics.views import query as run_query
 
     try:
         columns, rows = run_query(directory, sql)
@@ -187,7 +187,7 @@ def stats(
 
     Example: countersign ledger stats build/demo-ledger
     """
-    from ledger.stats import stats as run_stats
+    from ledger.analytics.stats import stats as run_stats
 
     try:
         result = run_stats(directory)
@@ -219,8 +219,8 @@ def project(
 
     Example: countersign ledger project build/demo-ledger
     """
-    from ledger import projection as proj
-    from ledger.log import LedgerUnreadable
+    from ledger.analytics import projection as proj
+    from ledger.store.log import LedgerUnreadable
 
     try:
         result = proj.refresh(directory, rebuild=rebuild)
@@ -263,9 +263,9 @@ def redact(
     Example: countersign ledger redact build/demo-ledger 12 --path args.payment_method_id
     --reason "customer request #481" --by dpo@example.com
     """
-    from ledger.log import LedgerError
-    from ledger.redact import control_character
-    from ledger.redact import redact as run_redact
+    from ledger.store.log import LedgerError
+    from ledger.proof.redact import control_character
+    from ledger.proof.redact import redact as run_redact
 
     if by is None:
         import getpass

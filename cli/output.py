@@ -32,7 +32,7 @@ def say(text: str, err: bool = False) -> None:
 
 
 def verified_before(report) -> str:
-    """The line under a failed verification (a ledger.verify.Report with a problem): how many
+    """The line under a failed verification (a ledger.proof.verify.Report with a problem): how many
     events verified before it, and the last good head."""
     n = report.count
     events = f"{n:,} event{'' if n == 1 else 's'}"

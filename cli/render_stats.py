@@ -1,4 +1,4 @@
-"""Render a ledger.stats.Stats for a terminal: the queue, decisions, timing, then one row a tool."""
+"""Render a ledger.analytics.stats.Stats for a terminal: the queue, decisions, timing, then one row a tool."""
 
 from typing import Any
 

@@ -1,6 +1,6 @@
 """`countersign review ...`: the queue of requests waiting for a person, from the command line.
 
-Every command opens the ledger as one more Gate (ledger.gate: a projection that catches up), so it
+Every command opens the ledger as one more Gate (ledger.workflow.gate: a projection that catches up), so it
 works while agents' Gates are open on the same ledger, in other processes. The reviewer is the
 operating-system account running the command (its login name, from the effective uid), never a
 flag or a value from the request: identities come from authentication.
@@ -46,8 +46,8 @@ def _refuse_as(name: Optional[str]) -> None:
 
 def _open(ledger: Optional[str], policy: Optional[str] = None):
     """A Gate on an existing ledger (exit 2 with the reason when it cannot be opened)."""
-    from ledger.gate import Gate
-    from ledger.log import Ledger, LedgerError
+    from ledger.workflow.gate import Gate
+    from ledger.store.log import Ledger, LedgerError
 
     if not ledger:
         fail(f"no ledger: pass --ledger DIR or set {LEDGER_ENV}")
@@ -163,7 +163,7 @@ def show(request: int = typer.Argument(..., help="The request id."), ledger: Opt
 
     Example: countersign review show 7 --ledger build/ledger
     """
-    from ledger.workflow import UnknownRequest
+    from ledger.workflow.machine import UnknownRequest
 
     with _open(ledger) as gate:
         try:
@@ -227,8 +227,8 @@ def _decided(state, as_json: bool) -> None:
 
 def _step(ledger: Optional[str], fn, *, policy: Optional[str] = None, as_json: bool = False) -> None:
     """Run one decision on a fresh Gate; a refusal is exit 1 with its message and code."""
-    from ledger.gate import GateError
-    from ledger.workflow import Violation
+    from ledger.workflow.gate import GateError
+    from ledger.workflow.machine import Violation
 
     with _open(ledger, policy) as gate:
         try:
@@ -391,7 +391,7 @@ def wait(
     Exit 0: the call may run (approved or allowed). Exit 1: it will not (rejected, responded,
     expired, cancelled, denied). Exit 3: still waiting when --timeout passed.
     """
-    from ledger.workflow import UnknownRequest
+    from ledger.workflow.machine import UnknownRequest
 
     seconds = _duration(timeout) if timeout is not None else None
     with _open(ledger) as gate:

@@ -22,15 +22,15 @@ def simulate(
 
     Approved and allowed calls run on a no-op executor. Every input is validated before the
     ledger is touched; a bad line is reported with its number and nothing is written. The
-    reviewer file format is described in ledger/simulate.py and the README.
+    reviewer file format is described in ledger/workflow/simulate.py and the README.
 
     Example: countersign simulate --policy samples/retail.policy --calls samples/demo-calls.jsonl
     --reviewer samples/demo-reviewer.json --ledger build/demo-ledger
     """
-    from ledger.gate import GateError
-    from ledger.log import LedgerError
-    from ledger.simulate import InputFileError, read_calls, read_reviewers
-    from ledger.simulate import simulate as run
+    from ledger.workflow.gate import GateError
+    from ledger.store.log import LedgerError
+    from ledger.workflow.simulate import InputFileError, read_calls, read_reviewers
+    from ledger.workflow.simulate import simulate as run
 
     try:
         moment = datetime.fromisoformat(start.replace("Z", "+00:00"))

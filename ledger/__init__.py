@@ -4,10 +4,13 @@
     from ledger import Gate, Ledger, verify
 """
 
-from ledger.gate import CallIdConflict, Execution, ExecutionInProgress, ExecutionUnknown, Gate, GateError, InvalidCall, Proposal
-from ledger.log import Ledger, LedgerBroken, LedgerCorrupt, LedgerError, LedgerLocked, LedgerReader, LedgerUnreadable
-from ledger.verify import Report, verify
-from ledger.workflow import RequestState, Violation
+# The checkpoint module registers the writer's checkpoint check (ledger.store.log.OPEN_CHECKS):
+# imported here, it is in force for every writer.
+from ledger.proof import checkpoint as _checkpoint  # noqa: F401
+from ledger.workflow.gate import CallIdConflict, Execution, ExecutionInProgress, ExecutionUnknown, Gate, GateError, InvalidCall, Proposal
+from ledger.store.log import Ledger, LedgerBroken, LedgerCorrupt, LedgerError, LedgerLocked, LedgerReader, LedgerUnreadable
+from ledger.proof.verify import Report, verify
+from ledger.workflow.machine import RequestState, Violation
 
 __all__ = [
     "CallIdConflict", "Execution", "ExecutionInProgress", "ExecutionUnknown", "Gate", "GateError", "InvalidCall", "Ledger",

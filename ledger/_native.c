@@ -5,10 +5,10 @@
  * order, no spacing, minimal string escapes, plain integers), with the types and values section 3
  * allows; seq, prev and SHA-256 of the body as stored; ts a real UTC time, never going backwards;
  * the data beside the body with its structural digests (section 4) in its canonical spelling; and
- * the workflow rules, through the same fold as ledger/workflow.py. Anything it finds wrong, and
+ * the workflow rules, through the same fold as ledger/workflow/machine.py. Anything it finds wrong, and
  * anything it does not handle (recovered and redacted events, floats, escaped object keys, deep
- * nesting, long integers, lines over MAX_LINE_BYTES), makes it decline (-1); ledger/native.py then hands the ledger to the
- * reference verifier (ledger/verify.py), which judges it and words the problem. So the rule for
+ * nesting, long integers, lines over MAX_LINE_BYTES), makes it decline (-1); ledger/store/native.py then hands the ledger to the
+ * reference verifier (ledger/proof/verify.py), which judges it and words the problem. So the rule for
  * every check below: accept only what the reference accepts; when unsure, decline.
  *
  * Memory: the open requests (a hash table by seq) and one byte per request seq for the final
@@ -38,12 +38,12 @@ typedef struct { Ptr s; Py_ssize_t n; } Span;
 #define MAX_DATA_DIGITS 300   /* a data integer longer than this: declined */
 #define MAX_QUORUMS 64
 #define MAX_NAMES 1024        /* approvers named in one requirements object */
-/* The longest line, line feed not counted (docs/ledger-format.md, section 2; ledger.lines.MAX_LINE_BYTES):
+/* The longest line, line feed not counted (docs/ledger-format.md, section 2; ledger.store.lines.MAX_LINE_BYTES):
  * a longer line is declined, and seal() refuses to compose one. */
 #define MAX_LINE_BYTES (16 * 1024 * 1024)
 #define LINE_OVERHEAD (8 + 9 + 64 + 9 + 1)  /* a line's bytes beside BODY and DATA */
 
-/* ---- statuses: 1..6 are the final ones, in ledger/workflow.py's FINAL order --------------- */
+/* ---- statuses: 1..6 are the final ones, in ledger/workflow/machine.py's FINAL order --------------- */
 enum {
     ST_NONE = 0, ST_DENIED, ST_REJECTED, ST_RESPONDED, ST_EXPIRED, ST_CANCELLED, ST_EXECUTED,
     ST_ALLOWED, ST_INTERRUPTING, ST_PENDING, ST_APPROVED, ST_EXECUTING, ST_COUNT
@@ -108,7 +108,7 @@ typedef struct {
     Py_ssize_t proposer_n;
     Reqs *reqs;                  /* owned; NULL until interrupted */
     /* The approvals of `digest`, counted as they come, so that N approvals cost O(N) and not
-     * O(N x identities) (ledger/workflow.py's Tally does the same): */
+     * O(N x identities) (ledger/workflow/machine.py's Tally does the same): */
     SpanSet approvals;           /* distinct approvers */
     int64_t *counts;             /* per quorum: approvers it admits */
     Py_ssize_t unmet;            /* named quorums whose count is not reached */
@@ -917,7 +917,7 @@ static int data(Cur *c, const Event *e) {
     return LIT(c, "}") && c->p == c->end;
 }
 
-/* ---- the workflow rules (ledger/workflow.py: check, then apply) ------------------------- */
+/* ---- the workflow rules (ledger/workflow/machine.py: check, then apply) ------------------------- */
 /* A decision's common conditions (Workflow._decider). */
 static int decider(const Req *r, Span who, unsigned decision, Ptr when) {
     if (r->status != ST_PENDING || r->reqs == NULL || !r->has_deadline) return 0;
@@ -1218,7 +1218,7 @@ PyDoc_STRVAR(finish_doc,
 "finish() -> (count, head, head_seen_at, open, closed) or None\n\n"
 "After the last line: the number of events, the head hash, the seq of the expected head (None when\n"
 "not seen or not asked), the open requests as (seq, status) in seq order, and (status, count) of\n"
-"the final statuses in ledger/workflow.py's FINAL order. None when it declined or saw no event.");
+"the final statuses in ledger/workflow/machine.py's FINAL order. None when it declined or saw no event.");
 
 static PyObject *Verifier_finish(Verifier *v, PyObject *Py_UNUSED(ignored)) {
     Req **open;
@@ -1356,7 +1356,7 @@ static PyMethodDef Verifier_methods[] = {
 PyDoc_STRVAR(Verifier_doc,
 "Verifier(expect_head=None)\n\n"
 "Checks a ledger's lines, fed in order with feed(), and sums them up with finish(). See\n"
-"ledger/native.py and the comment at the top of ledger/_native.c.");
+"ledger/store/native.py and the comment at the top of ledger/_native.c.");
 
 static PyTypeObject VerifierType = {
     PyVarObject_HEAD_INIT(NULL, 0)
@@ -1371,7 +1371,7 @@ static PyTypeObject VerifierType = {
 };
 
 static struct PyModuleDef native_module = {
-    PyModuleDef_HEAD_INIT, "ledger._native", "countersign's compiled verifier (see ledger/native.py).", -1,
+    PyModuleDef_HEAD_INIT, "ledger._native", "countersign's compiled verifier (see ledger/store/native.py).", -1,
     module_methods, NULL, NULL, NULL, NULL,
 };
 

@@ -54,7 +54,7 @@ class Event(msgspec.Struct, tag_field="kind", kw_only=True, frozen=True, forbid_
     `key` is an optional idempotency key chosen by the appender (for example
     "request 42/approved/fin-1"): appending an event whose key is already in the ledger returns
     the original event when everything but seq, ts and prev is the same, and is refused otherwise
-    (ledger.log.KeyConflict). It is absent from the body when unset (never `null`), and, when
+    (ledger.store.log.KeyConflict). It is absent from the body when unset (never `null`), and, when
     present, it follows `prev` and is covered by the hash.
     """
 

@@ -48,10 +48,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import msgspec  # noqa: E402
 
 from ledger import events as ev  # noqa: E402
-from ledger import log as logmod  # noqa: E402
+from ledger.store import log as logmod  # noqa: E402
 from ledger.digest import value_digest  # noqa: E402
-from ledger.log import Ledger, LedgerBroken, LedgerReader, list_segments, parse_line, segment_name  # noqa: E402
-from ledger.verify import verify  # noqa: E402
+from ledger.store.log import Ledger, LedgerBroken, LedgerReader, list_segments, parse_line, segment_name  # noqa: E402
+from ledger.proof.verify import verify  # noqa: E402
 
 SEGMENT_BYTES = 6000  # a few dozen events a segment: rotation every few commits
 EMPTY = value_digest({})
@@ -62,7 +62,7 @@ GATE_PER_LEDGER = 50
 
 def _line_of(record) -> bytes:
     """The stored line of a record, without its line feed."""
-    from ledger import lines as _lines
+    from ledger.store import lines as _lines
 
     return _lines.compose(record.body, record.data)[1].rstrip(b"\n")
 
@@ -407,8 +407,8 @@ ask pay
 
 
 def _gate_child(path: str, fd: int, effects: str, seed: int, policy) -> None:
-    from ledger.gate import ExecutionUnknown, Gate
-    from ledger.workflow import DuplicateApproval
+    from ledger.workflow.gate import ExecutionUnknown, Gate
+    from ledger.workflow.machine import DuplicateApproval
 
     rng = random.Random(seed)
     gate = Gate(policy, path)

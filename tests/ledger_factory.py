@@ -1,6 +1,6 @@
 """Forge ledgers for tests: well-formed, hash-chained lines whose history may break any rule.
 
-`Forge` writes through ledger.log.Ledger.append, which stamps seq/ts/prev and hashes the body but
+`Forge` writes through ledger.store.log.Ledger.append, which stamps seq/ts/prev and hashes the body but
 does not check the workflow, so a test can write exactly the history it needs:
 
     with Forge(tmp_path / "l") as f:
@@ -26,8 +26,8 @@ from dsl.requirements import Quorum, Requirements
 from ledger import events as ev
 from ledger.clock import ManualClock, add_seconds, format_ts
 from ledger.digest import value_digest
-from ledger.lines import compose, split
-from ledger.log import Ledger, list_segments
+from ledger.store.lines import compose, split
+from ledger.store.log import Ledger, list_segments
 
 START = datetime(2026, 2, 1, 9, 0, tzinfo=timezone.utc)
 
@@ -318,7 +318,7 @@ def _random_event(rng, workflow, now: str, next_seq: int, stored: dict[int, dict
 def random_history(path: Path, rng, *, steps: int, unlawful_end: bool, segment_bytes: int | None = None) -> None:
     """Write a random history of `steps` events after the genesis, every one lawful (checked with
     ledger.workflow.Workflow) except, when `unlawful_end`, the last, which breaks some rule."""
-    from ledger.workflow import Violation, Workflow
+    from ledger.workflow.machine import Violation, Workflow
 
     clock = ManualClock(START)
     kwargs = {"segment_bytes": segment_bytes} if segment_bytes else {}

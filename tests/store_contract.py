@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from ledger import events as ev
-from ledger.store import HeadMoved, Store
+from ledger.store.base import HeadMoved, Store
 
 
 def proposal(n: int) -> tuple[ev.Event, dict]:

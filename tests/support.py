@@ -7,8 +7,8 @@ from pathlib import Path
 
 from dsl import Policy
 from ledger.clock import ManualClock
-from ledger.gate import Gate
-from ledger.log import Ledger
+from ledger.workflow.gate import Gate
+from ledger.store.log import Ledger
 
 START = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
 

@@ -1,4 +1,4 @@
-"""ledger.checkpoint: keys, signed checkpoints, verification against a checkpoint (full and
+"""ledger.proof.checkpoint: keys, signed checkpoints, verification against a checkpoint (full and
 incremental), inclusion proof files, and the writer's refusal to extend a rolled-back ledger."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from ledger import events as ev
-from ledger import merkle
-from ledger.checkpoint import (
+from ledger.proof import merkle
+from ledger.proof.checkpoint import (
     CHECKPOINTS_DIR,
     Checkpoint,
     CheckpointConflict,
@@ -42,9 +42,9 @@ from ledger.checkpoint import (
     write_keypair,
 )
 from ledger.digest import value_digest
-from ledger.lines import compose, split
-from ledger.log import Ledger, list_segments
-from ledger.verify import verify
+from ledger.store.lines import compose, split
+from ledger.store.log import Ledger, list_segments
+from ledger.proof.verify import verify
 from ledger_factory import Forge, rechain
 from support import build_mixed_ledger, gate
 
@@ -111,7 +111,7 @@ def check(path: Path, cp: Checkpoint, **kw):
 
 
 def mth(leaves: list[bytes]) -> bytes:
-    """RFC 9162's MTH, written out recursively here, independently of ledger.merkle."""
+    """RFC 9162's MTH, written out recursively here, independently of ledger.proof.merkle."""
     if not leaves:
         return hashlib.sha256(b"").digest()
     if len(leaves) == 1:
@@ -124,7 +124,7 @@ def mth(leaves: list[bytes]) -> bytes:
 
 def rewrite_with_recomputed_hashes(path: Path, index: int, change) -> None:
     """A careful forger: change the body of line `index` (0-based), then recompute every hash and
-    prev after it, re-encoding bodies with ledger.events.encode_event and ledger.lines.compose."""
+    prev after it, re-encoding bodies with ledger.events.encode_event and ledger.store.lines.compose."""
     lines = lines_of(path)
     body, _, data = split(lines[index])
     event = change(ev.decode_event(body))
@@ -731,7 +731,7 @@ def test_the_documented_example_checkpoint_verifies_and_its_values_are_recompute
     cp = verify_checkpoint(note.encode(), key)
     assert cp.root == mth([bytes.fromhex(h) for h in hashes]) and cp.head == hashes[-1] and cp.size == 3
     assert cp.root.hex() in example and merkle.node_hash(*map(bytes.fromhex, leaves[:2])).hex() in example
-    from ledger.checkpoint import SigningKey
+    from ledger.proof.checkpoint import SigningKey
 
     assert sign_checkpoint(cp, SigningKey(key.name, private)) == note.encode()
 

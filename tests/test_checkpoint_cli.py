@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from ledger import events as ev
-from ledger.checkpoint import CHECKPOINTS_DIR
-from ledger.lines import compose, split
-from ledger.log import Ledger, LedgerError, list_segments
+from ledger.proof.checkpoint import CHECKPOINTS_DIR
+from ledger.store.lines import compose, split
+from ledger.store.log import Ledger, LedgerError, list_segments
 from ledger_factory import rechain
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -462,8 +462,8 @@ def test_plain_verify_warns_when_the_last_event_is_not_the_stored_checkpoints_he
 
 
 def test_verify_proof_shows_a_redacted_path_with_its_control_characters_escaped(tmp_path):
-    from ledger.checkpoint import generate_key, make_checkpoint as sign, write_keypair
-    from ledger.redact import redact
+    from ledger.proof.checkpoint import generate_key, make_checkpoint as sign, write_keypair
+    from ledger.proof.redact import redact
     from support import START, gate
 
     path = tmp_path / "ledger"

@@ -128,10 +128,10 @@ def test_verify_names_the_seq_of_a_changed_byte(demo_ledger, tmp_path):
 
 
 def test_verify_with_the_reference_verifier_alone_says_the_same(demo_ledger, monkeypatch):
-    from ledger import native
+    from ledger.proof import fast
 
     calls = []
-    monkeypatch.setattr(native, "verify_fast", lambda *a, **k: calls.append(a))  # declines, and counts
+    monkeypatch.setattr(fast, "verify_fast", lambda *a, **k: calls.append(a))  # declines, and counts
     reference = run("ledger", "verify", demo_ledger, "--reference", "--json")
     assert calls == []  # --reference never asks the compiled verifier
     monkeypatch.undo()
@@ -143,14 +143,14 @@ def test_verify_with_the_reference_verifier_alone_says_the_same(demo_ledger, mon
 def test_verify_against_a_checkpoint_with_the_reference_verifier_alone(demo_ledger, tmp_path, monkeypatch):
     import shutil
 
-    from ledger import native
+    from ledger.proof import fast
 
     copy = tmp_path / "copy"
     shutil.copytree(demo_ledger, copy)
     assert run("ledger", "keygen", "--out", tmp_path / "k").exit_code == 0
     assert run("ledger", "checkpoint", copy, "--key", tmp_path / "k.key", "--out", tmp_path / "c.checkpoint").exit_code == 0
     calls = []
-    monkeypatch.setattr(native, "verify_fast", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr(fast, "verify_fast", lambda *a, **k: calls.append(a))
     result = run("ledger", "verify", copy, "--reference", "--checkpoint", tmp_path / "c.checkpoint", "--pubkey", tmp_path / "k.pub")
     assert result.exit_code == 0 and "intact" in result.stdout and calls == []  # --reference was passed on
 
@@ -232,7 +232,7 @@ def test_simulate_json_summary_counts_every_call(tmp_path):
 def test_the_simulation_summary_counts_what_the_ledger_holds_at_the_end(tmp_path):
     """A request left pending by the first pass over the trace expires during the second; the
     summary counted it pending (found by a new user's trial)."""
-    from ledger.verify import verify
+    from ledger.proof.verify import verify
 
     twice = tmp_path / "twice.jsonl"
     twice.write_text((SAMPLES / "demo-calls.jsonl").read_text() * 2)
@@ -244,7 +244,7 @@ def test_the_simulation_summary_counts_what_the_ledger_holds_at_the_end(tmp_path
 
 
 def test_a_second_simulation_cannot_write_while_a_writer_holds_the_ledger(tmp_path):
-    from ledger.log import Ledger
+    from ledger.store.log import Ledger
 
     with Ledger(tmp_path / "l"):
         result = run("simulate", "--policy", SAMPLES / "retail.policy", "--calls", SAMPLES / "demo-calls.jsonl",

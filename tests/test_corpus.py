@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from dsl import Policy
-from ledger.log import LedgerReader
-from ledger.simulate import read_calls, simulate
-from ledger.verify import verify
-from ledger.workflow import Workflow
+from ledger.store.log import LedgerReader
+from ledger.workflow.simulate import read_calls, simulate
+from ledger.proof.verify import verify
+from ledger.workflow.machine import Workflow
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("COUNTERSIGN_CORPUS", ROOT.parent / "shared" / "corpus"))
@@ -50,7 +50,7 @@ def replay(path: Path) -> Workflow:
 
 
 def assert_views_agree_with_replay(path: Path, workflow: Workflow, events: int) -> None:
-    from ledger.views import query
+    from ledger.analytics.views import query
 
     def rows(sql):
         return query(path, sql)[1]

@@ -26,7 +26,7 @@ from dsl.explain import explain
 from dsl.parser import parse
 from dsl.values import EvalError
 from ledger.clock import ManualClock
-from ledger.gate import Gate
+from ledger.workflow.gate import Gate
 from support import START
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,9 +8,9 @@ import pytest
 
 from ledger import verify
 from ledger.clock import ManualClock
-from ledger.gate import CallIdConflict, ExecutionInProgress, ExecutionUnknown, InvalidCall
-from ledger.log import LedgerCorrupt
-from ledger import workflow as wf
+from ledger.workflow.gate import CallIdConflict, ExecutionInProgress, ExecutionUnknown, InvalidCall
+from ledger.store.log import LedgerCorrupt
+from ledger.workflow import machine as wf
 from support import START, gate
 
 
@@ -116,7 +116,7 @@ def test_an_edit_counts_as_the_editors_approval_and_earlier_approvals_stop_count
 
 def test_edit_needs_edit_among_the_allowed_decisions(g, tmp_path):
     from dsl import Policy
-    from ledger.gate import Gate
+    from ledger.workflow.gate import Gate
 
     policy = Policy.from_text('ask t decisions approve, reject', "t.policy")
     other = Gate(policy, tmp_path / "other", clock=ManualClock(START))

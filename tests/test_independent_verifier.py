@@ -1,7 +1,7 @@
 """Tests for tests/independent_verifier.py, a verifier written only from docs/ledger-format.md.
 
 Real ledgers come from the project's command line (`countersign simulate`), and redacted ones
-(section 10) from the project's own writer (tests/ledger_factory.Forge, ledger.redact.redact); the
+(section 10) from the project's own writer (tests/ledger_factory.Forge, ledger.proof.redact.redact); the
 project's own verifier is consulted only through `countersign ledger verify --json`. The tests
 near the end pin points the document once left open and now settles; both verifiers must agree on
 them.
@@ -621,7 +621,7 @@ def test_both_accept_a_new_approval_of_arguments_edited_back(tmp_path):
 
 
 # ---- section 10: redaction. Ledgers are built with the project's own writer (ledger_factory.Forge,
-# which appends any history) and ledger.redact.redact; only the verdicts are compared. ----------------
+# which appends any history) and ledger.proof.redact.redact; only the verdicts are compared. ----------------
 
 CARD = {"number": "4111111111111111", "exp": "12/30"}
 ARGS = {"card": CARD, "amount": 5, "items": [{"cc": "1"}, {"cc": "2"}], "content-type": "pan"}
@@ -650,7 +650,7 @@ class Settled:
         return f
 
     def redact(self, field, target=None):
-        from ledger.redact import redact
+        from ledger.proof.redact import redact
         self.clock.advance(1)
         return redact(self.path, target or self.request, field, reason="GDPR art. 17", by="dpo",
                       clock=self.clock).seq

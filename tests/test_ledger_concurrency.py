@@ -15,8 +15,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from ledger.log import Ledger, LedgerReader, list_segments
-from ledger.verify import verify
+from ledger.store.log import Ledger, LedgerReader, list_segments
+from ledger.proof.verify import verify
 from ledger_crash_harness import Tail
 
 HARNESS = Path(__file__).with_name("ledger_crash_harness.py")

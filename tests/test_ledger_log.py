@@ -15,11 +15,11 @@ import pytest
 import msgspec
 
 from ledger import events as ev
-from ledger import lines
-from ledger import log as logmod
+from ledger.store import lines
+from ledger.store import log as logmod
 from ledger.digest import canonical_json, value_digest
 from ledger.events import encode_event
-from ledger.log import (
+from ledger.store.log import (
     ForeignAppend,
     KeyConflict,
     Ledger,
@@ -31,7 +31,7 @@ from ledger.log import (
     LedgerUnreadable,
     list_segments,
 )
-from ledger.verify import verify
+from ledger.proof.verify import verify
 
 
 EMPTY = value_digest({})
@@ -149,7 +149,7 @@ def test_the_writer_lock_holds_across_processes(tmp_path):
     script = textwrap.dedent(
         f"""
         import sys
-        from ledger.log import Ledger, LedgerLocked
+        from ledger.store.log import Ledger, LedgerLocked
         try:
             Ledger({str(path)!r}).append(*__import__("test_ledger_log").proposal(7))
         except LedgerLocked:
@@ -333,7 +333,7 @@ def test_a_temporary_segment_left_by_a_crash_is_never_read_and_is_replaced(tmp_p
             led.append(*proposal())
     assert not stale.exists()
     assert verify(path).ok
-    from ledger.views import query
+    from ledger.analytics.views import query
 
     _, rows = query(path, "SELECT count(*), count(DISTINCT segment_file) FROM events")
     assert rows == [(verify(path).count, 2)]
@@ -505,7 +505,7 @@ def test_a_key_is_a_string_of_1_to_256_characters(tmp_path):
 
 def test_keyed_events_verify_everywhere_and_a_null_key_does_not(tmp_path):
     from independent_verifier import verify_dir
-    from ledger.views import query
+    from ledger.analytics.views import query
 
     path = tmp_path / "l"
     with Ledger(path) as led:
@@ -532,7 +532,7 @@ def test_a_ledger_is_not_used_across_fork_and_a_child_does_not_drop_its_locks(tm
     script = textwrap.dedent(
         f"""
         import os, sys
-        from ledger.log import Ledger, LedgerError, LedgerLocked
+        from ledger.store.log import Ledger, LedgerError, LedgerLocked
         led = Ledger({str(tmp_path / "l")!r}, exclusive=True)
         pid = os.fork()
         if pid == 0:

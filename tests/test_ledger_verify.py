@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ledger import events as ev
-from ledger.log import Ledger
-from ledger.verify import verify
+from ledger.store.log import Ledger
+from ledger.proof.verify import verify
 from support import START, build_mixed_ledger, gate
 
 json_scalars = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=12)
@@ -174,7 +174,7 @@ def test_an_unlawful_history_with_valid_hashes_is_named_by_seq_and_rule(tmp_path
 def test_data_nested_too_deeply_to_read_is_a_data_problem_at_its_seq_not_a_crash(tmp_path):
     """Data beside a body nested far deeper than a writer allows (an edit of the file; msgspec
     and the digest run out of stack) is reported at its seq by verify and refused by a Gate."""
-    from ledger.log import LedgerCorrupt
+    from ledger.store.log import LedgerCorrupt
 
     path = tmp_path / "ledger"
     g = gate(path)
@@ -203,7 +203,7 @@ def test_the_workflow_that_drops_closed_requests_judges_every_event_as_the_full_
     import random
 
     from ledger.clock import add_seconds
-    from ledger.workflow import MisplacedGenesis, Violation, Workflow
+    from ledger.workflow.machine import MisplacedGenesis, Violation, Workflow
     from tests.ledger_factory import _random_event
 
     rng = random.Random(seed)

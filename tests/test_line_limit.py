@@ -17,13 +17,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger import events as ev
-from ledger import native
-from ledger.checkpoint import ledger_tail
-from ledger.gate import InvalidCall
-from ledger.lines import MAX_LINE_BYTES, OVERHEAD
-from ledger.log import Ledger, LedgerCorrupt, LedgerReader, LineTooLong, list_segments
-from ledger.scan import last_line, long_lines, read_lines
-from ledger.verify import Redactions, verify
+from ledger.proof import fast
+from ledger.store import native
+from ledger.proof.checkpoint import ledger_tail
+from ledger.workflow.gate import InvalidCall
+from ledger.store.lines import MAX_LINE_BYTES, OVERHEAD
+from ledger.store.log import Ledger, LedgerCorrupt, LedgerReader, LineTooLong, list_segments
+from ledger.store.scan import last_line, long_lines, read_lines
+from ledger.proof.verify import Redactions, verify
 from ledger_factory import Forge
 from support import gate
 
@@ -162,9 +163,9 @@ def test_verify_reports_a_line_over_the_limit_at_its_seq(at_limit, tmp_path):
 def test_the_compiled_verifier_accepts_a_line_at_the_limit_and_declines_one_over(at_limit, tmp_path):
     if not native.available():
         pytest.skip("the compiled verifier is not built")
-    assert native.verify_fast(at_limit) == verify(at_limit, engine="python")
+    assert fast.verify_fast(at_limit) == verify(at_limit, engine="python")
     path, _ = _one_over(at_limit, tmp_path)
-    assert native.verify_fast(path) is None
+    assert fast.verify_fast(path) is None
 
 
 def test_verify_warns_of_a_torn_tail_over_the_limit_without_reading_it(at_limit, tmp_path):
@@ -212,7 +213,7 @@ def test_redactions_are_read_past_a_line_over_the_limit(at_limit, tmp_path):
 
 
 def test_the_projection_stops_before_a_line_over_the_limit(at_limit, tmp_path):
-    from ledger import projection as proj
+    from ledger.analytics import projection as proj
 
     path, _ = _one_over(at_limit, tmp_path)
     result = proj.refresh(path, create=True)
@@ -220,7 +221,7 @@ def test_the_projection_stops_before_a_line_over_the_limit(at_limit, tmp_path):
 
 
 def test_the_projection_covers_a_line_at_the_limit(at_limit, tmp_path):
-    from ledger import projection as proj
+    from ledger.analytics import projection as proj
 
     path = _copy(at_limit, tmp_path)
     result = proj.refresh(path, create=True)
@@ -228,7 +229,7 @@ def test_the_projection_covers_a_line_at_the_limit(at_limit, tmp_path):
 
 
 def test_the_views_refuse_a_ledger_with_a_line_over_the_limit_naming_where(at_limit, tmp_path):
-    from ledger.views import LinesTooLong, query
+    from ledger.analytics.views import LinesTooLong, query
 
     path, offset = _one_over(at_limit, tmp_path)
     with pytest.raises(LinesTooLong, match=f"line 2 \\(at byte {offset}\\) is 16,777,217 bytes"):
@@ -236,7 +237,7 @@ def test_the_views_refuse_a_ledger_with_a_line_over_the_limit_naming_where(at_li
 
 
 def test_the_views_read_a_line_at_the_limit(at_limit):
-    from ledger.views import query
+    from ledger.analytics.views import query
 
     assert query(at_limit, "SELECT count(*) FROM events WHERE valid")[1] == [(2,)]
 
@@ -329,19 +330,19 @@ def _peak(action: str) -> int:
 
 def test_verify_of_a_200_mb_torn_tail_stays_under_a_fixed_memory_bound(tmp_path):
     path = _torn_ledger(tmp_path)
-    peak = _peak(f"from ledger.verify import verify\nr = verify({str(path)!r})\nassert r.ok and r.count == 2, r")
+    peak = _peak(f"from ledger.proof.verify import verify\nr = verify({str(path)!r})\nassert r.ok and r.count == 2, r")
     assert peak < _BOUND, f"peak RSS {peak / 2**20:.0f} MiB"
 
 
 def test_recovering_a_200_mb_torn_tail_stays_under_a_fixed_memory_bound(tmp_path):
     path = _torn_ledger(tmp_path)
-    peak = _peak(f"from ledger.log import Ledger\nled = Ledger({str(path)!r})\nassert led.recovery.fragment_bytes == {_TORN_MB << 20}")
+    peak = _peak(f"from ledger.store.log import Ledger\nled = Ledger({str(path)!r})\nassert led.recovery.fragment_bytes == {_TORN_MB << 20}")
     assert peak < _BOUND, f"peak RSS {peak / 2**20:.0f} MiB"
 
 
 def test_the_views_refuse_a_200_mb_torn_tail_within_a_fixed_memory_bound(tmp_path):
     path = _torn_ledger(tmp_path)
-    peak = _peak(f"from ledger.views import LinesTooLong, query\n"
+    peak = _peak(f"from ledger.analytics.views import LinesTooLong, query\n"
                  f"try:\n    query({str(path)!r}, 'SELECT 1')\nexcept LinesTooLong:\n    pass\nelse:\n    raise SystemExit(1)")
     assert peak < _BOUND, f"peak RSS {peak / 2**20:.0f} MiB"
 
@@ -350,7 +351,7 @@ def test_the_views_refuse_a_200_mb_torn_tail_within_a_fixed_memory_bound(tmp_pat
 
 
 def test_a_msgspec_message_names_the_form_not_the_regex_as_the_pattern_did():
-    from ledger.log import _without_regex
+    from ledger.store.log import _without_regex
 
     old = re.compile(r"matching regex '.*' (?=- at `)", re.DOTALL)
     for message in ["Expected `str` matching regex '^[0-9a-f]{64}$' - at `$.prev`",

@@ -1,4 +1,4 @@
-"""ledger.merkle against the published RFC 6962 / RFC 9162 test vectors and by property.
+"""ledger.proof.merkle against the published RFC 6962 / RFC 9162 test vectors and by property.
 
 The vectors are data from transparency-dev/merkle (`testonly/constants.go`: leaf inputs, node
 hashes and roots for sizes 0 to 8; `proof/verify_test.go`: inclusion and consistency proofs and
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger import merkle
-from ledger.merkle import (
+from ledger.proof import merkle
+from ledger.proof.merkle import (
     EMPTY_ROOT,
     ProofError,
     TreeStream,

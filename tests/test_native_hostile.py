@@ -1,4 +1,4 @@
-"""Regressions from a hostile review of the compiled module (ledger/_native.c, ledger/native.py).
+"""Regressions from a hostile review of the compiled module (ledger/_native.c, ledger/store/native.py).
 
 1. The writer's compiled sealer (`_native.seal`, `_native.valid_body`) claims a grammar stricter
    than ledger.events.decode_event ("its yes is enough"), so the writer skips decode_event when it
@@ -20,11 +20,12 @@ import pytest
 
 from dsl.requirements import Requirements
 from ledger import events as ev
-from ledger import native
+from ledger.proof import fast
+from ledger.store import native
 from ledger.digest import value_digest
-from ledger.lines import split
-from ledger.log import Ledger, LedgerError
-from ledger.verify import verify
+from ledger.store.lines import split
+from ledger.store.log import Ledger, LedgerError
+from ledger.proof.verify import verify
 
 GOOD = value_digest({"amount": 10})
 # 64 bytes between the quotes once JSON-encoded, none of them a lowercase-hex digest.
@@ -60,7 +61,7 @@ def _bad_events(bad: str) -> dict[str, tuple[ev.Event, dict | None]]:
 @pytest.mark.parametrize("which", sorted(BAD_DIGESTS))
 @pytest.mark.parametrize("field", sorted(_bad_events("x" * 64)))
 def test_the_writer_refuses_a_digest_that_is_not_lowercase_hex(tmp_path: Path, field: str, which: str):
-    """Ledger.append must not write a body that verify rejects (ledger/log.py: "Never write what
+    """Ledger.append must not write a body that verify rejects (ledger/store/log.py: "Never write what
     verify would reject"); with the compiled sealer it does, for every argument digest."""
     event, data = _bad_events(BAD_DIGESTS[which])[field]
     path = tmp_path / "l"
@@ -110,7 +111,7 @@ def test_an_expected_head_with_a_lone_surrogate_is_reported_not_raised(tmp_path:
     reference = verify(path, head, engine="python")
     assert reference.problem is not None and reference.problem.kind == "head"
     assert verify(path, head) == reference
-    assert native.verify_fast(path, head) is None
+    assert fast.verify_fast(path, head) is None
 
 
 def _many_approvals(path: Path, approvals: int) -> None:
@@ -122,7 +123,7 @@ def _many_approvals(path: Path, approvals: int) -> None:
 
     from dsl.requirements import Quorum
     from ledger.digest import canonical_json
-    from ledger.lines import compose
+    from ledger.store.lines import compose
 
     names = [f"name-{i:05d}" for i in range(63 * 16)]
     quorums = tuple(Quorum(1, tuple(names[i * 16 : (i + 1) * 16])) for i in range(63)) + (Quorum(10**17, None),)
@@ -155,7 +156,7 @@ def test_thousands_of_approvals_of_one_request_verify_alike(tmp_path: Path):
     half a minute compiled): both now count approvals as they come (ledger.workflow.Tally and
     its C twin), and agree."""
     _many_approvals(tmp_path / "l", 2000)
-    report = native.verify_fast(tmp_path / "l")
+    report = fast.verify_fast(tmp_path / "l")
     assert report is not None and report.ok and report.count == 2000 + 66
     assert report == verify(tmp_path / "l", engine="python")
 

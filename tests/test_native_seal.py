@@ -1,5 +1,5 @@
 """The writer's compiled sealer (`_native.seal`, `_native.valid_body`): its yes must imply the
-reference's yes, because the writer then skips `decode_event` (ledger/log.py). Events of every
+reference's yes, because the writer then skips `decode_event` (ledger/store/log.py). Events of every
 kind are built with members drawn from valid and invalid values alike (digests that are not
 lowercase hex, times that do not exist, negative numbers, keys of 0 or 257 characters, any text)
 and encoded as the writer encodes them; whenever valid_body says yes, decode_event must accept
@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from dsl.requirements import Quorum, Requirements
 from ledger import events as ev
-from ledger import native
+from ledger.store import native
 from ledger.clock import is_ts
-from ledger.lines import compose
+from ledger.store.lines import compose
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="the compiled module is not built here (no C compiler or OpenSSL headers)")
 

@@ -1,4 +1,4 @@
-"""The columnar projection (ledger.projection) and the stats read from it.
+"""The columnar projection (ledger.analytics.projection) and the stats read from it.
 
 - An incremental refresh after any cut point (mid-line and across segments included) gives the
   same tables as a rebuild from the log alone, and the same Stats as the views.
@@ -23,12 +23,12 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from dsl import Policy
-from ledger import projection as proj
+from ledger.analytics import projection as proj
 from ledger.clock import parse_ts
-from ledger.log import Ledger, LedgerReader, list_segments
-from ledger.simulate import read_calls, read_reviewers, simulate
-from ledger.stats import projection_stats, stats, views_stats
-from ledger.verify import verify
+from ledger.store.log import Ledger, LedgerReader, list_segments
+from ledger.workflow.simulate import read_calls, read_reviewers, simulate
+from ledger.analytics.stats import projection_stats, stats, views_stats
+from ledger.proof.verify import verify
 from tests.ledger_factory import Forge, random_history, read_lines, rechain, write_lines
 from tests.test_views import build_gate_ledger
 

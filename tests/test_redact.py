@@ -13,16 +13,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger import events as ev
-from ledger.checkpoint import MalformedError, VerificationError, generate_key, make_checkpoint, make_proof, verify_proof
-from ledger.checkpoint import verify_against_checkpoint
+from ledger.proof.checkpoint import MalformedError, VerificationError, generate_key, make_checkpoint, make_proof, verify_proof
+from ledger.proof.checkpoint import verify_against_checkpoint
 from ledger.clock import ManualClock
 from ledger.digest import canonical_json, redacted_digest, redaction_marker, value_digest
 from ledger.fieldpath import CANONICAL_PATTERN, FieldPathError, format_field_path, parse_field_path, replace, resolve
-from ledger.lines import compose, split
-from ledger.log import Ledger, LedgerLocked, LedgerReader
-from ledger.redact import RedactionError, redact
-from ledger.verify import verify
-from ledger.views import connect
+from ledger.store.lines import compose, split
+from ledger.store.log import Ledger, LedgerLocked, LedgerReader
+from ledger.proof.redact import RedactionError, redact
+from ledger.proof.verify import verify
+from ledger.analytics.views import connect
 from support import START, gate
 from tests.ledger_factory import Forge, all_lines, body_of, rewrite
 
@@ -426,7 +426,7 @@ def test_verify_proof_names_the_redacted_fields(ledger, tmp_path):
     from typer.testing import CliRunner
 
     from cli.main import app
-    from ledger.checkpoint import write_keypair
+    from ledger.proof.checkpoint import write_keypair
 
     path, ids = ledger
     key = generate_key("example.org/signer")
@@ -449,7 +449,7 @@ def test_verify_proof_names_the_redacted_fields(ledger, tmp_path):
 _CRASHER = r"""
 import os, sys
 sys.path[:0] = [{root!r}, {tests!r}]
-import ledger.redact as r
+import ledger.proof.redact as r
 point = {point!r}
 real_write, real_replace, real_rewrite = os.write, os.replace, r._rewrite_line
 

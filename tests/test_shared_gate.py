@@ -19,9 +19,9 @@ import pytest
 from ledger import events as ev
 from ledger import verify
 from ledger.clock import ManualClock
-from ledger.gate import Gate, InvalidCall, NoPolicy
-from ledger.log import Ledger, LedgerCorrupt, LedgerReader
-from ledger import workflow as wf
+from ledger.workflow.gate import Gate, InvalidCall, NoPolicy
+from ledger.store.log import Ledger, LedgerCorrupt, LedgerReader
+from ledger.workflow import machine as wf
 from support import START, gate, policy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -162,7 +162,7 @@ def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
 AGENT = textwrap.dedent(
     """
     import json, sys, time
-    from ledger.gate import Gate
+    from ledger.workflow.gate import Gate
     from support import policy
     gate = Gate(policy(), sys.argv[1])
     p = gate.propose("small_change", {"id": 7}, proposer="agent-7")
@@ -228,9 +228,9 @@ def test_the_review_cli_takes_the_reviewer_from_the_os_account_only(tmp_path):
 WORKER = textwrap.dedent(
     """
     import random, sys
-    from ledger.gate import Gate, GateError
-    from ledger.log import LedgerError
-    from ledger.workflow import Violation
+    from ledger.workflow.gate import Gate, GateError
+    from ledger.store.log import LedgerError
+    from ledger.workflow.machine import Violation
     from support import policy
     path, role, seed, steps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     rng = random.Random(seed)

@@ -1,6 +1,6 @@
 """The file ledger passes the Store contract."""
 
-from ledger.log import Ledger
+from ledger.store.log import Ledger
 from store_contract import StoreContract
 
 

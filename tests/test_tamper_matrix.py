@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from ledger import events as ev
-from ledger import lines
-from ledger.checkpoint import generate_key, make_checkpoint, verify_against_checkpoint
+from ledger.store import lines
+from ledger.proof.checkpoint import generate_key, make_checkpoint, verify_against_checkpoint
 from ledger.events import decode_event, encode_event
-from ledger.log import list_segments
-from ledger.verify import verify
+from ledger.store.log import list_segments
+from ledger.proof.verify import verify
 import msgspec
 
 from support import build_matrix_ledger

@@ -1,4 +1,4 @@
-"""The compiled verifier (ledger.native.verify_fast) held to the reference (ledger.verify, engine
+"""The compiled verifier (ledger.proof.fast.verify_fast) held to the reference (ledger.proof.verify, engine
 "python").
 
 The contract: verify_fast(path, expect_head) returns None (it declines, and the reference decides)
@@ -46,13 +46,14 @@ from hypothesis import strategies as st
 import tests.ledger_factory as factory
 from dsl.requirements import Quorum, Requirements
 from ledger import events as ev
-from ledger import native
+from ledger.proof import fast as fast_path
+from ledger.store import native
 from ledger.clock import ManualClock, add_seconds, format_ts, is_ts, parse_ts
 from ledger.digest import ArgumentsError, canonical_spelling, value_digest
-from ledger.gate import Gate
-from ledger.lines import compose, split
-from ledger.log import Ledger, list_segments
-from ledger.verify import verify
+from ledger.workflow.gate import Gate
+from ledger.store.lines import compose, split
+from ledger.store.log import Ledger, list_segments
+from ledger.proof.verify import verify
 from support import START, build_matrix_ledger, build_mixed_ledger, policy
 from tests.ledger_factory import Forge, read_lines, rebody, rechain
 
@@ -80,7 +81,7 @@ def reference(path: Path, expect_head: str | None = None):
 def judge(path: Path, expect_head: str | None = None, what: object = ""):
     """(fast, reference) for the ledger at `path`, after asserting the contract: the fast path
     declines, or returns the reference's Report; and never accepts what the reference rejects."""
-    fast = native.verify_fast(path, expect_head)
+    fast = fast_path.verify_fast(path, expect_head)
     ref = reference(path, expect_head)
     if fast is not None:
         assert ref.ok, f"UNSOUND: the fast path accepted a ledger the reference rejects ({what}): {ref.problem or ref.unreadable}"
@@ -324,9 +325,9 @@ def build_forged(path: Path, segment_bytes: int | None = 1500) -> None:
 
 def no_sync():
     """Build test ledgers without waiting for the disk (durability is not under test here)."""
-    import ledger.log
+    import ledger.store.log
 
-    return mock.patch.object(ledger.log, "_sync", lambda fd: None)
+    return mock.patch.object(ledger.store.log, "_sync", lambda fd: None)
 
 
 def no_redactions(rng, workflow, now, next_seq, stored=None):
@@ -434,7 +435,7 @@ def test_the_sample_trace_simulated_through_the_retail_policy(tmp_path):
     """The shape of a real ledger: the sample calls through samples/retail.policy with the
     scripted reviewers (approvals, edits, rejections, responses, timeouts, pending requests)."""
     from dsl import Policy
-    from ledger.simulate import read_calls, read_reviewers, simulate
+    from ledger.workflow.simulate import read_calls, read_reviewers, simulate
 
     samples = Path(__file__).resolve().parent.parent / "samples"
     simulate(Policy.load(samples / "retail.policy"), read_calls(samples / "demo-calls.jsonl"), tmp_path / "l",
@@ -484,7 +485,7 @@ def test_random_histories_with_redactions_are_declined_or_equal(tmp_path, seed):
 def test_lines_cut_anywhere_by_the_read_chunks(bases, monkeypatch, chunk):
     """The wrapper feeds each segment in chunks and carries a cut line to the next one; every
     cut must give the same Report."""
-    monkeypatch.setattr(native, "CHUNK_BYTES", chunk)
+    monkeypatch.setattr(fast_path, "CHUNK_BYTES", chunk)
     for name in ("gate", "forged"):
         assert_accepted(bases[name], what=(name, chunk))
     heads = [line_hash(line) for _, line in flat(snapshot(bases["forged"]))]
@@ -728,7 +729,7 @@ def test_recovered_events_are_declined(bases, tmp_path):
 
 
 def test_redacted_events_are_declined(tmp_path):
-    from ledger.redact import redact
+    from ledger.proof.redact import redact
 
     build_plain_mixed(tmp_path / "l")
     assert_accepted(tmp_path / "l")
@@ -746,9 +747,9 @@ def test_redacted_events_are_declined(tmp_path):
 
 
 def test_a_missing_or_unreadable_ledger_is_declined(bases, tmp_path):
-    assert native.verify_fast(tmp_path / "nothing") is None
+    assert fast_path.verify_fast(tmp_path / "nothing") is None
     (tmp_path / "empty").mkdir()
-    assert native.verify_fast(tmp_path / "empty") is None
+    assert fast_path.verify_fast(tmp_path / "empty") is None
     assert not reference(tmp_path / "empty").ok
     path = materialize(tmp_path / "l", snapshot(bases["forged"]))
     (path / "events-00000002.jsonl").unlink()
@@ -1688,7 +1689,7 @@ def test_random_byte_edits(templates, scratch, data_):
     judge(scratch.show(segments), expect, what=(name, k, at, op))
 
 
-# The writer's compiled sealer (ledger.native.sealer: _native.seal, _native.valid_body) uses the
+# The writer's compiled sealer (ledger.store.native.sealer: _native.seal, _native.valid_body) uses the
 # verifier's grammar of a body; when it says yes the writer skips decode_event. So its yes must
 # be a body the reference reads: decode_event accepts it, in its canonical layout, with real times.
 

@@ -1,4 +1,4 @@
-"""The DuckDB views (ledger.views) and stats (ledger.stats) against the Python readers.
+"""The DuckDB views (ledger.analytics.views) and stats (ledger.analytics.stats) against the Python readers.
 
 - Ledgers written by the Gate: `requests` agrees with the Workflow replayed from LedgerReader on
   every field, `events` with every body member of every record, stats with the replay.
@@ -26,14 +26,14 @@ from dsl import Policy
 from dsl.requirements import Requirements
 from ledger import events as ev
 from ledger.clock import ManualClock, format_ts, parse_ts
-from ledger.gate import Gate
-from ledger.lines import compose, split
-from ledger.redact import redact
-from ledger.log import Ledger, LedgerReader, LedgerUnreadable
-from ledger.stats import Stats, stats
-from ledger.verify import verify
-from ledger.views import EVENT_COLUMNS, VIEWS, connect, query
-from ledger.workflow import Workflow
+from ledger.workflow.gate import Gate
+from ledger.store.lines import compose, split
+from ledger.proof.redact import redact
+from ledger.store.log import Ledger, LedgerReader, LedgerUnreadable
+from ledger.analytics.stats import Stats, stats
+from ledger.proof.verify import verify
+from ledger.analytics.views import EVENT_COLUMNS, VIEWS, connect, query
+from ledger.workflow.machine import Workflow
 from tests.ledger_factory import Forge, body_of, random_history, read_lines, rebody, rechain, write_lines
 
 START = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
@@ -414,7 +414,7 @@ def test_query_returns_columns_and_rows(gate_ledger):
 
 
 def test_every_column_of_every_view_is_documented(gate_ledger):
-    from ledger.views import COLUMNS
+    from ledger.analytics.views import COLUMNS
 
     path, _ = gate_ledger
     con = connect(path)
@@ -441,7 +441,7 @@ def test_views_read_the_files_live(tmp_path):
 
 
 def test_importing_the_modules_does_not_import_duckdb():
-    code = "import sys, ledger.views, ledger.stats; assert 'duckdb' not in sys.modules, 'duckdb imported'"
+    code = "import sys, ledger.analytics.views, ledger.analytics.stats; assert 'duckdb' not in sys.modules, 'duckdb imported'"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[1])
 
 
@@ -1044,7 +1044,7 @@ CASES = [(code, forge) for code, forges in UNLAWFUL.items() for forge in forges]
 
 
 def test_every_workflow_rule_has_a_case():
-    from ledger import workflow
+    from ledger.workflow import machine as workflow
 
     codes = {cls.code for cls in vars(workflow).values() if isinstance(cls, type) and issubclass(cls, workflow.Violation)}
     # misplaced-genesis is reached only through verify's format check (see t_second_genesis).

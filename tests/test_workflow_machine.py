@@ -2,7 +2,7 @@
 its approvals, never run a call twice, and always run it with the approved arguments.
 
 The invariants are checked by an audit written here from the rules, independently of
-ledger.workflow, over the events the Gate actually stored.
+ledger.workflow.machine, over the events the Gate actually stored.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invariant, rule
 
 from ledger.clock import ManualClock
-from ledger.gate import GateError
-from ledger.log import LedgerReader
-from ledger.verify import verify
-from ledger.workflow import Violation
+from ledger.workflow.gate import GateError
+from ledger.store.log import LedgerReader
+from ledger.proof.verify import verify
+from ledger.workflow.machine import Violation
 from support import START, gate
 
 PEOPLE = ["agent", "alice", "bob", "sup-1", "sup-2", "sup-3"]

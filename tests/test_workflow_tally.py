@@ -1,4 +1,4 @@
-"""ledger.workflow.Tally counts approvals as they come; it must say what Requirements says of the
+"""ledger.workflow.machine.Tally counts approvals as they come; it must say what Requirements says of the
 same approvers: met_by after every approval, and allows for anyone, on requirements of every
 shape (named and anyone quorums, names listed twice, no quorum at all)."""
 
@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsl.requirements import Quorum, Requirements
-from ledger.workflow import Tally
+from ledger.workflow.machine import Tally
 
 people = st.sampled_from(["ann", "bob", "cy", "dee", "eve", "fay"])
 quorums = st.builds(

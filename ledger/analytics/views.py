@@ -10,11 +10,11 @@ including segments started after `connect`. Every column has an explicit type: t
 are parsed with a structure derived from the event Structs in ledger.events, never with DuckDB's
 type sampling, so a member that first appears after millions of lines is still a column.
 
-How a line is read, byte-exactly (docs/ledger-format.md; ledger.lines):
+How a line is read, byte-exactly (docs/ledger-format.md; ledger.store.lines):
 the segment is read as a BLOB and cast to VARCHAR, which writes every byte that is not printable
 ASCII, and every backslash, as the four characters `\\xHH`. In that text a newline byte can only
 appear as `\\x0A`, so splitting on it yields the lines, and casting a piece back to BLOB restores
-its bytes exactly. BODY is cut out as ledger.lines.split does (after `{"body":`, up to the first
+its bytes exactly. BODY is cut out as ledger.store.lines.split does (after `{"body":`, up to the first
 `,"hash":"`), hashed with SHA-256 as stored, decoded as UTF-8 and checked against the event
 Structs (kinds, required members, member types, no unknown members), the same checks
 `msgspec` makes when ledger.events.decode_event reads the line.
@@ -28,7 +28,7 @@ Views (every column, with its type and unit, in `COLUMNS`):
 - `pending`, `decision_times`, `rates_by_tool`, `rates_by_rule`, `rates_by_approver`.
 - `chain_breaks`: one row per problem with the chain or the line format (what `verify` calls
   kind "chain" or "format").
-- `violations`: the workflow rules of ledger.workflow written in SQL, one row per offending event.
+- `violations`: the workflow rules of ledger.workflow.machine written in SQL, one row per offending event.
 
 `requests` and `violations` fold each request's events in SQL (window functions) the way
 ledger.workflow.Workflow applies them. On a lawful ledger `requests` equals the replayed
@@ -41,10 +41,10 @@ removed line gives rows where it was, not at every later line.
 Times are TIMESTAMPTZ (UTC; a connection made here has TimeZone set to UTC), durations are
 seconds (DOUBLE), shares are fractions in [0, 1].
 
-A line longer than ledger.lines.MAX_LINE_BYTES (docs/ledger-format.md, section 2), torn or
+A line longer than ledger.store.lines.MAX_LINE_BYTES (docs/ledger-format.md, section 2), torn or
 not, is not read: DuckDB's read_blob holds a whole segment, and one such line would make every
 query hold it and copies of it (about six times a 200 MB torn tail, measured). `connect` first
-scans the segments in bounded chunks (ledger.scan.long_lines) and refuses such a ledger with
+scans the segments in bounded chunks (ledger.store.scan.long_lines) and refuses such a ledger with
 LinesTooLong, naming the segment, the line and its byte offset; `countersign ledger verify`
 reads it line by line and reports it.
 
@@ -62,10 +62,10 @@ import msgspec
 import msgspec.inspect as mi
 
 from ledger import events as ev
-from ledger.lines import DATA_MARK, HASH_MARK, MAX_LINE_BYTES, PREFIX, SUFFIX
-from ledger.scan import long_lines
-from ledger.log import SEGMENT_GLOB, LedgerUnreadable, list_segments
-from ledger.workflow import FINAL
+from ledger.store.lines import DATA_MARK, HASH_MARK, MAX_LINE_BYTES, PREFIX, SUFFIX
+from ledger.store.scan import long_lines
+from ledger.store.log import SEGMENT_GLOB, LedgerUnreadable, list_segments
+from ledger.workflow.machine import FINAL
 
 VIEWS = (
     "ledger_lines",
@@ -222,7 +222,7 @@ CHAIN_PROBLEMS = (
 # A ledger timestamp that is a real time: ledger.clock.parse_ts (fromisoformat) refuses hour 24 and
 # year 0, which DuckDB's cast would accept, and the cast refuses day 30 of February.
 TS_REGEX = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{6}Z"
-SEGMENT_REGEX = r"events-\p{Nd}{8}\.jsonl"  # ledger.log.SEGMENT_NAME (Python's \d is any Unicode digit)
+SEGMENT_REGEX = r"events-\p{Nd}{8}\.jsonl"  # ledger.store.log.SEGMENT_NAME (Python's \d is any Unicode digit)
 
 # The escapes msgspec writes in a JSON string: \" \\ \b \t \n \f \r and \u00XX (lowercase) for
 # the other control characters; every other character is written as itself (UTF-8).
@@ -917,7 +917,7 @@ _TIMELINE_COLUMNS = ", ".join(
 
 def _timeline_sql(final: str) -> str:
     """`_timeline`: every valid event about a request (its `proposed` event included), with the
-    request's state before and after it, folded as ledger.workflow applies events ("as recorded":
+    request's state before and after it, folded as ledger.workflow.machine applies events ("as recorded":
     every earlier event of the request counts, lawful or not)."""
     return f"""
 CREATE OR REPLACE TEMP VIEW _timeline AS
@@ -1088,7 +1088,7 @@ WITH t AS (
            END AS detail
     FROM _timeline WHERE violation IS NOT NULL
 ),
--- The redaction rules of ledger.workflow (Workflow._check_redaction), in its order.
+-- The redaction rules of ledger.workflow.machine (Workflow._check_redaction), in its order.
 rd AS (
     SELECT r.seq, r.position, r.kind, r.segment_file, r.line, r.target, r.path,
            EXISTS (SELECT 1 FROM events p WHERE p.valid AND p.kind = 'proposed' AND p.seq = r.target
@@ -1297,7 +1297,7 @@ def connect(path: str | Path, *, con=None):
     `con` is an existing duckdb connection to add them to (as TEMP views, which replace views of
     the same names); by default a new in-memory connection with TimeZone set to UTC. Raises
     LedgerUnreadable when `path` is not a ledger directory with at least one segment, and its
-    subclass LinesTooLong when a segment holds a line over ledger.lines.MAX_LINE_BYTES (checked
+    subclass LinesTooLong when a segment holds a line over ledger.store.lines.MAX_LINE_BYTES (checked
     now, in bounded memory; a view reads the files at each query, so a line written later is
     not checked).
     """
@@ -1318,7 +1318,7 @@ def connect(path: str | Path, *, con=None):
 
 
 class LinesTooLong(LedgerUnreadable):
-    """A segment holds a line longer than ledger.lines.MAX_LINE_BYTES: the views do not read the
+    """A segment holds a line longer than ledger.store.lines.MAX_LINE_BYTES: the views do not read the
     ledger (DuckDB would hold the line whole, and copies of it). `segment`, `line` (1-based)
     and `offset` (bytes) say where; `size` is its length, line feed not counted."""
 
@@ -1334,7 +1334,7 @@ class LinesTooLong(LedgerUnreadable):
 
 def refuse_long_lines(path: Path) -> None:
     """Raise LinesTooLong for the first line over the limit in the segments of `path`; a scan in
-    bounded chunks (ledger.scan.long_lines), linear in the ledger's size."""
+    bounded chunks (ledger.store.scan.long_lines), linear in the ledger's size."""
     for segment in list_segments(path):
         with segment.open("rb") as handle:
             found = long_lines(handle)
@@ -1354,7 +1354,7 @@ def query(path: str | Path, sql: str) -> tuple[list[str], list[tuple]]:
     COPY, ATTACH, INSTALL, SET and the like are refused with QueryRefused, because an audit
     query must never write, least of all into the ledger. The connection may then read files only
     inside the ledger's directory, and its configuration is locked. Raises QueryRefused,
-    ledger.log.LedgerUnreadable, and duckdb errors for SQL that does not run.
+    ledger.store.log.LedgerUnreadable, and duckdb errors for SQL that does not run.
     """
     import duckdb
 

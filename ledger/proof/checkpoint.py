@@ -5,7 +5,7 @@ A *checkpoint* held somewhere else does: it is a signed statement "this ledger h
 the Merkle root of their hashes was `root`, the last one was `head`", and any later copy of the
 ledger must extend it.
 
-- The tree (ledger.merkle, RFC 9162 hashing): leaf i is the 32 raw bytes of the stored `hash` of
+- The tree (ledger.proof.merkle, RFC 9162 hashing): leaf i is the 32 raw bytes of the stored `hash` of
   line i + 1 (the event with seq i + 1).
 - The checkpoint is a C2SP tlog-checkpoint inside a C2SP signed note, signed with Ed25519:
 
@@ -46,11 +46,14 @@ import msgspec
 
 from dsl.jsoninput import strict_decoder
 from ledger import events as ev
-from ledger import lines, merkle
-from ledger.scan import last_line, last_newline
+from ledger.store import lines
+from ledger.proof import merkle
+from ledger.proof.verify import Problem, Redactions, Report, check_record, finish_report, verify
+from ledger.store.scan import last_line, last_newline
 from ledger.clock import Clock, format_ts, parse_ts, utc_now
 from ledger.fieldpath import FieldPathError, format_field_path, parse_field_path
-from ledger.log import LedgerCorrupt, LedgerError, LedgerReader, LedgerUnreadable, RawLine, list_segments, parse_line, segment_name, write_all
+from ledger.workflow.machine import Violation, Workflow
+from ledger.store.log import OPEN_CHECKS, LedgerCorrupt, LedgerError, LedgerReader, LedgerUnreadable, RawLine, list_segments, parse_line, segment_name, write_all
 
 ORIGIN_PREFIX = "countersign.example/ledger/"
 CHECKPOINTS_DIR = "checkpoints"
@@ -457,8 +460,8 @@ def _genesis_id(raw: RawLine) -> str:
 def ledger_tail(path: str | Path) -> tuple[int, str | None, str | None]:
     """`(size, head hash, ledger id)` of a ledger, reading only its first and last lines (a torn
     last line is not part of the ledger). `(0, None, None)` when it has no events. Each of the
-    two lines is read in bounded memory (ledger.scan); LedgerCorrupt when one is longer than
-    ledger.lines.MAX_LINE_BYTES or is not an event."""
+    two lines is read in bounded memory (ledger.store.scan); LedgerCorrupt when one is longer than
+    ledger.store.lines.MAX_LINE_BYTES or is not an event."""
     path = Path(path)
     segments = list_segments(path)
     ledger_id = None
@@ -541,6 +544,9 @@ def refuse_if_behind_checkpoint(path: str | Path) -> None:
         raise CheckpointConflict(f"{problem}; refusing to append")
 
 
+OPEN_CHECKS.append(refuse_if_behind_checkpoint)
+
+
 def save_checkpoint(path: str | Path, checkpoint: Checkpoint, note: bytes) -> Path:
     """Write a signed checkpoint into DIR/checkpoints/ atomically (temporary file, fsync, link);
     never replaces a file. Returns its path. Raises MalformedError (exit code 2) naming the path
@@ -593,7 +599,6 @@ def make_checkpoint(path: str | Path, key: SigningKey, clock: Clock = utc_now) -
     and sign a checkpoint of all its events. Returns `(checkpoint, signed note)`; does not save
     it. Raises VerificationError (the ledger fails verification or contradicts an earlier
     checkpoint), LedgerUnreadable."""
-    from ledger.verify import verify
 
     report = verify(path)
     if report.unreadable is not None:
@@ -672,9 +677,8 @@ def verify_against_checkpoint(path: str | Path, checkpoint: Checkpoint, *, expec
 
     With `incremental`, the events up to the checkpoint are not verified in full: see
     `_verify_incremental` (which is the reference verifier's). Otherwise `engine` is
-    ledger.verify.verify's.
+    ledger.proof.verify.verify's.
     """
-    from ledger.verify import Problem, verify
 
     check = CheckpointCheck(checkpoint, incremental=incremental)
     if incremental:
@@ -736,8 +740,6 @@ def _verify_incremental(path, checkpoint: Checkpoint, check: CheckpointCheck, ex
     """
     import hashlib as _hashlib
 
-    from ledger.verify import Problem, Redactions, Report, check_record, finish_report
-    from ledger.workflow import Violation, Workflow
 
     report = Report(path=str(path))
     try:
@@ -868,7 +870,6 @@ def make_proof(path: str | Path, seq: int, checkpoint: Checkpoint | None = None)
     must have the checkpoint's root and head. Raises MalformedError (seq out of range),
     VerificationError (the ledger does not match, or the event is damaged), LedgerUnreadable (no
     such directory, no ledger in it)."""
-    from ledger.verify import Redactions, check_record
 
     LedgerReader(path)  # LedgerUnreadable: no such directory, not a ledger
     size = checkpoint.size if checkpoint is not None else ledger_tail(path)[0]
@@ -973,7 +974,6 @@ def verify_proof(data: bytes, checkpoint_note: bytes, key: PublicKey) -> ProvenE
     its data matches its digests; the event's inclusion path leads from its stored hash, at
     index seq - 1, to the checkpoint's root; the head's path leads from the checkpoint's head, at
     index tree_size - 1, to the same root. Raises MalformedError or VerificationError."""
-    from ledger.verify import Redactions, check_record
 
     checkpoint = verify_checkpoint(checkpoint_note, key)
     proof = parse_proof(data)

@@ -1,4 +1,4 @@
-"""Summary numbers for a ledger, computed in SQL over the views of ledger.views.
+"""Summary numbers for a ledger, computed in SQL over the views of ledger.analytics.views.
 
     s = stats("ledger-dir")
     s.pending, s.oldest_pending_seconds, s.decision_p50_seconds, s.edit_rate
@@ -7,7 +7,7 @@ Everything is derived from the `events`, `requests` and `decision_times` views, 
 are those of the history as recorded; run `verify` first to know that the history is intact and
 lawful. Units: counts are integers, durations are seconds (float), rates are fractions in [0, 1].
 
-When the ledger has a projection (DIR/projection/, ledger.projection; `countersign ledger project
+When the ledger has a projection (DIR/projection/, ledger.analytics.projection; `countersign ledger project
 DIR` makes one), `stats` refreshes it incrementally and reads the same numbers from its tables,
 which is much faster on a large ledger; when the projection cannot cover every line (a line
 fails one of its checks, the directory is read-only), the views are used. Both give the same
@@ -86,12 +86,12 @@ def stats(path: str | Path, now: datetime | None = None, *, projection: bool | N
     `projection`: None (the default) reads the projection when the ledger has one (refreshed
     first) and the views otherwise; True makes the projection when there is none; False reads
     the views only. Whenever the projection does not cover the whole ledger the views are read.
-    Raises ValueError for a naive `now`, ledger.log.LedgerUnreadable when `path` is not a ledger.
+    Raises ValueError for a naive `now`, ledger.store.log.LedgerUnreadable when `path` is not a ledger.
     """
     if now is not None and now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
     if projection is not False:
-        from ledger import projection as proj
+        from ledger.analytics import projection as proj
 
         if projection or proj.exists(path):
             result = projection_stats(path, now, create=bool(projection))
@@ -101,8 +101,8 @@ def stats(path: str | Path, now: datetime | None = None, *, projection: bool | N
 
 
 def views_stats(path: str | Path, now: datetime | None = None) -> Stats:
-    """The Stats computed over the views of ledger.views (every line parsed at each call)."""
-    from ledger.views import connect
+    """The Stats computed over the views of ledger.analytics.views (every line parsed at each call)."""
+    from ledger.analytics.views import connect
 
     if now is not None and now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
@@ -118,7 +118,7 @@ def projection_stats(path: str | Path, now: datetime | None = None, *, create: b
     when there is no projection (and not `create`), it cannot be written, or it does not cover
     every line of the ledger (a line failed one of its checks: then only the views tell the
     history as recorded). Raises LedgerUnreadable when `path` is not a ledger."""
-    from ledger import projection as proj
+    from ledger.analytics import projection as proj
 
     if now is not None and now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
@@ -176,13 +176,13 @@ SELECT
 """
 
 
-# Where the query reads: the views (ledger.views), or the projection's tables (ledger.projection).
+# Where the query reads: the views (ledger.analytics.views), or the projection's tables (ledger.analytics.projection).
 _VIEW_SOURCES = {
     "@REQUESTS": "requests",
     "@EVENTS": "SELECT count(*) FROM events",
     "@LAST_TS": "SELECT ts FROM events WHERE valid AND ts IS NOT NULL ORDER BY position DESC LIMIT 1",
 }
-# The same numbers from the projection (ledger.projection): the final requests pre-counted by
+# The same numbers from the projection (ledger.analytics.projection): the final requests pre-counted by
 # every column the query groups or filters on (`final_summary`, n rows each) and their seconds to
 # decision (`final_seconds`, for the quantiles); the open requests one by one. Counts are sums of
 # n, which equal the counts over the requests themselves.

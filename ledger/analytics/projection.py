@@ -8,8 +8,8 @@
 `refresh(DIR)` brings the projection up to date with the log: it reads only the complete lines
 after the last line it covers (it remembers that line's segment, offset, seq and hash), checks
 each of them, folds them into the requests' states with ledger.workflow.Workflow, and appends
-the new rows, all in one DuckDB transaction. The `stats` of ledger.stats read it instead of
-parsing every line through the views of ledger.views when it is present and covers the whole
+the new rows, all in one DuckDB transaction. The `stats` of ledger.analytics.stats read it instead of
+parsing every line through the views of ledger.analytics.views when it is present and covers the whole
 ledger.
 
 Tables:
@@ -33,7 +33,7 @@ What is checked for each line projected: the line layout, that the body decodes 
 is in its canonical layout, `seq` is the previous one + 1, `prev` the previous hash, the stored
 hash SHA-256 of the body, the genesis first, and every workflow rule. A line that fails stops the
 refresh there (`Refresh.problem`): what came before stays projected, `complete` is false, and
-ledger.stats falls back to the views, which report the history as recorded. Not checked: the
+ledger.analytics.stats falls back to the views, which report the history as recorded. Not checked: the
 data beside the bodies and the spelling of timestamps, which the projection does not use (the
 timestamps are converted exactly as the views convert them). Run `ledger verify` for those.
 
@@ -61,9 +61,9 @@ from typing import Any, Iterator
 import msgspec
 
 from ledger import events as ev
-from ledger import lines as ln
-from ledger.log import LedgerUnreadable, list_segments, segment_name
-from ledger.workflow import RequestState, Violation, Workflow
+from ledger.store import lines as ln
+from ledger.store.log import LedgerUnreadable, list_segments, segment_name
+from ledger.workflow.machine import RequestState, Violation, Workflow
 
 FORMAT = "countersign-projection/2"
 DIRECTORY = "projection"
@@ -133,7 +133,7 @@ _REQUEST_COLUMNS = {
     "executed_at": "TIMESTAMPTZ",
 }
 _SUMMARY_KEYS = ("tool", "effect", "status", "decision", "edited", "outcome")
-_SECONDS_SQL = "(epoch_us(decided_at) - epoch_us(proposed_at)) / 1e6"  # as ledger.stats computes it
+_SECONDS_SQL = "(epoch_us(decided_at) - epoch_us(proposed_at)) / 1e6"  # as ledger.analytics.stats computes it
 _TS_COLUMNS = {name for name, t in _REQUEST_COLUMNS.items() if t == "TIMESTAMPTZ"}
 _EVENT_COLUMNS = {
     "seq": "BIGINT",
@@ -162,7 +162,7 @@ TABLES = ("meta", "events", "final_requests", "open_requests", "final_summary", 
 
 
 def _ts_sql(expr: str) -> str:
-    from ledger.views import _ts_sql as views_ts  # the views' conversion, so both read times alike
+    from ledger.analytics.views import _ts_sql as views_ts  # the views' conversion, so both read times alike
 
     return views_ts(expr)
 
@@ -366,7 +366,7 @@ class _Projector:
                             nl = data.index(b"\n", start)
                             text = data[start:nl]
                             expected = seq + 1
-                            # The layout of ledger.lines.split, inline; the hash's spelling is checked
+                            # The layout of ledger.store.lines.split, inline; the hash's spelling is checked
                             # below by comparing it with the body's SHA-256 in lowercase hex.
                             cut = text.find(hash_mark, 8)
                             if not text.startswith(prefix) or cut < 0 or text[cut + 73 : cut + 82] != data_mark or text[-1:] != suffix:
@@ -541,7 +541,7 @@ def _blocks(handle, pos: int):
     """`(data, base, tail)` for the rest of an open segment from `pos`: each `data` is whole lines
     (ending in a line feed; empty when a block ended none) starting at byte `base`, read
     _BLOCK_BYTES at a time; `tail` is the number of bytes after the last line feed so far (its
-    last value: the unterminated end). A line longer than ledger.lines.MAX_LINE_BYTES that a line
+    last value: the unterminated end). A line longer than ledger.store.lines.MAX_LINE_BYTES that a line
     feed ends is yielded as `(None, its offset, its size)`, last; it is never held whole, and an
     unterminated run of any length is only counted."""
     carry, base = b"", pos

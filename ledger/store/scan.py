@@ -1,6 +1,6 @@
 """Reading a segment's lines in bounded memory, whatever the file holds.
 
-A ledger line is at most `ledger.lines.MAX_LINE_BYTES` bytes, not counting its line feed
+A ledger line is at most `ledger.store.lines.MAX_LINE_BYTES` bytes, not counting its line feed
 (docs/ledger-format.md, section 2). A file can still hold more: a torn write of any size, a
 tampered segment. Every reader goes through this module, which never holds more than one line
 of the limit (plus one read chunk) in memory: a longer line is measured by reading on in chunks
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import BinaryIO, Iterator, NamedTuple
 
-from ledger.lines import MAX_LINE_BYTES
+from ledger.store.lines import MAX_LINE_BYTES
 
 CHUNK_BYTES = 1 << 20  # read size when skipping or scanning; at most MAX_LINE_BYTES (long_lines relies on it)
 

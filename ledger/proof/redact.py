@@ -33,14 +33,14 @@ from typing import NamedTuple
 import msgspec
 
 from ledger import events as ev
-from ledger import lines
+from ledger.store import lines
 from ledger.clock import Clock, utc_now
 from ledger.digest import canonical_json, is_marker, redacted_digest, redaction_marker
 from ledger.fieldpath import FieldPathError, format_field_path, parse_field_path, replace, resolve
-from ledger.log import Ledger, LedgerError, LedgerReader, _fsync_dir, write_all
-from ledger.scan import read_lines
-from ledger.verify import verify
-from ledger.workflow import FINAL, Workflow
+from ledger.store.log import Ledger, LedgerError, LedgerReader, _fsync_dir, write_all
+from ledger.store.scan import read_lines
+from ledger.proof.verify import verify
+from ledger.workflow.machine import FINAL, Workflow
 
 
 class RedactionError(LedgerError):
@@ -72,7 +72,7 @@ def redact(
     Raises RedactionError (no such event, no data, no such field, a field inside one already
     redacted, a request that can still run, a ledger that does not verify, a reason or an identity
     that is empty or holds a control character, a file that cannot be written),
-    ledger.log.LedgerLocked (a Gate or another writer has the ledger open), ledger.log.LedgerUnreadable
+    ledger.store.log.LedgerLocked (a Gate or another writer has the ledger open), ledger.store.log.LedgerUnreadable
     (no ledger there: nothing is created), LedgerCorrupt.
     """
     try:
@@ -169,8 +169,8 @@ _WRITE_BYTES = 1 << 20
 
 def _rewrite_line(segment: Path, record, new_data: bytes) -> None:
     """Replace the data of one line of `segment` (the hashed body is unchanged), crash-safely. The
-    segment is copied line by line (ledger.scan: bounded memory), the line replaced on the way;
-    the new line must be within ledger.lines.MAX_LINE_BYTES (a marker is shorter than most values
+    segment is copied line by line (ledger.store.scan: bounded memory), the line replaced on the way;
+    the new line must be within ledger.store.lines.MAX_LINE_BYTES (a marker is shorter than most values
     it replaces; RedactionError otherwise)."""
     old = lines.compose(record.body, record.data)[1]
     new = lines.compose(record.body, new_data)[1]

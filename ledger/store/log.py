@@ -1,7 +1,7 @@
 """The ledger on disk: an append-only, hash-chained directory of JSON Lines segments.
 
     DIR/
-      events-00000001.jsonl   segments, in order; one event per line (see ledger.lines)
+      events-00000001.jsonl   segments, in order; one event per line (see ledger.store.lines)
       events-00000002.jsonl
       LOCK                    the append lock: held (flock, exclusive) for the span of one write
       WRITERS                 every open writer holds a shared flock; an exclusive writer (a Gate)
@@ -18,7 +18,7 @@ write and one sync (group commit). An event may carry an idempotency `key`: appe
 with the same content returns the original event, with other content raises KeyConflict. The
 protocol, byte for byte, is docs/ledger-format.md section 7.
 
-Neither class verifies the chain; that is `ledger.verify`'s job (the Gate verifies when it replays).
+Neither class verifies the chain; that is `ledger.proof.verify`'s job (the Gate verifies when it replays).
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 import msgspec
 
-from ledger import lines, native
-from ledger.scan import last_line, last_newline, read_lines
-from ledger.store import Store
+from ledger.store import lines, native
+from ledger.store.scan import last_line, last_newline, read_lines
+from ledger.store.base import Store
 from ledger.clock import Clock, format_ts, utc_now
 from ledger.digest import canonical_json
 from ledger.events import (
@@ -73,6 +73,13 @@ _sync = getattr(os, "fdatasync", os.fsync)
 # Each quantifier is followed by a byte its class excludes, so a match attempt is linear.
 _KEYED_LINE = re.compile(rb'\{"body":\{"kind":"[a-z_]+","seq":[0-9]+,"ts":"[^"\n]*","prev":"[0-9a-f]{64}","key":"')
 _COPY_BYTES = 1 << 20  # chunk size for copying and hashing fragments of any size
+
+OPEN_CHECKS: list[Callable[[Path], None]] = []
+"""What a writer checks before it appends to a ledger directory: each callable gets the path and
+raises a LedgerError to refuse. The layers above storage register theirs here, so that storage
+imports none of them: ledger.proof.checkpoint registers `refuse_if_behind_checkpoint` (a ledger
+shorter than, or diverging from, its latest signed checkpoint is never extended), and the
+package `ledger` imports that module, so every writer, however it was imported, runs the check."""
 
 
 class LedgerError(Exception):
@@ -108,7 +115,7 @@ class ForeignAppend(LedgerError):
 
 
 class LineTooLong(LedgerError, ValueError):
-    """An event's line would be longer than ledger.lines.MAX_LINE_BYTES (docs/ledger-format.md,
+    """An event's line would be longer than ledger.store.lines.MAX_LINE_BYTES (docs/ledger-format.md,
     section 2): it is refused and nothing of its append is written. `size` is the line's length
     in bytes (line feed not counted); `event` the refused event's kind."""
 
@@ -155,7 +162,7 @@ class RawLine(NamedTuple):
 
 class TornTail(NamedTuple):
     """Bytes after the last newline of the last segment: a write that never completed.
-    `fragment` is None when they are more than ledger.lines.MAX_LINE_BYTES (then no whole line,
+    `fragment` is None when they are more than ledger.store.lines.MAX_LINE_BYTES (then no whole line,
     and not read); `size` is their number."""
 
     segment: str
@@ -231,7 +238,7 @@ class LedgerReader:
 
         Raises LedgerCorrupt (with `seq` None; the caller knows how many lines came before) when
         the segment numbers have a gap, a segment before the last does not end in a line feed, or
-        a line is longer than ledger.lines.MAX_LINE_BYTES (it is skipped over, never held whole;
+        a line is longer than ledger.store.lines.MAX_LINE_BYTES (it is skipped over, never held whole;
         its segment, line number and byte offset are named). An unterminated last line of any
         length is the torn tail, not an error.
         """
@@ -244,7 +251,7 @@ class LedgerReader:
             except OSError as exc:
                 raise LedgerUnreadable(f"{segment}: {exc.strerror}") from None
             with handle:
-                # Bounded reads: a line over the limit is measured, never held (ledger.scan).
+                # Bounded reads: a line over the limit is measured, never held (ledger.store.scan).
                 for number, offset, text, size, terminated in read_lines(handle):
                     if not terminated:
                         if i == last:
@@ -349,6 +356,21 @@ class _Item(NamedTuple):
 
 
 _new_tuple = tuple.__new__  # an _Item or Record without its generated __new__ (the writer makes one per event)
+
+
+def continues(record, expected: int, prev: str) -> bool:
+    """Section 6's exception (docs/ledger-format.md): is the Record read from the bytes after the
+    last line feed a whole line that is line `expected` of the chain? Its `seq` is `expected`, its
+    `prev` is `prev`, its hash is that of its body, and its DATA is null or a JSON object (the
+    layout of section 2, which check 1 requires: a write cut inside DATA leaves it unfinished)."""
+    if record.seq != expected or record.event.prev != prev or hashlib.sha256(record.body).hexdigest() != record.hash:
+        return False
+    if record.data == b"null":
+        return True
+    try:
+        return record.data.startswith(b"{") and isinstance(msgspec.json.decode(record.data), dict)
+    except (msgspec.DecodeError, RecursionError):  # no writer nests that deep: not one of its lines
+        return False
 
 
 class _Request:
@@ -475,9 +497,8 @@ class Ledger(Store):
 
     def _open_for_append(self, create: bool) -> None:
         """Find the head and the active segment, recover a torn tail. Runs under the append lock."""
-        from ledger.checkpoint import refuse_if_behind_checkpoint  # never extend a ledger shorter than its checkpoint
-
-        refuse_if_behind_checkpoint(self.path)
+        for check in OPEN_CHECKS:  # e.g. never extend a ledger shorter than its checkpoint
+            check(self.path)
         segments = list_segments(self.path)
         if not segments:
             if not create:
@@ -601,7 +622,6 @@ class Ledger(Store):
         (DATA included) that is the next link of the chain (seq, prev, hash)? Then it stands, and
         verify judges it like any other line (docs/ledger-format.md, sections 6 and 7.5); anything
         less is a torn write. A write cut anywhere, inside DATA too, leaves no whole line."""
-        from ledger.verify import continues  # verify imports this module
 
         if offset > 0:
             with segment.open("rb") as handle:
@@ -670,7 +690,7 @@ class Ledger(Store):
     def _read_head(self, segments: list[Path]) -> tuple[int, str]:
         """Seq and hash of the last event, read from the end of the last non-empty segment (which
         ends in a line feed: its torn tail was quarantined). Raises LedgerCorrupt when that line
-        is not an event, or is longer than ledger.lines.MAX_LINE_BYTES (never read whole)."""
+        is not an event, or is longer than ledger.store.lines.MAX_LINE_BYTES (never read whole)."""
         for segment in reversed(segments):
             size = segment.stat().st_size
             if size == 0:
@@ -759,7 +779,7 @@ class Ledger(Store):
         for number in range(1, self._segment_number + 1):
             segment = self.path / segment_name(number)
             end = self._segment_size if number == self._segment_number else None
-            with segment.open("rb") as handle:  # line by line, bounded (ledger.scan)
+            with segment.open("rb") as handle:  # line by line, bounded (ledger.store.scan)
                 for _number, start, text, _size, terminated in read_lines(handle):
                     if end is not None and start >= end:
                         break
@@ -865,7 +885,7 @@ class Ledger(Store):
         a write or sync failed (now or before: the writer stops and never retries), LedgerError
         when closed or used in another process than the one that opened it, ArgumentsError
         (from ledger.digest) for data JSON cannot carry, LineTooLong for an event whose line would be
-        longer than ledger.lines.MAX_LINE_BYTES (the whole call appends nothing), ValueError for a key that is not a string
+        longer than ledger.store.lines.MAX_LINE_BYTES (the whole call appends nothing), ValueError for a key that is not a string
         of 1 to KEY_MAX_LENGTH characters, LedgerCorrupt when the files were changed behind the
         writers' backs, ForeignAppend (exclusive writers).
         """

@@ -1,7 +1,7 @@
 """The storage interface the Gate and the verifiers need, so that nothing above it assumes files.
 
 A Store holds one hash-chained ledger (docs/ledger-format.md): events with gapless seqs, each
-linked to the one before by `prev`. The file ledger (ledger.log.Ledger) is the first Store; a
+linked to the one before by `prev`. The file ledger (ledger.store.log.Ledger) is the first Store; a
 database one will be the second. Every Store passes the abstract test case in
 tests/store_contract.py. What a Store must do:
 

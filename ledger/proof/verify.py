@@ -1,7 +1,7 @@
 """`verify`: prove a ledger's chain is intact and its history lawful.
 
 For every line, in order, it checks:
-1. the layout (ledger.lines), that the body decodes as an event whose members have the documented
+1. the layout (ledger.store.lines), that the body decodes as an event whose members have the documented
    types and values, and that it is in its one canonical layout (member order, no spacing, no
    repeated member), which only msgspec's own encoding of the event has;
 2. `seq` is one more than the previous event's (the first is 1, and it is the genesis);
@@ -11,7 +11,7 @@ For every line, in order, it checks:
    earlier than the previous event's;
 6. the data beside the body: present exactly for proposed and edited events, its arguments'
    and context's digests equal those in the body, and it is spelled canonically;
-7. the workflow rules (ledger.workflow), through the same fold the Gate uses.
+7. the workflow rules (ledger.workflow.machine), through the same fold the Gate uses.
 It stops at the first problem and names its seq. `expect_head` additionally requires a hash an
 auditor saved earlier to be in the chain, which detects truncation and rewrites behind that point.
 """
@@ -24,68 +24,31 @@ from pathlib import Path
 import msgspec
 
 from ledger import events as ev
-from ledger import native
 from ledger.clock import is_ts
 from ledger.digest import MAX_NESTING, ArgumentsError, canonical_spelling, is_marker, redacted_digest, value_digest
 from ledger.events import encode_event
 from ledger.fieldpath import FieldPathError, format_field_path, parse_field_path, resolve
-from ledger.lines import LineError
-from ledger.lines import split as lines_split
-from ledger.log import LedgerCorrupt, LedgerReader, LedgerUnreadable, RawLine, list_segments, parse_line
-from ledger.scan import read_lines
-from ledger.workflow import Violation, Workflow
-
-EXIT_OK, EXIT_BAD, EXIT_UNREADABLE = 0, 1, 2
-
-
-class Problem(msgspec.Struct, frozen=True):
-    """The first thing wrong: the seq where it is, the kind (`format`, `chain`, `data`,
-    `workflow`, `head`), a rule code for workflow problems, and a message."""
-
-    seq: int | None
-    kind: str
-    message: str
-    code: str | None = None
-    segment: str | None = None
-    line: int | None = None
-
-
-class Report(msgspec.Struct):
-    """What verification found. `exit_code`: 0 intact and lawful, 1 tampered or unlawful,
-    2 unreadable. `head` is the last good event's hash; `count` how many events were good."""
-
-    path: str
-    count: int = 0
-    head: str = ev.GENESIS_PREV
-    problem: Problem | None = None
-    unreadable: str | None = None
-    warnings: list[str] = []
-    statuses: dict[str, int] = {}
-    redactions: list[str] = []
-
-    @property
-    def ok(self) -> bool:
-        return self.problem is None and self.unreadable is None
-
-    @property
-    def exit_code(self) -> int:
-        if self.unreadable is not None:
-            return EXIT_UNREADABLE
-        return EXIT_OK if self.problem is None else EXIT_BAD
+from ledger.proof import fast
+from ledger.proof.report import EXIT_BAD, EXIT_OK, EXIT_UNREADABLE, Problem, Report, close_report  # noqa: F401 (re-exported)
+from ledger.store.lines import LineError
+from ledger.store.lines import split as lines_split
+from ledger.store.log import LedgerCorrupt, LedgerReader, LedgerUnreadable, RawLine, continues, list_segments, parse_line  # noqa: F401
+from ledger.store.scan import read_lines
+from ledger.workflow.machine import Violation, Workflow
 
 
 def verify(path: str | Path, expect_head: str | None = None, *, engine: str = "auto") -> Report:
     """Verify the ledger at `path`. Never raises for a bad ledger; the Report says what is wrong.
 
-    `engine` "auto" first tries the compiled verifier (ledger.native), which returns the same
+    `engine` "auto" first tries the compiled verifier (ledger.proof.fast), which returns the same
     Report for an intact, lawful ledger of the common shape and otherwise declines; then, or with
     `engine` "python", this module's reference verifier decides."""
     if engine not in ("auto", "python"):
         raise ValueError(f"engine must be 'auto' or 'python', not {engine!r}")
     if engine == "auto":
-        fast = native.verify_fast(path, expect_head)
-        if fast is not None:
-            return fast
+        report = fast.verify_fast(path, expect_head)
+        if report is not None:
+            return report
     report = Report(path=str(path))
     try:
         reader = LedgerReader(path)
@@ -185,41 +148,8 @@ def finish_report(report: Report, reader, expected: int, prev: str, prev_ts: str
     return completed
 
 
-def close_report(report: Report, expect_head: str | None, head_seen_at: int | None, open_requests: list[tuple[int, str]],
-                 statuses: dict[str, int]) -> None:
-    """The end both verifiers give a report after its last event: the expected head (a problem
-    when no line had it, a warning when events follow it), the requests by `statuses`
-    (ledger.workflow.count_statuses), and a warning for each ask whose interrupt was never
-    recorded, among `open_requests` ((request, status), in the order proposed)."""
-    if expect_head is not None:
-        if head_seen_at is None:
-            report.problem = Problem(None, "head", f"the expected head {expect_head} is not in this ledger: it was truncated or rewritten")
-            return
-        if head_seen_at != report.count:
-            report.warnings.append(f"the expected head is seq {head_seen_at}; {report.count - head_seen_at} events follow it")
-    report.statuses = statuses
-    for request, status in open_requests:
-        if status == "interrupting":
-            report.warnings.append(f"request {request} is an ask with no interrupt recorded")
-
-
-def continues(record, expected: int, prev: str) -> bool:
-    """Section 6's exception (docs/ledger-format.md): is the Record read from the bytes after the
-    last line feed a whole line that is line `expected` of the chain? Its `seq` is `expected`, its
-    `prev` is `prev`, its hash is that of its body, and its DATA is null or a JSON object (the
-    layout of section 2, which check 1 requires: a write cut inside DATA leaves it unfinished)."""
-    if record.seq != expected or record.event.prev != prev or hashlib.sha256(record.body).hexdigest() != record.hash:
-        return False
-    if record.data == b"null":
-        return True
-    try:
-        return record.data.startswith(b"{") and isinstance(msgspec.json.decode(record.data), dict)
-    except (msgspec.DecodeError, RecursionError):  # no writer nests that deep: not one of its lines
-        return False
-
-
 def complete_torn_tail(torn, expected: int, prev: str, prev_ts: str, workflow: Workflow, redactions: Redactions):
-    """A torn tail (ledger.log.TornTail) that is a whole line continuing the chain, checked as the
+    """A torn tail (ledger.store.log.TornTail) that is a whole line continuing the chain, checked as the
     event `expected` after `prev` and `prev_ts` and applied to `workflow`: its Record; the
     Problem it has under checks 2 to 7; or None when it is not such a line (a real torn write,
     or bytes over the line limit, which were not read)."""
@@ -284,7 +214,7 @@ class Redactions:
             segments = list_segments(Path(path))
         except OSError:
             segments = []
-        # Lines are read bounded (ledger.scan): one over the limit fails check 1, so it holds no
+        # Lines are read bounded (ledger.store.scan): one over the limit fails check 1, so it holds no
         # announcement, and only its length is read.
         complete, last = 0, b""
         for index, segment in enumerate(segments):

@@ -7,7 +7,7 @@
         gate.approve(p.request, approver="sup-1", digest=p.args_digest)
     result = gate.execute(p.request, cancel_order)     # runs once, with the approved arguments
 
-Every step is first checked against the workflow rules (ledger.workflow); an illegal step raises
+Every step is first checked against the workflow rules (ledger.workflow.machine); an illegal step raises
 that rule's Violation and appends nothing. A legal step is appended to the ledger, durably, before
 the Gate's state changes and before anything runs. Opening a Gate replays (and verifies) the
 ledger, so pending requests survive a restart.
@@ -40,9 +40,9 @@ from dsl.requirements import Requirements
 from ledger import events as ev
 from ledger.clock import Clock, add_seconds, format_ts, utc_now
 from ledger.digest import ArgumentsError, encode_arguments, value_digest
-from ledger.log import Ledger, LedgerCorrupt, LineTooLong, Record
-from ledger.verify import Redactions, check_record
-from ledger.workflow import (
+from ledger.store.log import Ledger, LedgerCorrupt, LineTooLong, Record
+from ledger.proof.verify import Redactions, check_record
+from ledger.workflow.machine import (
     EditDenied,
     NotPending,
     RequestFinal,
@@ -117,7 +117,7 @@ def _printable(text: str) -> str:
 
 ERROR_CHARS = 65_536
 """The most characters of a tool's error message an `executed` event records (the rest is cut,
-and the cut said): the outcome must always fit in a ledger line (ledger.lines.MAX_LINE_BYTES)."""
+and the cut said): the outcome must always fit in a ledger line (ledger.store.lines.MAX_LINE_BYTES)."""
 
 
 def _error_text(text: str) -> str:
@@ -320,7 +320,7 @@ class Gate:
         """Decide a tool call and record it; an ask also records the interrupt and its deadline.
 
         Raises InvalidCall for a malformed call, or one whose ledger line would be longer than
-        ledger.lines.MAX_LINE_BYTES (nothing is appended, so it can never run), and
+        ledger.store.lines.MAX_LINE_BYTES (nothing is appended, so it can never run), and
         CallIdConflict when `call_id` was already proposed with other arguments. A repeated `call_id` with the same call returns the first
         Proposal (`duplicate=True`) and appends nothing. NoPolicy on a reviewer's Gate.
         """

@@ -6,7 +6,7 @@
 
 The tree over n leaves D[0:n] is RFC 9162 section 2.1.1's MTH: for n > 1, with k the largest
 power of two smaller than n, MTH(D[0:n]) = node(MTH(D[0:k]), MTH(D[k:n])). In a countersign
-ledger leaf i is the 32 raw bytes of the stored `hash` of line i + 1 (see ledger.checkpoint and
+ledger leaf i is the 32 raw bytes of the stored `hash` of line i + 1 (see ledger.proof.checkpoint and
 docs/ledger-format.md); this module knows nothing about ledgers and works on any leaf bytes.
 
 Proofs are lists of 32-byte hashes:

@@ -44,13 +44,13 @@ from typing import Any, Literal
 import msgspec
 
 from dsl import Policy
-from ledger import lines
+from ledger.store import lines
 from ledger.clock import ManualClock, parse_duration
 from ledger.digest import ArgumentsError, encode_arguments
-from ledger.gate import Gate, GateError
-from ledger.log import Ledger
+from ledger.workflow.gate import Gate, GateError
+from ledger.store.log import Ledger
 from dsl.jsoninput import json_kind, parse_json_object
-from ledger.workflow import RequestState, Violation
+from ledger.workflow.machine import RequestState, Violation
 
 DEFAULT_START = datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)
 DEFAULT_REVIEWERS = ["reviewer-1", "reviewer-2", "reviewer-3"]
