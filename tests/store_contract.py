@@ -92,3 +92,20 @@ class StoreContract:
         assert all(b.event.prev == a.hash for a, b in zip(records, records[1:]))
         for s in stores:
             s.close()
+
+    def test_reading_from_a_seq_and_one_event_by_its_seq(self, where):
+        store = self.open_store(where)
+        for i in range(1, 40):
+            store.transact(lambda new, i=i: [proposal(i)] * (1 + i % 3))
+        head = store.head[0]
+        whole = list(store.records())
+        assert [r.seq for r in whole] == list(range(1, head + 1))
+        for seq in (1, 2, head // 2, head - 1, head):
+            assert [r.hash for r in store.records(seq)] == [r.hash for r in whole[seq - 1:]]
+            assert store.record_at(seq).hash == whole[seq - 1].hash
+            assert store.record_at(seq, store.locate(seq)).hash == whole[seq - 1].hash
+        assert list(store.records(head + 1)) == []
+        assert [r.seq for r in store.records(1, kind="genesis")] == [1]
+        assert [r.seq for r in store.records(5, kind="proposed")] == list(range(5, head + 1))
+        assert store.ledger_id == whole[0].event.ledger_id
+        store.close()

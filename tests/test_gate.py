@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import math
 
+import shutil
+
 import pytest
 
 from ledger import verify
 from ledger.clock import ManualClock
-from ledger.workflow.gate import CallIdConflict, ExecutionInProgress, ExecutionUnknown, InvalidCall
+from ledger.workflow.gate import CallIdConflict, ExecutionInProgress, ExecutionUnknown, Gate, InvalidCall
 from ledger.store.log import LedgerCorrupt
 from ledger.workflow import machine as wf
-from support import START, gate
+from support import START, gate, policy
 
 
 @pytest.fixture
@@ -263,6 +265,13 @@ def test_a_gate_refuses_to_extend_a_tampered_ledger(tmp_path, clock):
     segment = next((tmp_path / "l").glob("events-*.jsonl"))
     data = segment.read_bytes()
     segment.write_bytes(data.replace(b'"proposer":"agent"', b'"proposer":"agenT"', 1))
+    # A snapshot covers both events: opening trusts them (docs: what a snapshot skips)...
+    gate(tmp_path / "l", clock).close()
+    # ...a full verify on open does not, nor does a Gate without the snapshot.
+    with pytest.raises(LedgerCorrupt) as info:
+        Gate(policy(), tmp_path / "l", clock=clock, full_verify=True)
+    assert info.value.seq == 2
+    shutil.rmtree(tmp_path / "l" / "cache")
     with pytest.raises(LedgerCorrupt) as info:
         gate(tmp_path / "l", clock)
     assert info.value.seq == 2

@@ -233,6 +233,21 @@ class Redactions:
                 continue  # reported by the main pass
         return cls(found)
 
+    @classmethod
+    def from_records(cls, records) -> "Redactions":
+        """The same from a Store's `redacted` Records (`store.records(from_seq, kind="redacted")`),
+        for a reader that checks only the events after some seq: a redaction's target is always
+        earlier than its announcement, so the announcements after that seq are all that the
+        events after it can need."""
+        found: dict[int, dict[tuple, str]] = {}
+        for record in records:
+            try:
+                parts = parse_field_path(record.event.path)
+            except (FieldPathError, AttributeError):
+                continue  # the fold reports what is wrong with this event
+            found.setdefault(record.event.target, {}).setdefault(parts, record.event.value_digest)
+        return cls(found)
+
     def of(self, seq: int) -> dict[tuple, str] | None:
         return self.paths.get(seq)
 

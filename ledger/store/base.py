@@ -11,7 +11,12 @@ tests/store_contract.py. What a Store must do:
   write at the head it caught up to; release. The Gate's every step is one transaction.
 - `append_at(items, expected)`: append a batch only if the head is still `expected` (else
   HeadMoved, nothing appended): optimistic writers that do not fold.
-- `records(from_seq)`: the stored events from a seq, in order, without taking the lock.
+- `records(from_seq, kind=None)`: the stored events from a seq (optionally of one kind), in
+  order, without taking the lock; reading from a seq costs what is read, not the ledger before it.
+- `record_at(seq, hint=None)`: one stored event (`hint` is an opaque place a Store may return as
+  `locate(seq)`, to skip the search).
+- `ledger_id`: the genesis event's identity of the ledger.
+- `cache_dir()`: a local directory for data derived from the ledger (a Gate's snapshot), or None.
 - `grew()`: whether other writers may have appended since this Store last looked, cheaply and
   without the lock (what `Gate.wait` polls).
 - `close()`.
@@ -20,6 +25,7 @@ tests/store_contract.py. What a Store must do:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 Items = Sequence[tuple[Any, "dict | bytes | None"]]
@@ -45,7 +51,20 @@ class Store(ABC):
     def transact(self, build: Callable[[list], Items]) -> list: ...
 
     @abstractmethod
-    def records(self, from_seq: int = 1) -> Iterator: ...
+    def records(self, from_seq: int = 1, *, kind: str | None = None) -> Iterator: ...
+
+    @abstractmethod
+    def record_at(self, seq: int, hint: Any = None) -> Any: ...
+
+    @abstractmethod
+    def locate(self, seq: int) -> Any: ...
+
+    @property
+    @abstractmethod
+    def ledger_id(self) -> str: ...
+
+    def cache_dir(self) -> "Path | None":
+        return None
 
     @abstractmethod
     def grew(self) -> bool: ...

@@ -38,6 +38,7 @@ from typing import Any, Callable, Iterator, NamedTuple, Sequence
 import msgspec
 
 from ledger.store import lines, native
+from ledger.store import seek
 from ledger.store.scan import last_line, last_newline, read_lines
 from ledger.store.base import Store
 from ledger.clock import Clock, format_ts, utc_now
@@ -65,6 +66,7 @@ DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
 LOCK_FILE = "LOCK"
 WRITERS_FILE = "WRITERS"
 QUARANTINE_DIR = "quarantine"
+CACHE_DIR = "cache"  # derived data (a Gate's snapshot): never part of the ledger
 
 _sync = getattr(os, "fdatasync", os.fsync)
 
@@ -451,6 +453,8 @@ class Ledger(Store):
         self._tip: tuple[int, str] = (0, GENESIS_PREV)
         self._tip_ts = ""  # the head's ts: no event this writer appends is earlier
         self._keys: dict[str, tuple[int, int, int]] | None = None  # key → (seq, segment number, offset)
+        self._first_seqs: dict[int, int] = {}  # segment number → the seq of its first line (ledger.store.seek)
+        self._ledger_id: str | None = None
         if not self.path.exists():
             if not create:
                 raise LedgerUnreadable(f"{self.path}: no such ledger directory")
@@ -1180,11 +1184,106 @@ class Ledger(Store):
 
     # --- reading and closing ------------------------------------------------------------------
 
-    def records(self, from_seq: int = 1) -> Iterator[Record]:
-        """Every stored event from seq `from_seq` on, in order (reads the files without the lock;
-        see LedgerReader)."""
-        records = LedgerReader(self.path).records()
-        return records if from_seq <= 1 else (r for r in records if r.seq >= from_seq)
+    def records(self, from_seq: int = 1, *, kind: str | None = None) -> Iterator[Record]:
+        """The stored events from seq `from_seq` on, in order, up to the last whole line (read
+        without the lock: a prefix of the ledger). The start is found by seq (ledger.store.seek),
+        so reading the tail of a large ledger costs the tail. `kind` keeps only the events of that
+        kind, recognized by their first bytes and decoded alone. `line` is 0 in Records read from
+        a seq other than 1. Raises LedgerCorrupt for a line that is not an event, or over
+        MAX_LINE_BYTES; LedgerUnreadable when `from_seq` is past the head by more than one."""
+        if from_seq <= 1 and kind is None:
+            yield from LedgerReader(self.path).records()
+            return
+        start = self.locate(max(1, from_seq))
+        if start is None:
+            if self.locate(from_seq - 1) is not None:
+                return  # from the seq after the last: nothing yet
+            raise LedgerUnreadable(f"{self.path}: no event with seq {from_seq} or {from_seq - 1}")
+        number, offset = start
+        prefix = None if kind is None else b'{"body":{"kind":"' + kind.encode("ascii") + b'",'
+        seq = from_seq
+        while True:
+            segment = self.path / segment_name(number)
+            try:
+                handle = segment.open("rb")
+            except FileNotFoundError:
+                return
+            with handle:
+                handle.seek(offset)
+                for _n, at, text, size, terminated in read_lines(handle, offset):
+                    if not terminated:
+                        return  # a write in progress, or a torn tail: not an event yet
+                    if text is None:
+                        raise LedgerCorrupt(seq, f"{lines.too_long(size)}, at byte {at}", segment.name)
+                    if prefix is None or text.startswith(prefix):
+                        yield parse_line(RawLine(segment.name, 0, at, text), seq)
+                    seq += 1
+            number, offset = number + 1, 0
+
+    def locate(self, seq: int) -> tuple[int, int] | None:
+        """`(segment number, byte offset)` of the line of `seq`, found without reading the ledger
+        (ledger.store.seek: binary searches), or None when no line names that seq."""
+        if seq < 1:
+            return None
+        first = self._first_seqs
+        number = max(self._segment_number, 1)
+        while (self.path / segment_name(number + 1)).exists():  # segments other writers started
+            number += 1
+        lo, hi = 1, number  # the last segment whose first seq is <= seq
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if mid not in first:
+                found = seek.first_seq(self.path / segment_name(mid))
+                if found is None:
+                    return None
+                first[mid] = found
+            if first[mid] <= seq:
+                lo = mid
+            else:
+                hi = mid - 1
+        offset = seek.offset_of(self.path / segment_name(lo), seq)
+        return None if offset is None else (lo, offset)
+
+    def record_at(self, seq: int, hint: tuple[int, int] | None = None) -> Record:
+        """The stored Record of `seq`: read at `hint` (segment number, offset) when the line there
+        names that seq, else found by `locate`. Raises LedgerUnreadable when there is no whole
+        line of that seq, LedgerCorrupt when the line is not an event."""
+        for place in (hint, None):
+            if place is None:
+                place = self.locate(seq)
+                if place is None:
+                    break
+            number, offset = place
+            segment = self.path / segment_name(number)
+            try:
+                with segment.open("rb") as handle:
+                    handle.seek(offset)
+                    for _n, at, text, size, terminated in read_lines(handle, offset):
+                        if terminated and text is not None and seek.head_seq(text[:80]) == seq:
+                            return parse_line(RawLine(segment.name, 0, at, text), seq)
+                        break
+            except OSError:
+                pass
+            if hint is None:
+                break
+            hint = None
+        raise LedgerUnreadable(f"{self.path}: no whole line holds the event with seq {seq}")
+
+    @property
+    def ledger_id(self) -> str:
+        """The ledger's identity: its genesis event's `ledger_id`. Raises LedgerCorrupt when the
+        first line is not a genesis."""
+        if self._ledger_id is None:
+            record = self.record_at(1, (1, 0))
+            if not isinstance(record.event, Genesis):
+                raise LedgerCorrupt(1, "the first event is not a genesis", record.segment)
+            self._ledger_id = record.event.ledger_id
+        return self._ledger_id
+
+    def cache_dir(self) -> Path:
+        """Where data derived from this ledger may be kept (a Gate's snapshot): the directory
+        `cache/` inside the ledger's (docs/ledger-format.md, section 1: not part of the ledger)."""
+        return self.path / CACHE_DIR
 
     def close(self) -> None:
         """Wait for a commit in flight, fail the queued ones (LedgerError), release the locks."""

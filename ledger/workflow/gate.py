@@ -40,8 +40,9 @@ from dsl.requirements import Requirements
 from ledger import events as ev
 from ledger.clock import Clock, add_seconds, format_ts, utc_now
 from ledger.digest import ArgumentsError, encode_arguments, value_digest
-from ledger.store.log import Ledger, LedgerCorrupt, LineTooLong, Record
+from ledger.store.log import Ledger, LedgerCorrupt, LedgerError, LineTooLong, Record
 from ledger.proof.verify import Redactions, check_record
+from ledger.workflow.snapshot import Archive, Behind, Snapshot, Unusable
 from ledger.workflow.machine import (
     EditDenied,
     NotPending,
@@ -60,6 +61,12 @@ POLL_SECONDS = (0.02, 0.25)
 stat of the segment being appended to, and a catch-up only when it grew or a deadline passed."""
 
 DECISIONS = ("approve", "edit", "reject", "respond")
+
+SAVE_EVERY = 1_000
+"""A Gate writes its snapshot (ledger.workflow.snapshot) when it has folded this many events since
+its last save, and on close."""
+SAVE_REPLAY = 20_000
+"""A full replay writes the snapshot every this many events (memory stays bounded)."""
 
 DEFAULT_EXPIRY_MESSAGE = "No one decided in time; the call was not run. Do not retry it without asking the user."
 
@@ -176,7 +183,8 @@ class Gate:
     and keeps every other writer out.
     """
 
-    def __init__(self, policy: Policy | None, ledger: Ledger | str | Path, *, clock: Clock = utc_now):
+    def __init__(self, policy: Policy | None, ledger: Ledger | str | Path, *, clock: Clock = utc_now,
+                 snapshot: bool = True, full_verify: bool = False):
         self.policy = policy
         self.clock = clock
         self.ledger = ledger if isinstance(ledger, Ledger) else Ledger(ledger, clock=clock)
@@ -184,33 +192,85 @@ class Gate:
         self._running: set[int] = set()  # requests whose tool is running in some thread of this process
         self._broken: LedgerCorrupt | None = None
         self._expired: list[int] = []  # the requests the last `expire()` expired
-        self._replay()
+        self._ledger_id = self.ledger.ledger_id
+        self._snapshot: Snapshot | None = None
+        if snapshot and (where := self.ledger.cache_dir()) is not None:
+            self._snapshot = Snapshot(where)
+        self._open(full_verify)
 
-    # --- replay and catching up ---------------------------------------------------------------
+    # --- opening, catching up, and the snapshot -----------------------------------------------
 
-    def _replay(self) -> None:
-        """Fold the whole ledger as stored (read without the lock: the files only grow; the first
-        step catches up with whatever was appended meanwhile)."""
-        self.workflow = Workflow()
-        self._data: dict[int, dict] = {}  # request → {"args", "context"} while it can still run
-        self._seen: tuple[int, str] = (0, ev.GENESIS_PREV)  # seq and hash of the last event folded
-        self._last_ts = ""
-        self._redactions = Redactions.collect(self.ledger.path)
-        self._fold(self.ledger.records())
+    def _open(self, full_verify: bool = False) -> None:
+        """Load the snapshot and verify the events after it, or (none usable, or `full_verify`)
+        replay and verify the whole ledger, rebuilding the snapshot on the way. Read without the
+        lock: the files only grow; the first step catches up with what was appended meanwhile.
+        A snapshot that another Gate resets meanwhile (Behind) is read again, then left out."""
+        for attempt in range(3):
+            try:
+                return self._open_once(full_verify)
+            except Behind:
+                if attempt == 1:
+                    self._snapshot = None
 
-    def _fold(self, records) -> None:
-        """Check and fold events not yet seen, in order (those already folded are skipped)."""
+    def _open_once(self, full_verify: bool) -> None:
+        self._data: dict[int, dict] = {}  # request → {"args", "context"}: the open ones read so far
+        self._dirty: dict[int, int] = {}  # request → seq of its last change not yet in the snapshot
+        loaded = None
+        if self._snapshot is not None and not full_verify:
+            try:
+                loaded = self._snapshot.load(self._ledger_id)
+                if loaded is not None and self._snapshot_head_problem(loaded):
+                    loaded = None
+            except Unusable:
+                self._snapshot = None
+        archive = Archive(self._snapshot, self) if self._snapshot is not None else None
+        self.workflow = Workflow(archive=archive)
+        if loaded is not None:
+            # The events up to the snapshot's seq were verified by the Gate that wrote it.
+            self._seen = (loaded.seq, loaded.hash)  # seq and hash of the last event folded
+            self._base = self._floor = loaded.seq  # every change after _base is in memory; the snapshot holds _floor
+            self._last_ts = loaded.ts
+            for state in loaded.pending:
+                self.workflow.requests[state.request] = state
+                if state.status == "pending":
+                    self.workflow.pending[state.request] = state
+            start = loaded.seq + 1
+        else:
+            self._seen, self._base, self._floor, self._last_ts = (0, ev.GENESIS_PREV), 0, 0, ""
+            if self._snapshot is not None:
+                try:
+                    self._snapshot.reset(self._ledger_id)
+                except Unusable:
+                    self._snapshot, self.workflow.archive = None, None
+            start = 1
+        self._redactions = Redactions.from_records(self.ledger.records(start, kind="redacted"))
+        self._fold(self.ledger.records(start), saving=loaded is None)
+        self._save()
+
+    def _snapshot_head_problem(self, loaded) -> bool:
+        """Whether the ledger's event at the snapshot's seq lacks the hash it recorded (the ledger
+        was cut or rewritten since: the snapshot is stale)."""
+        try:
+            return self.ledger.record_at(loaded.seq, loaded.place).hash != loaded.hash
+        except LedgerError:
+            return True
+
+    def _fold(self, records, *, saving: bool = False) -> None:
+        """Check and fold events not yet seen, in order (those already folded are skipped).
+        `saving`: a full replay, which writes the snapshot every SAVE_REPLAY events."""
         if self._broken is not None:
             raise self._broken
         for record in records:
             if record.seq <= self._seen[0]:
                 continue
-            if isinstance(record.event, ev.Redacted) and self._seen[0] > 0 and record.event.target not in self._redactions.paths:
+            if isinstance(record.event, ev.Redacted) and record.event.target not in self._redactions.paths:
                 # A redaction rewrites an earlier line (it needs the ledger to itself, so no Gate
-                # was open): fold the ledger again from its files, as stored now.
-                self._replay()
+                # was open): open again, from the snapshot and the files as stored now.
+                self._open()
                 return
             self._fold_one(record)
+            if saving and record.seq - self._base >= SAVE_REPLAY:
+                self._save()
 
     def _fold_one(self, record: Record) -> None:
         seq, prev = self._seen
@@ -227,26 +287,82 @@ class Gate:
         except LedgerCorrupt as exc:
             self._broken = exc
             raise
-        self._remember(record.seq, record.event, record.data_value())
-        self._seen = (record.seq, record.hash)
-        self._last_ts = max(self._last_ts, record.event.ts)
+        self._folded(record)
 
-    def _remember(self, seq: int, event: ev.Event, data: dict | None) -> None:
+    def _folded(self, record: Record) -> None:
+        """What follows an event's fold: its data kept, its request marked changed, the head moved."""
+        event, seq = record.event, record.seq
         if isinstance(event, ev.Proposed):
+            self._dirty[seq] = seq
             if event.effect != "deny":
-                self._data[seq] = data
+                self._data[seq] = record.data_value()
         elif isinstance(event, ev.Edited):
-            self._data[event.request]["args"] = data["args"]
+            self._dirty[event.request] = seq
+            if event.request in self._data:
+                self._data[event.request]["args"] = record.data_value()["args"]
         elif hasattr(event, "request"):
+            self._dirty[event.request] = seq
             state = self.workflow.requests.get(event.request)
             if state is not None and state.final:
                 self._data.pop(event.request, None)
+        self._seen = (seq, record.hash)
+        self._last_ts = max(self._last_ts, event.ts)
+
+    def _save(self) -> None:
+        """Write what changed since the last save to the snapshot, then keep in memory only the
+        pending requests (the snapshot holds the rest). Nothing happens without a snapshot; a
+        snapshot that fails is dropped (the Gate goes on holding everything in memory)."""
+        if self._snapshot is None or self._seen[0] == 0:
+            return
+        states = {}
+        for request, version in self._dirty.items():
+            state = self.workflow.requests.get(request)
+            if state is not None:
+                states[request] = (version, state)
+        redacted = [(target, 0, path) for target, paths in self.workflow.redacted.items() for path in paths]
+        try:
+            at = self._snapshot.save(
+                ledger_id=self._ledger_id, base=self._base, seq=self._seen[0], hash=self._seen[1], ts=self._last_ts,
+                place=self.ledger.locate(self._seen[0]), states=states, call_ids=dict(self.workflow.by_call_id),
+                edits=dict(self.workflow.edits), redacted=redacted)
+        except Unusable:
+            self._snapshot, self.workflow.archive = None, None
+            return
+        if at is None or at < self._seen[0]:
+            return  # not written (the snapshot moved back): keep everything in memory
+        self._base = self._floor = self._seen[0]
+        self._dirty = {}
+        self.workflow.forget(list(self.workflow.requests))  # all but the pending: read again when needed
+        for request in [r for r in self._data if r not in self.workflow.requests]:
+            del self._data[request]
+
+    def _call_data(self, request: int) -> dict:
+        """`{"args", "context"}` of an open request: the current arguments and the proposal's
+        context, read from the ledger (the snapshot holds where, not what) and checked against
+        the digests its state carries. Raises LedgerCorrupt when the stored data does not match."""
+        data = self._data.get(request)
+        if data is not None:
+            return data
+        state = self._open_state(request)
+        proposal = self.ledger.record_at(request).data_value() or {}
+        args = proposal.get("args")
+        if state.data_seq and state.data_seq != request:
+            args = (self.ledger.record_at(state.data_seq).data_value() or {}).get("args")
+        try:
+            ok = value_digest(args) == state.digest and value_digest(proposal.get("context")) == state.context_digest
+        except ArgumentsError:
+            ok = False
+        if not ok:
+            raise LedgerCorrupt(state.data_seq or request, "the stored arguments or context do not match their digests")
+        data = self._data[request] = {"args": args, "context": proposal.get("context")}
+        return data
 
     def _commit(self, step: Callable[[], list[tuple[ev.Event, Any]]]) -> list[Record]:
         """One step: under the ledger's commit lock, fold what other writers appended, expire what
         is due, then `step()` checks against the current state and returns the events to append.
         Returns the appended Records (already folded). When requests were due, their expiry is
-        committed first (one write for all of them) and the step runs in the next commit."""
+        committed first (one write for all of them) and the step runs in the next commit. A
+        snapshot that can no longer answer for this Gate (Behind) makes it open again and retry."""
         while True:
             expired = False
 
@@ -263,13 +379,16 @@ class Gate:
                 records = self.ledger.transact(build)
             except LineTooLong as exc:  # nothing was appended: the step did not happen
                 raise InvalidCall(f"this step cannot be recorded: {exc}") from None
+            except Behind:
+                self._open()
+                continue
             for record in records:
                 if expired:
                     self._expired.append(record.event.request)
                 self.workflow.apply(record.seq, record.event)
-                self._remember(record.seq, record.event, record.data_value())
-                self._seen = (record.seq, record.hash)
-                self._last_ts = max(self._last_ts, record.event.ts)
+                self._folded(record)
+            if self._seen[0] - self._base >= SAVE_EVERY:
+                self._save()
             if not expired:
                 return records
 
@@ -350,7 +469,7 @@ class Gate:
 
             def step() -> list[tuple[ev.Event, Any]]:
                 nonlocal deadline
-                if call_id is not None and call_id in self.workflow.by_call_id:
+                if call_id is not None and self.workflow.request_of(call_id) is not None:
                     repeat.append(self._repeat(call_id, tool, digest, proposer, context_digest))
                     return []
                 ts = self._now()
@@ -384,7 +503,7 @@ class Gate:
             if repeat:
                 return repeat[0]
             request = records[0].seq
-            state = self.workflow.requests[request]
+            state = self._open_state(request)
             return Proposal(
                 request=request,
                 tool=tool,
@@ -399,7 +518,7 @@ class Gate:
             )
 
     def _repeat(self, call_id: str, tool: str, digest: str, proposer: str, context_digest: str) -> Proposal:
-        state = self.workflow.requests[self.workflow.by_call_id[call_id]]
+        state = self._open_state(self.workflow.request_of(call_id))
         if (state.tool, state.original_digest, state.proposer, state.context_digest) != (tool, digest, proposer, context_digest):
             raise CallIdConflict(
                 f"call id {call_id!r} was proposed before (request {state.request}) with another tool, "
@@ -432,7 +551,7 @@ class Gate:
         with self._lock:
             def step() -> list[tuple[ev.Event, Any]]:
                 if digest is not None:
-                    state = self.workflow.requests.get(request)
+                    state = self.workflow.get(request)
                     if state is not None and not state.final and state.digest != digest:
                         raise StaleDigest(f"the decision is for arguments {digest[:12]}…, the request's are now "
                                           f"{state.digest[:12]}…", request)
@@ -443,12 +562,12 @@ class Gate:
             try:
                 self._commit(step)
             except (RequestFinal, NotPending) as exc:  # a race lost: say who decided and when
-                state = self.workflow.requests.get(request)
+                state = self.workflow.get(request)
                 said = decided_by_whom(state) if state is not None else ""
                 if not said:
                     raise
                 raise type(exc)(exc.message + said, request) from None
-            return self._snapshot(request)
+            return self._copy_of(request)
 
     def approve(self, request: int, *, approver: str, digest: str, comment: str | None = None) -> RequestState:
         """Record one approval of the arguments whose digest the approver saw.
@@ -486,7 +605,7 @@ class Gate:
 
         def make() -> ev.Event:
             state = self._open_state(request)
-            decision = policy.evaluate(state.tool, stored, self._data.get(request, {}).get("context"))
+            decision = policy.evaluate(state.tool, stored, self._call_data(request).get("context"))
             if decision.effect == "deny":
                 raise EditDenied("the policy denies the edited call: " + " ".join(decision.reasons), request)
             assert state.requirements is not None or state.status != "pending"
@@ -586,7 +705,7 @@ class Gate:
 
             def step() -> list[tuple[ev.Event, Any]]:
                 nonlocal args
-                state = self.workflow.requests.get(request)
+                state = self.workflow.get(request)
                 if state is None:
                     raise UnknownRequest(f"request {request} was never proposed", request)
                 if state.status == "executed":
@@ -603,14 +722,14 @@ class Gate:
                 self.workflow.check(started)  # raises when the request may not run
                 # The tool gets its own copy of the approved arguments, made before anything is
                 # written: nothing that can fail may stand between the start and the tool's run.
-                args = copy.deepcopy(self._data[request]["args"])
+                args = copy.deepcopy(self._call_data(request)["args"])
                 return [(started, None)]
 
             self._commit(step)
             if outcome:
                 return outcome[0]
             self._running.add(request)
-            digest = self.workflow.requests[request].digest
+            digest = self._open_state(request).digest
         # The tool runs outside the Gate's lock, so that a slow tool does not hold up every other
         # proposal and decision; `_running` keeps a second execute() of this request out meanwhile.
         result, exception, error = None, None, None
@@ -635,12 +754,20 @@ class Gate:
     # --- reading ------------------------------------------------------------------------------
 
     def _open_state(self, request: int) -> RequestState:
-        state = self.workflow.requests.get(request)
+        """The state of a request (from memory or the snapshot). Raises UnknownRequest."""
+        for _attempt in range(3):
+            try:
+                state = self.workflow.get(request)
+                break
+            except Behind:  # the snapshot cannot answer as of this Gate's seq: open again from it
+                self._open()
+        else:
+            raise GateError("the snapshot kept changing while this Gate read it; try again")
         if state is None:
             raise UnknownRequest(f"request {request} was never proposed", request)
         return state
 
-    def _snapshot(self, request: int) -> RequestState:
+    def _copy_of(self, request: int) -> RequestState:
         state = self._open_state(request)
         snapshot = copy.copy(state)
         snapshot.approvals = dict(state.approvals)
@@ -654,21 +781,21 @@ class Gate:
         with self._lock:
             if refresh:
                 self._commit(lambda: [])
-            return self._snapshot(request)
+            return self._copy_of(request)
 
     def pending(self) -> list[RequestState]:
         """Snapshots of the requests waiting for a human decision, oldest first (after catching up
         and expiring what is due)."""
         with self._lock:
             self._commit(lambda: [])
-            return [self._snapshot(r) for r in sorted(self.workflow.pending)]
+            return [self._copy_of(r) for r in sorted(self.workflow.pending)]
 
     def find(self, *, call_id: str) -> RequestState | None:
         """The request proposed with this call id, or None (after catching up)."""
         with self._lock:
             self._commit(lambda: [])
-            request = self.workflow.by_call_id.get(call_id)
-            return None if request is None else self._snapshot(request)
+            request = self.workflow.request_of(call_id)
+            return None if request is None else self._copy_of(request)
 
     def allowed_decisions(self, request: int) -> tuple[str, ...]:
         """The decisions the request's rule allows while it is pending (approve, edit, reject,
@@ -708,9 +835,15 @@ class Gate:
         UnknownRequest, or KeyError when the request is final and its arguments were released."""
         with self._lock:
             self._open_state(request)
-            return copy.deepcopy(self._data[request]["args"])
+            return copy.deepcopy(self._call_data(request)["args"])
 
     def close(self) -> None:
+        """Write the snapshot (what changed since the last save) and close the ledger."""
+        with self._lock:
+            if self._broken is None:
+                self._save()
+            if self._snapshot is not None:
+                self._snapshot.close()
         self.ledger.close()
 
     def __enter__(self) -> "Gate":

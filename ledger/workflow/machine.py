@@ -33,6 +33,7 @@ The rules (each a Violation subclass, `code` in parentheses):
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
+from typing import Protocol
 from dataclasses import dataclass, field
 
 from dsl.requirements import Requirements, strictest
@@ -216,6 +217,7 @@ class RequestState:
     outcome: str | None = None
     result_digest: str | None = None
     error: str | None = None
+    data_seq: int = 0  # the seq of the event holding the current arguments: the proposal, or the last edit
 
     @property
     def final(self) -> bool:
@@ -250,6 +252,21 @@ def decided_by_whom(state: RequestState) -> str:
 _DECIDED = {"approve": "approved", "reject": "rejected", "respond": "answered", "expire": "expired", "cancel": "cancelled"}
 
 
+class Archive(Protocol):
+    """Where a Workflow finds what it does not hold in memory (a Gate's snapshot,
+    ledger.workflow.snapshot): the state of a request, the request of a call id or of an edit's
+    seq, the paths redacted in an event's data. Each answers as of the events the Workflow has
+    folded; None (or empty) when there is none."""
+
+    def load(self, request: int) -> RequestState | None: ...
+
+    def request_of(self, call_id: str) -> int | None: ...
+
+    def edit_request(self, seq: int) -> int | None: ...
+
+    def redacted_paths(self, target: int) -> list[str]: ...
+
+
 class Workflow:
     """The states of all requests of one ledger. `requests[seq]` is the request proposed at seq.
 
@@ -258,9 +275,15 @@ class Workflow:
     needs more of it), so memory is about one byte per event plus the requests still open, instead
     of about 1.5 KB per request. `requests` then holds only the open requests, `by_call_id` is not
     kept (only the Gate uses it), and the map of edits (which a redaction may name) keeps only the
-    seqs in `edit_targets` when that is given. `status_counts()` works in both modes."""
+    seqs in `edit_targets` when that is given. `status_counts()` works in both modes.
 
-    def __init__(self, *, keep_final: bool = True, edit_targets: Collection[int] | None = None) -> None:
+    `archive` (with keep_final=True): `requests`, `by_call_id`, `edits` and `redacted` hold a
+    working set, and whatever is not there is asked of the archive (`get`, `request_of`, ...);
+    `forget` drops what the archive holds from memory. A Gate over a large ledger keeps its
+    pending requests and what changed since its last snapshot, not the whole history."""
+
+    def __init__(self, *, keep_final: bool = True, edit_targets: Collection[int] | None = None,
+                 archive: Archive | None = None) -> None:
         self.requests: dict[int, RequestState] = {}
         self.by_call_id: dict[str, int] = {}
         self.seen_genesis = False
@@ -272,6 +295,51 @@ class Workflow:
         # The pending requests (interrupted, not yet decided) by request, so that expiring them
         # does not scan every request ever made (the Gate keeps them all).
         self.pending: dict[int, RequestState] = {}
+        self.archive = archive
+
+    def get(self, request: int) -> RequestState | None:
+        """The state of a request (from memory, else the archive, then kept in memory), or None
+        when it was never proposed (or its state was dropped: keep_final=False)."""
+        state = self.requests.get(request)
+        if state is None and self.archive is not None:
+            state = self.archive.load(request)
+            if state is not None:
+                self.requests[request] = state
+                if state.status == "pending":
+                    self.pending[request] = state
+        return state
+
+    def request_of(self, call_id: str) -> int | None:
+        """The request proposed with `call_id`, or None."""
+        request = self.by_call_id.get(call_id)
+        if request is None and self.archive is not None:
+            request = self.archive.request_of(call_id)
+        return request
+
+    def edit_request(self, seq: int) -> int | None:
+        """The request of the edit recorded at `seq`, or None when `seq` is not an edit."""
+        request = self.edits.get(seq)
+        if request is None and self.archive is not None:
+            request = self.archive.edit_request(seq)
+        return request
+
+    def redacted_paths(self, target: int) -> list[str]:
+        """The field paths redacted so far in the data of the event at `target`, in order."""
+        paths = self.redacted.get(target)
+        if paths is None and self.archive is not None:
+            paths = self.archive.redacted_paths(target) or None
+        return paths or []
+
+    def forget(self, requests: Iterable[int]) -> None:
+        """Drop these requests' states from memory, and the indexes (call ids, edits,
+        redactions): the archive holds them. A pending request is kept (the queue is in memory)."""
+        for request in requests:
+            state = self.requests.get(request)
+            if state is not None and request not in self.pending and state.status != "interrupting":
+                del self.requests[request]
+        self.by_call_id.clear()
+        self.edits.clear()
+        self.redacted.clear()
 
     def final_status(self, request: int) -> str | None:
         """The final status of a request whose state was dropped (keep_final=False), else None."""
@@ -280,7 +348,7 @@ class Workflow:
 
     def status_of(self, request: int) -> str | None:
         """The status of a request, or None when it was never proposed."""
-        state = self.requests.get(request)
+        state = self.get(request)
         return state.status if state is not None else self.final_status(request)
 
     def status_counts(self) -> dict[str, int]:
@@ -302,7 +370,7 @@ class Workflow:
     # --- checking -----------------------------------------------------------------------------
 
     def _state(self, request: int) -> RequestState:
-        state = self.requests.get(request)
+        state = self.get(request)
         if state is None:
             dropped = self.final_status(request)
             if dropped is not None:
@@ -389,7 +457,7 @@ class Workflow:
     def _check_redaction(self, event: ev.Redacted) -> None:
         target = event.target
         proposal = self.status_of(target) is not None
-        request = target if proposal else self.edits.get(target)
+        request = target if proposal else self.edit_request(target)
         if request is None:
             raise RedactionTarget(f"seq {target} is not an earlier proposal or edit; only those store data")
         if event.path.startswith("context") and not proposal:
@@ -399,7 +467,7 @@ class Workflow:
             raise RedactionTooEarly(
                 f"request {request} is {status} and may still run; it is redacted once final", request
             )
-        earlier = self.redacted.get(target, ())
+        earlier = self.redacted_paths(target)
         if event.path in earlier:
             raise AlreadyRedacted(f"{event.path} of seq {target} is already redacted", request)
         for outer in earlier:  # in the order they were redacted
@@ -416,7 +484,9 @@ class Workflow:
         if isinstance(event, ev.Recovered):  # about the log, not about a request
             return
         if isinstance(event, ev.Redacted):
-            self.redacted.setdefault(event.target, []).append(event.path)
+            if event.target not in self.redacted:
+                self.redacted[event.target] = self.redacted_paths(event.target)
+            self.redacted[event.target].append(event.path)
             return
         if isinstance(event, ev.Proposed):
             status = {"allow": "allowed", "deny": "denied", "ask": "interrupting"}.get(event.effect, "denied")
@@ -436,12 +506,13 @@ class Workflow:
                 context_digest=event.context_digest,
                 decided_at=event.ts if status == "denied" else None,
                 decision="deny" if status == "denied" else None,
+                data_seq=seq,
             )
             if event.call_id is not None and self.keep_final:
                 self.by_call_id[event.call_id] = seq
             self._drop_if_final(self.requests[seq])
             return
-        state = self.requests[event.request]
+        state = self.requests.get(event.request) or self.get(event.request)
         if isinstance(event, ev.Interrupted):
             state.requirements, state.deadline, state.status = event.requirements, event.deadline, "pending"
         elif isinstance(event, ev.Approved):
@@ -453,6 +524,7 @@ class Workflow:
             if self._edit_targets is None or seq in self._edit_targets:
                 self.edits[seq] = event.request
             state.digest = event.args_digest
+            state.data_seq = seq
             state.edits += 1
             state.requirements = event.requirements
             # Earlier approvals were of other arguments; the edit is the editor's approval of the

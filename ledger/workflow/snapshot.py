@@ -1,0 +1,310 @@
+"""A Gate's snapshot: the workflow's state as of one event, kept in SQLite in the store's cache
+directory (`ledger.store.base.Store.cache_dir`), so that opening a Gate costs its pending
+requests and the events after the snapshot, not the whole ledger, and a Gate that keeps only a
+working set in memory finds any other request's state when it needs it.
+
+Tables (one file, `gate.sqlite`):
+- `meta`: one row: the format and the schema (a digest of RequestState's shape: a snapshot of
+  another version of the code is not read), the ledger's id, the seq, hash and ts of the last
+  event covered, and the store's place of that event (a hint for `record_at`).
+- `current(request, version, pending, state)`: every request's state as of `meta.seq`
+  (RequestState as msgpack); `version` is the seq of the last event that changed it.
+- `history(request, version, until, state)`: states that were current for seqs [version,
+  until), kept for HORIZON events, so that a Gate that has folded less than `meta.seq` still
+  finds a request's state as of its own seq; further behind, it is told to reopen (Behind).
+- `call_ids(call_id, request)`, `edits(seq, request)`, `redacted(target, seq, path)`: the
+  Workflow's indexes.
+
+Trust. A snapshot is a cache, never trusted over the ledger: opening checks its format and
+schema, that it belongs to this ledger (ledger_id), and that the event at its seq still has the
+hash it recorded; then the Gate verifies every event after it as a replay does. A missing,
+unreadable, corrupt, foreign or stale snapshot is rebuilt from the ledger. What opening from a
+snapshot skips is verifying the events the snapshot covers (chain and workflow rules): the Gate
+that wrote it verified them as it folded them, and `ledger verify` checks them all.
+`Gate(..., full_verify=True)` replays and verifies the whole ledger on open instead.
+
+Concurrency. Any number of Gates, in any number of processes, read and write one snapshot.
+SQLite in WAL mode gives each read a consistent view and serializes the writes. A write
+advances `meta.seq` only, and only by a Gate that knows every change between the snapshot's seq
+and its own (its `base`, the seq from which it kept every change in memory, is at most
+`meta.seq`), so the tables always hold the state as of `meta.seq` exactly. Commits are not
+synced (synchronous=NORMAL): a crash may lose the last writes, never make the file inconsistent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import msgspec
+
+from ledger.workflow.machine import RequestState
+
+FORMAT = 1
+FILE_NAME = "gate.sqlite"
+HORIZON = 100_000
+"""Events for which a superseded state is kept (history): a Gate that has folded up to this
+many events less than the snapshot still finds the states as of its own seq."""
+
+SCHEMA = hashlib.sha256(msgspec.json.encode(msgspec.json.schema(RequestState))).hexdigest()
+
+_ENCODE = msgspec.msgpack.Encoder().encode
+_DECODE = msgspec.msgpack.Decoder(RequestState).decode
+
+_TABLES = (
+    "CREATE TABLE IF NOT EXISTS meta (id INTEGER PRIMARY KEY CHECK (id = 1), format INTEGER, schema TEXT,"
+    " ledger_id TEXT, seq INTEGER, hash TEXT, ts TEXT, place TEXT)",
+    "CREATE TABLE IF NOT EXISTS current (request INTEGER PRIMARY KEY, version INTEGER NOT NULL,"
+    " pending INTEGER NOT NULL, state BLOB NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS current_pending ON current (pending) WHERE pending = 1",
+    "CREATE TABLE IF NOT EXISTS history (request INTEGER NOT NULL, version INTEGER NOT NULL, until INTEGER NOT NULL,"
+    " state BLOB NOT NULL, PRIMARY KEY (request, version))",
+    "CREATE INDEX IF NOT EXISTS history_until ON history (until)",
+    "CREATE TABLE IF NOT EXISTS call_ids (call_id TEXT PRIMARY KEY, request INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS edits (seq INTEGER PRIMARY KEY, request INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS redacted (target INTEGER NOT NULL, seq INTEGER NOT NULL, path TEXT NOT NULL,"
+    " PRIMARY KEY (target, seq))",
+)
+
+
+class Behind(Exception):
+    """The snapshot cannot answer as of this Gate's seq (it moved back, or on past HORIZON, or
+    was replaced): the Gate must reopen from it."""
+
+
+class Unusable(Exception):
+    """The snapshot file cannot be used here (unwritable directory, a database error): the Gate
+    goes on without one."""
+
+
+@dataclass
+class Loaded:
+    """What opening reads: the last event covered (seq, hash, ts, place) and the requests that
+    stay in memory (pending or interrupting)."""
+
+    seq: int
+    hash: str
+    ts: str
+    place: Any
+    pending: list[RequestState]
+
+
+def _pending(state: RequestState) -> int:
+    return 1 if state.status in ("pending", "interrupting") else 0
+
+
+class Snapshot:
+    """One snapshot file (see the module docstring). Methods raise Unusable when SQLite fails;
+    the lookups raise Behind. Thread-safe (one connection, one lock)."""
+
+    def __init__(self, directory: Path):
+        self.path = Path(directory) / FILE_NAME
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        self._meta_seq: int | None = None  # meta.seq as last read or written
+
+    # --- the connection ---------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._db is not None:
+            return self._db
+        for attempt in (1, 2):
+            try:
+                self.path.parent.mkdir(mode=0o750, exist_ok=True)
+                db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+                try:
+                    db.execute("PRAGMA journal_mode=WAL")
+                    db.execute("PRAGMA synchronous=NORMAL")
+                    for statement in _TABLES:
+                        db.execute(statement)
+                except sqlite3.DatabaseError:
+                    db.close()
+                    raise
+                self._db = db
+                return db
+            except sqlite3.DatabaseError as exc:
+                if attempt == 2 or not self.path.exists() or isinstance(exc, sqlite3.OperationalError):
+                    raise Unusable(f"{self.path}: {exc}") from None
+                self._discard()  # not a database (corrupt, or another file): rebuilt
+            except OSError as exc:
+                raise Unusable(f"{self.path}: {exc.strerror or exc}") from None
+        raise Unusable(str(self.path))
+
+    def _discard(self) -> None:
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                os.unlink(f"{self.path}{suffix}")
+            except OSError:
+                pass
+
+    def _run(self, work, *, write: bool = False):
+        """`work(db)` in one transaction (IMMEDIATE for writes), under this object's lock. SQLite
+        errors become Unusable; a corrupt file is discarded on the way."""
+        with self._lock:
+            db = self._connect()
+            try:
+                db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                try:
+                    result = work(db)
+                except BaseException:
+                    db.execute("ROLLBACK")
+                    raise
+                db.execute("COMMIT")
+                return result
+            except sqlite3.DatabaseError as exc:
+                if not isinstance(exc, sqlite3.OperationalError):  # malformed: start again next time
+                    self.close_locked()
+                    self._discard()
+                raise Unusable(f"{self.path}: {exc}") from None
+
+    def close(self) -> None:
+        with self._lock:
+            self.close_locked()
+
+    def close_locked(self) -> None:
+        if self._db is not None:
+            try:
+                self._db.close()
+            finally:
+                self._db = None
+
+    # --- opening ----------------------------------------------------------------------------
+
+    def load(self, ledger_id: str) -> Loaded | None:
+        """The snapshot's last event and its pending requests, or None when there is no usable
+        snapshot of this ledger (empty, another format or schema, another ledger)."""
+
+        def work(db: sqlite3.Connection) -> Loaded | None:
+            row = db.execute("SELECT format, schema, ledger_id, seq, hash, ts, place FROM meta").fetchone()
+            if row is None or row[:3] != (FORMAT, SCHEMA, ledger_id) or not row[3]:
+                return None
+            pending = [_DECODE(blob) for (blob,) in db.execute("SELECT state FROM current WHERE pending = 1 ORDER BY request")]
+            self._meta_seq = row[3]
+            return Loaded(row[3], row[4], row[5], json.loads(row[6]) if row[6] else None, pending)
+
+        try:
+            return self._run(work)
+        except (msgspec.DecodeError, ValueError):
+            return None
+
+    def reset(self, ledger_id: str) -> None:
+        """Empty the snapshot and make it this ledger's, covering nothing yet (seq 0)."""
+
+        def work(db: sqlite3.Connection) -> None:
+            for table in ("current", "history", "call_ids", "edits", "redacted", "meta"):
+                db.execute(f"DELETE FROM {table}")
+            db.execute("INSERT INTO meta VALUES (1, ?, ?, ?, 0, '', '', '')", (FORMAT, SCHEMA, ledger_id))
+            self._meta_seq = 0
+
+        self._run(work, write=True)
+
+    # --- writing ----------------------------------------------------------------------------
+
+    def save(self, *, ledger_id: str, base: int, seq: int, hash: str, ts: str, place: Any,
+             states: dict[int, tuple[int, RequestState]], call_ids: dict[str, int], edits: dict[int, int],
+             redacted: Iterable[tuple[int, int, str]]) -> int | None:
+        """Advance the snapshot to `seq` with the states (request -> (version, state as of
+        `seq`)) and index entries that changed after `base`. Writes only when the snapshot is
+        this ledger's and base <= its seq < `seq`. Returns the snapshot's seq afterwards (None:
+        not this ledger's, or not a snapshot this Gate may extend)."""
+
+        def work(db: sqlite3.Connection) -> int | None:
+            row = db.execute("SELECT format, schema, ledger_id, seq FROM meta").fetchone()
+            if row is None or row[:3] != (FORMAT, SCHEMA, ledger_id):
+                return None
+            at = row[3] or 0
+            self._meta_seq = at
+            if at >= seq:
+                return at
+            if base > at:
+                return None  # the snapshot moved back (rebuilt): this Gate does not know what it lacks
+            for request, (version, state) in states.items():
+                old = db.execute("SELECT version, state FROM current WHERE request = ?", (request,)).fetchone()
+                if old is not None and old[0] < version:
+                    db.execute("INSERT OR REPLACE INTO history VALUES (?, ?, ?, ?)", (request, old[0], version, old[1]))
+                db.execute("INSERT OR REPLACE INTO current VALUES (?, ?, ?, ?)", (request, version, _pending(state), _ENCODE(state)))
+            db.executemany("INSERT OR IGNORE INTO call_ids VALUES (?, ?)", call_ids.items())
+            db.executemany("INSERT OR IGNORE INTO edits VALUES (?, ?)", edits.items())
+            db.executemany("INSERT OR IGNORE INTO redacted VALUES (?, ?, ?)", redacted)
+            db.execute("UPDATE meta SET seq = ?, hash = ?, ts = ?, place = ?", (seq, hash, ts, json.dumps(place)))
+            db.execute("DELETE FROM history WHERE until <= ?", (seq - HORIZON,))
+            self._meta_seq = seq
+            return seq
+
+        return self._run(work, write=True)
+
+    # --- lookups (as of a Gate's seq `seen`; `floor`: the seq up to which it relies on the file) ---
+
+    def _check(self, db: sqlite3.Connection, ledger_id: str, floor: int) -> None:
+        row = db.execute("SELECT format, schema, ledger_id, seq FROM meta").fetchone()
+        if row is None or row[:3] != (FORMAT, SCHEMA, ledger_id) or (row[3] or 0) < floor:
+            raise Behind("the snapshot no longer holds what this Gate left to it")
+
+    def state(self, request: int, *, ledger_id: str, seen: int, floor: int) -> RequestState | None:
+        """The state of `request` as of seq `seen`, or None when it was never proposed (as of
+        `seen`). Raises Behind."""
+        if request > seen:
+            return None
+
+        def work(db: sqlite3.Connection) -> RequestState | None:
+            self._check(db, ledger_id, floor)
+            row = db.execute("SELECT version, state FROM current WHERE request = ?", (request,)).fetchone()
+            if row is None:
+                return None
+            if row[0] <= seen:
+                return _DECODE(row[1])
+            older = db.execute("SELECT state FROM history WHERE request = ? AND version <= ? AND until > ? "
+                               "ORDER BY version DESC LIMIT 1", (request, seen, seen)).fetchone()
+            if older is None:
+                raise Behind(f"request {request}'s state as of seq {seen} is no longer kept")
+            return _DECODE(older[0])
+
+        return self._run(work)
+
+    def _lookup(self, sql: str, key: Any, *, ledger_id: str, seen: int, floor: int) -> Any:
+        def work(db: sqlite3.Connection) -> Any:
+            self._check(db, ledger_id, floor)
+            return db.execute(sql, (key,)).fetchall()
+
+        return self._run(work)
+
+    def request_of(self, call_id: str, **at: Any) -> int | None:
+        rows = self._lookup("SELECT request FROM call_ids WHERE call_id = ?", call_id, **at)
+        return rows[0][0] if rows and rows[0][0] <= at["seen"] else None
+
+    def edit_request(self, seq: int, **at: Any) -> int | None:
+        rows = self._lookup("SELECT request FROM edits WHERE seq = ?", seq, **at)
+        return rows[0][0] if rows and seq <= at["seen"] else None
+
+    def redacted_paths(self, target: int, **at: Any) -> list[str]:
+        rows = self._lookup("SELECT seq, path FROM redacted WHERE target = ? ORDER BY seq", target, **at)
+        return [path for seq, path in rows if seq <= at["seen"]]
+
+
+class Archive:
+    """A Snapshot seen from one Gate: the lookups a Workflow makes (ledger.workflow.machine
+    Archive), answered as of the Gate's seq."""
+
+    def __init__(self, snapshot: Snapshot, gate: Any):
+        self.snapshot, self.gate = snapshot, gate
+
+    def _at(self) -> dict:
+        return {"ledger_id": self.gate._ledger_id, "seen": self.gate._seen[0], "floor": self.gate._floor}
+
+    def load(self, request: int) -> RequestState | None:
+        return self.snapshot.state(request, **self._at())
+
+    def request_of(self, call_id: str) -> int | None:
+        return self.snapshot.request_of(call_id, **self._at())
+
+    def edit_request(self, seq: int) -> int | None:
+        return self.snapshot.edit_request(seq, **self._at())
+
+    def redacted_paths(self, target: int) -> list[str]:
+        return self.snapshot.redacted_paths(target, **self._at())
