@@ -51,6 +51,11 @@ def is_ts(text: str) -> bool:
     return True
 
 
+def seconds_between(start: str, end: str) -> float:
+    """Seconds from the ledger time `start` to `end` (negative when `end` is earlier)."""
+    return (parse_ts(end) - parse_ts(start)).total_seconds()
+
+
 def add_seconds(text: str, seconds: float) -> str:
     return format_ts(parse_ts(text) + timedelta(seconds=seconds))
 

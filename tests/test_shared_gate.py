@@ -22,6 +22,7 @@ from ledger.clock import ManualClock
 from ledger.workflow.gate import Gate, InvalidCall, NoPolicy
 from ledger.store.log import Ledger, LedgerCorrupt, LedgerReader
 from ledger.workflow import machine as wf
+from store_contract import proposal
 from support import START, gate, policy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -305,3 +306,36 @@ def test_agents_and_reviewers_in_many_processes_killed_at_random_keep_one_lawful
     with Gate(None, path) as fresh, Gate(None, path) as other:
         other.refresh()
         assert {r: s.status for r, s in fresh.workflow.requests.items()} == {r: s.status for r, s in other.workflow.requests.items()}
+
+
+# --- waiting -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["notify", "poll", "no-library"])
+def test_waiting_for_growth_wakes_on_another_writers_append_and_times_out_otherwise(tmp_path, monkeypatch, how):
+    import threading
+
+    if how == "poll":
+        monkeypatch.setenv("COUNTERSIGN_WAIT", "poll")
+    elif how == "no-library":
+        monkeypatch.setitem(sys.modules, "watchfiles", None)  # import fails: the polling fallback
+    gate(tmp_path / "l").close()
+    with Ledger(tmp_path / "l") as reader, Ledger(tmp_path / "l") as writer:
+        assert reader.wait_for_growth(0.05) is False
+        threading.Timer(0.1, lambda: writer.append_batch([])).start()  # an empty batch writes nothing
+        assert reader.wait_for_growth(0.3) is False
+        threading.Timer(0.1, lambda: writer.append_batch([proposal(1)])).start()
+        assert reader.wait_for_growth(30) is True
+
+
+def test_wait_expires_the_request_at_its_deadline_when_no_one_else_touches_the_ledger(tmp_path):
+    import threading
+
+    clock = ManualClock(START)
+    agent = gate(tmp_path / "l", clock)
+    p = agent.propose("small_change", {"id": 1}, proposer="agent")
+    threading.Timer(0.2, lambda: clock.advance(2 * 3600)).start()  # silence, past the 1 h timeout
+    state = agent.wait(p.request, timeout=30)
+    assert state.status == "expired" and "No one decided in time" in state.reason
+    agent.close()
+    assert verify(tmp_path / "l").ok

@@ -18,12 +18,14 @@ tests/store_contract.py. What a Store must do:
 - `ledger_id`: the genesis event's identity of the ledger.
 - `cache_dir()`: a local directory for data derived from the ledger (a Gate's snapshot), or None.
 - `grew()`: whether other writers may have appended since this Store last looked, cheaply and
-  without the lock (what `Gate.wait` polls).
+  without the lock; `wait_for_growth(timeout)` blocks until it is true (what `Gate.wait` uses:
+  a Store with a notification mechanism sleeps in it; the default polls `grew()`).
 - `close()`.
 """
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -65,6 +67,12 @@ class Store(ABC):
 
     def cache_dir(self) -> "Path | None":
         return None
+
+    def wait_for_growth(self, timeout: float) -> bool:
+        """Poll `grew()` until it is true (True) or `timeout` seconds pass (False)."""
+        from ledger.store.watch import _polled
+
+        return _polled(self.grew, time.monotonic() + max(0.0, timeout)) if not self.grew() else True
 
     @abstractmethod
     def grew(self) -> bool: ...

@@ -38,7 +38,7 @@ from typing import Any, Callable, Iterator, NamedTuple, Sequence
 import msgspec
 
 from ledger.store import lines, native
-from ledger.store import seek
+from ledger.store import seek, watch
 from ledger.store.scan import last_line, last_newline, read_lines
 from ledger.store.base import Store
 from ledger.clock import Clock, format_ts, utc_now
@@ -852,6 +852,11 @@ class Ledger(Store):
             return True
         return (st.st_size, st.st_ino) != (self._segment_size, self._ino) or (
             self.path / segment_name(self._segment_number + 1)).exists()
+
+    def wait_for_growth(self, timeout: float) -> bool:
+        """Block until other writers may have appended (`grew`), or `timeout` seconds pass
+        (False). Sleeps in the file system's change notification (ledger.store.watch)."""
+        return watch.wait_for_growth(self.path, self.grew, timeout)
 
     def make_exclusive(self) -> None:
         """Hold the ledger exclusively from now on (what a Gate needs). Raises LedgerLocked when

@@ -38,7 +38,7 @@ import msgspec
 from dsl import Decision, Policy
 from dsl.requirements import Requirements
 from ledger import events as ev
-from ledger.clock import Clock, add_seconds, format_ts, utc_now
+from ledger.clock import Clock, add_seconds, format_ts, seconds_between, utc_now
 from ledger.digest import ArgumentsError, encode_arguments, value_digest
 from ledger.store.log import Ledger, LedgerCorrupt, LedgerError, LineTooLong, Record
 from ledger.proof.verify import Redactions, check_record
@@ -56,9 +56,8 @@ from ledger.workflow.machine import (
     decided_by_whom,
 )
 
-POLL_SECONDS = (0.02, 0.25)
-"""`Gate.wait` looks at the ledger's files every 20 ms at first, backing off to every 250 ms: a
-stat of the segment being appended to, and a catch-up only when it grew or a deadline passed."""
+WAKE_SECONDS = 1.0
+"""`Gate.wait` looks at its request's deadline at least this often (seconds)."""
 
 DECISIONS = ("approve", "edit", "reject", "respond")
 
@@ -809,23 +808,25 @@ class Gate:
     def wait(self, request: int, *, timeout: float | None = None) -> RequestState:
         """Block until the request is no longer waiting (decided, expired, cancelled; an allowed
         or denied one returns at once) or `timeout` seconds passed; returns its state either way.
-        Polls (POLL_SECONDS): a stat of the ledger's files, a catch-up when they grew, and a
-        commit of the expiry when the deadline passes, so silence rejects on time."""
+        Sleeps until the ledger grows (the Store's `wait_for_growth`: file-change notification,
+        ledger.store.watch), then catches up; at the request's deadline it commits the expiry
+        itself, so silence rejects on time even when no one else touches the ledger."""
         _request_id(request)
         give_up = None if timeout is None else time.monotonic() + max(0.0, timeout)
-        delay = POLL_SECONDS[0]
         with self._lock:
             state = self.get(request)
         while state.status in ("pending", "interrupting"):
             now = time.monotonic()
             if give_up is not None and now >= give_up:
                 break
-            pause = delay if give_up is None else min(delay, give_up - now)
-            time.sleep(max(pause, 0.0))
-            delay = min(delay * 2, POLL_SECONDS[1])
+            # Wake at the deadline (by this Gate's clock, looked at again at least every second,
+            # since a test's clock moves without real time passing) or when the ledger grows.
+            pause = WAKE_SECONDS if give_up is None else min(WAKE_SECONDS, give_up - now)
+            if state.deadline is not None:
+                pause = min(pause, max(0.0, seconds_between(format_ts(self.clock()), state.deadline)))
+            grew = self.ledger.wait_for_growth(pause)
             due = state.deadline is not None and state.deadline <= format_ts(self.clock())
-            if self.ledger.grew() or due:
-                delay = POLL_SECONDS[0]
+            if grew or due:
                 with self._lock:
                     state = self.get(request)
         return state
