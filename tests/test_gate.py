@@ -420,3 +420,32 @@ def test_a_failure_before_the_tool_runs_leaves_no_execution_started(g, monkeypat
     refused(g, MemoryError, g.execute, p.request, lambda args: pytest.fail("ran"))
     monkeypatch.undo()
     assert g.execute(p.request, lambda args: "done").outcome == "ok"
+
+
+def test_run_decides_and_runs_an_allowed_call_in_two_syncs(tmp_path, clock):
+    with gate(tmp_path / "l", clock) as g:
+        before = g.ledger.commits
+        calls = []
+        done = g.run("read_thing", {"id": 7}, lambda args: calls.append(args) or "read", proposer="agent", call_id="c1")
+        assert g.ledger.commits - before == 2  # proposal with its start, then the outcome
+        assert calls == [{"id": 7}] and done.execution.outcome == "ok" and done.execution.result == "read"
+        assert g.get(done.proposal.request).status == "executed"
+        again = g.run("read_thing", {"id": 7}, lambda args: calls.append(args), proposer="agent", call_id="c1")
+        assert again.proposal.duplicate and again.execution.replayed and calls == [{"id": 7}]
+        asked = g.run("small_change", {"id": 1}, lambda args: pytest.fail("ran an ask"), proposer="agent")
+        assert asked.execution is None and asked.proposal.status == "pending"
+        denied = g.run("drop_thing", {}, lambda args: pytest.fail("ran a deny"), proposer="agent")
+        assert denied.execution is None and denied.proposal.effect == "deny"
+        failed = g.run("read_thing", {"id": 8}, lambda args: 1 / 0, proposer="agent")
+        assert failed.execution.outcome == "error" and "ZeroDivisionError" in failed.execution.error
+    assert verify(tmp_path / "l").ok
+
+
+def test_expiring_many_requests_is_one_write(tmp_path, clock):
+    with gate(tmp_path / "l", clock) as g:
+        for i in range(50):
+            g.propose("small_change", {"i": i}, proposer="agent")
+        clock.advance(2 * 3600)
+        before = g.ledger.commits
+        assert len(g.expire()) == 50
+        assert g.ledger.commits - before == 1

@@ -166,6 +166,14 @@ class Execution:
     exception: BaseException | None = None
 
 
+@dataclass(frozen=True)
+class Run:
+    """What `run` returns: the Proposal, and the Execution when the call ran (or had run)."""
+
+    proposal: Proposal
+    execution: Execution | None
+
+
 class Gate:
     """Decides, pauses and records tool calls. See the module docstring for a tour.
 
@@ -442,6 +450,12 @@ class Gate:
         CallIdConflict when `call_id` was already proposed with other arguments. A repeated `call_id` with the same call returns the first
         Proposal (`duplicate=True`) and appends nothing. NoPolicy on a reviewer's Gate.
         """
+        return self._propose(tool, args, proposer=proposer, run=run, context=context, call_id=call_id)[0]
+
+    def _propose(self, tool: str, args: dict, *, proposer: str, run: str | None, context: dict | None,
+                 call_id: str | None, start: bool = False, executor: str | None = None) -> tuple[Proposal, dict | None]:
+        """`propose`; with `start`, an allowed call's `execution_started` goes into the same
+        write as its proposal, and the second value is the arguments to run it with (else None)."""
         policy = self._policy()
         _text("the tool name", tool)
         _text("the proposer (from the caller's authenticated context)", proposer)
@@ -488,6 +502,9 @@ class Gate:
                     reasons=decision.reasons,
                 )
                 items: list[tuple[ev.Event, Any]] = [(proposed, data)]
+                if start and decision.effect == "allow":
+                    # Lawful by construction: an allowed request may run, with its own digest.
+                    items.append((ev.ExecutionStarted(ts=ts, request=request, args_digest=digest, executor=executor), None))
                 if decision.effect == "ask":
                     assert decision.requirements is not None
                     deadline = add_seconds(ts, decision.requirements.timeout_seconds)
@@ -500,9 +517,14 @@ class Gate:
             except InvalidCall as exc:  # a call that cannot be recorded never runs
                 raise InvalidCall(str(exc).replace("this step cannot be recorded", "the call cannot be recorded")) from None
             if repeat:
-                return repeat[0]
+                return repeat[0], None
             request = records[0].seq
             state = self._open_state(request)
+            started = None
+            if len(records) > 1 and isinstance(records[1].event, ev.ExecutionStarted):
+                self._running.add(request)
+                # the tool's own copy of the arguments as stored, made before it runs
+                started = msgspec.json.decode(args_json)
             return Proposal(
                 request=request,
                 tool=tool,
@@ -514,7 +536,7 @@ class Gate:
                 requirements=decision.requirements,
                 deadline=deadline,
                 decision=decision,
-            )
+            ), started
 
     def _repeat(self, call_id: str, tool: str, digest: str, proposer: str, context_digest: str) -> Proposal:
         state = self._open_state(self.workflow.request_of(call_id))
@@ -729,6 +751,11 @@ class Gate:
                 return outcome[0]
             self._running.add(request)
             digest = self._open_state(request).digest
+        return self._run_started(request, digest, args, fn)
+
+    def _run_started(self, request: int, digest: str, args: dict, fn: Callable[[dict], Any]) -> Execution:
+        """Run `fn(args)` for a request whose `execution_started` is durable (and which is in
+        `_running`), and record the outcome."""
         # The tool runs outside the Gate's lock, so that a slow tool does not hold up every other
         # proposal and decision; `_running` keeps a second execute() of this request out meanwhile.
         result, exception, error = None, None, None
@@ -749,6 +776,23 @@ class Gate:
             with self._lock:
                 self._running.discard(request)
         return Execution(request, outcome_text, result_digest, error, replayed=False, result=result, exception=exception)
+
+    def run(self, tool: str, args: dict, fn: Callable[[dict], Any], *, proposer: str, run: str | None = None,
+            context: dict | None = None, call_id: str | None = None, executor: str | None = None) -> "Run":
+        """Decide a call and, when the policy allows it, run it at once: the proposal and the
+        start of its execution are one durable write (one sync), its outcome a second, where
+        `propose` then `execute` make three. An ask or a deny runs nothing: the Run holds the
+        Proposal only (`wait` for the decision, then `execute`). A repeated `call_id` runs what
+        `execute` would (nothing twice: a run already recorded is replayed). Raises as `propose`
+        and `execute`."""
+        _text("executor", executor, optional=True)
+        proposal, started = self._propose(tool, args, proposer=proposer, run=run, context=context, call_id=call_id,
+                                          start=True, executor=executor)
+        if started is not None:
+            return Run(proposal, self._run_started(proposal.request, proposal.args_digest, started, fn))
+        if proposal.duplicate and proposal.status in ("allowed", "approved", "executed"):
+            return Run(proposal, self.execute(proposal.request, fn, executor=executor))
+        return Run(proposal, None)
 
     # --- reading ------------------------------------------------------------------------------
 
