@@ -313,3 +313,24 @@ def test_a_snapshot_advances_only_from_a_gate_that_knows_every_change_since_its_
     with pytest.raises(snap.Behind):
         s.state(2, seen=8, **look)
     s.close()
+
+
+from hypothesis import given  # noqa: E402
+
+
+@given(added=st.lists(st.text(max_size=40), max_size=60), other=st.lists(st.text(max_size=40), max_size=60))
+@settings(deadline=None, max_examples=60)
+def test_the_call_id_filter_never_forgets_an_id_across_saves_and_writers(tmp_path_factory, added, other):
+    one, two = snap.CallIdFilter(), snap.CallIdFilter()
+    for call_id in added:
+        one.add(call_id)
+    for call_id in other:
+        two.add(call_id)
+    s = snap.Snapshot(tmp_path_factory.mktemp("f"))
+    s.reset("L")
+    at = {"ledger_id": "L", "hash": "h", "ts": "", "place": None, "states": {}, "call_ids": {}, "edits": {}, "redacted": []}
+    s.save(base=0, seq=3, call_id_filter=one, **at)
+    s.save(base=3, seq=4, call_id_filter=two, **at)  # ORed into the first writer's bits
+    loaded = s.load("L").call_ids
+    assert all(loaded.might_hold(c) for c in added + other)
+    s.close()

@@ -450,6 +450,7 @@ class Ledger(Store):
         self._lock_fd: int | None = None
         self._writers_fd: int | None = None
         self._segment_number, self._segment_size, self._ino = 0, 0, 0
+        self._paths: tuple[int, str, str] = (-1, "", "")  # _watched's: segment number, its path, the next one's
         self._tip: tuple[int, str] = (0, GENESIS_PREV)
         self._tip_ts = ""  # the head's ts: no event this writer appends is earlier
         self._keys: dict[str, tuple[int, int, int]] | None = None  # key → (seq, segment number, offset)
@@ -720,14 +721,14 @@ class Ledger(Store):
         the next segment's name. Returns (whether events were found that this writer did not
         append, the notes of the torn tails it quarantined, to record in this order). Raises LedgerCorrupt when the files were
         changed behind the writers' backs (a segment replaced, shrunk or removed)."""
-        active = self.path / segment_name(self._segment_number)
+        active_path, following_path = self._watched()
         try:
-            st = os.stat(active)
+            st = os.stat(active_path)
         except FileNotFoundError:
-            raise LedgerCorrupt(None, f"{active.name}, the segment being appended to, was removed") from None
-        following = self.path / segment_name(self._segment_number + 1)
-        if st.st_ino == self._ino and st.st_size == self._segment_size and not following.exists():
+            raise LedgerCorrupt(None, f"{segment_name(self._segment_number)}, the segment being appended to, was removed") from None
+        if st.st_ino == self._ino and st.st_size == self._segment_size and not os.path.exists(following_path):
             return False, []
+        active = self.path / segment_name(self._segment_number)
         if st.st_ino != self._ino:
             raise LedgerCorrupt(None, f"{active.name} was replaced by another file; refusing to extend it")
         if st.st_size < self._segment_size:
@@ -843,15 +844,24 @@ class Ledger(Store):
                 self._cond.notify_all()
         return self._tip
 
+    def _watched(self) -> tuple[str, str]:
+        """The active segment's path and the next one's, as strings (two stats a commit use them:
+        made once per segment, not per commit)."""
+        if self._paths[0] != self._segment_number:
+            base = str(self.path) + os.sep
+            self._paths = (self._segment_number, base + segment_name(self._segment_number),
+                           base + segment_name(self._segment_number + 1))
+        return self._paths[1], self._paths[2]
+
     def grew(self) -> bool:
         """Whether the files may hold events this writer has not seen: the segment it appends to
         changed size or identity, or a next one exists. No lock, two stats: for polling."""
+        active, following = self._watched()
         try:
-            st = os.stat(self.path / segment_name(self._segment_number))
+            st = os.stat(active)
         except OSError:
             return True
-        return (st.st_size, st.st_ino) != (self._segment_size, self._ino) or (
-            self.path / segment_name(self._segment_number + 1)).exists()
+        return (st.st_size, st.st_ino) != (self._segment_size, self._ino) or os.path.exists(following)
 
     def wait_for_growth(self, timeout: float) -> bool:
         """Block until other writers may have appended (`grew`), or `timeout` seconds pass

@@ -61,6 +61,8 @@ WAKE_SECONDS = 1.0
 
 DECISIONS = ("approve", "edit", "reject", "respond")
 
+_NO_CONTEXT = encode_arguments({})  # the digest and spelling of an empty context, made once
+
 SAVE_EVERY = 1_000
 """A Gate writes its snapshot (ledger.workflow.snapshot) when it has folded this many events since
 its last save, and on close."""
@@ -230,7 +232,7 @@ class Gate:
                     loaded = None
             except Unusable:
                 self._snapshot = None
-        archive = Archive(self._snapshot, self) if self._snapshot is not None else None
+        archive = Archive(self._snapshot, self, loaded.call_ids if loaded else None) if self._snapshot is not None else None
         self.workflow = Workflow(archive=archive)
         if loaded is not None:
             # The events up to the snapshot's seq were verified by the Gate that wrote it.
@@ -301,6 +303,8 @@ class Gate:
         event, seq = record.event, record.seq
         if isinstance(event, ev.Proposed):
             self._dirty[seq] = seq
+            if event.call_id is not None and self.workflow.archive is not None:
+                self.workflow.archive.call_ids.add(event.call_id)
             if event.effect != "deny":
                 self._data[seq] = record.data_value()
         elif isinstance(event, ev.Edited):
@@ -331,7 +335,7 @@ class Gate:
             at = self._snapshot.save(
                 ledger_id=self._ledger_id, base=self._base, seq=self._seen[0], hash=self._seen[1], ts=self._last_ts,
                 place=self.ledger.locate(self._seen[0]), states=states, call_ids=dict(self.workflow.by_call_id),
-                edits=dict(self.workflow.edits), redacted=redacted)
+                edits=dict(self.workflow.edits), redacted=redacted, call_id_filter=self.workflow.archive.call_ids)
         except Unusable:
             self._snapshot, self.workflow.archive = None, None
             return
@@ -465,10 +469,9 @@ class Gate:
             raise InvalidCall(f"the arguments must be a JSON object, not {type(args).__name__}")
         if context is not None and not isinstance(context, dict):
             raise InvalidCall(f"the context must be a JSON object, not {type(context).__name__}")
-        context = context or {}
         try:
             digest, args_json = encode_arguments(args)
-            context_digest, context_json = encode_arguments(context)
+            context_digest, context_json = encode_arguments(context) if context else _NO_CONTEXT
         except ArgumentsError as exc:
             raise InvalidCall(f"the call cannot be recorded: {exc}") from None
         # The policy sees the arguments as stored, not the caller's objects, which it could change
