@@ -339,3 +339,34 @@ def test_wait_expires_the_request_at_its_deadline_when_no_one_else_touches_the_l
     assert state.status == "expired" and "No one decided in time" in state.reason
     agent.close()
     assert verify(tmp_path / "l").ok
+
+
+def test_gates_of_one_process_share_their_commits(tmp_path):
+    import threading
+
+    gates = [gate(tmp_path / "l") for _ in range(8)]
+    assert len({id(g.ledger) for g in gates}) == 1  # one writer for the process
+    before = gates[0].ledger.commits
+    barrier = threading.Barrier(len(gates))
+
+    def work(g, k):
+        barrier.wait()
+        for i in range(25):
+            p = g.propose("small_change", {"k": k, "i": i}, proposer="agent", call_id=f"{k}-{i}")
+            g.approve(p.request, approver="bob", digest=p.args_digest)
+
+    threads = [threading.Thread(target=work, args=(g, k)) for k, g in enumerate(gates)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    steps = 8 * 25 * 2
+    assert gates[0].ledger.commits - before < steps  # some steps shared a write and a sync
+    for g in gates:
+        g.refresh()
+    views = [{r: s.status for r, s in g.workflow.requests.items()} for g in gates]
+    assert all(v == views[0] for v in views) and set(views[0].values()) == {"approved"}
+    for g in gates:
+        g.close()
+    report = verify(tmp_path / "l")
+    assert report.ok and report.statuses == {"approved": 200}

@@ -68,11 +68,15 @@ class Store(ABC):
     def cache_dir(self) -> "Path | None":
         return None
 
-    def wait_for_growth(self, timeout: float) -> bool:
-        """Poll `grew()` until it is true (True) or `timeout` seconds pass (False)."""
+    def wait_for_growth(self, timeout: float, since: int | None = None) -> bool:
+        """Poll until `grew()`, or the head is past seq `since` (True), or `timeout` seconds
+        pass (False)."""
         from ledger.store.watch import _polled
 
-        return _polled(self.grew, time.monotonic() + max(0.0, timeout)) if not self.grew() else True
+        def grown() -> bool:
+            return (since is not None and self.head[0] > since) or self.grew()
+
+        return True if grown() else _polled(grown, time.monotonic() + max(0.0, timeout))
 
     @abstractmethod
     def grew(self) -> bool: ...

@@ -23,6 +23,7 @@ Neither class verifies the chain; that is `ledger.proof.verify`'s job (the Gate 
 
 from __future__ import annotations
 
+import collections
 import errno
 import fcntl
 import hashlib
@@ -393,6 +394,25 @@ class _Request:
         return self.records
 
 
+class _Transaction(_Request):
+    """One transact call: its items are made at its turn in the commit, by `build`, from the
+    Records after seq `since` (None: after this writer's head when the commit began)."""
+
+    __slots__ = ("build", "since")
+
+    def __init__(self, build: Callable[[list[Record]], Sequence[tuple[Event, dict | bytes | None]]], since: int | None):
+        super().__init__([])
+        self.build, self.since = build, since
+
+
+RECENT_BYTES = 8 * 1024 * 1024
+"""The Records a writer keeps of its last commits and catch-ups (bounded in bytes), from which a
+transaction gets what it has not seen without reading the files."""
+
+_SHARED: dict[tuple[int, str], "Ledger"] = {}  # (pid, real path) → the writer Gates of this process share
+_SHARED_LOCK = threading.RLock()  # re-entered when a collected writer's __del__ runs inside `shared`
+
+
 class Ledger(Store):
     """A writer of a ledger directory; any number of them may append to one ledger at once.
 
@@ -451,6 +471,10 @@ class Ledger(Store):
         self._writers_fd: int | None = None
         self._segment_number, self._segment_size, self._ino = 0, 0, 0
         self._paths: tuple[int, str, str] = (-1, "", "")  # _watched's: segment number, its path, the next one's
+        self._recent: collections.deque[Record] = collections.deque()  # the last Records written or read (RECENT_BYTES)
+        self._recent_bytes = 0
+        self._shares = 0  # users of a writer from Ledger.shared (0: not shared)
+        self._shared_key: tuple[int, str] | None = None
         self._tip: tuple[int, str] = (0, GENESIS_PREV)
         self._tip_ts = ""  # the head's ts: no event this writer appends is earlier
         self._keys: dict[str, tuple[int, int, int]] | None = None  # key → (seq, segment number, offset)
@@ -863,10 +887,28 @@ class Ledger(Store):
             return True
         return (st.st_size, st.st_ino) != (self._segment_size, self._ino) or os.path.exists(following)
 
-    def wait_for_growth(self, timeout: float) -> bool:
-        """Block until other writers may have appended (`grew`), or `timeout` seconds pass
+    @classmethod
+    def shared(cls, path: str | Path, *, clock: Clock = utc_now) -> "Ledger":
+        """This process's shared writer of the ledger at `path` (opened on first use, as
+        `Ledger(path, clock=clock)`), so that its users' commits are grouped (see `transact`).
+        Each call takes one share; `close()` gives it back, and closes the writer with the last."""
+        key = (os.getpid(), os.path.realpath(path))
+        with _SHARED_LOCK:
+            writer = _SHARED.get(key)
+            if writer is None or writer._closed or writer._broken is not None:
+                writer = cls(path, clock=clock)
+                writer._shared_key = key
+                _SHARED[key] = writer
+            writer._shares += 1
+            return writer
+
+    def wait_for_growth(self, timeout: float, since: int | None = None) -> bool:
+        """Block until other writers may have appended (`grew`), or this writer holds events
+        after seq `since` (appended for another of its users), or `timeout` seconds pass
         (False). Sleeps in the file system's change notification (ledger.store.watch)."""
-        return watch.wait_for_growth(self.path, self.grew, timeout)
+        if since is None:
+            return watch.wait_for_growth(self.path, self.grew, timeout)
+        return watch.wait_for_growth(self.path, lambda: self._tip[0] > since or self.grew(), timeout)
 
     def make_exclusive(self) -> None:
         """Hold the ledger exclusively from now on (what a Gate needs). Raises LedgerLocked when
@@ -930,45 +972,67 @@ class Ledger(Store):
                 self._cond.notify_all()
         return request.result()
 
-    def transact(self, build: Callable[[list[Record]], Sequence[tuple[Event, dict | bytes | None]]]) -> list[Record]:
+    def transact(self, build: Callable[[list[Record]], Sequence[tuple[Event, dict | bytes | None]]], *,
+                 since: int | None = None) -> list[Record]:
         """One commit that first sees everything before it: under the append lock, catch up with
-        the files, call `build(new)` with the Records appended since this writer last looked (by
-        other writers, and the `recovered` events of torn tails it just quarantined), and append
-        the items `build` returns in one write and one sync (none: nothing is written). Returns
-        the appended Records. What a Gate's step needs: fold what others did, check the step
-        against the now-current state, append, release (docs/ledger-format.md section 7).
+        the files, call `build(new)` with the Records after seq `since` (None: those appended
+        since this writer last looked: by other writers, and the `recovered` events of torn
+        tails it just quarantined), and append the items `build` returns (none: nothing is
+        written). Returns the appended Records. What a Gate's step needs: fold what others did,
+        check the step against the now-current state, append, release (docs/ledger-format.md
+        section 7).
 
-        `build` runs with the lock held, so it must be quick and must not append through this
-        writer. An exception from it appends nothing and propagates; the other errors are
-        append_batch's. A KeyConflict, LineTooLong or invalid event of one item fails the call."""
+        Transactions and appends that arrive while a commit is in flight share the next one
+        (group commit: one lock, one write, one sync): each `build` runs in turn, and its `new`
+        holds the Records the ones before it in the same commit will append. So `build` may run
+        in another thread than its caller's, while its caller waits in this call; it must be
+        quick, and must not take a lock its caller holds, nor append through this writer. An
+        exception from it appends nothing of this transaction and propagates to its caller; the
+        other errors are append_batch's."""
+        tx = _Transaction(build, since)
         with self._cond:
             self._usable()
-            while self._leading:
+            self._queue.append(tx)
+            while self._leading and not tx.done:
                 self._cond.wait()
-                self._usable()
+            if tx.done:
+                return tx.result()
             self._leading = True
         try:
-            with self._append_lock():
-                number, offset = self._segment_number, self._segment_size
-                seq_before = self._tip[0]
-                foreign, notes = self._catch_up()
-                if foreign and self._exclusive:
-                    self._broken = "events were appended by a writer outside the locking protocol"
-                    raise ForeignAppend(f"{self.path}: events were appended by a writer that did not take the WRITERS lock; "
-                                        "the writer stopped")
-                for note in notes:
-                    self._commit_now(note.event())
-                new = list(self._records_after(number, offset, seq_before)) if self._tip[0] != seq_before else []
-                items = build(new)
-                if not items:
-                    return []
-                request = _Request([self._prepare(event, data) for event, data in items])
-                self._commit_locked([request])
-                return request.result()
+            if self.group_window > 0:
+                time.sleep(self.group_window)
+            with self._cond:
+                batch, self._queue = self._queue, []
+            self._lead(batch)
         finally:
             with self._cond:
                 self._leading = False
                 self._cond.notify_all()
+        return tx.result()
+
+    def _remember(self, records: Sequence[Record]) -> None:
+        """Keep `records` (the newest) among the recent ones, within RECENT_BYTES."""
+        recent = self._recent
+        if recent and records and records[0].seq != recent[-1].seq + 1:  # a gap: keep one run only
+            recent.clear()
+            self._recent_bytes = 0
+        for record in records:
+            recent.append(record)
+            self._recent_bytes += len(record.body) + len(record.data)
+        while recent and self._recent_bytes > RECENT_BYTES:
+            old = recent.popleft()
+            self._recent_bytes -= len(old.body) + len(old.data)
+
+    def _after(self, since: int, until: int) -> list[Record]:
+        """The Records with seq in (since, until]: from the recent ones when they reach back that
+        far, else read from the files. Under the append lock."""
+        if since >= until:
+            return []
+        recent = self._recent
+        if recent and recent[0].seq <= since + 1 and recent[-1].seq == until:  # one run, ending at `until`
+            start = since + 1 - recent[0].seq
+            return [recent[i] for i in range(start, start + until - since)]
+        return [r for r in self.records(since + 1) if r.seq <= until] if since + 1 <= until else []
 
     def _records_after(self, number: int, offset: int, seq: int) -> Iterator[Record]:
         """The Records stored after byte `offset` of segment `number` (whose event before is
@@ -1018,6 +1082,7 @@ class Ledger(Store):
             if self._broken is not None or self._closed:
                 self._usable()
             with self._append_lock():
+                number, offset, seq_before = self._segment_number, self._segment_size, self._tip[0]
                 foreign, notes = self._catch_up()
                 if foreign and self._exclusive:
                     self._broken = "events were appended by a writer outside the locking protocol"
@@ -1025,9 +1090,11 @@ class Ledger(Store):
                         f"{self.path}: events were appended by a writer that did not take the WRITERS lock; "
                         "this exclusive writer's view is stale: nothing was appended and the writer stopped"
                     )
+                if self._tip[0] != seq_before and any(isinstance(r, _Transaction) for r in batch):
+                    self._remember(list(self._records_after(number, offset, seq_before)))
                 if notes:
                     batch = [_Request([_Item(note.event(), None, None, None) for note in notes])] + batch
-                self._commit_locked(batch)
+                self._commit_locked(batch, seq_before)
         except BaseException as exc:
             for request in batch:
                 if not request.done and request.error is None:
@@ -1036,11 +1103,12 @@ class Ledger(Store):
             for request in batch:
                 request.done = True
 
-    def _commit_locked(self, batch: list[_Request]) -> None:
+    def _commit_locked(self, batch: list[_Request], seq_before: int | None = None) -> None:
         """Compose, write and sync the lines of `batch` after the current head (which the caller
-        has caught up). Sets each request's records or error. Under the append lock."""
-        if self._keys is None and any(item.key is not None for request in batch for item in request.items):
-            self._build_key_index()
+        has caught up). Sets each request's records or error. Under the append lock. A
+        transaction's items are built at its turn (`seq_before`: the head before the catch-up,
+        where a transaction without `since` starts)."""
+        head = self._tip[0]
         seq, prev = self._tip
         tip_ts = self._tip_ts
         now: str | None = None  # one reading of the clock per commit
@@ -1057,6 +1125,12 @@ class Ledger(Store):
         for request in batch:
             first = len(fresh)
             try:
+                if isinstance(request, _Transaction):
+                    since = seq_before if request.since is None else request.since
+                    made = request.build(self._after(since, head) + fresh[max(0, since - head):])
+                    request.items = [self._prepare(event, data) for event, data in made]
+                if self._keys is None and any(item.key is not None for item in request.items):
+                    self._build_key_index()
                 # None while the request's records are fresh[first:] in order; a list (indexes
                 # into fresh, or stored Records) once a key finds an earlier event.
                 plan: list[Any] | None = None
@@ -1148,6 +1222,7 @@ class Ledger(Store):
             self._tip = (seq, prev)
             self._tip_ts = tip_ts
             self.commits += 1
+            self._remember(records)
         for request, plan, first, end in plans:
             request.records = records[first:end] if plan is None else [records[p] if isinstance(p, int) else p for p in plan]
 
@@ -1301,7 +1376,19 @@ class Ledger(Store):
         return self.path / CACHE_DIR
 
     def close(self) -> None:
-        """Wait for a commit in flight, fail the queued ones (LedgerError), release the locks."""
+        """Wait for a commit in flight, fail the queued ones (LedgerError), release the locks. A
+        shared writer (`shared`) is closed when its last share is given back."""
+        key = getattr(self, "_shared_key", None)
+        if key is not None:
+            with _SHARED_LOCK:
+                self._shares -= 1
+                if self._shares > 0:
+                    return
+                if _SHARED.get(key) is self:
+                    del _SHARED[key]
+        self._close_now()
+
+    def _close_now(self) -> None:
         cond = getattr(self, "_cond", None)
         if cond is not None:
             with cond:
@@ -1326,7 +1413,7 @@ class Ledger(Store):
 
     def __del__(self) -> None:  # a forgotten close must not keep the lock for the process's life
         try:
-            self.close()
+            self._close_now()
         except Exception:
             pass
 

@@ -196,7 +196,8 @@ class Gate:
                  snapshot: bool = True, full_verify: bool = False):
         self.policy = policy
         self.clock = clock
-        self.ledger = ledger if isinstance(ledger, Ledger) else Ledger(ledger, clock=clock)
+        # Gates of one process opened by path share one writer, and so its commits (group commit)
+        self.ledger = ledger if isinstance(ledger, Ledger) else Ledger.shared(ledger, clock=clock)
         self._lock = threading.RLock()
         self._running: set[int] = set()  # requests whose tool is running in some thread of this process
         self._broken: LedgerCorrupt | None = None
@@ -387,7 +388,7 @@ class Gate:
                 return step()
 
             try:
-                records = self.ledger.transact(build)
+                records = self.ledger.transact(build, since=self._seen[0])
             except LineTooLong as exc:  # nothing was appended: the step did not happen
                 raise InvalidCall(f"this step cannot be recorded: {exc}") from None
             except Behind:
@@ -489,7 +490,7 @@ class Gate:
                     repeat.append(self._repeat(call_id, tool, digest, proposer, context_digest))
                     return []
                 ts = self._now()
-                request = self.ledger.head[0] + 1  # under the commit lock: the head is the ledger's
+                request = self._seen[0] + 1  # under the commit lock, caught up: this event's seq
                 proposed = ev.Proposed(
                     ts=ts,
                     run=run,
@@ -871,7 +872,7 @@ class Gate:
             pause = WAKE_SECONDS if give_up is None else min(WAKE_SECONDS, give_up - now)
             if state.deadline is not None:
                 pause = min(pause, max(0.0, seconds_between(format_ts(self.clock()), state.deadline)))
-            grew = self.ledger.wait_for_growth(pause)
+            grew = self.ledger.wait_for_growth(pause, since=self._seen[0])
             due = state.deadline is not None and state.deadline <= format_ts(self.clock())
             if grew or due:
                 with self._lock:
