@@ -15,6 +15,10 @@ remove the mark.
    request back and `wait` blocks until its own timeout (for ever without one). A real SIGKILL
    does it when the interrupt's line spans a page boundary of the file (the kernel stops a
    write between pages for a fatal signal); the test cuts the file as such a kill leaves it.
+4. An edit re-enters the policy of the Gate that edits, whatever it is (a reviewer's Gate, or
+   `countersign review edit --policy FILE`, with an older or laxer file): arguments the policy
+   that decided the call denies (the sample's "Changes above 1000 are not made by agents") are
+   approved and run by the agent's Gate, and the ledger verifies.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ from pathlib import Path
 
 import pytest
 
-from ledger import Gate, Ledger, LedgerCorrupt, LedgerReader, verify
-from support import policy
+from dsl import Policy
+from ledger import Gate, GateError, Ledger, LedgerCorrupt, LedgerReader, Violation, verify
+from support import POLICY_TEXT, policy
 
 
 def last_segment(path: Path) -> Path:
@@ -110,3 +115,21 @@ def test_a_propose_cut_after_its_first_line_leaves_no_ask_that_never_expires(tmp
         state = g.get(again.request)
         # Either the whole propose is gone (a new request), or the request can be decided or expire.
         assert not again.duplicate or state.status != "interrupting", (state.status, state.deadline)
+
+
+@pytest.mark.xfail(strict=True, reason="an edit is decided by the editing Gate's policy, not by the policy that decided "
+                   "the call (Edited.policy_digest may differ from the proposal's); nothing re-checks before it runs")
+def test_an_edit_under_another_policy_does_not_run_what_the_calls_policy_denies(tmp_path):
+    agent = Gate(policy(), tmp_path / "l")  # denies big_change above 1000
+    older = Policy.from_text(POLICY_TEXT.replace("args.amount > 1000", "args.amount > 1000000"), "older.policy")
+    reviewer = Gate(older, tmp_path / "l")  # as `countersign review edit --policy older.policy`
+    p = agent.propose("big_change", {"amount": 500}, proposer="agent")
+    assert agent.policy.evaluate("big_change", {"amount": 50_000}, {}).effect == "deny"
+    runs = []
+    try:
+        reviewer.edit(p.request, editor="sup-1", args={"amount": 50_000}, digest=p.args_digest)
+        reviewer.approve(p.request, approver="sup-2", digest=reviewer.get(p.request).digest)
+        agent.execute(p.request, runs.append)
+    except (Violation, GateError):
+        pass  # refused somewhere: what this test wants
+    assert runs == []  # today: [{'amount': 50000}]
