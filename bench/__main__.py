@@ -3,13 +3,15 @@
 ledger's append, verify and stats benchmarks (bench/ledger_run.py; `--only ledger` alone); and the
 sample policies on the real calls they were written for (bench/real_policies.py; `--only real`); and
 one decision on adversarial arguments at each matcher's largest size (bench/worst.py; `--only worst`,
-not part of the full run).
+not part of the full run); and eight hook processes each opening a Gate per call on a ledger growing
+to 100,000 events (bench/hooks.py; `--only hooks`).
 
     python -m bench                       # the full run (about 5 minutes), results in bench/results/
     python -m bench --quick               # 100 and 1,000 rules, fewer rounds (about a minute)
     python -m bench --sizes 1000 --no-cedar --label try
     python -m bench --only real           # the sample policies on the real corpus calls, per tool
     python -m bench --only worst          # worst cases: each matcher at its largest input (about 3 minutes)
+    python -m bench --only hooks          # 8 processes, a Gate opened per call, ledger growing to 100,000 events
 
 Skips with a message (exit 0) when the shared corpus is absent; runs without the Cedar side (and
 says so) when cedarpy is not installed (`pip install -e '.[bench]'`).
@@ -57,17 +59,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="100 and 1,000 rules, 5 rounds, 2 s of Cedar")
     ap.add_argument("--label", default="run", help="name of the results file: bench/results/<date>-<label>.json")
     ap.add_argument("--no-write", action="store_true", help="print only")
-    ap.add_argument("--only", choices=("all", "policy", "ledger", "real", "worst"), default="all",
+    ap.add_argument("--only", choices=("all", "policy", "ledger", "real", "worst", "hooks"), default="all",
                     help="the policy language's benchmarks, the ledger's (issue 4: append, verify, stats), "
                     "the sample policies on the real corpus calls (issue 9), the worst cases of every matcher "
-                    "(issue 9; not part of all), or all")
+                    "(issue 9; not part of all), the hook-shaped Gate benchmark (issue 10), or all")
     ap.add_argument("--search-seconds", type=float, default=None,
                     help="--only worst: seconds of random search, all matchers together (default 60)")
     ap.add_argument("--ledger", action="store_const", const="ledger", dest="only", help="same as --only ledger")
     ap.add_argument("--ledger-events", type=int, default=None,
                     help="events in the large ledger (default 10,000,000; 1,000,000 with --quick)")
     ap.add_argument("--ledger-parts", default="append,verify,stats", help="which ledger benchmarks, comma-separated")
+    ap.add_argument("--hooks-sizes", default=None, help="--only hooks: ledger sizes, comma-separated (default 1000,10000,100000)")
+    ap.add_argument("--hooks-calls", default=None, help="--only hooks: calls per process at each size (default 25,10,3)")
     opts = ap.parse_args(argv)
+    if opts.only in ("all", "hooks"):
+        from bench import hooks
+
+        ints = lambda text: [int(x) for x in text.split(",") if x.strip()] if text else None  # noqa: E731
+        status = hooks.main(ints(opts.hooks_sizes), ints(opts.hooks_calls), opts.label, not opts.no_write)
+        if opts.only == "hooks" or status:
+            return status
     if opts.only in ("all", "ledger"):
         from bench import ledger_run
 

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from ledger import events as ev
 from ledger.store.log import Ledger
 from ledger.proof.verify import verify
-from support import START, build_mixed_ledger, gate
+from ledger.workflow.gate import Gate
+from support import START, build_mixed_ledger, gate, policy
 
 json_scalars = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=12)
 json_values = st.recursive(
@@ -189,7 +190,12 @@ def test_data_nested_too_deeply_to_read_is_a_data_problem_at_its_seq_not_a_crash
     report = verify(path)
     assert (report.problem.seq, report.problem.kind) == (p.request, "data")
     assert "nests too deeply" in report.problem.message
+    with gate(path) as opened:  # from the snapshot, which covers that event: its data is read when needed
+        with pytest.raises(LedgerCorrupt):
+            opened.execute(p.request, lambda args: pytest.fail("ran data no one proposed"))
     with pytest.raises(LedgerCorrupt, match="nests too deeply"):
+        Gate(policy(), path, full_verify=True)
+    with pytest.raises(LedgerCorrupt, match="nests too deeply"):  # the snapshot went with the failed full verify
         gate(path)
 
 

@@ -1,26 +1,24 @@
 """Many Gates on one ledger: each step catches up with what the others appended, in one process or
-many (real processes, SIGKILL), and the review CLI answers an agent that waits."""
+many, and the review CLI answers an agent that waits (the many-process run with SIGKILLs is
+tests/test_gate_processes.py)."""
 
 from __future__ import annotations
 
 import json
 import os
-import random
-import signal
 import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
 
-import msgspec
 import pytest
 
 from ledger import events as ev
 from ledger import verify
 from ledger.clock import ManualClock
 from ledger.workflow.gate import Gate, InvalidCall, NoPolicy
-from ledger.store.log import Ledger, LedgerCorrupt, LedgerReader
+from ledger.store.log import Ledger, LedgerCorrupt
 from ledger.workflow import machine as wf
 from store_contract import proposal
 from support import START, gate, policy
@@ -224,88 +222,6 @@ def test_the_review_cli_takes_the_reviewer_from_the_os_account_only(tmp_path):
     assert rejected.returncode == 0, rejected.stderr
     waited = _cli("review", "wait", str(p.request), "--ledger", str(tmp_path / "l"))
     assert waited.returncode == 1 and "rejected" in waited.stdout and "use the staging copy" in waited.stdout
-
-
-WORKER = textwrap.dedent(
-    """
-    import random, sys
-    from ledger.workflow.gate import Gate, GateError
-    from ledger.store.log import LedgerError
-    from ledger.workflow.machine import Violation
-    from support import policy
-    path, role, seed, steps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    rng = random.Random(seed)
-    gate = Gate(policy() if role == "agent" else None, path)
-    tools = ["read_thing", "drop_thing", "small_change", "big_change"]
-    for i in range(steps):
-        try:
-            if role == "agent":
-                if rng.random() < 0.6:
-                    gate.propose(rng.choice(tools), {"amount": rng.randint(1, 2000), "i": i}, proposer="agent")
-                else:
-                    runnable = [s for s in gate.workflow.requests.values() if s.status in ("allowed", "approved")]
-                    if runnable:
-                        gate.execute(rng.choice(runnable).request, lambda a: a)
-            else:
-                pending = gate.pending()
-                if pending:
-                    s = rng.choice(pending)
-                    who = rng.choice(["sup-1", "sup-2", "sup-3", "bob"])
-                    pick = rng.random()
-                    if pick < 0.7:
-                        gate.approve(s.request, approver=who, digest=s.digest)
-                    elif pick < 0.9:
-                        gate.reject(s.request, approver=who, reason="no")
-                    else:
-                        gate.cancel(s.request, by=who)
-        except (Violation, GateError):
-            pass  # a race lost, or a step the rules refuse: refused, nothing appended
-    gate.close()
-    """
-)
-
-
-def _run_workers(path: str, seed: int, agents: int, reviewers: int, steps: int, kills: int) -> None:
-    rng = random.Random(seed)
-    env = {**os.environ, "PYTHONPATH": PYTHON_PATH}
-
-    def start(role: str, n: int) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-c", WORKER, path, role, str(rng.randrange(1 << 30)), str(steps)],
-                                env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True)
-
-    procs = [start("agent", i) for i in range(agents)] + [start("reviewer", i) for i in range(reviewers)]
-    roles = ["agent"] * agents + ["reviewer"] * reviewers
-    for _ in range(kills):
-        time.sleep(rng.uniform(0.2, 0.8))
-        victim = rng.randrange(len(procs))
-        procs[victim].send_signal(signal.SIGKILL)
-        procs[victim].wait()
-        procs[victim] = start(roles[victim], victim)
-    for proc in procs:
-        _, err = proc.communicate(timeout=300)
-        assert proc.returncode in (0, -signal.SIGKILL), err
-
-
-@pytest.mark.parametrize("seed", [int(os.environ.get("COUNTERSIGN_SEED", "1"))])
-def test_agents_and_reviewers_in_many_processes_killed_at_random_keep_one_lawful_ledger(tmp_path, seed):
-    long = os.environ.get("COUNTERSIGN_LONG_TESTS") == "1"
-    path = str(tmp_path / "l")
-    gate(Path(path)).close()
-    print(f"seed {seed} (COUNTERSIGN_SEED={seed} replays the schedule of kills and choices)")
-    _run_workers(path, seed, agents=3, reviewers=2, steps=400 if long else 60, kills=12 if long else 3)
-    report = verify(path)
-    assert report.ok, (seed, report.problem)
-    seqs = [r.seq for r in LedgerReader(path).records()]
-    assert seqs == list(range(1, len(seqs) + 1))
-    started: dict[int, int] = {}
-    for record in LedgerReader(path).records():
-        if isinstance(record.event, ev.ExecutionStarted):
-            started[record.event.request] = started.get(record.event.request, 0) + 1
-    assert all(n == 1 for n in started.values()), seed  # verify's rules too: never twice, never without a quorum
-    # a fresh Gate's replay and a surviving one's catch-up agree
-    with Gate(None, path) as fresh, Gate(None, path) as other:
-        other.refresh()
-        assert {r: s.status for r, s in fresh.workflow.requests.items()} == {r: s.status for r, s in other.workflow.requests.items()}
 
 
 # --- waiting -------------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ import msgspec
 
 from ledger.store import lines, native
 from ledger.store import seek, watch
-from ledger.store.scan import last_line, last_newline, read_lines
+from ledger.store.scan import capped, last_line, last_newline, read_lines
 from ledger.store.base import Store
 from ledger.clock import Clock, format_ts, utc_now
 from ledger.digest import canonical_json
@@ -254,8 +254,9 @@ class LedgerReader:
             except OSError as exc:
                 raise LedgerUnreadable(f"{segment}: {exc.strerror}") from None
             with handle:
-                # Bounded reads: a line over the limit is measured, never held (ledger.store.scan).
-                for number, offset, text, size, terminated in read_lines(handle):
+                # Bounded reads: a line over the limit is measured, never held, and nothing past the
+                # segment's size when the reader came to it is read (ledger.store.scan).
+                for number, offset, text, size, terminated in read_lines(capped(handle)):
                     if not terminated:
                         if i == last:
                             self.torn = TornTail(segment.name, offset, text, size)
@@ -1274,15 +1275,20 @@ class Ledger(Store):
 
     # --- reading and closing ------------------------------------------------------------------
 
-    def records(self, from_seq: int = 1, *, kind: str | None = None) -> Iterator[Record]:
+    def records(self, from_seq: int = 1, *, kind: str | None = None, until: int | None = None) -> Iterator[Record]:
         """The stored events from seq `from_seq` on, in order, up to the last whole line (read
         without the lock: a prefix of the ledger). The start is found by seq (ledger.store.seek),
         so reading the tail of a large ledger costs the tail. `kind` keeps only the events of that
         kind, recognized by their first bytes and decoded alone. `line` is 0 in Records read from
         a seq other than 1. Raises LedgerCorrupt for a line that is not an event, or over
-        MAX_LINE_BYTES; LedgerUnreadable when `from_seq` is past the head by more than one."""
+        MAX_LINE_BYTES; LedgerUnreadable when `from_seq` is past the head by more than one.
+        `until`: stop after that seq (what a reader without the lock reads up to a head it knows
+        whole, never a line being written)."""
         if from_seq <= 1 and kind is None:
-            yield from LedgerReader(self.path).records()
+            for record in LedgerReader(self.path).records():
+                if until is not None and record.seq > until:
+                    return
+                yield record
             return
         start = self.locate(max(1, from_seq))
         if start is None:
@@ -1300,7 +1306,9 @@ class Ledger(Store):
                 return
             with handle:
                 handle.seek(offset)
-                for _n, at, text, size, terminated in read_lines(handle, offset):
+                for _n, at, text, size, terminated in read_lines(capped(handle), offset):
+                    if until is not None and seq > until:
+                        return
                     if not terminated:
                         return  # a write in progress, or a torn tail: not an event yet
                     if text is None:

@@ -78,6 +78,31 @@ def read_lines(handle: BinaryIO, offset: int = 0, number: int = 1, limit: int = 
                 held.append(last)
 
 
+class Capped:
+    """A binary file read no further than `end` bytes: what a reader without the lock reads of a
+    segment, so that bytes written after it looked (a torn tail moved aside by a writer, and the
+    lines appended in its place) are never joined to what it read before."""
+
+    __slots__ = ("_handle", "_left")
+
+    def __init__(self, handle: BinaryIO, end: int):
+        self._handle = handle
+        self._left = max(0, end - handle.tell())
+
+    def read(self, size: int = -1) -> bytes:
+        size = self._left if size is None or size < 0 else min(size, self._left)
+        block = self._handle.read(size) if size else b""
+        self._left -= len(block)
+        return block
+
+
+def capped(handle: BinaryIO) -> Capped:
+    """`handle` (an open regular file) read up to its size as of now, from its position."""
+    import os
+
+    return Capped(handle, os.fstat(handle.fileno()).st_size)
+
+
 class LongLine(NamedTuple):
     """A line longer than the limit: its 1-based number, byte offset and size (without a line
     feed; for an unterminated one, to the end of the file), and whether a line feed ends it."""

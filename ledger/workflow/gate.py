@@ -40,7 +40,7 @@ from dsl.requirements import Requirements
 from ledger import events as ev
 from ledger.clock import Clock, add_seconds, format_ts, seconds_between, utc_now
 from ledger.digest import ArgumentsError, encode_arguments, value_digest
-from ledger.store.log import Ledger, LedgerCorrupt, LedgerError, LineTooLong, Record
+from ledger.store.log import Ledger, LedgerCorrupt, LedgerError, LedgerUnreadable, LineTooLong, Record
 from ledger.proof.verify import Redactions, check_record
 from ledger.workflow.snapshot import Archive, Behind, Snapshot, Unusable
 from ledger.workflow.machine import (
@@ -69,6 +69,10 @@ its last save, and on close."""
 SAVE_REPLAY = 20_000
 """A full replay writes the snapshot every this many events (memory stays bounded)."""
 
+RECOVERY = "countersign"  # who cancels an ask whose write was cut short: the Gate itself, not a person
+CUT_SHORT = ("The call's interrupt was never recorded (the write that proposed it was cut short); it was not run "
+             "and no one was asked. Propose it again, with a new call id.")
+
 DEFAULT_EXPIRY_MESSAGE = "No one decided in time; the call was not run. Do not retry it without asking the user."
 
 
@@ -91,6 +95,15 @@ class ExecutionUnknown(GateError):
 
 class ExecutionInProgress(GateError):
     """The call is running now, in another thread; its outcome is not recorded yet."""
+
+
+class PolicyMismatch(GateError):
+    """An edit in a Gate whose policy is not the one that decided the call: the edited call must
+    re-enter the same policy (another one, older or laxer, could allow what the call's denies)."""
+
+    def __init__(self, message: str, request: int | None = None):
+        super().__init__(message)
+        self.request = request
 
 
 class NoPolicy(GateError):
@@ -244,6 +257,8 @@ class Gate:
                 self.workflow.requests[state.request] = state
                 if state.status == "pending":
                     self.workflow.pending[state.request] = state
+                elif state.status == "interrupting":
+                    self.workflow.interrupting[state.request] = state
             start = loaded.seq + 1
         else:
             self._seen, self._base, self._floor, self._last_ts = (0, ev.GENESIS_PREV), 0, 0, ""
@@ -253,8 +268,11 @@ class Gate:
                 except Unusable:
                     self._snapshot, self.workflow.archive = None, None
             start = 1
-        self._redactions = Redactions.from_records(self.ledger.records(start, kind="redacted"))
-        self._fold(self.ledger.records(start), saving=loaded is None)
+        # Read without the lock up to the head the writer saw whole under it: never a line being
+        # written or a torn tail being moved aside. The first step's catch-up reads the rest.
+        head = self.ledger.head[0]
+        self._redactions = Redactions.from_records(self.ledger.records(start, kind="redacted", until=head))
+        self._fold(self.ledger.records(start, until=head), saving=loaded is None)
         self._save()
 
     def _snapshot_head_problem(self, loaded) -> bool:
@@ -356,13 +374,13 @@ class Gate:
         if data is not None:
             return data
         state = self._open_state(request)
-        proposal = self.ledger.record_at(request).data_value() or {}
-        args = proposal.get("args")
-        if state.data_seq and state.data_seq != request:
-            args = (self.ledger.record_at(state.data_seq).data_value() or {}).get("args")
         try:
+            proposal = self.ledger.record_at(request).data_value() or {}
+            args = proposal.get("args")
+            if state.data_seq and state.data_seq != request:
+                args = (self.ledger.record_at(state.data_seq).data_value() or {}).get("args")
             ok = value_digest(args) == state.digest and value_digest(proposal.get("context")) == state.context_digest
-        except ArgumentsError:
+        except (ArgumentsError, msgspec.DecodeError, RecursionError, AttributeError, LedgerUnreadable):
             ok = False
         if not ok:
             raise LedgerCorrupt(state.data_seq or request, "the stored arguments or context do not match their digests")
@@ -395,7 +413,7 @@ class Gate:
                 self._open()
                 continue
             for record in records:
-                if expired:
+                if expired and isinstance(record.event, ev.Expired):
                     self._expired.append(record.event.request)
                 self.workflow.apply(record.seq, record.event)
                 self._folded(record)
@@ -405,15 +423,22 @@ class Gate:
                 return records
 
     def _due(self) -> list[tuple[ev.Event, Any]]:
-        """Expired events for every pending request whose deadline has passed, oldest first."""
-        if not self.workflow.pending:
+        """Under the commit lock, caught up: an `expired` event for every pending request whose
+        deadline has passed, and a `cancelled` one for every ask whose interrupt was never
+        recorded (a Gate writes both in one commit, so under the lock such an ask is the mark of
+        a write cut short by a crash: it would otherwise wait for ever, with no deadline and in no
+        queue). Oldest first."""
+        if not self.workflow.pending and not self.workflow.interrupting:
             return []
         now = self._now()
         due = sorted((s for s in self.workflow.pending.values() if s.deadline is not None and s.deadline <= now),
                      key=lambda s: s.request)
-        return [(ev.Expired(ts=now, request=s.request, outcome="reject",
-                            message=(s.requirements.timeout_message if s.requirements else None) or DEFAULT_EXPIRY_MESSAGE), None)
-                for s in due]
+        events: list[tuple[ev.Event, Any]] = [
+            (ev.Expired(ts=now, request=s.request, outcome="reject",
+                        message=(s.requirements.timeout_message if s.requirements else None) or DEFAULT_EXPIRY_MESSAGE), None)
+            for s in due]
+        events += [(ev.Cancelled(ts=now, request=r, by=RECOVERY, reason=CUT_SHORT), None) for r in sorted(self.workflow.interrupting)]
+        return events
 
     def _now(self) -> str:
         """The clock's time, but never earlier than the last event's: a clock stepped back (NTP,
@@ -630,6 +655,11 @@ class Gate:
 
         def make() -> ev.Event:
             state = self._open_state(request)
+            if state.policy_digest and state.policy_digest != policy.digest:
+                raise PolicyMismatch(
+                    f"request {request} was decided by the policy with digest {state.policy_digest[:12]}…; this Gate "
+                    f"holds {policy.digest[:12]}…: an edit re-enters the policy that decided the call, so edit it "
+                    "with that policy", request)
             decision = policy.evaluate(state.tool, stored, self._call_data(request).get("context"))
             if decision.effect == "deny":
                 raise EditDenied("the policy denies the edited call: " + " ".join(decision.reasons), request)

@@ -218,6 +218,7 @@ class RequestState:
     result_digest: str | None = None
     error: str | None = None
     data_seq: int = 0  # the seq of the event holding the current arguments: the proposal, or the last edit
+    policy_digest: str = ""  # the digest of the policy that decided the proposal
 
     @property
     def final(self) -> bool:
@@ -295,6 +296,8 @@ class Workflow:
         # The pending requests (interrupted, not yet decided) by request, so that expiring them
         # does not scan every request ever made (the Gate keeps them all).
         self.pending: dict[int, RequestState] = {}
+        # Asks whose interrupt is not recorded yet (the Gate writes both in one commit).
+        self.interrupting: dict[int, RequestState] = {}
         self.archive = archive
 
     def get(self, request: int) -> RequestState | None:
@@ -307,6 +310,8 @@ class Workflow:
                 self.requests[request] = state
                 if state.status == "pending":
                     self.pending[request] = state
+                elif state.status == "interrupting":
+                    self.interrupting[request] = state
         return state
 
     def request_of(self, call_id: str) -> int | None:
@@ -507,7 +512,10 @@ class Workflow:
                 decided_at=event.ts if status == "denied" else None,
                 decision="deny" if status == "denied" else None,
                 data_seq=seq,
+                policy_digest=event.policy_digest,
             )
+            if status == "interrupting":
+                self.interrupting[seq] = self.requests[seq]
             if event.call_id is not None and self.keep_final:
                 self.by_call_id[event.call_id] = seq
             self._drop_if_final(self.requests[seq])
@@ -555,6 +563,8 @@ class Workflow:
             self.pending[state.request] = state
         else:
             self.pending.pop(state.request, None)
+        if state.status != "interrupting":
+            self.interrupting.pop(state.request, None)
         self._drop_if_final(state)
 
     @staticmethod
