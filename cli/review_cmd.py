@@ -8,12 +8,13 @@ flag or a value from the request: identities come from authentication.
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any, List, Optional
 
 import typer
 
-from cli.output import EXIT_FAIL, EXIT_USAGE, echo_json, fail, say, table
+from cli.output import EXIT_FAIL, EXIT_USAGE, columns, echo_json, fail, say
 
 app = typer.Typer(no_args_is_help=True, help="List, inspect and answer the requests waiting for a person.")
 
@@ -62,14 +63,22 @@ def _open(ledger: Optional[str], policy: Optional[str] = None):
         fail(f"{ledger}: {exc}", EXIT_FAIL if type(exc).__name__ == "LedgerCorrupt" else EXIT_USAGE)
 
 
-def _left(deadline: Optional[str]) -> str:
+_UNREAD = object()  # _as_dict: read the arguments through the Gate
+
+
+def _now():
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc)
+
+
+def _left(deadline: Optional[str], now=None) -> str:
     """Time left before `deadline` as `1h02m`, `4m10s`, `12s`, or `expired`."""
     if deadline is None:
         return "-"
-    from datetime import datetime, timezone
+    from ledger.clock import parse_ts
 
-    end = datetime.strptime(deadline, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
-    seconds = int((end - datetime.now(timezone.utc)).total_seconds())
+    seconds = int((parse_ts(deadline) - (now or _now())).total_seconds())
     if seconds <= 0:
         return "expired"
     if seconds >= 3600:
@@ -85,6 +94,11 @@ def _summary(args: Any, width: int = 48) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+@functools.lru_cache(maxsize=256)
+def _describe(requirements) -> str:
+    return requirements.describe()  # the same few requirements recur across a long queue
+
+
 def _quorum(state) -> dict:
     """Who approved, how many more approvals are needed, who may approve."""
     reqs = state.requirements
@@ -96,10 +110,10 @@ def _quorum(state) -> dict:
         counted = len(approvers) if q.approvers is None else len(approvers & set(q.approvers))
         more = max(more, q.count - counted) if q.approvers is None else more + max(0, q.count - counted)
     may = None if any(q.approvers is None for q in reqs.quorums) else sorted({a for q in reqs.quorums for a in q.approvers})
-    return {"approved_by": list(state.approvals), "more_needed": more, "who_may": may, "needs": reqs.describe()}
+    return {"approved_by": list(state.approvals), "more_needed": more, "who_may": may, "needs": _describe(reqs)}
 
 
-def _as_dict(gate, state, *, full: bool = False) -> dict:
+def _as_dict(gate, state, *, full: bool = False, args: Any = _UNREAD) -> dict:
     out = {
         "request": state.request,
         "tool": state.tool,
@@ -115,10 +129,13 @@ def _as_dict(gate, state, *, full: bool = False) -> dict:
         "quorum": _quorum(state),
         "decisions": list(gate.allowed_decisions(state.request)),
     }
-    try:
-        out["args"] = gate.arguments(state.request)
-    except KeyError:
-        out["args"] = None  # final: the Gate released them (the ledger keeps them)
+    if args is not _UNREAD:
+        out["args"] = args
+    else:
+        try:
+            out["args"] = gate.arguments(state.request)
+        except KeyError:
+            out["args"] = None  # final: the Gate released them (the ledger keeps them)
     if full:
         out.update(decision=state.decision, decided_by=state.decided_by, decided_at=state.decided_at, reason=state.reason,
                    edits=state.edits, outcome=state.outcome)
@@ -140,16 +157,19 @@ def list_requests(
     """
     with _open(ledger) as gate:
         rows = [s for s in gate.pending() if (tool is None or s.tool == tool) and (run is None or s.run == run)]
-        items = [_as_dict(gate, s) for s in rows]
+        arguments = gate.arguments_of(rows, checked=False)  # a summary; `show` checks what it shows
+        items = [_as_dict(gate, s, args=arguments.get(s.request)) for s in rows]
     if as_json:
         echo_json(items)
         return
     if not items:
         say("no requests are waiting for a decision")
         return
-    table(["id", "tool", "arguments", "approvals", "left"],
-          [[i["request"], i["tool"], _summary(i["args"], 30), _progress(i["quorum"]), _left(i["deadline"])] for i in items],
-          title=f"{len(items)} waiting")
+    now = _now()
+    say(f"{len(items)} waiting (oldest first; `countersign review show ID` for one in full)")
+    columns(["id", "tool", "arguments", "approvals", "left"],
+            [[i["request"], i["tool"], _summary(i["args"], 34), _progress(i["quorum"]), _left(i["deadline"], now)] for i in items],
+            [8, 20, 34, 9, 7])
 
 
 def _progress(quorum: dict) -> str:

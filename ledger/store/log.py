@@ -34,7 +34,7 @@ import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
 import msgspec
 
@@ -405,6 +405,8 @@ class _Transaction(_Request):
         super().__init__([])
         self.build, self.since = build, since
 
+
+NEAR = 256  # records_at reads on through this many lines rather than search again
 
 RECENT_BYTES = 8 * 1024 * 1024
 """The Records a writer keeps of its last commits and catch-ups (bounded in bytes), from which a
@@ -1295,9 +1297,15 @@ class Ledger(Store):
             if self.locate(from_seq - 1) is not None:
                 return  # from the seq after the last: nothing yet
             raise LedgerUnreadable(f"{self.path}: no event with seq {from_seq} or {from_seq - 1}")
-        number, offset = start
         prefix = None if kind is None else b'{"body":{"kind":"' + kind.encode("ascii") + b'",'
-        seq = from_seq
+        for seq, raw in self._raw_lines(from_seq, start, until):
+            if prefix is None or raw.text.startswith(prefix):
+                yield parse_line(raw, seq)
+
+    def _raw_lines(self, seq: int, start: tuple[int, int], until: int | None = None) -> Iterator[tuple[int, RawLine]]:
+        """`(seq, RawLine)` of the whole lines from `start` (the place of `seq`) on, across
+        segments, up to `until`; each segment read no further than its size when reached."""
+        number, offset = start
         while True:
             segment = self.path / segment_name(number)
             try:
@@ -1313,10 +1321,47 @@ class Ledger(Store):
                         return  # a write in progress, or a torn tail: not an event yet
                     if text is None:
                         raise LedgerCorrupt(seq, f"{lines.too_long(size)}, at byte {at}", segment.name)
-                    if prefix is None or text.startswith(prefix):
-                        yield parse_line(RawLine(segment.name, 0, at, text), seq)
+                    yield seq, RawLine(segment.name, 0, at, text)
                     seq += 1
             number, offset = number + 1, 0
+
+    def data_at(self, seqs: Iterable[int]) -> dict[int, bytes]:
+        """The data bytes beside the bodies of these seqs (as `records_at`, without decoding the
+        events: each line's seq read from its first bytes, its layout split). A seq with no whole
+        line, or whose line is not one, is left out. The bytes are not checked against any
+        digest: the caller checks them, or only shows them."""
+        found: dict[int, bytes] = {}
+        for seq, raw in self._lines_at(seqs):
+            if seek.head_seq(raw.text[:80]) == seq:
+                try:
+                    found[seq] = lines.split(raw.text)[2]
+                except lines.LineError:
+                    continue
+        return found
+
+    def records_at(self, seqs: Iterable[int]) -> dict[int, Record]:
+        """The stored Records of these seqs, read in seq order in few passes: a seq within
+        NEAR lines of the one before is reached by reading on (only the lines wanted are
+        decoded), a farther one by `locate`. A seq with no whole line is left out."""
+        return {seq: parse_line(raw, seq) for seq, raw in self._lines_at(seqs)}
+
+    def _lines_at(self, seqs: Iterable[int]) -> Iterator[tuple[int, RawLine]]:
+        """`(seq, RawLine)` of these seqs, in seq order (see records_at)."""
+        wanted = sorted(set(seqs))
+        i = 0
+        while i < len(wanted):
+            start = self.locate(wanted[i])
+            if start is None:
+                i += 1
+                continue
+            for seq, raw in self._raw_lines(wanted[i], start):
+                if seq == wanted[i]:
+                    yield seq, raw
+                    i += 1
+                    if i == len(wanted) or wanted[i] - seq > NEAR:
+                        break
+            else:
+                break  # the files end before the next seq wanted
 
     def locate(self, seq: int) -> tuple[int, int] | None:
         """`(segment number, byte offset)` of the line of `seq`, found without reading the ledger

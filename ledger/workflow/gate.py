@@ -31,12 +31,14 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import msgspec
 
-from dsl import Decision, Policy
 from dsl.requirements import Requirements
+
+if TYPE_CHECKING:  # the compiler is imported by whoever loads a policy, not by a reviewer's Gate
+    from dsl import Decision, Policy
 from ledger import events as ev
 from ledger.clock import Clock, add_seconds, format_ts, seconds_between, utc_now
 from ledger.digest import ArgumentsError, encode_arguments, value_digest
@@ -371,21 +373,34 @@ class Gate:
         context, read from the ledger (the snapshot holds where, not what) and checked against
         the digests its state carries. Raises LedgerCorrupt when the stored data does not match."""
         data = self._data.get(request)
-        if data is not None:
-            return data
-        state = self._open_state(request)
-        try:
-            proposal = self.ledger.record_at(request).data_value() or {}
-            args = proposal.get("args")
-            if state.data_seq and state.data_seq != request:
-                args = (self.ledger.record_at(state.data_seq).data_value() or {}).get("args")
-            ok = value_digest(args) == state.digest and value_digest(proposal.get("context")) == state.context_digest
-        except (ArgumentsError, msgspec.DecodeError, RecursionError, AttributeError, LedgerUnreadable):
-            ok = False
-        if not ok:
-            raise LedgerCorrupt(state.data_seq or request, "the stored arguments or context do not match their digests")
-        data = self._data[request] = {"args": args, "context": proposal.get("context")}
+        if data is None:
+            self._read_data([self._open_state(request)])
+            data = self._data[request]
         return data
+
+    def _read_data(self, states: list[RequestState]) -> None:
+        """Read the data of these open requests from the ledger in one pass (Store.records_at)
+        into `_data`, each checked against its state's digests. Raises LedgerCorrupt."""
+        missing = [s for s in states if s.request not in self._data]
+        if not missing:
+            return
+        seqs = {s.request for s in missing} | {s.data_seq for s in missing if s.data_seq}
+        try:
+            records = self.ledger.records_at(seqs)
+        except LedgerError as exc:
+            raise LedgerCorrupt(min(seqs), f"the stored arguments cannot be read: {exc}") from None
+        for state in missing:
+            try:
+                proposal = records[state.request].data_value() or {}
+                args = proposal.get("args")
+                if state.data_seq and state.data_seq != state.request:
+                    args = (records[state.data_seq].data_value() or {}).get("args")
+                ok = value_digest(args) == state.digest and value_digest(proposal.get("context")) == state.context_digest
+            except (KeyError, ArgumentsError, msgspec.DecodeError, RecursionError, AttributeError):
+                ok = False
+            if not ok:
+                raise LedgerCorrupt(state.data_seq or state.request, "the stored arguments or context do not match their digests")
+            self._data[state.request] = {"args": args, "context": proposal.get("context")}
 
     def _commit(self, step: Callable[[], list[tuple[ev.Event, Any]]]) -> list[Record]:
         """One step: under the ledger's commit lock, fold what other writers appended, expire what
@@ -913,8 +928,31 @@ class Gate:
         """The current (possibly edited) arguments of a request that can still run. Raises
         UnknownRequest, or KeyError when the request is final and its arguments were released."""
         with self._lock:
-            self._open_state(request)
+            state = self._open_state(request)
+            if state.final:
+                raise KeyError(request)
             return copy.deepcopy(self._call_data(request)["args"])
+
+    def arguments_of(self, states: list[RequestState], *, checked: bool = True) -> dict[int, Any]:
+        """The current arguments of many open requests (as `pending()` returns them), read from
+        the ledger in one pass: request → arguments (final ones left out). `checked=False` skips
+        checking them against their digests, for a summary on a screen (about half the time for
+        a long queue): what runs is always checked, and an approval binds the digest, so
+        arguments changed in the files are refused before anything runs."""
+        with self._lock:
+            live = [s for s in (self._open_state(s.request) for s in states) if not s.final]
+            if checked:
+                self._read_data(live)
+                return {s.request: copy.deepcopy(self._data[s.request]["args"]) for s in live}
+            seqs = {s.data_seq or s.request for s in live}
+            data = self.ledger.data_at(seqs)
+            out = {}
+            for s in live:
+                try:
+                    out[s.request] = msgspec.json.decode(data[s.data_seq or s.request])["args"]
+                except (KeyError, TypeError, msgspec.DecodeError):
+                    out[s.request] = None
+            return out
 
     def close(self) -> None:
         """Write the snapshot (what changed since the last save) and close the ledger."""
