@@ -179,7 +179,9 @@ def _progress(quorum: dict) -> str:
 
 @app.command()
 def show(request: int = typer.Argument(..., help="The request id."), ledger: Optional[str] = _LEDGER, as_json: bool = _JSON) -> None:
-    """One request in full: its exact arguments, the digest to approve, the deciding rules, its history.
+    """One request in full: its exact arguments (checked against their digest), the digest to
+    approve, what an edit changed, the rules that decided it and where they are, the run's
+    earlier calls, and every event of its history.
 
     Example: countersign review show 7 --ledger build/ledger
     """
@@ -191,34 +193,76 @@ def show(request: int = typer.Argument(..., help="The request id."), ledger: Opt
         except UnknownRequest as exc:
             fail(exc.message)
         item = _as_dict(gate, state, full=True)
-        history = [_event_line(r) for r in gate.ledger.records() if getattr(r.event, "request", None) == request or r.seq == request]
-    item["history"] = history
+        records = gate.history(request)
+        earlier = gate.earlier_in_run(request, limit=10)
+        original = gate.original_arguments(request) if state.edits else None
+    item["history"] = [_event_line(r) for r in records]
+    item["rules_at"] = _rules_at(records)
+    item["original_args"] = original
+    item["earlier_in_run"] = [{"request": s.request, "tool": s.tool, "status": s.status, "proposed_at": s.proposed_at}
+                              for s in earlier]
     if as_json:
         echo_json(item)
         return
+    _print_request(item)
+
+
+def _rules_at(records) -> list[dict]:
+    """The rules that decided the proposal and each edit, with the policy and line they are at."""
+    out, name = [], None
+    for record in records:
+        event = record.event
+        name = getattr(event, "policy", None) or name  # an edit re-enters the proposal's policy
+        for rule in getattr(event, "rules", ()) or ():
+            where = ", ".join(x for x in (f'policy "{name}"' if name else "", f"line {rule.line}" if rule.line else "") if x)
+            out.append({"seq": record.seq, "rule": rule.id, "at": where})
+    return out
+
+
+def _print_request(item: dict) -> None:
+    """`review show` for a person: short lines, every value with its controls escaped."""
     import msgspec
 
-    say(f"request {item['request']}: {item['tool']} ({item['status']}), proposed by {item['proposer']} at {item['proposed_at']}")
-    if item["run"]:
-        say(f"  run {item['run']}")
+    def pretty(value) -> list[str]:
+        return msgspec.json.format(msgspec.json.encode(value), indent=2).decode().splitlines()
+
+    say(f"request {item['request']}: {item['tool']} ({item['status']})")
+    say(f"  proposed by {item['proposer']} at {item['proposed_at']}" + (f", run {item['run']}" if item["run"] else ""))
     for reason in item["reasons"]:
         say(f"  reason: {reason}")
-    if item["rules"]:
-        say(f"  rules: {', '.join(item['rules'])}")
+    for rule in item["rules_at"]:
+        when = "" if rule["seq"] == item["request"] else f" (the edit at seq {rule['seq']})"
+        say(f"  rule: {rule['rule']}" + (f" ({rule['at']})" if rule["at"] else "") + when)
     q = item["quorum"]
     if q["needs"]:
-        say(f"  needs: {q['needs']}; approved by: {', '.join(q['approved_by']) or 'no one yet'}; {q['more_needed']} more")
+        say(f"  needs: {q['needs']}")
+        say(f"  approved by: {', '.join(q['approved_by']) or 'no one yet'}; {q['more_needed']} more")
     if item["deadline"]:
         say(f"  deadline: {item['deadline']} ({_left(item['deadline'])} left)")
     if item["decisions"]:
         say(f"  decisions allowed: {', '.join(item['decisions'])}")
+    if item["decided_by"] or item["reason"]:
+        say(f"  decided: {item['decision'] or item['status']}" + (f" by {item['decided_by']}" if item["decided_by"] else "")
+            + (f" at {item['decided_at']}" if item["decided_at"] else ""))
+        if item["reason"]:
+            say(f"  said: {item['reason']}")
     say(f"  digest: {item['args_digest']}")
     if item["args"] is not None:
         say("  arguments:")
-        for line in msgspec.json.format(msgspec.json.encode(item["args"]), indent=2).decode().splitlines():
+        for line in pretty(item["args"]):
             say(f"    {line}")
+    if item["original_args"] is not None and item["args"] is not None:
+        import difflib
+
+        say(f"  edited {item['edits']} time{'s' if item['edits'] != 1 else ''}; changes against what the agent proposed:")
+        for line in difflib.unified_diff(pretty(item["original_args"]), pretty(item["args"]), "proposed", "now", lineterm="", n=1):
+            say(f"    {line}")
+    if item["earlier_in_run"]:
+        say(f"  earlier in run {item['run']} (newest first):")
+        for e in item["earlier_in_run"]:
+            say(f"    {e['request']:>6}  {e['tool']}  {e['status']}")
     say("  history:")
-    for line in history:
+    for line in item["history"]:
         say(f"    {line['seq']:>6}  {line['ts']}  {line['text']}")
 
 

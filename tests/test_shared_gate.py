@@ -286,3 +286,31 @@ def test_gates_of_one_process_share_their_commits(tmp_path):
         g.close()
     report = verify(tmp_path / "l")
     assert report.ok and report.statuses == {"approved": 200}
+
+
+def test_review_show_tells_a_reviewer_what_changed_what_decided_it_and_what_came_before(tmp_path):
+    with Gate(policy(), tmp_path / "l") as g:  # the real clock, as the CLI's
+        g.propose("read_thing", {"x": 1}, proposer="agent", run="r1")
+        p = g.propose("big_change", {"amount": 500, "note": "pay\x1b[31m"}, proposer="agent", run="r1")
+        g.edit(p.request, editor="sup-1", args={"amount": 400, "note": "pay"})
+    shown = _cli("review", "show", str(p.request), "--ledger", str(tmp_path / "l"))
+    assert shown.returncode == 0, shown.stderr
+    out = shown.stdout
+    assert 'rule: big (policy "test", line 14)' in out and "the edit at seq" in out
+    assert '-  "amount": 500,' in out and '+  "amount": 400,' in out  # the edit against the proposal
+    assert "\x1b" not in out and "\\u001b" in out  # an agent's control characters are shown, not obeyed
+    assert "earlier in run r1" in out and "read_thing  allowed" in out
+    assert [line.split()[0] for line in out.split("history:")[1].splitlines() if line.strip()] == [str(p.request), str(p.request + 1), str(p.request + 2)]
+    data = json.loads(_cli("review", "show", str(p.request), "--ledger", str(tmp_path / "l"), "--json").stdout)
+    assert data["original_args"]["amount"] == 500 and data["args"]["amount"] == 400
+    assert [h["kind"] for h in data["history"]] == ["proposed", "interrupted", "edited"]
+
+
+def test_review_list_fits_an_80_column_terminal(tmp_path):
+    with Gate(policy(), tmp_path / "l") as g:
+        for i in range(3):
+            g.propose("small_change", {"customer": "C-" + "9" * 60, "i": i}, proposer="agent")
+    listed = _cli("review", "list", "--ledger", str(tmp_path / "l"))
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert len(lines) == 5 and all(len(line) <= 80 for line in lines), lines

@@ -889,6 +889,39 @@ class Gate:
             request = self.workflow.request_of(call_id)
             return None if request is None else self._copy_of(request)
 
+    def earlier_in_run(self, request: int, *, limit: int = 20) -> list[RequestState]:
+        """Up to `limit` requests of the same run proposed before `request`, newest first
+        (after catching up): what the agent did before it asked."""
+        with self._lock:
+            self._commit(lambda: [])
+            state = self._open_state(request)
+            if state.run is None:
+                return []
+            found = {r: s for r, s in self.workflow.requests.items() if s.run == state.run and r < request}
+            if self._snapshot is not None:
+                try:
+                    for s in self._snapshot.of_run(state.run, request, limit):
+                        found.setdefault(s.request, s)
+                except Unusable:
+                    pass
+            return [copy.copy(found[r]) for r in sorted(found, reverse=True)[:limit]]
+
+    def history(self, request: int) -> list[Record]:
+        """The stored events of a request, in order (read by their seqs: no scan)."""
+        with self._lock:
+            state = self._open_state(request)
+            records = self.ledger.records_at(state.seqs)
+            return [records[seq] for seq in state.seqs if seq in records]
+
+    def original_arguments(self, request: int) -> Any:
+        """The arguments the agent proposed (before any edit), read from the ledger, or None when
+        they cannot be read (redacted, say)."""
+        data = self.ledger.data_at([request]).get(request)
+        try:
+            return msgspec.json.decode(data)["args"] if data is not None else None
+        except (msgspec.DecodeError, KeyError, TypeError):
+            return None
+
     def allowed_decisions(self, request: int) -> tuple[str, ...]:
         """The decisions the request's rule allows while it is pending (approve, edit, reject,
         respond), else ()."""

@@ -219,6 +219,7 @@ class RequestState:
     error: str | None = None
     data_seq: int = 0  # the seq of the event holding the current arguments: the proposal, or the last edit
     policy_digest: str = ""  # the digest of the policy that decided the proposal
+    seqs: list[int] = field(default_factory=list)  # the seqs of the request's events, in order
 
     @property
     def final(self) -> bool:
@@ -513,6 +514,7 @@ class Workflow:
                 decision="deny" if status == "denied" else None,
                 data_seq=seq,
                 policy_digest=event.policy_digest,
+                seqs=[seq],
             )
             if status == "interrupting":
                 self.interrupting[seq] = self.requests[seq]
@@ -521,6 +523,7 @@ class Workflow:
             self._drop_if_final(self.requests[seq])
             return
         state = self.requests.get(event.request) or self.get(event.request)
+        state.seqs.append(seq)
         if isinstance(event, ev.Interrupted):
             state.requirements, state.deadline, state.status = event.requirements, event.deadline, "pending"
         elif isinstance(event, ev.Approved):

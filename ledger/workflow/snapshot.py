@@ -48,7 +48,7 @@ import msgspec
 
 from ledger.workflow.machine import RequestState
 
-FORMAT = 1
+FORMAT = 2  # 2: `current` has the run column
 FILE_NAME = "gate.sqlite"
 HORIZON = 100_000
 """Events for which a superseded state is kept (history): a Gate that has folded up to this
@@ -63,7 +63,8 @@ _TABLES = (
     "CREATE TABLE IF NOT EXISTS meta (id INTEGER PRIMARY KEY CHECK (id = 1), format INTEGER, schema TEXT,"
     " ledger_id TEXT, seq INTEGER, hash TEXT, ts TEXT, place TEXT)",
     "CREATE TABLE IF NOT EXISTS current (request INTEGER PRIMARY KEY, version INTEGER NOT NULL,"
-    " pending INTEGER NOT NULL, state BLOB NOT NULL)",
+    " pending INTEGER NOT NULL, run TEXT, state BLOB NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS current_run ON current (run, request) WHERE run IS NOT NULL",
     "CREATE INDEX IF NOT EXISTS current_pending ON current (pending) WHERE pending = 1",
     "CREATE TABLE IF NOT EXISTS history (request INTEGER NOT NULL, version INTEGER NOT NULL, until INTEGER NOT NULL,"
     " state BLOB NOT NULL, PRIMARY KEY (request, version))",
@@ -284,7 +285,8 @@ class Snapshot:
                 old = db.execute("SELECT version, state FROM current WHERE request = ?", (request,)).fetchone()
                 if old is not None and old[0] < version:
                     db.execute("INSERT OR REPLACE INTO history VALUES (?, ?, ?, ?)", (request, old[0], version, old[1]))
-                db.execute("INSERT OR REPLACE INTO current VALUES (?, ?, ?, ?)", (request, version, _pending(state), _ENCODE(state)))
+                db.execute("INSERT OR REPLACE INTO current VALUES (?, ?, ?, ?, ?)",
+                           (request, version, _pending(state), state.run, _ENCODE(state)))
             db.executemany("INSERT OR IGNORE INTO call_ids VALUES (?, ?)", call_ids.items())
             if call_id_filter is not None:
                 for chunk, bits in call_id_filter.changed().items():
@@ -336,6 +338,16 @@ class Snapshot:
         if older is None:
             raise Behind(f"request {request}'s state as of seq {seen} is no longer kept")
         return _DECODE(older)
+
+    def of_run(self, run: str, before: int, limit: int) -> list[RequestState]:
+        """Up to `limit` requests of `run` proposed before seq `before`, newest first, as the
+        snapshot holds them now (for a person to read, not for a rule)."""
+        def work(db: sqlite3.Connection) -> list[RequestState]:
+            rows = db.execute("SELECT state FROM current WHERE run = ? AND request < ? ORDER BY request DESC LIMIT ?",
+                              (run, before, limit))
+            return [_DECODE(blob) for (blob,) in rows]
+
+        return self._run(work)
 
     def request_of(self, call_id: str, *, ledger_id: str, seen: int, floor: int) -> int | None:
         [row] = self._query(self._META + ", (SELECT request FROM call_ids WHERE call_id = ?) FROM meta m", (call_id,),
