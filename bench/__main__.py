@@ -4,7 +4,8 @@ ledger's append, verify and stats benchmarks (bench/ledger_run.py; `--only ledge
 sample policies on the real calls they were written for (bench/real_policies.py; `--only real`); and
 one decision on adversarial arguments at each matcher's largest size (bench/worst.py; `--only worst`,
 not part of the full run); and eight hook processes each opening a Gate per call on a ledger growing
-to 100,000 events (bench/hooks.py; `--only hooks`).
+to 100,000 events (bench/hooks.py; `--only hooks`); and the shared Gate's opening, catch-up, syncs,
+propose cost, review queue and wait (bench/gate.py; `--only gate`).
 
     python -m bench                       # the full run (about 5 minutes), results in bench/results/
     python -m bench --quick               # 100 and 1,000 rules, fewer rounds (about a minute)
@@ -12,6 +13,7 @@ to 100,000 events (bench/hooks.py; `--only hooks`).
     python -m bench --only real           # the sample policies on the real corpus calls, per tool
     python -m bench --only worst          # worst cases: each matcher at its largest input (about 3 minutes)
     python -m bench --only hooks          # 8 processes, a Gate opened per call, ledger growing to 100,000 events
+    python -m bench --only gate           # open at 1 M events, catch-up, syncs, propose, review list, wait
 
 Skips with a message (exit 0) when the shared corpus is absent; runs without the Cedar side (and
 says so) when cedarpy is not installed (`pip install -e '.[bench]'`).
@@ -59,10 +61,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="100 and 1,000 rules, 5 rounds, 2 s of Cedar")
     ap.add_argument("--label", default="run", help="name of the results file: bench/results/<date>-<label>.json")
     ap.add_argument("--no-write", action="store_true", help="print only")
-    ap.add_argument("--only", choices=("all", "policy", "ledger", "real", "worst", "hooks"), default="all",
+    ap.add_argument("--only", choices=("all", "policy", "ledger", "real", "worst", "hooks", "gate"), default="all",
                     help="the policy language's benchmarks, the ledger's (issue 4: append, verify, stats), "
                     "the sample policies on the real corpus calls (issue 9), the worst cases of every matcher "
-                    "(issue 9; not part of all), the hook-shaped Gate benchmark (issue 10), or all")
+                    "(issue 9; not part of all), the hook-shaped Gate benchmark and the shared Gate's "
+                    "(issue 10), or all")
     ap.add_argument("--search-seconds", type=float, default=None,
                     help="--only worst: seconds of random search, all matchers together (default 60)")
     ap.add_argument("--ledger", action="store_const", const="ledger", dest="only", help="same as --only ledger")
@@ -72,6 +75,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hooks-sizes", default=None, help="--only hooks: ledger sizes, comma-separated (default 1000,10000,100000)")
     ap.add_argument("--hooks-calls", default=None, help="--only hooks: calls per process at each size (default 25,10,3)")
     opts = ap.parse_args(argv)
+    if opts.only in ("all", "gate"):
+        from bench import gate
+
+        status = gate.main(opts.label, not opts.no_write)
+        if opts.only == "gate" or status:
+            return status
     if opts.only in ("all", "hooks"):
         from bench import hooks
 

@@ -308,8 +308,10 @@ def _step(ledger: Optional[str], fn, *, policy: Optional[str] = None, as_json: b
 
 
 def _need_digest(digest: Optional[str]) -> str:
+    """Every decision names the arguments it was made on: a decision on arguments that changed
+    after the reviewer looked is refused (stale-digest)."""
     if not digest:
-        fail("name the argument digest you approve: --digest (printed by `countersign review show REQ`)")
+        fail("name the argument digest you decided on: --digest (printed by `countersign review show REQ`)")
     return digest
 
 
@@ -342,9 +344,10 @@ def reject(
 ) -> None:
     """Reject the call; the reason goes back to the agent as an instruction.
 
-    Example: countersign review reject 7 --reason "refund at most 50 EUR without a receipt"
+    Example: countersign review reject 7 --digest 3f1c... --reason "refund at most 50 EUR without a receipt"
     """
     _refuse_as(as_name)
+    digest = _need_digest(digest)
     _step(ledger, lambda g: g.reject(request, approver=reviewer(), reason=reason, digest=digest), as_json=as_json)
 
 
@@ -359,6 +362,7 @@ def respond(
 ) -> None:
     """Answer in place of the tool: the call does not run; the agent gets the message."""
     _refuse_as(as_name)
+    digest = _need_digest(digest)
     _step(ledger, lambda g: g.respond(request, approver=reviewer(), message=message, digest=digest), as_json=as_json)
 
 
@@ -373,6 +377,7 @@ def cancel(
 ) -> None:
     """Withdraw a call that has not started running."""
     _refuse_as(as_name)
+    digest = _need_digest(digest)
     _step(ledger, lambda g: g.cancel(request, by=reviewer(), reason=reason, digest=digest), as_json=as_json)
 
 

@@ -218,7 +218,10 @@ def test_the_review_cli_takes_the_reviewer_from_the_os_account_only(tmp_path):
     assert not (tmp_path / "missing").exists()  # a mistyped path creates no ledger
     waited = _cli("review", "wait", str(p.request), "--timeout", "0.1s", "--ledger", str(tmp_path / "l"), "--json")
     assert waited.returncode == 3 and json.loads(waited.stdout)["status"] == "pending"
-    rejected = _cli("review", "reject", str(p.request), "--reason", "use the staging copy", "--ledger", str(tmp_path / "l"))
+    refused = _cli("review", "reject", str(p.request), "--reason", "use the staging copy", "--ledger", str(tmp_path / "l"))
+    assert refused.returncode == 2 and "--digest" in refused.stderr  # every decision names what it saw
+    rejected = _cli("review", "reject", str(p.request), "--reason", "use the staging copy", "--digest", p.args_digest,
+                    "--ledger", str(tmp_path / "l"))
     assert rejected.returncode == 0, rejected.stderr
     waited = _cli("review", "wait", str(p.request), "--ledger", str(tmp_path / "l"))
     assert waited.returncode == 1 and "rejected" in waited.stdout and "use the staging copy" in waited.stdout

@@ -258,7 +258,7 @@ class Gate:
             for state in loaded.pending:
                 self.workflow.requests[state.request] = state
                 if state.status == "pending":
-                    self.workflow.pending[state.request] = state
+                    self.workflow.add_pending(state)
                 elif state.status == "interrupting":
                     self.workflow.interrupting[state.request] = state
             start = loaded.seq + 1
@@ -446,8 +446,7 @@ class Gate:
         if not self.workflow.pending and not self.workflow.interrupting:
             return []
         now = self._now()
-        due = sorted((s for s in self.workflow.pending.values() if s.deadline is not None and s.deadline <= now),
-                     key=lambda s: s.request)
+        due = self.workflow.due(now)
         events: list[tuple[ev.Event, Any]] = [
             (ev.Expired(ts=now, request=s.request, outcome="reject",
                         message=(s.requirements.timeout_message if s.requirements else None) or DEFAULT_EXPIRY_MESSAGE), None)

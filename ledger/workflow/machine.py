@@ -32,6 +32,7 @@ The rules (each a Violation subclass, `code` in parentheses):
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Collection, Iterable
 from typing import Protocol
 from dataclasses import dataclass, field
@@ -262,6 +263,25 @@ class Archive(Protocol):
 
     def load(self, request: int) -> RequestState | None: ...
 
+    def add_pending(self, state: RequestState) -> None:
+        """Count a request as pending (its deadline kept in a heap, for `due`)."""
+        self.pending[state.request] = state
+        if state.deadline is not None:
+            heapq.heappush(self._deadlines, (state.deadline, state.request))
+
+    def due(self, now: str) -> list[RequestState]:
+        """The pending requests whose deadline is at or before `now`, oldest request first: the
+        earliest deadlines are looked at, not every pending request."""
+        heap, found = self._deadlines, []
+        while heap and heap[0][0] <= now:
+            deadline, request = heapq.heappop(heap)
+            state = self.pending.get(request)
+            if state is not None and state.deadline == deadline:
+                found.append(state)
+        for state in found:  # still pending until their expiry is applied
+            heapq.heappush(heap, (state.deadline, state.request))
+        return sorted(found, key=lambda s: s.request)
+
     def request_of(self, call_id: str) -> int | None: ...
 
     def edit_request(self, seq: int) -> int | None: ...
@@ -299,6 +319,7 @@ class Workflow:
         self.pending: dict[int, RequestState] = {}
         # Asks whose interrupt is not recorded yet (the Gate writes both in one commit).
         self.interrupting: dict[int, RequestState] = {}
+        self._deadlines: list[tuple[str, int]] = []  # (deadline, request) of pending requests: a heap, stale entries skipped
         self.archive = archive
 
     def get(self, request: int) -> RequestState | None:
@@ -310,10 +331,29 @@ class Workflow:
             if state is not None:
                 self.requests[request] = state
                 if state.status == "pending":
-                    self.pending[request] = state
+                    self.add_pending(state)
                 elif state.status == "interrupting":
                     self.interrupting[request] = state
         return state
+
+    def add_pending(self, state: RequestState) -> None:
+        """Count a request as pending (its deadline kept in a heap, for `due`)."""
+        self.pending[state.request] = state
+        if state.deadline is not None:
+            heapq.heappush(self._deadlines, (state.deadline, state.request))
+
+    def due(self, now: str) -> list[RequestState]:
+        """The pending requests whose deadline is at or before `now`, oldest request first: the
+        earliest deadlines are looked at, not every pending request."""
+        heap, found = self._deadlines, []
+        while heap and heap[0][0] <= now:
+            deadline, request = heapq.heappop(heap)
+            state = self.pending.get(request)
+            if state is not None and state.deadline == deadline:
+                found.append(state)
+        for state in found:  # still pending until their expiry is applied
+            heapq.heappush(heap, (state.deadline, state.request))
+        return sorted(found, key=lambda s: s.request)
 
     def request_of(self, call_id: str) -> int | None:
         """The request proposed with `call_id`, or None."""
@@ -563,7 +603,8 @@ class Workflow:
             state.executed_at, state.outcome = event.ts, event.outcome
             state.result_digest, state.error = event.result_digest, event.error
         if state.status == "pending":
-            self.pending[state.request] = state
+            if state.request not in self.pending:
+                self.add_pending(state)
         else:
             self.pending.pop(state.request, None)
         if state.status != "interrupting":
