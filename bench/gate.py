@@ -215,7 +215,7 @@ def bench_propose(work: Path, calls: int = 3_000) -> dict:
     decide.sort()
     out["evaluate_p50_us"] = round(percentile(decide, 50) / 1000, 1)
     out["gate_only_p50_us"] = round(out["no_sync"]["p50_us"] - out["evaluate_p50_us"], 1)
-        _log(f"bench gate: propose {label}: {out[label]}")
+    _log(f"bench gate: propose: {out}")
     return out
 
 
