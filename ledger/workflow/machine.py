@@ -267,7 +267,12 @@ class Archive(Protocol):
         """Count a request as pending (its deadline kept in a heap, for `due`)."""
         self.pending[state.request] = state
         if state.deadline is not None:
-            heapq.heappush(self._deadlines, (state.deadline, state.request))
+            heap = self._deadlines
+            if len(heap) > 2 * len(self.pending) + 64:  # mostly requests no longer pending: start again
+                heap[:] = [(s.deadline, r) for r, s in self.pending.items() if s.deadline is not None]
+                heapq.heapify(heap)
+            else:
+                heapq.heappush(heap, (state.deadline, state.request))
 
     def due(self, now: str) -> list[RequestState]:
         """The pending requests whose deadline is at or before `now`, oldest request first: the
@@ -340,7 +345,12 @@ class Workflow:
         """Count a request as pending (its deadline kept in a heap, for `due`)."""
         self.pending[state.request] = state
         if state.deadline is not None:
-            heapq.heappush(self._deadlines, (state.deadline, state.request))
+            heap = self._deadlines
+            if len(heap) > 2 * len(self.pending) + 64:  # mostly requests no longer pending: start again
+                heap[:] = [(s.deadline, r) for r, s in self.pending.items() if s.deadline is not None]
+                heapq.heapify(heap)
+            else:
+                heapq.heappush(heap, (state.deadline, state.request))
 
     def due(self, now: str) -> list[RequestState]:
         """The pending requests whose deadline is at or before `now`, oldest request first: the
