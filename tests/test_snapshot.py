@@ -334,3 +334,20 @@ def test_the_call_id_filter_never_forgets_an_id_across_saves_and_writers(tmp_pat
     loaded = s.load("L").call_ids
     assert all(loaded.might_hold(c) for c in added + other)
     s.close()
+
+
+def test_a_snapshot_file_of_another_format_is_rebuilt_with_the_current_tables(tmp_path, monkeypatch):
+    clock = ManualClock(START)
+    _build(tmp_path / "l", 20, clock)
+    db = tmp_path / "l" / "cache" / snap.FILE_NAME
+    with sqlite3.connect(db) as conn:  # as an older version left it: another layout, another user_version
+        conn.execute("DROP TABLE current")
+        conn.execute("CREATE TABLE current (request INTEGER PRIMARY KEY, version INTEGER, pending INTEGER, state BLOB)")
+        conn.execute("PRAGMA user_version = 1")
+    folded = _counting(monkeypatch)
+    with Gate(policy(), tmp_path / "l", clock=clock) as g:
+        assert len(folded) == g.ledger.head[0]  # rebuilt
+        assert g._snapshot is not None  # and kept: the new tables took the save
+    folded.clear()
+    with Gate(policy(), tmp_path / "l", clock=clock):
+        assert folded == []

@@ -77,6 +77,24 @@ _TABLES = (
 )
 
 
+def _tables(db: sqlite3.Connection) -> None:
+    """Create the tables; a file of another FORMAT (SQLite's user_version) has its tables dropped
+    first: its layout may differ, and it is only a cache."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if db.execute("PRAGMA user_version").fetchone()[0] != FORMAT:
+            names = [name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            for name in names:
+                db.execute(f'DROP TABLE IF EXISTS "{name}"')
+            db.execute(f"PRAGMA user_version = {FORMAT}")
+        for statement in _TABLES:
+            db.execute(statement)
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
 class Behind(Exception):
     """The snapshot cannot answer as of this Gate's seq (it moved back, or on past HORIZON, or
     was replaced): the Gate must reopen from it."""
@@ -177,8 +195,7 @@ class Snapshot:
                 try:
                     db.execute("PRAGMA journal_mode=WAL")
                     db.execute("PRAGMA synchronous=NORMAL")
-                    for statement in _TABLES:
-                        db.execute(statement)
+                    _tables(db)
                 except sqlite3.DatabaseError:
                     db.close()
                     raise
