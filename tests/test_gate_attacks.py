@@ -126,3 +126,18 @@ def test_an_edit_under_another_policy_does_not_run_what_the_calls_policy_denies(
     except (Violation, GateError) as exc:
         assert "edit it with that policy" in str(exc)  # refused at the edit, saying why
     assert runs == []
+
+
+def test_only_the_proposer_or_someone_who_may_decide_cancels_a_call(tmp_path):
+    from ledger.workflow.gate import NotAllowedToCancel
+
+    with Gate(policy(), tmp_path / "l") as g:
+        p = g.propose("big_change", {"amount": 5}, proposer="agent")  # approvers: 2 from sups
+        with pytest.raises(NotAllowedToCancel):
+            g.cancel(p.request, by="mallory")  # refused as an approver, so no rejection by another name
+        assert g.get(p.request).status == "pending"
+        g.cancel(p.request, by="sup-1", reason="not needed")
+        q = g.propose("read_thing", {}, proposer="agent")
+        with pytest.raises(NotAllowedToCancel):
+            g.cancel(q.request, by="bob")  # an allowed call: only its proposer withdraws it
+        assert g.cancel(q.request, by="agent").status == "cancelled"

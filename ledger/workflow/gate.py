@@ -108,6 +108,14 @@ class PolicyMismatch(GateError):
         self.request = request
 
 
+class NotAllowedToCancel(GateError):
+    """A cancel by someone who neither proposed the call nor may decide it."""
+
+    def __init__(self, message: str, request: int | None = None):
+        super().__init__(message)
+        self.request = request
+
+
 class NoPolicy(GateError):
     """This Gate was opened without a policy (a reviewer's): it cannot propose or edit."""
 
@@ -719,11 +727,20 @@ class Gate:
                                                               message=message), digest)
 
     def cancel(self, request: int, *, by: str, reason: str | None = None, digest: str | None = None) -> RequestState:
-        """Withdraw a call that has not started running."""
+        """Withdraw a call that has not started running: by its proposer, or by someone its
+        requirements would let decide it (a cancel stops the call as a rejection does, so no one
+        else may). Raises NotAllowedToCancel, and the Violations of the workflow."""
         _request_id(request)
         _text("by", by)
         _text("reason", reason, optional=True, empty_ok=True)
-        return self._decide_one(request, lambda: ev.Cancelled(ts=self._now(), request=request, by=by, reason=reason), digest)
+
+        def make() -> ev.Event:
+            state = self._open_state(request)
+            if by != state.proposer and not state.final and (state.requirements is None or not state.tally().allows(by)):
+                raise NotAllowedToCancel(f"{by} neither proposed request {request} nor may decide it, so cannot cancel it", request)
+            return ev.Cancelled(ts=self._now(), request=request, by=by, reason=reason)
+
+        return self._decide_one(request, make, digest)
 
     def decide(self, request: int, decision: str, *, by: str, digest: str | None = None, args: dict | None = None,
                reason: str | None = None, message: str | None = None, comment: str | None = None) -> RequestState:
