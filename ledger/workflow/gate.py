@@ -7,10 +7,12 @@
         gate.approve(p.request, approver="sup-1", digest=p.args_digest)
     result = gate.execute(p.request, cancel_order)     # runs once, with the approved arguments
 
-Every step is first checked against the workflow rules (ledger.workflow.machine); an illegal step raises
-that rule's Violation and appends nothing. A legal step is appended to the ledger, durably, before
-the Gate's state changes and before anything runs. Opening a Gate replays (and verifies) the
-ledger, so pending requests survive a restart.
+Every step is first checked against the workflow rules (ledger.workflow.machine); an illegal step
+raises that rule's Violation and appends nothing. A legal step is appended to the ledger, durably,
+before the Gate's state changes and before anything runs. Opening a Gate loads its snapshot
+(ledger.workflow.snapshot) and verifies the events after it (or, with none usable, or
+`full_verify=True`, replays and verifies the whole ledger), so pending requests survive a restart
+and opening a large ledger costs milliseconds.
 
 The Gate is a projection that catches up: any number of Gates, in any number of threads and
 processes, share one ledger. Every step takes the ledger's commit lock, reads and checks the events
