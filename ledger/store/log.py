@@ -955,25 +955,7 @@ class Ledger(Store):
         """
         prepared = [self._prepare(event, data) for event, data in items]
         request = _Request(prepared)
-        with self._cond:
-            self._usable()
-            self._queue.append(request)
-            while self._leading and not request.done:
-                self._cond.wait()
-            if request.done:
-                return request.result()
-            self._leading = True
-        try:
-            if self.group_window > 0:
-                time.sleep(self.group_window)
-            with self._cond:
-                batch, self._queue = self._queue, []
-            self._lead(batch)
-        finally:
-            with self._cond:
-                self._leading = False
-                self._cond.notify_all()
-        return request.result()
+        return self._queue_and_commit(request)
 
     def transact(self, build: Callable[[list[Record]], Sequence[tuple[Event, dict | bytes | None]]], *,
                  since: int | None = None) -> list[Record]:
@@ -993,13 +975,18 @@ class Ledger(Store):
         exception from it appends nothing of this transaction and propagates to its caller; the
         other errors are append_batch's."""
         tx = _Transaction(build, since)
+        return self._queue_and_commit(tx)
+
+    def _queue_and_commit(self, request: _Request) -> list[Record]:
+        """Queue `request` and wait: a commit in flight, when it ends, hands the lead to one
+        waiter, which commits everything queued (group commit, docs/ledger-format.md 7.4)."""
         with self._cond:
             self._usable()
-            self._queue.append(tx)
-            while self._leading and not tx.done:
+            self._queue.append(request)
+            while self._leading and not request.done:
                 self._cond.wait()
-            if tx.done:
-                return tx.result()
+            if request.done:
+                return request.result()
             self._leading = True
         try:
             if self.group_window > 0:
@@ -1011,7 +998,7 @@ class Ledger(Store):
             with self._cond:
                 self._leading = False
                 self._cond.notify_all()
-        return tx.result()
+        return request.result()
 
     def _remember(self, records: Sequence[Record]) -> None:
         """Keep `records` (the newest) among the recent ones, within RECENT_BYTES."""

@@ -263,30 +263,6 @@ class Archive(Protocol):
 
     def load(self, request: int) -> RequestState | None: ...
 
-    def add_pending(self, state: RequestState) -> None:
-        """Count a request as pending (its deadline kept in a heap, for `due`)."""
-        self.pending[state.request] = state
-        if state.deadline is not None:
-            heap = self._deadlines
-            if len(heap) > 2 * len(self.pending) + 64:  # mostly requests no longer pending: start again
-                heap[:] = [(s.deadline, r) for r, s in self.pending.items() if s.deadline is not None]
-                heapq.heapify(heap)
-            else:
-                heapq.heappush(heap, (state.deadline, state.request))
-
-    def due(self, now: str) -> list[RequestState]:
-        """The pending requests whose deadline is at or before `now`, oldest request first: the
-        earliest deadlines are looked at, not every pending request."""
-        heap, found = self._deadlines, []
-        while heap and heap[0][0] <= now:
-            deadline, request = heapq.heappop(heap)
-            state = self.pending.get(request)
-            if state is not None and state.deadline == deadline:
-                found.append(state)
-        for state in found:  # still pending until their expiry is applied
-            heapq.heappush(heap, (state.deadline, state.request))
-        return sorted(found, key=lambda s: s.request)
-
     def request_of(self, call_id: str) -> int | None: ...
 
     def edit_request(self, seq: int) -> int | None: ...
