@@ -252,10 +252,14 @@ def _freeze(value: Any) -> Any:
     return value
 
 
+# The Workflow's indexes of its open requests, made again from them on load (not stored).
+_DERIVED = ("requests", "by_call_id", "pending", "interrupting", "_deadlines", "archive")
+
+
 def _dump_workflow(workflow: Workflow) -> bytes:
     """The fold's state other than the requests (msgpack, no code): every attribute a
-    Workflow has beside `requests` and `by_call_id`."""
-    aux = {k: v for k, v in vars(workflow).items() if k not in ("requests", "by_call_id")}
+    Workflow has beside `requests`, `by_call_id` and the indexes made from the open requests."""
+    aux = {k: v for k, v in vars(workflow).items() if k not in _DERIVED}
     return msgspec.msgpack.encode({k: (sorted(v, key=repr) if isinstance(v, set) else v) for k, v in aux.items()})
 
 
@@ -263,6 +267,8 @@ def _load_workflow(workflow: Workflow, blob: bytes | None) -> None:
     if not blob:
         return
     for name, value in msgspec.msgpack.decode(blob).items():
+        if name in _DERIVED:  # a projection written before they were left out
+            continue
         current = getattr(workflow, name, None)
         if isinstance(current, set):
             value = {_freeze(v) for v in value}
@@ -315,7 +321,12 @@ class _Projector:
         self.workflow.by_call_id = _Discard()
         self.workflow.seen_genesis = meta["events"] > 0
         for request, state in self.con.execute("SELECT request, state FROM open_requests").fetchall():
-            dict.__setitem__(self.workflow.requests, request, _STATE_DECODER.decode(state))
+            decoded = _STATE_DECODER.decode(state)
+            dict.__setitem__(self.workflow.requests, request, decoded)
+            if decoded.status == "pending":
+                self.workflow.add_pending(decoded)
+            elif decoded.status == "interrupting":
+                self.workflow.interrupting[request] = decoded
 
     def run(self, seq: int, head: str, segment: int, offset: int, ledger_id: str | None):
         """Fold the complete lines after (segment, offset). Returns (seq, head, head segment,
