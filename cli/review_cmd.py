@@ -435,7 +435,13 @@ def _apply_sets(current: dict, sets: List[str]) -> dict:
         *parents, last = path.split(".")
         node: Any = out
         for part in parents:
-            node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
+            if isinstance(node, list):
+                try:
+                    node = node[int(part)]
+                except (ValueError, IndexError):
+                    fail(f"--set {item!r}: {part} is not an index of the list")
+            else:
+                node = node.setdefault(part, {})
             if not isinstance(node, (dict, list)):
                 fail(f"--set {item!r}: {part} is not an object or a list")
         if isinstance(node, list):

@@ -122,6 +122,14 @@ class BoundedCache:
             self._costs[key] = cost
             self.bytes += cost
 
+    def pop(self, key: Hashable) -> None:
+        """Forget `key` (nothing when it is not kept)."""
+        with self._lock:
+            cost = self._costs.pop(key, None)
+            if cost is not None:
+                self.bytes -= cost
+                del self._data[key]
+
     def clear(self) -> None:
         with self._lock:
             self._data.clear()

@@ -295,15 +295,18 @@ def test_a_snapshot_advances_only_from_a_gate_that_knows_every_change_since_its_
 
     s = snap.Snapshot(tmp_path)
     at = {"ledger_id": "L", "hash": "h", "ts": "", "place": None, "call_ids": {}, "edits": {}, "redacted": []}
-    assert s.save(base=0, seq=5, states={2: (2, state(2, "allowed"))}, **at) is None  # not this ledger's yet
+    assert s.save(base=0, seq=5, states={2: (2, 2, state(2, "allowed"))}, **at) is None  # not this ledger's yet
     s.reset("L")
-    assert s.save(base=0, seq=5, states={2: (2, state(2, "allowed"))}, **at) == 5
+    assert s.save(base=0, seq=5, states={2: (2, 2, state(2, "allowed"))}, **at) == 5
     assert s.save(base=7, seq=9, states={}, **at) is None  # would leave out the changes in (5, 7]
     assert s.save(base=3, seq=5, states={}, **at) == 5  # nothing new: stays
-    assert s.save(base=5, seq=8, states={2: (8, state(2, "executed"))}, **at) == 8
+    # request 2 started at seq 7 and ran at seq 8, both after the last save
+    assert s.save(base=5, seq=8, states={2: (7, 8, state(2, "executed"))}, **at) == 8
     look = {"ledger_id": "L", "floor": 8}
     assert s.state(2, seen=8, **look).status == "executed"
     assert s.state(2, seen=6, **look).status == "allowed"  # as of an earlier seq: from the history
+    with pytest.raises(snap.Behind):
+        s.state(2, seen=7, **look)  # "executing", between two changes no save saw apart: not kept
     assert s.state(9, seen=8, **look) is None  # proposed after the Gate's seq: not yet
     with pytest.raises(snap.Behind):
         s.state(2, seen=8, ledger_id="L", floor=9)  # the snapshot holds less than the Gate left to it

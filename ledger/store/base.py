@@ -6,9 +6,10 @@ database one will be the second. Every Store passes the abstract test case in
 tests/store_contract.py. What a Store must do:
 
 - `head`: `(seq, hash)` of the last event, as of this Store's last commit or catch-up.
-- `transact(build)`: hold the ledger's commit lock for one commit; catch up with what other
-  writers appended; call `build(new)` with their Records; append what it returns in one durable
-  write at the head it caught up to; release. The Gate's every step is one transaction.
+- `transact(build, since=None)`: hold the ledger's commit lock for one commit; catch up with
+  what other writers appended; call `build(new)` with the Records after seq `since` (an
+  iterable, read as it is folded); append what it returns in one durable write at the head it
+  caught up to; release. The Gate's every step is one transaction.
 - `append_at(items, expected)`: append a batch only if the head is still `expected` (else
   HeadMoved, nothing appended): optimistic writers that do not fold.
 - `records(from_seq, kind=None)`: the stored events from a seq (optionally of one kind), in
@@ -50,7 +51,7 @@ class Store(ABC):
     def head(self) -> tuple[int, str]: ...
 
     @abstractmethod
-    def transact(self, build: Callable[[list], Items]) -> list: ...
+    def transact(self, build: Callable[[Iterator], Items], *, since: int | None = None) -> list: ...
 
     @abstractmethod
     def records(self, from_seq: int = 1, *, kind: str | None = None) -> Iterator: ...

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import collections
 import errno
+import itertools
 import fcntl
 import hashlib
 import os
@@ -1000,29 +1001,31 @@ class Ledger(Store):
                 self._cond.notify_all()
         return request.result()
 
-    def _remember(self, records: Sequence[Record]) -> None:
-        """Keep `records` (the newest) among the recent ones, within RECENT_BYTES."""
+    def _remember(self, records: Iterable[Record]) -> None:
+        """Keep `records` (the newest, in order) among the recent ones, within RECENT_BYTES; read
+        one at a time, so that a long run costs the budget, not its length."""
         recent = self._recent
-        if recent and records and records[0].seq != recent[-1].seq + 1:  # a gap: keep one run only
-            recent.clear()
-            self._recent_bytes = 0
         for record in records:
+            if recent and record.seq != recent[-1].seq + 1:  # a gap: keep one run only
+                recent.clear()
+                self._recent_bytes = 0
             recent.append(record)
             self._recent_bytes += len(record.body) + len(record.data)
-        while recent and self._recent_bytes > RECENT_BYTES:
-            old = recent.popleft()
-            self._recent_bytes -= len(old.body) + len(old.data)
+            while len(recent) > 1 and self._recent_bytes > RECENT_BYTES:
+                old = recent.popleft()
+                self._recent_bytes -= len(old.body) + len(old.data)
 
-    def _after(self, since: int, until: int) -> list[Record]:
+    def _after(self, since: int, until: int) -> Iterator[Record]:
         """The Records with seq in (since, until]: from the recent ones when they reach back that
-        far, else read from the files. Under the append lock."""
+        far, else read from the files one at a time (a long gap is never held whole). Under the
+        append lock."""
         if since >= until:
-            return []
+            return iter(())
         recent = self._recent
         if recent and recent[0].seq <= since + 1 and recent[-1].seq == until:  # one run, ending at `until`
             start = since + 1 - recent[0].seq
-            return [recent[i] for i in range(start, start + until - since)]
-        return [r for r in self.records(since + 1) if r.seq <= until] if since + 1 <= until else []
+            return iter([recent[i] for i in range(start, start + until - since)])
+        return self.records(since + 1, until=until)
 
     def _records_after(self, number: int, offset: int, seq: int) -> Iterator[Record]:
         """The Records stored after byte `offset` of segment `number` (whose event before is
@@ -1081,7 +1084,7 @@ class Ledger(Store):
                         "this exclusive writer's view is stale: nothing was appended and the writer stopped"
                     )
                 if self._tip[0] != seq_before and any(isinstance(r, _Transaction) for r in batch):
-                    self._remember(list(self._records_after(number, offset, seq_before)))
+                    self._remember(self._records_after(number, offset, seq_before))
                 if notes:
                     batch = [_Request([_Item(note.event(), None, None, None) for note in notes])] + batch
                 self._commit_locked(batch, seq_before)
@@ -1117,7 +1120,7 @@ class Ledger(Store):
             try:
                 if isinstance(request, _Transaction):
                     since = seq_before if request.since is None else request.since
-                    made = request.build(self._after(since, head) + fresh[max(0, since - head):])
+                    made = request.build(itertools.chain(self._after(since, head), fresh[max(0, since - head):]))
                     request.items = [self._prepare(event, data) for event, data in made]
                 if self._keys is None and any(item.key is not None for item in request.items):
                     self._build_key_index()

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import msgspec
 
+from dsl.cache import BoundedCache
 from dsl.requirements import Requirements
 
 if TYPE_CHECKING:  # the compiler is imported by whoever loads a policy, not by a reviewer's Gate
@@ -66,6 +67,12 @@ WAKE_SECONDS = 1.0
 DECISIONS = ("approve", "edit", "reject", "respond")
 
 _NO_CONTEXT = encode_arguments({})  # the digest and spelling of an empty context, made once
+
+LAST_TS = "9999-12-31T23:59:59.999999Z"  # the latest time the ledger can spell: a deadline past it waits for a person
+
+DATA_BYTES = 16 * 1024 * 1024
+"""What a Gate keeps of open requests' arguments in memory (an estimate, bytes): its own
+proposals, for their execution, and those it read; the rest is read from the ledger when needed."""
 
 SAVE_EVERY = 1_000
 """A Gate writes its snapshot (ledger.workflow.snapshot) when it has folded this many events since
@@ -223,6 +230,7 @@ class Gate:
         self.clock = clock
         # Gates of one process opened by path share one writer, and so its commits (group commit)
         self.ledger = ledger if isinstance(ledger, Ledger) else Ledger.shared(ledger, clock=clock)
+        self._closed = False
         self._lock = threading.RLock()
         self._running: set[int] = set()  # requests whose tool is running in some thread of this process
         self._broken: LedgerCorrupt | None = None
@@ -231,7 +239,12 @@ class Gate:
         self._snapshot: Snapshot | None = None
         if snapshot and (where := self.ledger.cache_dir()) is not None:
             self._snapshot = Snapshot(where)
-        self._open(full_verify)
+        try:
+            self._open(full_verify)
+        except BaseException:
+            if not isinstance(ledger, Ledger):
+                self.ledger.close()  # the share this Gate took of the process's writer
+            raise
 
     # --- opening, catching up, and the snapshot -----------------------------------------------
 
@@ -243,13 +256,21 @@ class Gate:
         for attempt in range(3):
             try:
                 return self._open_once(full_verify)
+            except Unusable:
+                self._snapshot = None  # a file SQLite cannot use: left out (the Gate holds everything)
             except Behind:
                 if attempt == 1:
                     self._snapshot = None
+        self._snapshot = None
+        self._open_once(full_verify)
 
     def _open_once(self, full_verify: bool) -> None:
-        self._data: dict[int, dict] = {}  # request → {"args", "context"}: the open ones read so far
-        self._dirty: dict[int, int] = {}  # request → seq of its last change not yet in the snapshot
+        # request → {"args", "context"} of open requests read or proposed here, bounded in bytes:
+        # evicted ones are read from the ledger again when needed (`_call_data`)
+        self._data = BoundedCache(DATA_BYTES, "gate data")
+        # request → (seq of its first, seq of its last change not yet in the snapshot)
+        self._dirty: dict[int, tuple[int, int]] = {}
+        self._redacted_new: list[tuple[int, int, str]] = []  # (target, seq, path) not yet in the snapshot
         loaded = None
         if self._snapshot is not None and not full_verify:
             try:
@@ -290,9 +311,12 @@ class Gate:
     def _snapshot_head_problem(self, loaded) -> bool:
         """Whether the ledger's event at the snapshot's seq lacks the hash it recorded (the ledger
         was cut or rewritten since: the snapshot is stale)."""
+        place = loaded.place
+        if not (isinstance(place, list) and len(place) == 2 and all(type(x) is int and x >= 0 for x in place)):
+            place = None  # a hint that is not one: search instead
         try:
-            return self.ledger.record_at(loaded.seq, loaded.place).hash != loaded.hash
-        except LedgerError:
+            return self.ledger.record_at(loaded.seq, place).hash != loaded.hash
+        except (LedgerError, ValueError, TypeError, OSError):
             return True
 
     def _fold(self, records, *, saving: bool = False) -> None:
@@ -329,54 +353,61 @@ class Gate:
             raise
         self._folded(record)
 
-    def _folded(self, record: Record) -> None:
-        """What follows an event's fold: its data kept, its request marked changed, the head moved."""
+    def _folded(self, record: Record, own: bool = False) -> None:
+        """What follows an event's fold: its request marked changed, the head moved; the data of
+        a call this Gate proposed (`own`) kept for its execution (others' are read when needed)."""
         event, seq = record.event, record.seq
+        request = seq if isinstance(event, ev.Proposed) else getattr(event, "request", None)
+        if request is not None:
+            first = self._dirty.get(request, (seq, seq))[0]
+            self._dirty[request] = (first, seq)
         if isinstance(event, ev.Proposed):
-            self._dirty[seq] = seq
             if event.call_id is not None and self.workflow.archive is not None:
                 self.workflow.archive.call_ids.add(event.call_id)
-            if event.effect != "deny":
-                self._data[seq] = record.data_value()
-        elif isinstance(event, ev.Edited):
-            self._dirty[event.request] = seq
-            if event.request in self._data:
-                self._data[event.request]["args"] = record.data_value()["args"]
-        elif hasattr(event, "request"):
-            self._dirty[event.request] = seq
-            state = self.workflow.requests.get(event.request)
-            if state is not None and state.final:
-                self._data.pop(event.request, None)
+            if own and event.effect != "deny":
+                self._data.put(seq, record.data_value(), 4 * len(record.data) + 200)
+        elif isinstance(event, ev.Redacted):
+            self._redacted_new.append((event.target, seq, event.path))
+        elif request is not None:
+            self._data.pop(request)  # an edit's new arguments, or a final request's: read again if ever needed
         self._seen = (seq, record.hash)
         self._last_ts = max(self._last_ts, event.ts)
 
     def _save(self) -> None:
         """Write what changed since the last save to the snapshot, then keep in memory only the
-        pending requests (the snapshot holds the rest). Nothing happens without a snapshot; a
-        snapshot that fails is dropped (the Gate goes on holding everything in memory)."""
+        pending requests (the snapshot holds the rest). Nothing happens without a snapshot. A
+        save that cannot be made now (another process holds the snapshot's write lock, the disk
+        is full) changes nothing: the Gate keeps what it holds and tries again at its next save;
+        a snapshot SQLite cannot read is left out when a lookup meets it (`_lost_snapshot`)."""
         if self._snapshot is None or self._seen[0] == 0:
             return
         states = {}
-        for request, version in self._dirty.items():
+        for request, (first, last) in self._dirty.items():
             state = self.workflow.requests.get(request)
             if state is not None:
-                states[request] = (version, state)
-        redacted = [(target, 0, path) for target, paths in self.workflow.redacted.items() for path in paths]
+                states[request] = (first, last, state)
         try:
             at = self._snapshot.save(
                 ledger_id=self._ledger_id, base=self._base, seq=self._seen[0], hash=self._seen[1], ts=self._last_ts,
                 place=self.ledger.locate(self._seen[0]), states=states, call_ids=dict(self.workflow.by_call_id),
-                edits=dict(self.workflow.edits), redacted=redacted, call_id_filter=self.workflow.archive.call_ids)
+                edits=dict(self.workflow.edits), redacted=self._redacted_new, call_id_filter=self.workflow.archive.call_ids)
         except Unusable:
-            self._snapshot, self.workflow.archive = None, None
             return
-        if at is None or at < self._seen[0]:
-            return  # not written (the snapshot moved back): keep everything in memory
+        if at != self._seen[0]:
+            # Not written: the snapshot moved back (rebuilt), or another Gate saved past this one's
+            # seq (its rows may be newer than this Gate's view): keep everything in memory.
+            return
         self._base = self._floor = self._seen[0]
-        self._dirty = {}
+        self._dirty, self._redacted_new = {}, []
         self.workflow.forget(list(self.workflow.requests))  # all but the pending: read again when needed
-        for request in [r for r in self._data if r not in self.workflow.requests]:
-            del self._data[request]
+
+    def _lost_snapshot(self) -> None:
+        """The snapshot became unreadable while this Gate relied on it for what it forgot: leave
+        it out and open again from the ledger alone (a full replay; everything in memory)."""
+        if self._snapshot is not None:
+            self._snapshot.close()
+        self._snapshot = None
+        self._open()
 
     def _call_data(self, request: int) -> dict:
         """`{"args", "context"}` of an open request: the current arguments and the proposal's
@@ -384,16 +415,17 @@ class Gate:
         the digests its state carries. Raises LedgerCorrupt when the stored data does not match."""
         data = self._data.get(request)
         if data is None:
-            self._read_data([self._open_state(request)])
-            data = self._data[request]
+            data = self._read_data([self._open_state(request)])[request]
         return data
 
-    def _read_data(self, states: list[RequestState]) -> None:
-        """Read the data of these open requests from the ledger in one pass (Store.records_at)
-        into `_data`, each checked against its state's digests. Raises LedgerCorrupt."""
-        missing = [s for s in states if s.request not in self._data]
+    def _read_data(self, states: list[RequestState]) -> dict[int, dict]:
+        """The data of these open requests (request → {"args", "context"}), from `_data` or read
+        from the ledger in one pass (Store.records_at), each checked against its state's
+        digests (and kept in `_data` as room allows). Raises LedgerCorrupt."""
+        found = {s.request: d for s in states if (d := self._data.get(s.request)) is not None}
+        missing = [s for s in states if s.request not in found]
         if not missing:
-            return
+            return found
         seqs = {s.request for s in missing} | {s.data_seq for s in missing if s.data_seq}
         try:
             records = self.ledger.records_at(seqs)
@@ -410,7 +442,10 @@ class Gate:
                 ok = False
             if not ok:
                 raise LedgerCorrupt(state.data_seq or state.request, "the stored arguments or context do not match their digests")
-            self._data[state.request] = {"args": args, "context": proposal.get("context")}
+            data = records[state.data_seq or state.request].data
+            found[state.request] = {"args": args, "context": proposal.get("context")}
+            self._data.put(state.request, found[state.request], 4 * len(data) + 200)
+        return found
 
     def _commit(self, step: Callable[[], list[tuple[ev.Event, Any]]]) -> list[Record]:
         """One step: under the ledger's commit lock, fold what other writers appended, expire what
@@ -437,11 +472,14 @@ class Gate:
             except Behind:
                 self._open()
                 continue
+            except Unusable:
+                self._lost_snapshot()
+                continue
             for record in records:
                 if expired and isinstance(record.event, ev.Expired):
                     self._expired.append(record.event.request)
                 self.workflow.apply(record.seq, record.event)
-                self._folded(record)
+                self._folded(record, own=True)
             if self._seen[0] - self._base >= SAVE_EVERY:
                 self._save()
             if not expired:
@@ -560,7 +598,10 @@ class Gate:
                     items.append((ev.ExecutionStarted(ts=ts, request=request, args_digest=digest, executor=executor), None))
                 if decision.effect == "ask":
                     assert decision.requirements is not None
-                    deadline = add_seconds(ts, decision.requirements.timeout_seconds)
+                    try:
+                        deadline = add_seconds(ts, decision.requirements.timeout_seconds)
+                    except (OverflowError, ValueError):  # the ledger's time is near the end of year 9999
+                        deadline = LAST_TS
                     items.append((ev.Interrupted(ts=ts, request=request, requirements=decision.requirements, deadline=deadline), None))
                 self.workflow.check(proposed)
                 return items
@@ -871,6 +912,8 @@ class Gate:
                 break
             except Behind:  # the snapshot cannot answer as of this Gate's seq: open again from it
                 self._open()
+            except Unusable:
+                self._lost_snapshot()
         else:
             raise GateError("the snapshot kept changing while this Gate read it; try again")
         if state is None:
@@ -997,8 +1040,8 @@ class Gate:
         with self._lock:
             live = [s for s in (self._open_state(s.request) for s in states) if not s.final]
             if checked:
-                self._read_data(live)
-                return {s.request: copy.deepcopy(self._data[s.request]["args"]) for s in live}
+                data = self._read_data(live)
+                return {s.request: copy.deepcopy(data[s.request]["args"]) for s in live}
             seqs = {s.data_seq or s.request for s in live}
             data = self.ledger.data_at(seqs)
             out = {}
@@ -1010,8 +1053,12 @@ class Gate:
             return out
 
     def close(self) -> None:
-        """Write the snapshot (what changed since the last save) and close the ledger."""
+        """Write the snapshot (what changed since the last save) and close the ledger (give back
+        this Gate's share of its process's writer). A second close does nothing."""
         with self._lock:
+            if self._closed:
+                return
+            self._closed = True
             if self._broken is None:
                 self._save()
             if self._snapshot is not None:

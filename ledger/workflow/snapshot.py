@@ -48,11 +48,13 @@ import msgspec
 
 from ledger.workflow.machine import RequestState
 
-FORMAT = 2  # 2: `current` has the run column
+FORMAT = 3  # 2: `current` has the run column; 3: `redacted` keyed by its seq and path
 FILE_NAME = "gate.sqlite"
 HORIZON = 100_000
 """Events for which a superseded state is kept (history): a Gate that has folded up to this
 many events less than the snapshot still finds the states as of its own seq."""
+
+BUSY_SECONDS = 0.25
 
 SCHEMA = hashlib.sha256(msgspec.json.encode(msgspec.json.schema(RequestState))).hexdigest()
 
@@ -73,7 +75,7 @@ _TABLES = (
     "CREATE TABLE IF NOT EXISTS call_id_filter (chunk INTEGER PRIMARY KEY, bits BLOB NOT NULL)",
     "CREATE TABLE IF NOT EXISTS edits (seq INTEGER PRIMARY KEY, request INTEGER NOT NULL)",
     "CREATE TABLE IF NOT EXISTS redacted (target INTEGER NOT NULL, seq INTEGER NOT NULL, path TEXT NOT NULL,"
-    " PRIMARY KEY (target, seq))",
+    " PRIMARY KEY (target, seq, path))",
 )
 
 
@@ -191,7 +193,9 @@ class Snapshot:
         for attempt in (1, 2):
             try:
                 self.path.parent.mkdir(mode=0o750, exist_ok=True)
-                db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+                # A short wait for the write lock: a save that cannot have it soon is skipped and
+                # made later (reads, in WAL mode, do not wait for writers).
+                db = sqlite3.connect(self.path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False)
                 try:
                     db.execute("PRAGMA journal_mode=WAL")
                     db.execute("PRAGMA synchronous=NORMAL")
@@ -281,12 +285,14 @@ class Snapshot:
     # --- writing ----------------------------------------------------------------------------
 
     def save(self, *, ledger_id: str, base: int, seq: int, hash: str, ts: str, place: Any,
-             states: dict[int, tuple[int, RequestState]], call_ids: dict[str, int], edits: dict[int, int],
+             states: dict[int, tuple[int, int, RequestState]], call_ids: dict[str, int], edits: dict[int, int],
              redacted: Iterable[tuple[int, int, str]], call_id_filter: "CallIdFilter | None" = None) -> int | None:
-        """Advance the snapshot to `seq` with the states (request -> (version, state as of
-        `seq`)) and index entries that changed after `base`. Writes only when the snapshot is
-        this ledger's and base <= its seq < `seq`. Returns the snapshot's seq afterwards (None:
-        not this ledger's, or not a snapshot this Gate may extend)."""
+        """Advance the snapshot to `seq` with the states that changed after `base` (request ->
+        (seq of its first change after base, seq of its last, state as of `seq`)) and the index
+        entries. Writes only when the snapshot is this ledger's and base <= its seq < `seq`. The
+        state each replaces goes to `history`, valid until that first change (the states between
+        the first and the last change are not kept: a Gate that needs one opens again). Returns
+        the snapshot's seq afterwards (None: not this ledger's, or not one this Gate may extend)."""
 
         def work(db: sqlite3.Connection) -> int | None:
             row = db.execute("SELECT format, schema, ledger_id, seq FROM meta").fetchone()
@@ -298,10 +304,10 @@ class Snapshot:
                 return at
             if base > at:
                 return None  # the snapshot moved back (rebuilt): this Gate does not know what it lacks
-            for request, (version, state) in states.items():
+            for request, (first, version, state) in states.items():
                 old = db.execute("SELECT version, state FROM current WHERE request = ?", (request,)).fetchone()
-                if old is not None and old[0] < version:
-                    db.execute("INSERT OR REPLACE INTO history VALUES (?, ?, ?, ?)", (request, old[0], version, old[1]))
+                if old is not None and old[0] < first:
+                    db.execute("INSERT OR REPLACE INTO history VALUES (?, ?, ?, ?)", (request, old[0], first, old[1]))
                 db.execute("INSERT OR REPLACE INTO current VALUES (?, ?, ?, ?, ?)",
                            (request, version, _pending(state), state.run, _ENCODE(state)))
             db.executemany("INSERT OR IGNORE INTO call_ids VALUES (?, ?)", call_ids.items())
