@@ -283,4 +283,8 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
+    if os.environ.get("COUNTERSIGN_TEST_SAVE_EVERY"):  # the snapshot saved every few events: its paths under load
+        from ledger.workflow import gate as gate_module
+
+        gate_module.SAVE_EVERY = int(os.environ["COUNTERSIGN_TEST_SAVE_EVERY"])
     main(sys.argv[1:])

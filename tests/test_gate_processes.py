@@ -43,6 +43,7 @@ from collections import Counter
 from pathlib import Path
 
 import msgspec
+import pytest
 
 from ledger import Gate, LedgerReader, verify
 from ledger import events as ev
@@ -73,13 +74,16 @@ class Run:
     """Start the processes, kill some at random, collect their views. `rng` decides everything
     that is not the scheduler's."""
 
-    def __init__(self, ledger: Path, out: Path, seed: int, *, agents: int, reviewers: int, steps: int, kills: int):
+    def __init__(self, ledger: Path, out: Path, seed: int, *, agents: int, reviewers: int, steps: int, kills: int,
+                 save_every: int | None = None):
         self.ledger, self.out, self.steps, self.kills = ledger, out, steps, kills
         self.rng = random.Random(seed)
         self.lines: queue.Queue = queue.Queue()
         self.slots = [Slot(i, "agent") for i in range(agents)] + [Slot(agents + i, "reviewer") for i in range(reviewers)]
         self.killed: list[tuple[int, int]] = []
         self.env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(WORKER.parent)])}
+        if save_every is not None:
+            self.env["COUNTERSIGN_TEST_SAVE_EVERY"] = str(save_every)
 
     def start(self, slot: Slot) -> None:
         slot.done = False
@@ -351,11 +355,12 @@ def run_once(tmp: Path, seed: int, **shape) -> dict:
     return summary
 
 
-def test_agents_and_reviewers_in_many_processes_killed_at_random_keep_one_lawful_ledger(tmp_path):
+@pytest.mark.parametrize("save_every", [None, 3], ids=["saves-rarely", "saves-every-3-events"])
+def test_agents_and_reviewers_in_many_processes_killed_at_random_keep_one_lawful_ledger(tmp_path, save_every):
     seeds = [SEED] if not LONG else [SEED] + [random.Random(SEED).randrange(2**31) + i for i in range(1, 4)]
     for i, seed in enumerate(seeds):
         try:
-            summary = run_once(tmp_path / str(i), seed, **(LONG_RUN if LONG else SHORT))
+            summary = run_once(tmp_path / str(i), seed, save_every=save_every, **(LONG_RUN if LONG else SHORT))
         except BaseException as exc:
             raise AssertionError(f"seed {seed} (COUNTERSIGN_SEED={seed} replays its choices): {exc!r}") from exc
         print(f"seed {seed}: {summary}")

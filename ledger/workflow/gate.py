@@ -33,7 +33,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import msgspec
 
@@ -456,14 +456,20 @@ class Gate:
         while True:
             expired = False
 
-            def build(new: list[Record]) -> list[tuple[ev.Event, Any]]:
+            def build(new: Iterable[Record]) -> list[tuple[ev.Event, Any]]:
                 nonlocal expired
                 self._fold(new)
                 due = self._due()
                 if due:
                     expired = True
                     return due
-                return step()
+                items = step()
+                # The states the appended events change, read now, under the lock: once it is
+                # released, another Gate may save the snapshot past this Gate's view of them.
+                for event, _data in items:
+                    if (request := getattr(event, "request", None)) is not None:
+                        self.workflow.get(request)
+                return items
 
             try:
                 records = self.ledger.transact(build, since=self._seen[0])
