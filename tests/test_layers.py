@@ -15,7 +15,9 @@ PACKAGE = ROOT / "ledger"
 LAYERS = {
     "ledger.events": 0, "ledger.digest": 0, "ledger.clock": 0, "ledger.fieldpath": 0,
     "ledger.store": 1, "ledger.workflow.machine": 2, "ledger.proof": 3,
-    "ledger.workflow.gate": 4, "ledger.workflow.snapshot": 4, "ledger.workflow.simulate": 5, "ledger.analytics": 5,
+    "ledger.workflow.snapshot": 3, "ledger.workflow.errors": 3,
+    "ledger.workflow.catchup": 4, "ledger.workflow.reading": 4, "ledger.workflow.gate": 4,
+    "ledger.workflow.simulate": 5, "ledger.analytics": 5,
 }
 
 

@@ -30,24 +30,33 @@ from __future__ import annotations
 
 import copy
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import msgspec
 
-from dsl.cache import BoundedCache
 from dsl.requirements import Requirements
 
 if TYPE_CHECKING:  # the compiler is imported by whoever loads a policy, not by a reviewer's Gate
     from dsl import Decision, Policy
 from ledger import events as ev
-from ledger.clock import Clock, add_seconds, format_ts, seconds_between, utc_now
+from ledger.clock import Clock, add_seconds, format_ts, utc_now
 from ledger.digest import ArgumentsError, encode_arguments, value_digest
-from ledger.store.log import Ledger, LedgerCorrupt, LedgerError, LedgerUnreadable, LineTooLong, Record
-from ledger.proof.verify import Redactions, check_record
-from ledger.workflow.snapshot import Archive, Behind, Snapshot, Unusable
+from ledger.store.log import Ledger, LedgerCorrupt, LineTooLong, Record
+from ledger.workflow.catchup import CatchUp
+from ledger.workflow.errors import (  # noqa: F401 (the Gate's errors, named here as before)
+    CallIdConflict,
+    ExecutionInProgress,
+    ExecutionUnknown,
+    GateError,
+    InvalidCall,
+    NoPolicy,
+    NotAllowedToCancel,
+    PolicyMismatch,
+)
+from ledger.workflow.reading import DECISIONS, Reading, _request_id
+from ledger.workflow.snapshot import Behind, Snapshot, Unusable
 from ledger.workflow.machine import (
     EditDenied,
     NotPending,
@@ -55,78 +64,23 @@ from ledger.workflow.machine import (
     StaleDigest,
     RequestState,
     UnknownRequest,
-    Violation,
-    Workflow,
     combined_requirements,
     decided_by_whom,
 )
-
-WAKE_SECONDS = 1.0
-"""`Gate.wait` looks at its request's deadline at least this often (seconds)."""
-
-DECISIONS = ("approve", "edit", "reject", "respond")
 
 _NO_CONTEXT = encode_arguments({})  # the digest and spelling of an empty context, made once
 
 LAST_TS = "9999-12-31T23:59:59.999999Z"  # the latest time the ledger can spell: a deadline past it waits for a person
 
-DATA_BYTES = 16 * 1024 * 1024
-"""What a Gate keeps of open requests' arguments in memory (an estimate, bytes): its own
-proposals, for their execution, and those it read; the rest is read from the ledger when needed."""
-
 SAVE_EVERY = 1_000
 """A Gate writes its snapshot (ledger.workflow.snapshot) when it has folded this many events since
 its last save, and on close."""
-SAVE_REPLAY = 20_000
-"""A full replay writes the snapshot every this many events (memory stays bounded)."""
 
 RECOVERY = "countersign"  # who cancels an ask whose write was cut short: the Gate itself, not a person
 CUT_SHORT = ("The call's interrupt was never recorded (the write that proposed it was cut short); it was not run "
              "and no one was asked. Propose it again, with a new call id.")
 
 DEFAULT_EXPIRY_MESSAGE = "No one decided in time; the call was not run. Do not retry it without asking the user."
-
-
-class GateError(Exception):
-    """Base of the Gate's own errors (workflow violations are `ledger.workflow.Violation`)."""
-
-
-class InvalidCall(GateError):
-    """A proposed call is malformed: empty tool name, arguments that are not a JSON object, ..."""
-
-
-class CallIdConflict(GateError):
-    """A call id was proposed again with different arguments or a different tool."""
-
-
-class ExecutionUnknown(GateError):
-    """The call was started but its outcome was never recorded (a crash while it ran). It is
-    never run again; someone must find out what happened."""
-
-
-class ExecutionInProgress(GateError):
-    """The call is running now, in another thread; its outcome is not recorded yet."""
-
-
-class PolicyMismatch(GateError):
-    """An edit in a Gate whose policy is not the one that decided the call: the edited call must
-    re-enter the same policy (another one, older or laxer, could allow what the call's denies)."""
-
-    def __init__(self, message: str, request: int | None = None):
-        super().__init__(message)
-        self.request = request
-
-
-class NotAllowedToCancel(GateError):
-    """A cancel by someone who neither proposed the call nor may decide it."""
-
-    def __init__(self, message: str, request: int | None = None):
-        super().__init__(message)
-        self.request = request
-
-
-class NoPolicy(GateError):
-    """This Gate was opened without a policy (a reviewer's): it cannot propose or edit."""
 
 
 def _text(name: str, value: object, *, optional: bool = False, empty_ok: bool = False) -> str | None:
@@ -142,12 +96,6 @@ def _text(name: str, value: object, *, optional: bool = False, empty_ok: bool = 
     except UnicodeEncodeError:
         raise InvalidCall(f"{name} holds a lone surrogate, which is not Unicode text") from None
     return value
-
-
-def _request_id(request: object) -> int:
-    if isinstance(request, bool) or not isinstance(request, int):
-        raise InvalidCall(f"a request id is an integer, not {type(request).__name__}")
-    return request
 
 
 def _printable(text: str) -> str:
@@ -208,7 +156,7 @@ class Run:
     execution: Execution | None
 
 
-class Gate:
+class Gate(CatchUp, Reading):
     """Decides, pauses and records tool calls. See the module docstring for a tour.
 
     `policy` decides proposals and edits; None opens a reviewer's Gate, which approves, rejects,
@@ -245,207 +193,6 @@ class Gate:
             if not isinstance(ledger, Ledger):
                 self.ledger.close()  # the share this Gate took of the process's writer
             raise
-
-    # --- opening, catching up, and the snapshot -----------------------------------------------
-
-    def _open(self, full_verify: bool = False) -> None:
-        """Load the snapshot and verify the events after it, or (none usable, or `full_verify`)
-        replay and verify the whole ledger, rebuilding the snapshot on the way. Read without the
-        lock: the files only grow; the first step catches up with what was appended meanwhile.
-        A snapshot that another Gate resets meanwhile (Behind) is read again, then left out."""
-        for attempt in range(3):
-            try:
-                return self._open_once(full_verify)
-            except Unusable:
-                self._snapshot = None  # a file SQLite cannot use: left out (the Gate holds everything)
-            except Behind:
-                if attempt == 1:
-                    self._snapshot = None
-        self._snapshot = None
-        self._open_once(full_verify)
-
-    def _open_once(self, full_verify: bool) -> None:
-        # request → {"args", "context"} of open requests read or proposed here, bounded in bytes:
-        # evicted ones are read from the ledger again when needed (`_call_data`)
-        self._data = BoundedCache(DATA_BYTES, "gate data")
-        # request → (seq of its first, seq of its last change not yet in the snapshot)
-        self._dirty: dict[int, tuple[int, int]] = {}
-        self._redacted_new: list[tuple[int, int, str]] = []  # (target, seq, path) not yet in the snapshot
-        loaded = None
-        if self._snapshot is not None and not full_verify:
-            try:
-                loaded = self._snapshot.load(self._ledger_id)
-                if loaded is not None and self._snapshot_head_problem(loaded):
-                    loaded = None
-            except Unusable:
-                self._snapshot = None
-        archive = Archive(self._snapshot, self, loaded.call_ids if loaded else None) if self._snapshot is not None else None
-        self.workflow = Workflow(archive=archive)
-        if loaded is not None:
-            # The events up to the snapshot's seq were verified by the Gate that wrote it.
-            self._seen = (loaded.seq, loaded.hash)  # seq and hash of the last event folded
-            self._base = self._floor = loaded.seq  # every change after _base is in memory; the snapshot holds _floor
-            self._last_ts = loaded.ts
-            for state in loaded.pending:
-                self.workflow.requests[state.request] = state
-                if state.status == "pending":
-                    self.workflow.add_pending(state)
-                elif state.status == "interrupting":
-                    self.workflow.interrupting[state.request] = state
-            start = loaded.seq + 1
-        else:
-            self._seen, self._base, self._floor, self._last_ts = (0, ev.GENESIS_PREV), 0, 0, ""
-            if self._snapshot is not None:
-                try:
-                    self._snapshot.reset(self._ledger_id)
-                except Unusable:
-                    self._snapshot, self.workflow.archive = None, None
-            start = 1
-        # Read without the lock up to the head the writer saw whole under it: never a line being
-        # written or a torn tail being moved aside. The first step's catch-up reads the rest.
-        head = self.ledger.head[0]
-        self._redactions = Redactions.from_records(self.ledger.records(start, kind="redacted", until=head))
-        self._fold(self.ledger.records(start, until=head), saving=loaded is None)
-        self._save()
-
-    def _snapshot_head_problem(self, loaded) -> bool:
-        """Whether the ledger's event at the snapshot's seq lacks the hash it recorded (the ledger
-        was cut or rewritten since: the snapshot is stale)."""
-        place = loaded.place
-        if not (isinstance(place, list) and len(place) == 2 and all(type(x) is int and x >= 0 for x in place)):
-            place = None  # a hint that is not one: search instead
-        try:
-            return self.ledger.record_at(loaded.seq, place).hash != loaded.hash
-        except (LedgerError, ValueError, TypeError, OSError):
-            return True
-
-    def _fold(self, records, *, saving: bool = False) -> None:
-        """Check and fold events not yet seen, in order (those already folded are skipped).
-        `saving`: a full replay, which writes the snapshot every SAVE_REPLAY events."""
-        if self._broken is not None:
-            raise self._broken
-        for record in records:
-            if record.seq <= self._seen[0]:
-                continue
-            if isinstance(record.event, ev.Redacted) and record.event.target not in self._redactions.paths:
-                # A redaction rewrites an earlier line (it needs the ledger to itself, so no Gate
-                # was open): open again, from the snapshot and the files as stored now.
-                self._open()
-                return
-            self._fold_one(record)
-            if saving and record.seq - self._base >= SAVE_REPLAY:
-                self._save()
-
-    def _fold_one(self, record: Record) -> None:
-        seq, prev = self._seen
-        try:
-            problem = check_record(record, seq + 1, prev, self._last_ts, self._redactions)
-            if problem is not None:
-                raise LedgerCorrupt(problem.seq, problem.message, problem.segment, problem.line)
-            try:
-                self.workflow.step(record.seq, record.event)
-            except Violation as exc:
-                raise LedgerCorrupt(record.seq, f"unlawful history: {exc.message}", record.segment, record.line) from None
-            if isinstance(record.event, ev.Redacted) and (problem := self._redactions.announcement_problem(record)):
-                raise LedgerCorrupt(problem.seq, problem.message, problem.segment, problem.line)
-        except LedgerCorrupt as exc:
-            self._broken = exc
-            raise
-        self._folded(record)
-
-    def _folded(self, record: Record, own: bool = False) -> None:
-        """What follows an event's fold: its request marked changed, the head moved; the data of
-        a call this Gate proposed (`own`) kept for its execution (others' are read when needed)."""
-        event, seq = record.event, record.seq
-        request = seq if isinstance(event, ev.Proposed) else getattr(event, "request", None)
-        if request is not None:
-            first = self._dirty.get(request, (seq, seq))[0]
-            self._dirty[request] = (first, seq)
-        if isinstance(event, ev.Proposed):
-            if event.call_id is not None and self.workflow.archive is not None:
-                self.workflow.archive.call_ids.add(event.call_id)
-            if own and event.effect != "deny":
-                self._data.put(seq, record.data_value(), 4 * len(record.data) + 200)
-        elif isinstance(event, ev.Redacted):
-            self._redacted_new.append((event.target, seq, event.path))
-        elif request is not None:
-            self._data.pop(request)  # an edit's new arguments, or a final request's: read again if ever needed
-        self._seen = (seq, record.hash)
-        self._last_ts = max(self._last_ts, event.ts)
-
-    def _save(self) -> None:
-        """Write what changed since the last save to the snapshot, then keep in memory only the
-        pending requests (the snapshot holds the rest). Nothing happens without a snapshot. A
-        save that cannot be made now (another process holds the snapshot's write lock, the disk
-        is full) changes nothing: the Gate keeps what it holds and tries again at its next save;
-        a snapshot SQLite cannot read is left out when a lookup meets it (`_lost_snapshot`)."""
-        if self._snapshot is None or self._seen[0] == 0:
-            return
-        states = {}
-        for request, (first, last) in self._dirty.items():
-            state = self.workflow.requests.get(request)
-            if state is not None:
-                states[request] = (first, last, state)
-        try:
-            at = self._snapshot.save(
-                ledger_id=self._ledger_id, base=self._base, seq=self._seen[0], hash=self._seen[1], ts=self._last_ts,
-                place=self.ledger.locate(self._seen[0]), states=states, call_ids=dict(self.workflow.by_call_id),
-                edits=dict(self.workflow.edits), redacted=self._redacted_new, call_id_filter=self.workflow.archive.call_ids)
-        except Unusable:
-            return
-        if at != self._seen[0]:
-            # Not written: the snapshot moved back (rebuilt), or another Gate saved past this one's
-            # seq (its rows may be newer than this Gate's view): keep everything in memory.
-            return
-        self._base = self._floor = self._seen[0]
-        self._dirty, self._redacted_new = {}, []
-        self.workflow.forget(list(self.workflow.requests))  # all but the pending: read again when needed
-
-    def _lost_snapshot(self) -> None:
-        """The snapshot became unreadable while this Gate relied on it for what it forgot: leave
-        it out and open again from the ledger alone (a full replay; everything in memory)."""
-        if self._snapshot is not None:
-            self._snapshot.close()
-        self._snapshot = None
-        self._open()
-
-    def _call_data(self, request: int) -> dict:
-        """`{"args", "context"}` of an open request: the current arguments and the proposal's
-        context, read from the ledger (the snapshot holds where, not what) and checked against
-        the digests its state carries. Raises LedgerCorrupt when the stored data does not match."""
-        data = self._data.get(request)
-        if data is None:
-            data = self._read_data([self._open_state(request)])[request]
-        return data
-
-    def _read_data(self, states: list[RequestState]) -> dict[int, dict]:
-        """The data of these open requests (request → {"args", "context"}), from `_data` or read
-        from the ledger in one pass (Store.records_at), each checked against its state's
-        digests (and kept in `_data` as room allows). Raises LedgerCorrupt."""
-        found = {s.request: d for s in states if (d := self._data.get(s.request)) is not None}
-        missing = [s for s in states if s.request not in found]
-        if not missing:
-            return found
-        seqs = {s.request for s in missing} | {s.data_seq for s in missing if s.data_seq}
-        try:
-            records = self.ledger.records_at(seqs)
-        except LedgerError as exc:
-            raise LedgerCorrupt(min(seqs), f"the stored arguments cannot be read: {exc}") from None
-        for state in missing:
-            try:
-                proposal = records[state.request].data_value() or {}
-                args = proposal.get("args")
-                if state.data_seq and state.data_seq != state.request:
-                    args = (records[state.data_seq].data_value() or {}).get("args")
-                ok = value_digest(args) == state.digest and value_digest(proposal.get("context")) == state.context_digest
-            except (KeyError, ArgumentsError, msgspec.DecodeError, RecursionError, AttributeError):
-                ok = False
-            if not ok:
-                raise LedgerCorrupt(state.data_seq or state.request, "the stored arguments or context do not match their digests")
-            data = records[state.data_seq or state.request].data
-            found[state.request] = {"args": args, "context": proposal.get("context")}
-            self._data.put(state.request, found[state.request], 4 * len(data) + 200)
-        return found
 
     def _commit(self, step: Callable[[], list[tuple[ev.Event, Any]]]) -> list[Record]:
         """One step: under the ledger's commit lock, fold what other writers appended, expire what
@@ -907,156 +654,6 @@ class Gate:
         if proposal.duplicate and proposal.status in ("allowed", "approved", "executed"):
             return Run(proposal, self.execute(proposal.request, fn, executor=executor))
         return Run(proposal, None)
-
-    # --- reading ------------------------------------------------------------------------------
-
-    def _open_state(self, request: int) -> RequestState:
-        """The state of a request (from memory or the snapshot). Raises UnknownRequest."""
-        for _attempt in range(3):
-            try:
-                state = self.workflow.get(request)
-                break
-            except Behind:  # the snapshot cannot answer as of this Gate's seq: open again from it
-                self._open()
-            except Unusable:
-                self._lost_snapshot()
-        else:
-            raise GateError("the snapshot kept changing while this Gate read it; try again")
-        if state is None:
-            raise UnknownRequest(f"request {request} was never proposed", request)
-        return state
-
-    def _copy_of(self, request: int) -> RequestState:
-        """A copy of the request's state that the caller may keep: its own containers, made
-        without copy.copy's generic path (a queue of 10,000 is copied in milliseconds)."""
-        state = self._open_state(request)
-        snapshot = object.__new__(RequestState)
-        fields = dict(state.__dict__)
-        fields.pop("_tally", None)
-        fields["approvals"], fields["approvers"], fields["seqs"] = dict(state.approvals), list(state.approvers), list(state.seqs)
-        snapshot.__dict__.update(fields)
-        return snapshot
-
-    def get(self, request: int, *, refresh: bool = True) -> RequestState:
-        """A snapshot of one request's state, after catching up with the ledger (`refresh=False`:
-        as this Gate last saw it, without taking the lock). Raises UnknownRequest."""
-        _request_id(request)
-        with self._lock:
-            if refresh:
-                self._commit(lambda: [])
-            return self._copy_of(request)
-
-    def pending(self) -> list[RequestState]:
-        """Snapshots of the requests waiting for a human decision, oldest first (after catching up
-        and expiring what is due)."""
-        with self._lock:
-            self._commit(lambda: [])
-            return [self._copy_of(r) for r in sorted(self.workflow.pending)]
-
-    def find(self, *, call_id: str) -> RequestState | None:
-        """The request proposed with this call id, or None (after catching up)."""
-        with self._lock:
-            self._commit(lambda: [])
-            request = self.workflow.request_of(call_id)
-            return None if request is None else self._copy_of(request)
-
-    def earlier_in_run(self, request: int, *, limit: int = 20) -> list[RequestState]:
-        """Up to `limit` requests of the same run proposed before `request`, newest first
-        (after catching up): what the agent did before it asked."""
-        with self._lock:
-            self._commit(lambda: [])
-            state = self._open_state(request)
-            if state.run is None:
-                return []
-            found = {r: s for r, s in self.workflow.requests.items() if s.run == state.run and r < request}
-            if self._snapshot is not None:
-                try:
-                    for s in self._snapshot.of_run(state.run, request, limit):
-                        found.setdefault(s.request, s)
-                except Unusable:
-                    pass
-            return [copy.copy(found[r]) for r in sorted(found, reverse=True)[:limit]]
-
-    def history(self, request: int) -> list[Record]:
-        """The stored events of a request, in order (read by their seqs: no scan)."""
-        with self._lock:
-            state = self._open_state(request)
-            records = self.ledger.records_at(state.seqs)
-            return [records[seq] for seq in state.seqs if seq in records]
-
-    def original_arguments(self, request: int) -> Any:
-        """The arguments the agent proposed (before any edit), read from the ledger, or None when
-        they cannot be read (redacted, say)."""
-        data = self.ledger.data_at([request]).get(request)
-        try:
-            return msgspec.json.decode(data)["args"] if data is not None else None
-        except (msgspec.DecodeError, KeyError, TypeError):
-            return None
-
-    def allowed_decisions(self, request: int) -> tuple[str, ...]:
-        """The decisions the request's rule allows while it is pending (approve, edit, reject,
-        respond), else ()."""
-        with self._lock:
-            state = self._open_state(request)
-            if state.status != "pending" or state.requirements is None:
-                return ()
-            return tuple(d for d in DECISIONS if d in state.requirements.decisions)
-
-    def wait(self, request: int, *, timeout: float | None = None) -> RequestState:
-        """Block until the request is no longer waiting (decided, expired, cancelled; an allowed
-        or denied one returns at once) or `timeout` seconds passed; returns its state either way.
-        Sleeps until the ledger grows (the Store's `wait_for_growth`: file-change notification,
-        ledger.store.watch), then catches up; at the request's deadline it commits the expiry
-        itself, so silence rejects on time even when no one else touches the ledger."""
-        _request_id(request)
-        give_up = None if timeout is None else time.monotonic() + max(0.0, timeout)
-        with self._lock:
-            state = self.get(request)
-        while state.status in ("pending", "interrupting"):
-            now = time.monotonic()
-            if give_up is not None and now >= give_up:
-                break
-            # Wake at the deadline (by this Gate's clock, looked at again at least every second,
-            # since a test's clock moves without real time passing) or when the ledger grows.
-            pause = WAKE_SECONDS if give_up is None else min(WAKE_SECONDS, give_up - now)
-            if state.deadline is not None:
-                pause = min(pause, max(0.0, seconds_between(format_ts(self.clock()), state.deadline)))
-            grew = self.ledger.wait_for_growth(pause, since=self._seen[0])
-            due = state.deadline is not None and state.deadline <= format_ts(self.clock())
-            if grew or due:
-                with self._lock:
-                    state = self.get(request)
-        return state
-
-    def arguments(self, request: int) -> dict:
-        """The current (possibly edited) arguments of a request that can still run. Raises
-        UnknownRequest, or KeyError when the request is final and its arguments were released."""
-        with self._lock:
-            state = self._open_state(request)
-            if state.final:
-                raise KeyError(request)
-            return copy.deepcopy(self._call_data(request)["args"])
-
-    def arguments_of(self, states: list[RequestState], *, checked: bool = True) -> dict[int, Any]:
-        """The current arguments of many open requests (as `pending()` returns them), read from
-        the ledger in one pass: request → arguments (final ones left out). `checked=False` skips
-        checking them against their digests, for a summary on a screen (about half the time for
-        a long queue): what runs is always checked, and an approval binds the digest, so
-        arguments changed in the files are refused before anything runs."""
-        with self._lock:
-            live = [s for s in (self._open_state(s.request) for s in states) if not s.final]
-            if checked:
-                data = self._read_data(live)
-                return {s.request: copy.deepcopy(data[s.request]["args"]) for s in live}
-            seqs = {s.data_seq or s.request for s in live}
-            data = self.ledger.data_at(seqs)
-            out = {}
-            for s in live:
-                try:
-                    out[s.request] = msgspec.json.decode(data[s.data_seq or s.request])["args"]
-                except (KeyError, TypeError, msgspec.DecodeError):
-                    out[s.request] = None
-            return out
 
     def close(self) -> None:
         """Write the snapshot (what changed since the last save) and close the ledger (give back
