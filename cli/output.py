@@ -23,6 +23,8 @@ def visible(text: str) -> str:
     """`text` with every control character written as its escape (ESC as \\x1b, a newline as
     \\n): text that came from a ledger, a proof or an agent can neither drive the terminal nor
     start a line of its own that looks like countersign's output."""
+    if text.isascii() and text.isprintable():  # the common case, checked in C: nothing to escape
+        return text
     return _UNSHOWN.sub(_escape, text)
 
 

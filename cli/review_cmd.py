@@ -72,13 +72,18 @@ def _now():
     return datetime.now(timezone.utc)
 
 
+@functools.lru_cache(maxsize=4096)
+def _moment(ts: str):
+    from ledger.clock import parse_ts
+
+    return parse_ts(ts)  # a queue's requests share few deadlines (those asked in the same second)
+
+
 def _left(deadline: Optional[str], now=None) -> str:
     """Time left before `deadline` as `1h02m`, `4m10s`, `12s`, or `expired`."""
     if deadline is None:
         return "-"
-    from ledger.clock import parse_ts
-
-    seconds = int((parse_ts(deadline) - (now or _now())).total_seconds())
+    seconds = int((_moment(deadline) - (now or _now())).total_seconds())
     if seconds <= 0:
         return "expired"
     if seconds >= 3600:
@@ -114,6 +119,8 @@ def _quorum(state) -> dict:
 
 
 def _as_dict(gate, state, *, full: bool = False, args: Any = _UNREAD) -> dict:
+    from ledger.workflow.reading import decisions_of
+
     out = {
         "request": state.request,
         "tool": state.tool,
@@ -127,7 +134,7 @@ def _as_dict(gate, state, *, full: bool = False, args: Any = _UNREAD) -> dict:
         "proposed_at": state.proposed_at,
         "deadline": state.deadline,
         "quorum": _quorum(state),
-        "decisions": list(gate.allowed_decisions(state.request)),
+        "decisions": list(decisions_of(state)),
     }
     if args is not _UNREAD:
         out["args"] = args
@@ -158,17 +165,17 @@ def list_requests(
     with _open(ledger) as gate:
         rows = [s for s in gate.pending() if (tool is None or s.tool == tool) and (run is None or s.run == run)]
         arguments = gate.arguments_of(rows, checked=False)  # a summary; `show` checks what it shows
-        items = [_as_dict(gate, s, args=arguments.get(s.request)) for s in rows]
     if as_json:
-        echo_json(items)
+        echo_json([_as_dict(None, s, args=arguments.get(s.request)) for s in rows])
         return
-    if not items:
+    if not rows:
         say("no requests are waiting for a decision")
         return
     now = _now()
-    say(f"{len(items)} waiting (oldest first; `countersign review show ID` for one in full)")
+    say(f"{len(rows)} waiting (oldest first; `countersign review show ID` for one in full)")
     columns(["id", "tool", "arguments", "approvals", "left"],
-            [[i["request"], i["tool"], _summary(i["args"], 34), _progress(i["quorum"]), _left(i["deadline"], now)] for i in items],
+            [[s.request, s.tool, _summary(arguments.get(s.request), 34), _progress(_quorum(s)), _left(s.deadline, now)]
+             for s in rows],
             [8, 20, 34, 9, 7])
 
 

@@ -31,6 +31,13 @@ def _request_id(request: object) -> int:
     return request
 
 
+def decisions_of(state: RequestState) -> tuple[str, ...]:
+    """The decisions a request's rule allows while it is pending, in DECISIONS' order, else ()."""
+    if state.status != "pending" or state.requirements is None:
+        return ()
+    return tuple(d for d in DECISIONS if d in state.requirements.decisions)
+
+
 class Reading:
     """The reading half of a Gate (module docstring); the Gate gives `_lock`, `_commit`,
     `_open_state`, `_copy_of`, `_read_data`, `_call_data`, `workflow`, `ledger`, `clock`."""
@@ -95,10 +102,7 @@ class Reading:
         """The decisions the request's rule allows while it is pending (approve, edit, reject,
         respond), else ()."""
         with self._lock:
-            state = self._open_state(request)
-            if state.status != "pending" or state.requirements is None:
-                return ()
-            return tuple(d for d in DECISIONS if d in state.requirements.decisions)
+            return decisions_of(self._open_state(request))
 
     def wait(self, request: int, *, timeout: float | None = None) -> RequestState:
         """Block until the request is no longer waiting (decided, expired, cancelled; an allowed
