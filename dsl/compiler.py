@@ -22,7 +22,7 @@ from operator import attrgetter
 from typing import Any, Callable, NamedTuple
 
 from dsl import ast, globs, subjects, values
-from dsl.cache import BUDGETS, BoundedCache
+from dsl.cache import BUDGETS, BoundedCache, char_bytes
 from dsl.requirements import DEFAULT_DECISIONS, Quorum, Requirements
 from dsl.subjects import paths, winpaths
 from dsl.rule_ids import implicit_id
@@ -772,8 +772,10 @@ def _path_from(raw: Any, base: Any, env: Env) -> subjects.PathValue:
         raise EvalError("the directory the command runs in is not known from the text (after cd $X, cd -, pushd, "
                         "a function or a cd that may have failed, or under a wrapper that may change it: env, sudo, "
                         "su, chroot and the like)")
-    directory = subjects.make_path(base, env.cwd(), env.home_dir())
-    return subjects.make_path(raw, directory.text, env.home_dir())
+    directory = subjects.make_path(base, env.cwd(), env.home_dir()).text
+    if type(directory) is not str:  # a Windows path's text (a WinStr): its plain text reads the same, and is cached
+        directory = str.__str__(directory)
+    return subjects.make_path(raw, directory, env.home_dir())
 
 
 def _make_path(raw: Any, env: Env) -> subjects.PathValue:
@@ -1609,6 +1611,10 @@ def _shape_compare(e: ast.Compare, scope: dict[str, str] | None) -> tuple:
                 raise _NoShape from None
         if op == "under" and isinstance(right, ast.Path):
             return ("underfield", value, ("path", _field(right)))
+        if op == "under" and scope and isinstance(right, ast.Call) and right.name == "path" and not right.keys:
+            other = _value(right, scope)
+            if other[0] == "ipath":  # `path(context.cwd) under path(a, c.cwd)`: a field's path under a made one
+                return ("underi", value, other)
         raise _NoShape
     if op == "under":
         raise _NoShape
@@ -1667,6 +1673,16 @@ class _PlanWriter:
         # True while writing a rule's variant for a call whose cwd is a Windows path: its paths
         # are WinPathValues (`wpath`), compared by their folded keys (see `cond` and `value`)
         self.windows = False
+        # the guards known to hold where the expression being written runs (see `cond`)
+        self.assumed: set[str] = set()
+
+    def _lazy(self, guards: list[str], expr: str) -> str:
+        """`expr` run only when its guards hold (those not known to hold already), else
+        raising _Undecided where it stands."""
+        needed = [g for g in dict.fromkeys(guards) if g not in self.assumed]
+        if not needed:
+            return expr
+        return f"({expr}) if {' and '.join(needed)} else _u()"
 
     def const(self, value: Any) -> str:
         key = (type(value), value) if _hashable(value) else ("id", id(value))
@@ -1734,25 +1750,27 @@ class _PlanWriter:
     # conditions: (guards, expression, statements to run first)
 
     def cond(self, s: tuple, item: str | None) -> tuple[list[str], str, list[str]]:
+        """(guards, expression, statements to run first) of a condition's shape. The guards are
+        those of its first leaf, which is evaluated whenever the condition is: the caller checks
+        them before the expression (and falls back to the predicate when they fail). Every
+        other leaf checks its own guards where Python's `and`/`or` reach it, and raises
+        _Undecided there when one fails (`_lazy`): a leaf the predicate would not evaluate
+        either (`false and E`, `true or E`, Kleene's logic) never undecides the rule, and a
+        leaf it would evaluate is computed exactly or undecides it."""
         kind = s[0]
-        if kind == "and" and s[1][0][0] == "exists":
-            # `exists(x) and E`: false when x is missing, whatever E would do (the predicate's
-            # `and` stops at its first false operand), so E's guards are needed only when x is
-            # present: `exists(args.file_path) and path(args.file_path).secret` stays inline for
-            # a call without the field
-            g0, x0, p0 = self.cond(s[1][0], item)
-            var = self.shared(s[1][0][1])
-            rest = s[1][1] if len(s[1]) == 2 else ("and", s[1][1:])
-            g, x, p = self.cond(rest, item)
-            guards = g0 + ([f"({var} is M or ({' and '.join(g)}))"] if g else [])
-            return guards, f"({x0}) and ({x})", p0 + p
         if kind in ("and", "or"):
             guards, exprs, pre = [], [], []
-            for part in s[1]:
+            assumed = self.assumed
+            for i, part in enumerate(s[1]):
                 g, x, p = self.cond(part, item)
-                guards += g
+                if i == 0:
+                    guards = g
+                    self.assumed = assumed | set(g)  # checked before any later operand runs
+                else:
+                    x = self._lazy(g, x)
                 exprs.append(f"({x})")
                 pre += p
+            self.assumed = assumed
             return guards, f" {kind} ".join(exprs), pre
         if kind == "not":
             g, x, p = self.cond(s[1], item)
@@ -1836,7 +1854,12 @@ class _PlanWriter:
             var = self.shared(shell)
             self.loops += 1
             loop, result = f"c{self.loops}", f"q{self.loops}"
-            g, x, p = self.cond(body, {name: loop})
+            assumed = self.assumed
+            self.assumed = set()  # the loop runs before its rule: no guard of the rule holds yet
+            try:
+                g, x, p = self.cond(body, {name: loop})
+            finally:
+                self.assumed = assumed
             if p:  # pragma: no cover - a body's quantifiers are expressions
                 raise _NoShape
             pre = [
@@ -1860,7 +1883,7 @@ class _PlanWriter:
             g, x, p = self.cond(body, {**item, name: loop})
             if p:  # pragma: no cover - as above
                 raise _NoShape
-            return g0 + g, f"{'any' if any_ else 'all'}(({x}) for {loop} in {source})", []
+            return g0, f"{'any' if any_ else 'all'}(({self._lazy(g, x)}) for {loop} in {source})", []
         if kind in ("iunder", "ipatheq") and self.windows:  # Windows paths: by drive and folded parts
             left, _, g = self.value(s[1], item)
             side = s[2]
@@ -1875,6 +1898,14 @@ class _PlanWriter:
             if kind == "iunder":
                 return g, f"_win_under({left}, {right})", []
             return g, f"{left}.text {'==' if s[3] else '!='} {right}.text", []  # WinStr == folds, as values.equal
+        if kind == "underi":  # a field's path under a path made from a quantifier's item
+            left, _, g = self.value(s[1], item) if not self.windows else (self.shared(s[1]), None, [])
+            if self.windows:
+                g = [f"{left} is not M"]
+            right, _, g2 = self.value(s[2], item)
+            if self.windows:
+                return g + g2, f"_win_under({left}, {right})", []
+            return g + g2, f"_under_text({left}, {right})", []
         if kind == "iunder":  # a made path's text under a plain path: containment by text, as _fast_under
             path, _, g = self.value(s[1], item)
             base, known, g2 = self.value(s[2], item)
@@ -1953,6 +1984,8 @@ class _PlanWriter:
         _, op, v, lit = s
         expr, known, guards = self.value(v, item)
         c = self.const(lit)
+        if known is _WinPath and type(lit) is str and op in ("==", "!="):
+            return guards, f"{expr}.text {op} {c}", []  # a path equals the string of its text; a WinStr folds
         if lit is None:
             if op not in ("==", "!="):
                 raise _NoShape
@@ -2070,18 +2103,20 @@ class _Undecided(Exception):
     its predicate, which computes the value (or its error) the general way."""
 
 
-# (raw, base, cwd, home) → (text, secret) of a path a plan's loop made, or _MISSING when it is not
-# a POSIX path (an error, a Windows path); only exact str texts, at most _CACHED_ITEM_TEXT long
+# (raw, base, cwd, home) → (value, secret) of a path a plan's loop made (value: the text of a
+# POSIX path, or the WinPathValue of a Windows path), or _MISSING when path() refuses it; only
+# exact str texts, at most _CACHED_ITEM_TEXT long
 _ITEM_PATHS = BoundedCache(BUDGETS["plan_paths"], "plan_paths")
 _CACHED_ITEM_TEXT = 1024
 _STR_OR_NONE = (str, type(None))
 
 
 def _item_made(memo: dict, env: Env, raw: str, base: str | None) -> Any:
-    """(text, secret) of `path(raw)` (base None) or `path(raw, base)` when it is a POSIX path
-    made as the predicates make it (`_make_path`, `_path_from`) and the call's cwd is not a
-    Windows path, else _MISSING. `memo` holds one
-    call's answers; _ITEM_PATHS those of earlier calls (the same words in the same cwd)."""
+    """(value, secret) of `path(raw)` (base None) or `path(raw, base)` as the predicates make it
+    (`_make_path`, `_path_from`): value is the normalized text of a POSIX path (a str; its
+    PathValue under a Windows cwd), or the WinPathValue of a Windows path; _MISSING when path()
+    raises. `memo` holds one call's
+    answers; _ITEM_PATHS those of earlier calls (the same words in the same cwd)."""
     key = (raw, base)
     made = memo.get(key)
     if made is not None:
@@ -2094,57 +2129,62 @@ def _item_made(memo: dict, env: Env, raw: str, base: str | None) -> Any:
         if made is not None:
             memo[key] = made
             return made
-    if winpaths.is_windows_text(cwd):
-        # under a Windows cwd a literal the loop compares with is a Windows path, while `~/x` with
-        # a POSIX home is a POSIX one: the predicate reads both in the call's context
+    try:
+        value = _make_path(raw, env) if base is None else _path_from(raw, base, env)
+    except Exception:
         value = None
+    t = type(value)
+    if t is subjects.PathValue:
+        # under a Windows cwd a literal the loop compares with is a Windows path, while `~/x` with
+        # a POSIX home is a POSIX one: the predicate reads both in the call's context (the value
+        # is kept as a PathValue, which neither _item_path nor _item_win_path takes)
+        made = (value if winpaths.is_windows_text(cwd) else value.text, value.secret)
+    elif t is subjects.WinPathValue:
+        made = (value, value.secret)
     else:
-        try:
-            value = _make_path(raw, env) if base is None else _path_from(raw, base, env)
-        except Exception:
-            value = None
-    made = (value.text, is_secret_text(value.text)) if type(value) is subjects.PathValue else _MISSING
+        made = _MISSING
     memo[key] = made
     if wide is not None:
-        size = len(raw) + len(base or "") + len(cwd or "") + len(home or "")
-        if size <= _CACHED_ITEM_TEXT:
-            _ITEM_PATHS.put(wide, made, 2 * size + (2 * len(made[0]) if made is not _MISSING else 0) + 400)
+        texts = raw + (base or "") + (cwd or "") + (home or "")
+        if len(texts) <= _CACHED_ITEM_TEXT:
+            # the key's texts, and what the entry keeps alive: a POSIX path's text, a Windows path
+            # (as make_path's cache counts it), a PathValue under a Windows cwd
+            cost = 2 * char_bytes(texts) + 400
+            if made is not _MISSING:
+                cost += char_bytes(made[0]) + 100 if type(made[0]) is str else paths.value_cost(value, texts)
+            _ITEM_PATHS.put(wide, made, cost)
     return made
 
 
 def _item_path(memo: dict, env: Env, raw: str, base: str | None) -> str:
-    """The text of the path `_item_made` makes; raises _Undecided when it makes none."""
+    """The text of the POSIX path `_item_made` makes; raises _Undecided when it makes none (an
+    error, a Windows path, any path under a Windows cwd)."""
     made = _item_made(memo, env, raw, base)
-    if made is _MISSING:
+    if made is _MISSING or type(made[0]) is not str:
         raise _Undecided
     return made[0]
 
 
 def _item_secret(memo: dict, env: Env, raw: str, base: str | None) -> bool:
-    """`.secret` of the path `_item_made` makes; raises _Undecided when it makes none."""
+    """`.secret` of the POSIX path `_item_made` makes; raises _Undecided when it makes none."""
     made = _item_made(memo, env, raw, base)
-    if made is _MISSING:
+    if made is _MISSING or type(made[0]) is not str:
         raise _Undecided
     return made[1]
 
 
 def _item_win_path(memo: dict, env: Env, raw: str, base: str | None) -> Any:
     """The WinPathValue of `path(raw)` or `path(raw, base)` (the call's cwd is a Windows path);
-    raises _Undecided when it is not one (an error, a POSIX path). One call's answers in `memo`
-    (the make_path cache keeps them across calls)."""
-    key = ("windows", raw, base)
-    made = memo.get(key)
-    if made is None:
-        try:
-            made = _make_path(raw, env) if base is None else _path_from(raw, base, env)
-        except Exception:
-            made = _MISSING
-        if type(made) is not subjects.WinPathValue:
-            made = _MISSING
-        memo[key] = made
-    if made is _MISSING:
+    raises _Undecided when it is not one (an error, a POSIX path)."""
+    made = _item_made(memo, env, raw, base)
+    if made is _MISSING or type(made[0]) is not subjects.WinPathValue:
         raise _Undecided
-    return made
+    return made[0]
+
+
+def _undecided() -> Any:
+    """Raise _Undecided: a plan's value a leaf needs is not one it can compute exactly."""
+    raise _Undecided
 
 
 def _item_at(items: tuple, index: int) -> str:
@@ -2165,18 +2205,22 @@ _PLAN_ERRORS = Exception
 
 
 def _rule_lines(w: _PlanWriter, rule: CompiledRule, call: list[str]) -> list[str]:
-    """One rule's lines in a plan: its shape inline under its guards, and `call` (its predicate)
-    when a guard fails or the rule has no shape the writer can write."""
+    """One rule's lines in a plan: its shape inline under the guards of its first leaf, and
+    `call` (its predicate) when one fails, when a later leaf undecides it (_Undecided, see
+    `_PlanWriter.cond`) or when the rule has no shape the writer can write."""
     if rule.shape is None:
         return call
     try:
         guards, expr, pre = w.cond(rule.shape, None)
     except _NoShape:
         return call
-    if not guards:
-        return [*pre, f"if {expr}: append({rule.order})"]
-    return [*pre, f"if {' and '.join(dict.fromkeys(guards))}:", f"    if {expr}: append({rule.order})", "else:",
-            *("    " + line for line in call)]
+    if "_u()" not in expr:  # only the first leaf's guards can fail: checked, then the expression
+        if not guards:
+            return [*pre, f"if {expr}: append({rule.order})"]
+        return [*pre, f"if {' and '.join(dict.fromkeys(guards))}:", f"    if {expr}: append({rule.order})", "else:",
+                *("    " + line for line in call)]
+    test = w._lazy(guards, expr)
+    return [*pre, "try:", f"    if {test}: append({rule.order})", "except U:", *("    " + line for line in call)]
 
 
 def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[int], None]], int] | None:
@@ -2229,7 +2273,7 @@ def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[in
     lines += ["    " + line for line in body]
     lines.append("    return -1")
     namespace = {
-        "M": _MISSING, "X": _UNKNOWN, "ERRORS": _PLAN_ERRORS, "_plain_path": _plain_path,
+        "M": _MISSING, "X": _UNKNOWN, "ERRORS": _PLAN_ERRORS, "_plain_path": _plain_path, "_u": _undecided,
         "_windows_text": winpaths.is_windows_text,
         "_parsed_or_none": _parsed_or_none, "U": _Undecided, "_error_text": values.error_text, "_win_path": _win_path, "_win_under": winpaths.under,
         "_win_under_literal": _win_under_literal, "_ip": _item_path, "_ipw": _item_win_path, "_ips": _item_secret, "_at": _item_at,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple
 
 from dsl import globs
-from dsl.cache import BUDGETS, BoundedCache
+from dsl.cache import BUDGETS, BoundedCache, char_bytes
 from dsl.subjects.pathtext import check_text
 from dsl.subjects.secrets import clear_secret_cache, glob_climbs_to_secrets, glob_may_be_secret, holds_secrets, is_secret
 from dsl.values import EvalError
@@ -178,17 +178,29 @@ def make_path(raw: object, cwd: str | None, home: str | None) -> PathValue:
             value = _make(raw, cwd, home)
         except EvalError as exc:
             if len(texts) <= _CACHED_PATH_TEXT:
-                _PATH_CACHE.put(key, _Refused(exc.message), 2 * len(texts) + 2 * len(exc.message) + 400)
+                _PATH_CACHE.put(key, _Refused(exc.message), 2 * char_bytes(texts) + 2 * char_bytes(exc.message) + 400)
             raise
         if len(texts) <= _CACHED_PATH_TEXT:
-            # the key's texts and the value's text (their characters, twice), each of the value's
-            # parts once kept (a str of about 50 bytes and a tuple slot: at most one per "/" or
-            # "\"), and the objects themselves (key tuple, value, cache node)
-            _PATH_CACHE.put(key, value, 2 * len(texts) + 64 * (texts.count("/") + texts.count("\\") + 1) + 600)
+            _PATH_CACHE.put(key, value, value_cost(value, texts))
         return value
     if isinstance(raw, PathValue):
         return raw
     return _make(raw, cwd, home)
+
+
+def value_cost(value: object, texts: str) -> int:
+    """What a kept path() value costs a cache, in bytes, with every field it may compute later
+    (parts, name, secret): an upper bound of `dsl.cache.estimate_size` of the key and the value.
+    `texts`: the key's texts joined (raw, cwd, home). A POSIX path: the characters four times
+    (the key, the text, the parts, the name; 4 bytes each unless ASCII), each part's own object
+    (a str of about 50 bytes and a tuple slot: at most one per "/" or "\\"), and the objects
+    themselves (key tuple, value, cache node). A Windows path holds more: its text, drive and
+    each part are WinStr (a str with a dict holding its fold, about 500 bytes each), and the
+    folded text, the folded parts and the parts as written are kept beside them."""
+    chars = char_bytes(texts)
+    if type(value) is _winpaths.WinPathValue:
+        return 2 * chars + 6 * char_bytes(value.text) + 600 * len(value.key) + 1400
+    return 4 * chars + 64 * (texts.count("/") + texts.count("\\") + 1) + 600
 
 
 def clear_path_cache() -> None:

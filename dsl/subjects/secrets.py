@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from fnmatch import fnmatchcase
 
-from dsl.cache import BUDGETS, BoundedCache
+from dsl.cache import BUDGETS, BoundedCache, char_bytes
 
 DIRECTORIES: tuple[tuple[str, ...], ...] = (
     (".ssh",),                      # OpenSSH: private keys, ssh(1) FILES
@@ -162,7 +162,7 @@ def holds_secrets(parts: tuple[str, ...]) -> bool:
     hit = _SECRET_CACHE.get(key)
     if hit is None:
         hit = _holds_secrets(parts)
-        _SECRET_CACHE.put(key, hit, 2 * size + 64 * len(parts) + 200)
+        _SECRET_CACHE.put(key, hit, 2 * char_bytes("/".join(parts)) + 64 * len(parts) + 200)
     return hit
 
 
@@ -529,7 +529,7 @@ def glob_may_be_secret(pattern: str) -> bool:
     hit = _SECRET_CACHE.get(key)
     if hit is None:
         hit = _glob_may_be_secret(pattern)
-        _SECRET_CACHE.put(key, hit, 2 * len(pattern) + 200)
+        _SECRET_CACHE.put(key, hit, 2 * char_bytes(pattern) + 200)
     return hit
 
 

@@ -182,7 +182,7 @@ class WinPathValue:
     parts (one WinStr each) are made on first use: most rules read only the name or the key.
     Build one with `make_windows_path`."""
 
-    __slots__ = ("drive", "text", "key", "folded", "_names", "_parts", "_pattern")
+    __slots__ = ("drive", "text", "key", "folded", "_names", "_parts", "_pattern", "_secret")
 
     KIND = "path"
     FIELDS = _PATH_FIELDS
@@ -201,6 +201,7 @@ class WinPathValue:
         put(self, "_names", tuple(parts))
         put(self, "_pattern", None)
         put(self, "_parts", None)
+        put(self, "_secret", None)
         return self
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -209,10 +210,15 @@ class WinPathValue:
     @property
     def secret(self) -> bool:
         """Whether the path is or is inside a file that holds credentials (dsl.subjects.secrets),
-        compared in lower case as on POSIX."""
-        from dsl.subjects.secrets import is_secret
+        compared in lower case as on POSIX; kept, as PathValue keeps it (a path from make_path's
+        cache is asked again by later calls, and by several rules of one call)."""
+        secret = self._secret
+        if secret is None:
+            from dsl.subjects.secrets import is_secret
 
-        return is_secret(self._names)
+            secret = is_secret(self._names)
+            object.__setattr__(self, "_secret", secret)
+        return secret
 
     @property
     def holds_secrets(self) -> bool:
