@@ -1475,7 +1475,7 @@ def _shape(e: ast.Expr, scope: dict[str, str] | None) -> tuple:
         return ("exists", _field(e.args[0]))
     if isinstance(e, ast.Path):  # a bare field as a condition holds a boolean
         return ("bool", _value(e, scope))
-    if isinstance(e, ast.Call) and e.name == "path" and e.keys == ("secret",):  # path(x).secret
+    if isinstance(e, ast.Call) and e.name == "path" and len(e.keys) == 1 and e.keys[0] in _PATH_BOOLS:  # path(x).secret
         return ("bool", _value(e, scope))
     raise _NoShape
 
@@ -1542,8 +1542,12 @@ def _value(e: ast.Expr, scope: dict[str, str] | None) -> tuple:
         return _field(e)
     if isinstance(e, ast.Call) and not e.keys and e.name in ("len", "path") and len(e.args) == 1:
         return (e.name, _field(e.args[0]))
-    if isinstance(e, ast.Call) and e.name == "path" and len(e.keys) == 1 and e.keys[0] in _PATH_PROPERTIES:
-        return ("pathprop", e.keys[0], ("path", _field(e.args[0])))
+    if isinstance(e, ast.Call) and e.name == "path" and len(e.keys) == 1 and e.keys[0] in _PATH_PROPERTY_TYPES:
+        if len(e.args) == 1:
+            return ("pathprop", e.keys[0], ("path", _field(e.args[0])))
+        right = e.args[1]
+        if isinstance(right, ast.Literal) and type(right.value) is str:  # path(args.glob, "/").secret
+            return ("pathprop", e.keys[0], ("pathat", _field(e.args[0]), right.value))
     raise _NoShape
 
 
@@ -1566,7 +1570,7 @@ def _value_type(v: tuple) -> type | None:
     if kind in ("clen", "len"):
         return int
     if kind in ("ipathprop", "pathprop"):
-        return _PATH_PROPERTIES[v[1]][1]
+        return _PATH_PROPERTY_TYPES[v[1]]
     return None
 
 
@@ -1578,6 +1582,10 @@ _PATH_PROPERTIES = {
     "text": (lambda text: text, str),
     "secret": (is_secret_text, bool),
 }
+# The fields a plan reads from a path() of the call's arguments (a PathValue or WinPathValue it
+# makes once per call): those above, and those that read the text as written too
+_PATH_PROPERTY_TYPES = {**{name: known for name, (_, known) in _PATH_PROPERTIES.items()}, "holds_secrets": bool, "glob_secret": bool}
+_PATH_BOOLS = frozenset(name for name, known in _PATH_PROPERTY_TYPES.items() if known is bool)
 
 
 def _shape_compare(e: ast.Compare, scope: dict[str, str] | None) -> tuple:
@@ -1675,6 +1683,7 @@ class _PlanWriter:
         self.windows = False
         # the guards known to hold where the expression being written runs (see `cond`)
         self.assumed: set[str] = set()
+        self.made: dict[str, str] = {}  # a variable made on first read → what makes it (see path_var)
 
     def _lazy(self, guards: list[str], expr: str) -> str:
         """`expr` run only when its guards hold (those not known to hold already), else
@@ -1695,8 +1704,6 @@ class _PlanWriter:
     # shared values, computed once at the top of the function
 
     def shared(self, v: tuple) -> str:
-        if self.windows and v[0] in ("path", "pathprop"):
-            v = ("w" + v[0], *v[1:])  # a Windows path and its fields: their own variables
         name = self.values.get(v)
         if name is not None:
             return name
@@ -1714,38 +1721,84 @@ class _PlanWriter:
                     f"elif {name} is not M: {name} = X",
                 ]
             self.prelude.append(f"t{name} = type({name})")
-        elif kind in ("path", "wpath"):
-            field = self.shared(v[1])
-            name = f"{'p' if kind == 'path' else 'w'}{len(self.values)}"
-            if "W" not in self.values.values():  # under a Windows cwd `/x` is Windows: the Windows variant decides
-                self.values[("windows",)] = "W"
-                self.prelude.append("W = _windows_text(context.get('cwd'))")
-            if kind == "path":
-                self.prelude.append(f"{name} = M if W else _plain_path({field})")
-            else:
-                self.prelude.append(f"{name} = _win_path(env, {field}) if W else M")
-        elif kind == "wpathprop":
-            path = self.shared(v[2])
-            name = f"n{len(self.values)}"
-            field = f"{path}.key[1:]" if v[1] == "parts" else f"{path}.{v[1]}"  # the parts by their folds
-            self.prelude.append(f"{name} = {field} if {path} is not M else M")
         elif kind == "shell":
             field = self.shared(v[1])
             name = f"s{len(self.values)}"
             self.prelude.append(f"{name} = _parsed_or_none({field})")
-        elif kind == "pathprop":
-            path = self.shared(v[2])
-            name = f"n{len(self.values)}"
-            inline = {  # as _PATH_PROPERTIES computes them, written out (no call)
-                "text": path,
-                "name": f"{path}[{path}.rfind('/') + 1:]",
-                "parts": f"(tuple({path}[1:].split('/')) if {path} != '/' else ())",
-            }.get(v[1]) or f"{self.const(_PATH_PROPERTIES[v[1]][0])}({path})"
-            self.prelude.append(f"{name} = {inline} if {path} is not M else M")
         else:  # pragma: no cover - shapes only share these
             raise _NoShape
         self.values[v] = name
         return name
+
+    # Paths of the call's fields, made once per call and only when a rule reaches them: `path(x)`
+    # and `path(x, "lit")` are a variable `aN` that holds N (not made yet) until a guard first
+    # reads it, `(aN if aN is not N else (aN := _pv(...)))`, and holds the PathValue or
+    # WinPathValue make_path gives (from its cache: the call's files repeat), or M when path()
+    # refuses the text. Every expression that reads the path runs after one of its guards (see
+    # `cond`), so it reads `aN` itself. Its fields are kept the same way (`pathN`: made on first
+    # use), and so is `lower()` of a field or of a path's text (computed once per call, not once
+    # per `or` operand that reads it).
+
+    def _context(self) -> None:
+        """The call's cwd and home as path() reads them (Env.cwd, Env.home_dir), and W: whether
+        the cwd is a Windows path (then `/x` is Windows too, and the Windows variant decides)."""
+        if ("windows",) in self.values:
+            return
+        self.values[("windows",)] = "W"
+        self.prelude += [
+            "CW = context.get('cwd')",
+            "if not isinstance(CW, str): CW = None",
+            "HO = context.get('home')",
+            "if not isinstance(HO, str): HO = env[4]",
+            "W = _windows_text(CW)",
+        ]
+
+    def _lazy_var(self, key: tuple, prefix: str, make: str) -> str:
+        """The expression of a variable computed by `make` on its first read in a call."""
+        name = self.values.get(key)
+        if name is None:
+            name = self.values[key] = f"{prefix}{len(self.values)}"
+            self.prelude.append(f"{name} = N")
+            self.made[name] = make
+        return f"({name} if {name} is not N else ({name} := {self.made[name]}))"
+
+    def path_var(self, v: tuple) -> tuple[str, str]:
+        """For ("path", field) or ("pathat", field, lit): its variable and the expression that
+        makes it on first read."""
+        field = self.shared(v[1])
+        self._context()
+        make = f"_pv({field}, CW, HO)" if v[0] == "path" else f"_pv_at({field}, {self.const(v[2])}, env)"
+        expr = self._lazy_var(("pv", *v), "a", make)
+        return expr[1 : expr.index(" ")], expr
+
+    def path_ref(self, v: tuple) -> tuple[str, list[str]]:
+        """A path of a field in the variant being written: its variable and its guard (a POSIX
+        path in the POSIX variant, a Windows path in the Windows one)."""
+        var, make = self.path_var(v)
+        return var, [f"type({make}) is {'WPV' if self.windows else 'PV'}"]
+
+    def path_text(self, v: tuple) -> tuple[str, list[str]]:
+        """The normalized text of a POSIX path of a field (POSIX variant only), and its guard."""
+        if self.windows:
+            raise _NoShape
+        var, guards = self.path_ref(v)
+        return f"{var}.text", guards
+
+    def path_prop(self, prop: str, v: tuple) -> tuple[str, type, list[str]]:
+        """A field of the path of a field: expression, type for the plans, guards. A boolean
+        field reads the same on a POSIX and a Windows path (no variant needed)."""
+        known = _PATH_PROPERTY_TYPES[prop]
+        if known is bool:
+            var, make = self.path_var(v)
+            return f"{var}.{prop}", bool, [f"{make} is not M"]
+        var, guards = self.path_ref(v)
+        if prop == "text":
+            return f"{var}.text", (_WinText if self.windows else str), guards
+        if self.windows:
+            if prop == "parts":  # the parts by their folds (WinParts.find_caseless compares them)
+                return self._lazy_var(("wparts", var), "n", f"{var}.key[1:]"), _WinParts, guards
+            return self._lazy_var((prop, var), "n", f"{var}.{prop}"), _WinText, guards
+        return self._lazy_var((prop, var), "n", f"{var}.{prop}"), known, guards
 
     # conditions: (guards, expression, statements to run first)
 
@@ -1817,26 +1870,24 @@ class _PlanWriter:
             expr, known, guards = self.value(s[1], item)
             return guards + self.typed(expr, known, str), f"{self.const(s[2])}.match({expr}) is not None", []
         if kind == "pathglob":
-            if self.windows:
-                raise _NoShape
-            var = self.shared(s[1])
-            return [f"{var} is not M"], self.path_match(var, s[2]), []
+            text, guards = self.path_text(s[1])
+            return guards, self.path_match(text, s[2]), []
         if kind in ("underfield", "under") and self.windows:  # by drive and folded parts (winpaths.under)
-            var = self.shared(s[1])
+            var, guards = self.path_ref(s[1])
             if kind == "underfield":
-                base = self.shared(s[2])
-                return [f"{var} is not M", f"{base} is not M"], f"_win_under({var}, {base})", []
-            return [f"{var} is not M"], f"_win_under_literal(env, {var}, {self.const(s[3])})", []
-        if kind == "underfield":  # both plain paths: containment by text, as _fast_under
-            var, base = self.shared(s[1]), self.shared(s[2])
-            expr = f"{base} == '/' or {var} == {base} or ({var}.startswith({base}) and {var}[len({base}):len({base}) + 1] == '/')"
-            return [f"{var} is not M", f"{base} is not M"], expr, []
+                base, g2 = self.path_ref(s[2])
+                return guards + g2, f"_win_under({var}, {base})", []
+            return guards, f"_win_under_literal(env, {var}, {self.const(s[3])})", []
+        if kind == "underfield":  # both POSIX paths: containment by text, as _fast_under
+            text, guards = self.path_text(s[1])
+            base, g2 = self.path_text(s[2])
+            return guards + g2, f"_under_text({text}, {base})", []
         if kind == "under":
-            var = self.shared(s[1])
+            text, guards = self.path_text(s[1])
             base = s[2]
             if base == "/":
-                return [f"{var} is not M"], "True", []
-            return [f"{var} is not M"], f"{var} == {self.const(base)} or {var}.startswith({self.const(base + '/')})", []
+                return guards, "True", []
+            return guards, f"{text} == {self.const(base)} or {text}.startswith({self.const(base + '/')})", []
         if kind == "programs":
             _, any_, positive, names, shell = s
             var, c = self.shared(shell), self.const(names)
@@ -1888,8 +1939,8 @@ class _PlanWriter:
             left, _, g = self.value(s[1], item)
             side = s[2]
             if side[0] == "path":
-                right = self.shared(side)
-                g = g + [f"{right} is not M"]
+                right, g2 = self.path_ref(side)
+                g = g + g2
             elif side[0] == "ipath":
                 right, _, g2 = self.value(side, item)
                 g = g + g2
@@ -1899,9 +1950,7 @@ class _PlanWriter:
                 return g, f"_win_under({left}, {right})", []
             return g, f"{left}.text {'==' if s[3] else '!='} {right}.text", []  # WinStr == folds, as values.equal
         if kind == "underi":  # a field's path under a path made from a quantifier's item
-            left, _, g = self.value(s[1], item) if not self.windows else (self.shared(s[1]), None, [])
-            if self.windows:
-                g = [f"{left} is not M"]
+            left, g = self.path_ref(s[1]) if self.windows else self.path_text(s[1])
             right, _, g2 = self.value(s[2], item)
             if self.windows:
                 return g + g2, f"_win_under({left}, {right})", []
@@ -1929,11 +1978,9 @@ class _PlanWriter:
             return item[v[1]], str, []
         if kind == "lit":
             return self.const(v[1]), str, []
-        if kind == "path":  # a plain path's text, shared
-            if self.windows:
-                raise _NoShape
-            var = self.shared(v)
-            return var, str, [f"{var} is not M"]
+        if kind == "path":  # a POSIX path's text
+            text, guards = self.path_text(v)
+            return text, str, guards
         if kind == "ipath":  # the normalized text of a POSIX path (a WinPathValue in the Windows variant), else undecided
             raw, known, guards = self.value(v[1], item)
             guards = guards + self.typed(raw, known, str)
@@ -1958,16 +2005,14 @@ class _PlanWriter:
         if kind in ("f", "tool"):
             return self.shared(v), None, []
         if kind == "pathprop":
-            var = self.shared(v)
-            known = _PATH_PROPERTIES[v[1]][1]
-            if self.windows and known is not bool:  # WinStr and WinParts compare folded
-                known = _WinParts if known is tuple else _WinText
-            return var, known, [f"{var} is not M"]
+            return self.path_prop(v[1], v[2])
         if kind == "lower":
             expr, known, guards = self.value(v[1], item)
-            if known is _WinText:  # str.lower of a WinStr is a plain str, as values.lower gives
-                return f"{expr}.lower()", str, guards
-            return f"{expr}.lower()", str, guards + self.typed(expr, known, str)
+            if known is not _WinText:  # str.lower of a WinStr is a plain str, as values.lower gives
+                guards = guards + self.typed(expr, known, str)
+            if v[1][0] in ("f", "pathprop"):  # a value of the call: lowered once per call
+                return self._lazy_var(("lower", expr), "l", f"{expr}.lower()"), str, guards
+            return f"{expr}.lower()", str, guards
         raise _NoShape
 
     def typed(self, expr: str, known: type | None, want: type) -> list[str]:
@@ -2079,16 +2124,25 @@ def _parsed_or_none(text: Any) -> _Shell | None:
     return hit if type(hit) is _Shell else None
 
 
-def _win_path(env: Env, raw: Any) -> Any:
-    """`path(raw)` when it is a Windows path (the call's cwd is one), else _MISSING (an error, a
-    POSIX path: the rule's predicate decides). A field's value is JSON: only a string is a path."""
-    if type(raw) is not str:
-        return _MISSING
+_NOT_YET = object()  # a plan's variable not computed yet in this call (see _PlanWriter.path_var)
+
+
+def _path_value(raw: Any, cwd: str | None, home: str | None) -> Any:
+    """`path(raw)` in a call with this cwd and home (as `_make_path` makes it: make_path, whose
+    cache keeps the values of the texts a session repeats, with the fields they computed), or
+    _MISSING when path() refuses it (the rule's predicate then raises the error)."""
     try:
-        value = _make_path(raw, env)
+        return subjects.make_path(raw, cwd, home)
     except Exception:
         return _MISSING
-    return value if type(value) is subjects.WinPathValue else _MISSING
+
+
+def _path_value_at(raw: Any, base: str, env: Env) -> Any:
+    """`path(raw, base)` as `_path_from` makes it, or _MISSING when path() refuses it."""
+    try:
+        return _path_from(raw, base, env)
+    except Exception:
+        return _MISSING
 
 
 def _win_under_literal(env: Env, path: Any, literal: str) -> bool:
@@ -2273,9 +2327,10 @@ def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[in
     lines += ["    " + line for line in body]
     lines.append("    return -1")
     namespace = {
-        "M": _MISSING, "X": _UNKNOWN, "ERRORS": _PLAN_ERRORS, "_plain_path": _plain_path, "_u": _undecided,
+        "M": _MISSING, "X": _UNKNOWN, "N": _NOT_YET, "ERRORS": _PLAN_ERRORS, "_u": _undecided,
+        "PV": subjects.PathValue, "WPV": subjects.WinPathValue, "_pv": _path_value, "_pv_at": _path_value_at,
         "_windows_text": winpaths.is_windows_text,
-        "_parsed_or_none": _parsed_or_none, "U": _Undecided, "_error_text": values.error_text, "_win_path": _win_path, "_win_under": winpaths.under,
+        "_parsed_or_none": _parsed_or_none, "U": _Undecided, "_error_text": values.error_text, "_win_under": winpaths.under,
         "_win_under_literal": _win_under_literal, "_ip": _item_path, "_ipw": _item_win_path, "_ips": _item_secret, "_at": _item_at,
         "_under_text": _under_text, **w.consts,
     }
