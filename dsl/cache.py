@@ -33,7 +33,8 @@ BUDGETS = {
     "path_glob": 4 * MB,  # dsl.subjects.paths: compiled path patterns by segments (cwd included)
     # The paths of a session repeat (its files, its cwd): the 4,519 real calls of the corpus
     # keep about 5.6 MB of path() values and 3.7 MB of the plans' paths
-    "paths": 12 * MB,  # dsl.subjects.paths: path() values by (text, cwd, home), short texts only
+    "paths": 11 * MB,  # dsl.subjects.paths: path() values by (text, cwd, home), short texts only
+    "path_bases": 1 * MB,  # dsl.subjects.paths: a cwd's or a home's segments and text, the base of every word
     "plan_paths": 10 * MB,  # dsl.compiler._ITEM_PATHS: the plans' path(word, c.cwd) values and secrecy
     "glob_secret": 2 * MB,  # dsl.subjects.secrets: whether a search root or a glob pattern may reach a secret
 }
@@ -110,6 +111,13 @@ class BoundedCache:
             except KeyError:  # evicted by another thread meanwhile: still the right value
                 pass
         return value
+
+    def lookups(self) -> tuple[Any, Any]:
+        """(find, touch): the two C-level calls `get` is made of, for a caller on a hot path that
+        cannot afford a Python-level call: `value = find(key)` (None on a miss), then on a hit
+        `touch(key)`, which marks it most recently used (KeyError: another thread evicted it
+        meanwhile; the value found is still right). Bound to this cache for its lifetime."""
+        return self._data.get, self._data.move_to_end
 
     def put(self, key: Hashable, value: Any, cost: int | None = None) -> None:
         if value is None:

@@ -1685,6 +1685,72 @@ class _PlanWriter:
         self.assumed: set[str] = set()
         self.made: dict[str, str] = {}  # a variable made on first read → what makes it (see path_var)
 
+    @staticmethod
+    def _runs(parts: tuple) -> list[tuple]:
+        """The operands of an and/or, with each run of consecutive comparisons of one value with
+        string literals made one ("run", value, comparisons) operand (see `tests_of`)."""
+        out: list[tuple] = []
+        for part in parts:
+            if part[0] == "cmp" and type(part[3]) is str and part[1] in ("==", "contains", "startswith", "endswith"):
+                last = out[-1] if out else None
+                if last is not None and last[0] == "run" and last[1] == part[2]:
+                    out[-1] = ("run", part[2], last[2] + (part,))
+                    continue
+                if last is not None and last[0] == "cmp" and last[2] == part[2] and type(last[3]) is str and last[1] in ("==", "contains", "startswith", "endswith"):
+                    out[-1] = ("run", part[2], (last, part))
+                    continue
+            out.append(part)
+        return out
+
+    def tests_of(self, junction: str, run: tuple, item: str | None) -> tuple[list[str], str, list[str]]:
+        """A run of comparisons of one value with string literals, in an and/or: the value is
+        read once (its guards checked once: they are the same for every test), and under `or`
+        the tests that share an operator are one test: `parts contains ".git" or parts
+        contains ".husky"` is one set lookup, `x endswith "a" or x endswith "b"` one endswith
+        of a tuple, `x == "a" or x == "b"` one set lookup. Each test gives what it gives alone
+        (the value is exactly a str or a tuple of str here), so the junction is unchanged."""
+        _, v, tests = run
+        expr, known, guards = self.value(v, item)
+        if known is None:  # a field: a string for every test of the run
+            guards = guards + self.typed(expr, known, str)
+            known = str
+        if known not in (str, tuple, _WinParts, _WinText):
+            return self.cond((junction, tests), item)  # pragma: no cover - the shapes give these types
+        var = expr
+        if expr.startswith("(") and " is not N else (" in expr:  # a value made on first read: read once
+            var = expr[1 : expr.index(" ")]
+        read = [False]
+
+        def first() -> str:  # the value's expression where it is first read, its name after
+            if read[0]:
+                return var
+            read[0] = True
+            return expr
+
+        exprs: list[str] = []
+        done: set[str] = set()
+        for _, op, _, lit in tests:
+            if junction == "or" and op not in done:
+                same = [t[3] for t in tests if t[1] == op]
+                if len(same) > 1:
+                    done.add(op)
+                    if op == "contains" and known in (tuple, _WinParts):
+                        folded = frozenset(winpaths.fold(x) for x in same) if known is _WinParts else frozenset(same)
+                        exprs.append(f"not {self.const(folded)}.isdisjoint({first()})")
+                        continue
+                    if op in ("startswith", "endswith") and known is str:
+                        exprs.append(f"{first()}.{op}({self.const(tuple(same))})")
+                        continue
+                    if op == "==" and known is str:
+                        exprs.append(f"{first()} in {self.const(frozenset(same))}")
+                        continue
+                    done.discard(op)
+            if op in done:
+                continue
+            _, x, _ = self.compare(("cmp", op, v, lit), item, (first(), known, []))
+            exprs.append(f"({x})")
+        return guards, f" {junction} ".join(exprs), []
+
     def _lazy(self, guards: list[str], expr: str) -> str:
         """`expr` run only when its guards hold (those not known to hold already), else
         raising _Undecided where it stands."""
@@ -1747,10 +1813,11 @@ class _PlanWriter:
         self.values[("windows",)] = "W"
         self.prelude += [
             "CW = context.get('cwd')",
-            "if not isinstance(CW, str): CW = None",
-            "HO = context.get('home')",
-            "if not isinstance(HO, str): HO = env[4]",
-            "W = _windows_text(CW)",
+            "if type(CW) is not str and not isinstance(CW, str): CW = None",
+            "HO = env[4]",
+            "if 'home' in context and isinstance(context['home'], str): HO = context['home']",
+            # winpaths.is_windows_text, written out: a drive letter (`C:`) or a leading backslash
+            "W = CW is not None and CW[:1] != '/' and (CW[:1] == '\\\\' or (CW[1:2] == ':' and CW[:1] in LETTERS))",
         ]
 
     def _lazy_var(self, key: tuple, prefix: str, make: str) -> str:
@@ -1814,8 +1881,8 @@ class _PlanWriter:
         if kind in ("and", "or"):
             guards, exprs, pre = [], [], []
             assumed = self.assumed
-            for i, part in enumerate(s[1]):
-                g, x, p = self.cond(part, item)
+            for i, part in enumerate(self._runs(s[1])):
+                g, x, p = self.tests_of(kind, part, item) if part[0] == "run" else self.cond(part, item)
                 if i == 0:
                     guards = g
                     self.assumed = assumed | set(g)  # checked before any later operand runs
@@ -1874,14 +1941,14 @@ class _PlanWriter:
             return guards, self.path_match(text, s[2]), []
         if kind in ("underfield", "under") and self.windows:  # by drive and folded parts (winpaths.under)
             var, guards = self.path_ref(s[1])
-            if kind == "underfield":
+            if kind == "underfield":  # kept for the call: `under` and `not under` rules read it
                 base, g2 = self.path_ref(s[2])
-                return guards + g2, f"_win_under({var}, {base})", []
+                return guards + g2, self._lazy_var(("wunder", var, base), "u", f"_win_under({var}, {base})"), []
             return guards, f"_win_under_literal(env, {var}, {self.const(s[3])})", []
         if kind == "underfield":  # both POSIX paths: containment by text, as _fast_under
             text, guards = self.path_text(s[1])
             base, g2 = self.path_text(s[2])
-            return guards + g2, f"_under_text({text}, {base})", []
+            return guards + g2, self._lazy_var(("under", text, base), "u", f"_under_text({text}, {base})"), []
         if kind == "under":
             text, guards = self.path_text(s[1])
             base = s[2]
@@ -2025,9 +2092,11 @@ class _PlanWriter:
             return [f"(t{expr} is int or t{expr} is float)"]
         return [f"t{expr} is {want.__name__}"]
 
-    def compare(self, s: tuple, item: str | None) -> tuple[list[str], str, list[str]]:
+    def compare(self, s: tuple, item: str | None, value: tuple | None = None) -> tuple[list[str], str, list[str]]:
+        """A comparison with a literal; `value`: its left side's (expression, type, guards)
+        when the caller has it already (a run of tests of one value, see `tests_of`)."""
         _, op, v, lit = s
-        expr, known, guards = self.value(v, item)
+        expr, known, guards = value if value is not None else self.value(v, item)
         c = self.const(lit)
         if known is _WinPath and type(lit) is str and op in ("==", "!="):
             return guards, f"{expr}.text {op} {c}", []  # a path equals the string of its text; a WinStr folds
@@ -2127,10 +2196,23 @@ def _parsed_or_none(text: Any) -> _Shell | None:
 _NOT_YET = object()  # a plan's variable not computed yet in this call (see _PlanWriter.path_var)
 
 
+_FIND_PATH, _TOUCH_PATH = paths.PATH_CACHE.lookups()
+
+
 def _path_value(raw: Any, cwd: str | None, home: str | None) -> Any:
     """`path(raw)` in a call with this cwd and home (as `_make_path` makes it: make_path, whose
     cache keeps the values of the texts a session repeats, with the fields they computed), or
-    _MISSING when path() refuses it (the rule's predicate then raises the error)."""
+    _MISSING when path() refuses it (the rule's predicate then raises the error). A text seen
+    before is found in make_path's cache here, without the calls around it."""
+    if type(raw) is str and (cwd is None or type(cwd) is str) and (home is None or type(home) is str):
+        key = (raw, cwd, home)
+        hit = _FIND_PATH(key)
+        if hit is not None:
+            try:
+                _TOUCH_PATH(key)
+            except KeyError:  # evicted by another thread meanwhile: still the right value
+                pass
+            return hit if type(hit) is not paths.Refused else _MISSING
     try:
         return subjects.make_path(raw, cwd, home)
     except Exception:
@@ -2189,18 +2271,22 @@ def _item_made(memo: dict, env: Env, raw: str, base: str | None) -> Any:
         value = None
     t = type(value)
     if t is subjects.PathValue:
+        secret = value._secret
+        if secret is None:  # from the text, split once (a long cwd: each word's text is long)
+            secret = is_secret_text(value.text)
+            object.__setattr__(value, "_secret", secret)
         # under a Windows cwd a literal the loop compares with is a Windows path, while `~/x` with
         # a POSIX home is a POSIX one: the predicate reads both in the call's context (the value
         # is kept as a PathValue, which neither _item_path nor _item_win_path takes)
-        made = (value if winpaths.is_windows_text(cwd) else value.text, value.secret)
+        made = (value if winpaths.is_windows_text(cwd) else value.text, secret)
     elif t is subjects.WinPathValue:
         made = (value, value.secret)
     else:
         made = _MISSING
     memo[key] = made
-    if wide is not None:
+    if wide is not None and len(raw) + len(base or "") + len(cwd or "") + len(home or "") <= _CACHED_ITEM_TEXT:
         texts = raw + (base or "") + (cwd or "") + (home or "")
-        if len(texts) <= _CACHED_ITEM_TEXT:
+        if True:
             # the key's texts, and what the entry keeps alive: a POSIX path's text, a Windows path
             # (as make_path's cache counts it), a PathValue under a Windows cwd
             cost = 2 * char_bytes(texts) + 400
@@ -2315,11 +2401,9 @@ def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[in
         else:
             body += ["if not W:", *("    " + line for line in posix), "else:", *("    " + line for line in windows)]
     lines = [
-        "def plan(env, append):",
+        "def plan(env, append):",  # Policy.evaluate calls it only for exact dicts
         "    args = env[1]",
         "    context = env[2]",
-        "    if type(args) is not dict or type(context) is not dict:",
-        "        return 0",
     ]
     if any("(P, env, " in line for line in body):
         lines.append("    P = {}")  # the paths made in the loops, for this call
@@ -2328,7 +2412,7 @@ def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[in
     lines.append("    return -1")
     namespace = {
         "M": _MISSING, "X": _UNKNOWN, "N": _NOT_YET, "ERRORS": _PLAN_ERRORS, "_u": _undecided,
-        "PV": subjects.PathValue, "WPV": subjects.WinPathValue, "_pv": _path_value, "_pv_at": _path_value_at,
+        "PV": subjects.PathValue, "WPV": subjects.WinPathValue, "_pv": _path_value, "_pv_at": _path_value_at, "LETTERS": winpaths.LETTERS,
         "_windows_text": winpaths.is_windows_text,
         "_parsed_or_none": _parsed_or_none, "U": _Undecided, "_error_text": values.error_text, "_win_under": winpaths.under,
         "_win_under_literal": _win_under_literal, "_ip": _item_path, "_ipw": _item_win_path, "_ips": _item_secret, "_at": _item_at,

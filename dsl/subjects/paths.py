@@ -137,10 +137,35 @@ def _absolute(raw: str, cwd: str | None, home: str | None, what: str) -> list[st
     return _lexical(raw.split("/"), _base(cwd, None, home, "context.cwd"))
 
 
-@functools.lru_cache(maxsize=256)
+# (raw, cwd, home, what) → the segments of a cwd or a home made absolute; and (cwd, home) → the
+# text of the cwd so made. A chain of `cd`s makes a long cwd, and every word after it is
+# resolved against it: each word costs its own parts, not the cwd's.
+_BASES = BoundedCache(BUDGETS["path_bases"], "path_bases")
+
+
 def _base(raw: str, cwd: str | None, home: str | None, what: str) -> tuple[str, ...]:
-    """_absolute of a cwd or a home, kept: the same few repeat for every word of a call."""
-    return tuple(_absolute(raw, cwd, home, what))
+    """_absolute of a cwd or a home, kept (the same few repeat for every word of a call). Raises
+    EvalError as _absolute does (a refusal is not kept)."""
+    key = (raw, cwd, home, what)
+    hit = _BASES.get(key) if type(raw) is str and type(cwd) in _STR_OR_NONE and type(home) in _STR_OR_NONE else None
+    if hit is None:
+        hit = tuple(_absolute(raw, cwd, home, what))
+        if type(raw) is str and type(cwd) in _STR_OR_NONE and type(home) in _STR_OR_NONE:
+            texts = raw + (cwd or "") + (home or "")
+            # the key's texts, the segments (a copy of the characters and an object each), the tuple
+            _BASES.put(key, hit, 2 * char_bytes(texts) + 64 * len(hit) + 300)
+    return hit
+
+
+def _base_text(cwd: str, home: str | None) -> str:
+    """The normalized text of a cwd (`_base` joined), kept with it. Raises EvalError."""
+    key = ("text", cwd, home)
+    hit = _BASES.get(key) if type(cwd) is str and type(home) in _STR_OR_NONE else None
+    if hit is None:
+        hit = "/" + "/".join(_base(cwd, None, home, "context.cwd"))
+        if type(cwd) is str and type(home) in _STR_OR_NONE:
+            _BASES.put(key, hit, char_bytes(cwd) + char_bytes(home or "") + char_bytes(hit) + 200)
+    return hit
 
 
 MAX_PATH_TEXT = 100_000  # characters of a path or a pattern, cwd and home included; longer is an error
@@ -150,14 +175,14 @@ MAX_PATH_TEXT = 100_000  # characters of a path or a pattern, cwd and home inclu
 # session repeat (the same cwd, the same files), and several rules of one call make the same
 # path(p, c.cwd); the values are immutable, so one made earlier is the same answer. Only exact
 # `str` texts of at most _CACHED_PATH_TEXT characters are kept (a WinStr, a str subclass equal to
-# its text, reads differently). A refusal is kept as its message (`_Refused`) and raised again:
+# its text, reads differently). A refusal is kept as its message (`Refused`) and raised again:
 # a call whose paths start with `~` and no home is known refuses the same path for every rule.
-_PATH_CACHE = BoundedCache(BUDGETS["paths"], "paths")
+PATH_CACHE = _PATH_CACHE = BoundedCache(BUDGETS["paths"], "paths")
 _CACHED_PATH_TEXT = 1024
 _STR_OR_NONE = (str, type(None))
 
 
-class _Refused(NamedTuple):
+class Refused(NamedTuple):
     """A kept refusal of make_path: the EvalError's message."""
 
     message: str
@@ -170,7 +195,7 @@ def make_path(raw: object, cwd: str | None, home: str | None) -> PathValue:
         key = (raw, cwd, home)
         hit = _PATH_CACHE.get(key)
         if hit is not None:
-            if type(hit) is _Refused:
+            if type(hit) is Refused:
                 raise EvalError(hit.message)
             return hit
         texts = raw + (cwd or "") + (home or "")
@@ -178,7 +203,7 @@ def make_path(raw: object, cwd: str | None, home: str | None) -> PathValue:
             value = _make(raw, cwd, home)
         except EvalError as exc:
             if len(texts) <= _CACHED_PATH_TEXT:
-                _PATH_CACHE.put(key, _Refused(exc.message), 2 * char_bytes(texts) + 2 * char_bytes(exc.message) + 400)
+                _PATH_CACHE.put(key, Refused(exc.message), 2 * char_bytes(texts) + 2 * char_bytes(exc.message) + 400)
             raise
         if len(texts) <= _CACHED_PATH_TEXT:
             _PATH_CACHE.put(key, value, value_cost(value, texts))
@@ -207,6 +232,7 @@ def clear_path_cache() -> None:
     """Forget every kept path() value and what the secrets table answered for a path or a
     pattern (benchmarks time the first sight of a path)."""
     _PATH_CACHE.clear()
+    _BASES.clear()
     clear_secret_cache()
 
 
@@ -214,6 +240,17 @@ def _make(raw: object, cwd: str | None, home: str | None) -> PathValue:
     _check_length(raw, cwd, home)
     if type(raw) is _winpaths.WinPathValue or _winpaths.wants_windows(raw, cwd, home):
         return _winpaths.make_windows_path(raw, cwd, home)
+    if type(raw) is str and cwd and raw not in ("", ".", "..") and "/" not in raw and raw[0] != "~":
+        # one relative segment (a command's word, most often): the cwd's text and the word, as
+        # _absolute resolves it (the same checks, in the same order), without joining the cwd's
+        # segments again for each word
+        check_text(raw, "the path")
+        if _WINDOWS.search(raw):
+            raise EvalError(f"the path {raw!r} is not a POSIX path")
+        base = _base_text(cwd, home)
+        value = PathValue(base + raw if base == "/" else base + "/" + raw)
+        object.__setattr__(value, "_pattern", raw)
+        return value
     value = PathValue("/" + "/".join(_absolute(raw, cwd, home, "the path")))
     if type(raw) is str and raw != value.text:
         object.__setattr__(value, "_pattern", raw)

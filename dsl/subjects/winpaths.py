@@ -61,7 +61,7 @@ from dsl.subjects.paths import path_glob as _posix_glob
 from dsl.subjects.pathtext import check_text
 from dsl.values import EvalError
 
-_LETTERS = frozenset(ascii_letters)
+LETTERS = _LETTERS = frozenset(ascii_letters)
 _SEPARATORS = re.compile(r"[\\/]+")
 # Names the Win32 layer maps to devices ("Naming Files, Paths, and Namespaces"), compared folded.
 _RESERVED = frozenset(
