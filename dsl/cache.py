@@ -35,7 +35,8 @@ BUDGETS = {
     # keep about 5.6 MB of path() values and 3.7 MB of the plans' paths
     "paths": 11 * MB,  # dsl.subjects.paths: path() values by (text, cwd, home), short texts only
     "path_bases": 1 * MB,  # dsl.subjects.paths: a cwd's or a home's segments and text, the base of every word
-    "plan_paths": 10 * MB,  # dsl.compiler._ITEM_PATHS: the plans' path(word, c.cwd) values and secrecy
+    "plan_paths": 9 * MB,  # dsl.compiler._ITEM_PATHS: the plans' path(word, c.cwd) values and secrecy
+    "url_hosts": 1 * MB,  # dsl.subjects.urls: a URL's host as fetchers resolve it (UTS #46, IDNA, IPv4)
     "glob_secret": 2 * MB,  # dsl.subjects.secrets: whether a search root or a glob pattern may reach a secret
 }
 

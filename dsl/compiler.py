@@ -24,7 +24,7 @@ from typing import Any, Callable, NamedTuple
 from dsl import ast, globs, subjects, values
 from dsl.cache import BUDGETS, BoundedCache, char_bytes
 from dsl.requirements import DEFAULT_DECISIONS, Quorum, Requirements
-from dsl.subjects import paths, winpaths
+from dsl.subjects import paths, urls, winpaths
 from dsl.rule_ids import implicit_id
 from dsl.subjects.secrets import is_secret_text
 from dsl.values import EvalError
@@ -409,13 +409,14 @@ _MEMO_FUNCTIONS = ("path", "url", "shell")
 
 
 def clear_caches() -> None:
-    """Forget every parsed shell text (this module's cache and `dsl.subjects`') and every kept
-    `path()` value (the plans' too): the next `shell()` of any text parses it again. Decisions
+    """Forget every parsed shell text (this module's cache and `dsl.subjects`'), every kept
+    `path()` value (the plans' too) and URL host: the next `shell()` of any text parses it again. Decisions
     do not change; only their cost does (benchmarks use it to time the first sight of a command)."""
     _SHELL_CACHE.clear()
     _ITEM_PATHS.clear()
     subjects.clear_shell_cache()
     paths.clear_path_cache()
+    urls.clear_host_cache()
 
 
 def _shell_parsed(text: Any) -> _Shell:
@@ -1465,7 +1466,7 @@ def _shape(e: ast.Expr, scope: dict[str, str] | None) -> tuple:
             programs = _program_test(e.body, e.var)
             if programs is not None:
                 return ("programs", e.kind == "any", programs[0], programs[1], shell)
-            return ("quant", e.kind == "any", shell, e.var, _shape(e.body, {e.var: "cmd"}))
+            return ("quant", e.kind == "any", shell, e.var, _shape(e.body, {e.var: "cmd"}), _item_test(e))
         # over a list of strings of a command: `any a in c.args: ...`, `all p in c.paths: ...`
         items = _value(src, scope)
         if items[0] != "c" or items[3] is not tuple or e.var in scope:
@@ -1478,6 +1479,27 @@ def _shape(e: ast.Expr, scope: dict[str, str] | None) -> tuple:
     if isinstance(e, ast.Call) and e.name == "path" and len(e.keys) == 1 and e.keys[0] in _PATH_BOOLS:  # path(x).secret
         return ("bool", _value(e, scope))
     raise _NoShape
+
+
+def _item_test(q: ast.Quantifier) -> Callable[[Env, Any], Any]:
+    """`test(env, command)`: the quantifier's body for one command, as its specialized
+    predicate evaluates it for that item (`_fast_quantifier`): True or False, or it raises. A
+    plan's loop calls it for an item whose value it cannot compute exactly (a path() that
+    fails, a Windows path), so the rule is still decided in the loop, its errors recorded as
+    the predicate records them."""
+    try:
+        pred = _fast_operand(q.body, _CommandItem(q.var))
+    except _EnvNeeded:
+        pred = None
+    if pred is not None:
+        return lambda env, item: pred(item)
+    body, var = _fast_operand(q.body, None), q.var
+
+    def test(env: Env, item: Any) -> Any:
+        scope = {**env.vars, var: item}
+        return body(_new_env(Env, (env.tool, env.args, env.context, scope, env.home, env.trace, env.memo)))
+
+    return test
 
 
 def _field(e: ast.Expr) -> tuple:
@@ -1664,6 +1686,14 @@ class _WinPath:
     """The plans' type of a WinPathValue made in a loop: only `under`, `==` and `.secret` read it."""
 
 
+class _PathText:
+    """The plans' type of a POSIX path of a field in body3: its `.text` is read."""
+
+
+# the leaves whose value (s[2]) body3 computes with value3 when it may be refused
+_VALUE_LEAVES = ("cmp", "member", "substring", "strglob", "bool")
+
+
 class _WinParts:
     """The plans' type of a Windows path's parts, held as their folds (`WinPathValue.key[1:]`):
     only `contains` reads them."""
@@ -1684,6 +1714,7 @@ class _PlanWriter:
         # the guards known to hold where the expression being written runs (see `cond`)
         self.assumed: set[str] = set()
         self.made: dict[str, str] = {}  # a variable made on first read → what makes it (see path_var)
+        self.temps = 0  # the variables of body3
 
     @staticmethod
     def _runs(parts: tuple) -> list[tuple]:
@@ -1750,6 +1781,248 @@ class _PlanWriter:
             _, x, _ = self.compare(("cmp", op, v, lit), item, (first(), known, []))
             exprs.append(f"({x})")
         return guards, f" {junction} ".join(exprs), []
+
+    def quant_rule(self, s: tuple, order: int, call: list[str]) -> list[str]:
+        """A rule whose condition is one quantifier over shell() (`any c in shell(x): ...`), as a
+        loop that decides it whatever its items hold. An item the body cannot decide exactly
+        (_Undecided: a path() that refuses its text, a Windows path) is decided again with
+        errors as values (`body3`), and when that cannot either, by the body's own predicate
+        (`_item_test`); an item that errors is an error of the rule unless another item decides
+        it, as `_fast_quantifier` records it (the first EvalError in item order; any other
+        exception ends the loop, as it ends the predicate). Only a text shell() refuses leaves
+        the rule to its predicate, which raises the parser's error."""
+        _, any_, shell, name, body, item_test = s
+        var = self.shared(shell)
+        self.loops += 1
+        loop, result, error = f"c{self.loops}", f"q{self.loops}", f"e{self.loops}"
+        assumed = self.assumed
+        self.assumed = set()  # each item checks its guards (an item that fails one is decided again)
+        try:
+            g, x, p = self.cond(body, {name: loop})
+            try:
+                slow = self.body3(body, {name: loop}, "h")
+            except _NoShape:
+                slow = []
+        finally:
+            self.assumed = assumed
+        if p:  # pragma: no cover - a body's quantifiers are expressions
+            raise _NoShape
+        again = ["            h = None"]
+        if slow:
+            again += ["            try:", *("                " + line for line in slow),
+                      "            except Exception:  # _Undecided, or a defect: the body's predicate decides the item",
+                      "                h = None"]
+        return [
+            f"if {var} is not None:",
+            f"    {result} = {not any_}",
+            f"    {error} = None",
+            f"    for {loop} in {var}.commands:",
+            "        try:",
+            f"            h = True if ({self._lazy(g, x)}) else False",
+            "        except U:",
+            *again,
+            "            if h is None:",
+            "                try:",
+            f"                    h = _item_decided({self.const(item_test)}, env, {loop})",
+            "                except ERRORS as exc:  # the predicate raises it out of the quantifier",
+            f"                    {error} = _error_text(exc)",
+            f"                    {result} = None",
+            "                    break",
+            f"        if h is {any_}:",
+            f"            {result} = {any_}",
+            "            break",
+            f"        if type(h) is E and {error} is None:",
+            f"            {error} = h.message",
+            f"    if {result} is None or ({result} is {not any_} and {error} is not None):",
+            f"        append(({order}, {error}, False))",
+            f"    elif {result}:",
+            f"        append({order})",
+            "else:",
+            *("    " + line for line in call),
+        ]
+
+    # --- a loop's body with errors as values ----------------------------------------------
+    #
+    # `body3` writes statements that set a variable to True, False or an _Err (the message of
+    # the EvalError the body's predicate raises), for an item the fast body could not decide:
+    # Kleene's `and`/`or` (the first operand that decides settles it, else the first error in
+    # operand order, as `_compile_and` and `_fast_junction`), `not`, `any`/`all` over a list
+    # (as `_fast_quantifier`), and leaves whose paths may be refused: each value in the order
+    # the predicate computes it (the left side first), the first refusal being the leaf's
+    # error. What else cannot be computed exactly (a guard of another kind, a value of the
+    # other path kind) raises _Undecided, and the body's predicate decides the item.
+
+    def _tmp(self) -> str:
+        self.temps += 1
+        return f"k{self.temps}"
+
+    def body3(self, s: tuple, item: dict, target: str) -> list[str]:
+        kind = s[0]
+        if kind in ("and", "or"):
+            deciding = kind == "or"
+            names, lines = [], []
+            for i, part in enumerate(s[1]):
+                v = self._tmp()
+                names.append(v)
+                inner = self.body3(part, item, v) + [f"if {v} is {deciding}: {target} = {deciding}"]
+                lines += inner if i == 0 else [f"if {target} is None:", *("    " + line for line in inner)]
+                if i == 0:
+                    lines.insert(0, f"{target} = None")
+            first_error = str(not deciding)
+            for v in reversed(names):
+                first_error = f"({v} if {v} is not {not deciding} else {first_error})"
+            return lines + [f"if {target} is None: {target} = {first_error}"]
+        if kind == "not":
+            v = self._tmp()
+            return self.body3(s[1], item, v) + [f"{target} = (not {v}) if type({v}) is bool else {v}"]
+        if kind == "iquant":
+            _, any_, items, name, body = s
+            source, _, guards = self.value(items, item)
+            if guards:
+                raise _NoShape
+            self.loops += 1
+            loop, v, error = f"i{self.loops}", self._tmp(), self._tmp()
+            inner = self.body3(body, {**item, name: loop}, v)
+            return [
+                f"{target} = {not any_}",
+                f"{error} = None",
+                f"for {loop} in {source}:",
+                *("    " + line for line in inner),
+                f"    if {v} is {any_}:",
+                f"        {target} = {any_}",
+                "        break",
+                f"    if {error} is None and type({v}) is E: {error} = {v}",
+                f"if {target} is {not any_} and {error} is not None: {target} = {error}",
+            ]
+        if kind in ("iunder", "ipatheq", "underi") or (kind in _VALUE_LEAVES and self._fallible(s[2] if kind == "cmp" else s[1])):
+            return self.leaf3(s, item, target)
+        if kind in ("quant", "programs", "exists"):  # pragma: no cover - top-level shapes
+            raise _NoShape
+        g, x, p = self.cond(s, item)  # a leaf that cannot fail but by its guards
+        if p or "_ip" in x:  # pragma: no cover - the leaves that make paths are value3's
+            raise _NoShape
+        if not g:
+            return [f"{target} = True if ({x}) else False"]
+        return [f"if not ({' and '.join(dict.fromkeys(g))}): raise U", f"{target} = True if ({x}) else False"]
+
+    @staticmethod
+    def _fallible(v: tuple) -> bool:
+        """Whether a value shape reads a path that may be refused."""
+        return v[0] in ("ipath", "ipathprop", "path", "pathprop", "pathat", "lower") and (
+            v[0] != "lower" or _PlanWriter._fallible(v[1]))
+
+    def value3(self, v: tuple, item: dict) -> tuple[list[str], str, type]:
+        """(lines that set a variable, the variable, its type when it is not an _Err) for a
+        value that may be refused."""
+        kind = v[0]
+        var = self._tmp()
+        if kind == "ipath":
+            raw, known, guards = self.value(v[1], item)
+            guards = guards + self.typed(raw, known, str)
+            base = "None"
+            if v[2] is not None:
+                base, known2, g2 = self.value(v[2], item)
+                guards = guards + g2 + self.typed(base, known2, str)
+            if guards:
+                raise _NoShape
+            if self.windows:
+                return [f"{var} = _ipw3(P, env, {raw}, {base})"], var, _WinPath
+            return [f"{var} = _ip3(P, env, {raw}, {base})"], var, str
+        if kind == "ipathprop":
+            prop = v[1]
+            if prop == "secret":
+                lines, made, known = self.value3(v[2], item)
+                if self.windows:
+                    return lines + [f"{var} = {made} if type({made}) is E else {made}.secret"], var, bool
+                return [lines[0].replace("_ip3(", "_ips3(", 1).replace(made, var, 1)], var, bool
+            if self.windows:
+                raise _NoShape
+            lines, made, _ = self.value3(v[2], item)
+            fn, known = _PATH_PROPERTIES[prop]
+            return lines + [f"{var} = {made} if type({made}) is E else {self.const(fn)}({made})"], var, known
+        if kind == "path":
+            field = v[1]
+            if field[0] != "f":
+                raise _NoShape
+            read = self.const(_reader(field[1], field[2]))
+            want = "WPV" if self.windows else "PV"
+            made = self._lazy_var(("fp3", field), "f", f"_fp3({read}, {field[1]}, env)")  # once per call
+            return [f"{var} = {made}",
+                    f"if type({var}) is not E and type({var}) is not {want}: raise U"], var, (_WinPath if self.windows else _PathText)
+        raise _NoShape
+
+    def leaf3(self, s: tuple, item: dict, target: str) -> list[str]:
+        """A leaf whose values may be refused: each value in the predicate's order, the first
+        refusal being the leaf's value, else the comparison."""
+        kind = s[0]
+        if kind in ("iunder", "ipatheq", "underi"):
+            sides = [s[1], s[2]]
+        else:
+            sides = [s[2] if kind == "cmp" else s[1]]
+        lines: list[str] = []
+        got = []
+        pad = ""
+        for side in sides:
+            if side[0] == "lit":
+                got.append((self.const(side[1]), str))
+                continue
+            if side[0] == "lower":
+                raise _NoShape
+            more, var, known = self.value3(side, item)
+            lines += [pad + line for line in more]
+            lines.append(pad + f"if type({var}) is E: {target} = {var}")
+            lines.append(pad + "else:")
+            pad += "    "
+            if known is _PathText:
+                var, known = f"{var}.text", str
+            got.append((var, known))
+        if kind == "iunder":
+            (left, _), (base, known) = got
+            if self.windows:
+                if known is str:  # a literal directory: read in the call's context by the predicate
+                    raise _NoShape
+                expr = f"_win_under({left}, {base})"
+            else:
+                expr = f"_under_text({left}, {base})"
+        elif kind == "underi":
+            (left, _), (right, _) = got
+            expr = f"_win_under({left}, {right})" if self.windows else f"_under_text({left}, {right})"
+        elif kind == "ipatheq":
+            (left, _), (right, known) = got
+            if self.windows:
+                expr = f"{left}.text {'==' if s[3] else '!='} {right}.text"
+            else:
+                expr = f"{left} {'==' if s[3] else '!='} {right}"
+        else:
+            (value, known), = got
+            g, expr, p = self.leaf_with(s, item, (value, known, []))
+            if g or p:
+                raise _NoShape
+        return lines + [pad + f"{target} = True if ({expr}) else False"]
+
+    def leaf_with(self, s: tuple, item: dict, value: tuple) -> tuple[list[str], str, list[str]]:
+        """A leaf over one value given as (expression, type, guards)."""
+        kind = s[0]
+        if kind == "cmp":
+            return self.compare(s, item, value)
+        expr, known, guards = value
+        if kind == "bool":
+            if known is not bool:
+                raise _NoShape
+            return guards, expr, []
+        if kind == "member":
+            _, _, of, names, negate = s
+            guards = guards + self.typed(expr, known, of)
+            test = f"{expr} in {self.const(names)}"
+            return guards, f"not ({test})" if negate else test, []
+        if kind == "substring":
+            _, _, text, negate = s
+            guards = guards + self.typed(expr, known, str)
+            test = f"{expr} in {self.const(text)}"
+            return guards, f"not ({test})" if negate else test, []
+        if kind == "strglob":
+            return guards + self.typed(expr, known, str), f"{self.const(s[2])}.match({expr}) is not None", []
+        raise _NoShape
 
     def _lazy(self, guards: list[str], expr: str) -> str:
         """`expr` run only when its guards hold (those not known to hold already), else
@@ -1968,7 +2241,7 @@ class _PlanWriter:
         if kind == "quant":  # over shell(): a loop before the rule; an item it cannot decide exactly undecides it
             if item is not None:
                 raise _NoShape
-            _, any_, shell, name, body = s
+            _, any_, shell, name, body, _ = s
             var = self.shared(shell)
             self.loops += 1
             loop, result = f"c{self.loops}", f"q{self.loops}"
@@ -2233,6 +2506,12 @@ def _win_under_literal(env: Env, path: Any, literal: str) -> bool:
     return subjects.under(path, subjects.make_path(literal, env.cwd(), env.home_dir()))
 
 
+class _Err(NamedTuple):
+    """An evaluation error as a value in a plan (see _PlanWriter.body3): its message."""
+
+    message: str
+
+
 class _Undecided(Exception):
     """Raised in a plan's loop over commands by a value it cannot compute exactly there (a path
     that is not a plain POSIX path, an index out of range): the loop's rule is then decided by
@@ -2265,8 +2544,11 @@ def _item_made(memo: dict, env: Env, raw: str, base: str | None) -> Any:
         if made is not None:
             memo[key] = made
             return made
+    refusal = None
     try:
         value = _make_path(raw, env) if base is None else _path_from(raw, base, env)
+    except EvalError as exc:
+        value, refusal = None, _Err(exc.message)
     except Exception:
         value = None
     t = type(value)
@@ -2282,7 +2564,7 @@ def _item_made(memo: dict, env: Env, raw: str, base: str | None) -> Any:
     elif t is subjects.WinPathValue:
         made = (value, value.secret)
     else:
-        made = _MISSING
+        made = refusal if refusal is not None else _MISSING
     memo[key] = made
     if wide is not None and len(raw) + len(base or "") + len(cwd or "") + len(home or "") <= _CACHED_ITEM_TEXT:
         texts = raw + (base or "") + (cwd or "") + (home or "")
@@ -2290,7 +2572,9 @@ def _item_made(memo: dict, env: Env, raw: str, base: str | None) -> Any:
             # the key's texts, and what the entry keeps alive: a POSIX path's text, a Windows path
             # (as make_path's cache counts it), a PathValue under a Windows cwd
             cost = 2 * char_bytes(texts) + 400
-            if made is not _MISSING:
+            if type(made) is _Err:
+                cost += 2 * char_bytes(made.message) + 100
+            elif made is not _MISSING:
                 cost += char_bytes(made[0]) + 100 if type(made[0]) is str else paths.value_cost(value, texts)
             _ITEM_PATHS.put(wide, made, cost)
     return made
@@ -2300,7 +2584,7 @@ def _item_path(memo: dict, env: Env, raw: str, base: str | None) -> str:
     """The text of the POSIX path `_item_made` makes; raises _Undecided when it makes none (an
     error, a Windows path, any path under a Windows cwd)."""
     made = _item_made(memo, env, raw, base)
-    if made is _MISSING or type(made[0]) is not str:
+    if type(made) is not tuple or type(made[0]) is not str:
         raise _Undecided
     return made[0]
 
@@ -2308,7 +2592,7 @@ def _item_path(memo: dict, env: Env, raw: str, base: str | None) -> str:
 def _item_secret(memo: dict, env: Env, raw: str, base: str | None) -> bool:
     """`.secret` of the POSIX path `_item_made` makes; raises _Undecided when it makes none."""
     made = _item_made(memo, env, raw, base)
-    if made is _MISSING or type(made[0]) is not str:
+    if type(made) is not tuple or type(made[0]) is not str:
         raise _Undecided
     return made[1]
 
@@ -2317,9 +2601,58 @@ def _item_win_path(memo: dict, env: Env, raw: str, base: str | None) -> Any:
     """The WinPathValue of `path(raw)` or `path(raw, base)` (the call's cwd is a Windows path);
     raises _Undecided when it is not one (an error, a POSIX path)."""
     made = _item_made(memo, env, raw, base)
+    if type(made) is not tuple or type(made[0]) is not subjects.WinPathValue:
+        raise _Undecided
+    return made[0]
+
+
+# The same, for a loop's item its body decides with errors as values (see _PlanWriter.body3):
+# a path() that refuses the text gives its _Err (the message the predicate raises), a value of
+# the other kind raises _Undecided.
+
+def _item_path3(memo: dict, env: Env, raw: str, base: str | None) -> Any:
+    made = _item_made(memo, env, raw, base)
+    if type(made) is _Err:
+        return made
+    if made is _MISSING or type(made[0]) is not str:
+        raise _Undecided
+    return made[0]
+
+
+def _item_secret3(memo: dict, env: Env, raw: str, base: str | None) -> Any:
+    made = _item_made(memo, env, raw, base)
+    if type(made) is _Err:
+        return made
+    if made is _MISSING or type(made[0]) is not str:
+        raise _Undecided
+    return made[1]
+
+
+def _item_win_path3(memo: dict, env: Env, raw: str, base: str | None) -> Any:
+    made = _item_made(memo, env, raw, base)
+    if type(made) is _Err:
+        return made
     if made is _MISSING or type(made[0]) is not subjects.WinPathValue:
         raise _Undecided
     return made[0]
+
+
+def _field_path3(read: Callable[[Any], Any], root: Any, env: Env) -> Any:
+    """`path(field)` as the predicate makes it (`_make_path` of the field's value): the value,
+    or the _Err of the EvalError the field's reading or path() raises."""
+    try:
+        return _make_path(read(root), env)
+    except EvalError as exc:
+        return _Err(exc.message)
+
+
+def _item_decided(item_test: Callable[[Env, Any], Any], env: Env, item: Any) -> Any:
+    """An item of a plan's loop decided by the body's predicate: True, False, or the _Err of
+    the EvalError it raises (any other exception is raised: it ends the predicate's loop)."""
+    try:
+        return item_test(env, item)
+    except EvalError as exc:
+        return _Err(exc.message)
 
 
 def _undecided() -> Any:
@@ -2351,6 +2684,8 @@ def _rule_lines(w: _PlanWriter, rule: CompiledRule, call: list[str]) -> list[str
     if rule.shape is None:
         return call
     try:
+        if rule.shape[0] == "quant":
+            return w.quant_rule(rule.shape, rule.order, call)
         guards, expr, pre = w.cond(rule.shape, None)
     except _NoShape:
         return call
@@ -2411,7 +2746,8 @@ def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[in
     lines += ["    " + line for line in body]
     lines.append("    return -1")
     namespace = {
-        "M": _MISSING, "X": _UNKNOWN, "N": _NOT_YET, "ERRORS": _PLAN_ERRORS, "_u": _undecided,
+        "M": _MISSING, "X": _UNKNOWN, "N": _NOT_YET, "ERRORS": _PLAN_ERRORS, "EvalError": EvalError, "_u": _undecided, "E": _Err,
+        "_ip3": _item_path3, "_ips3": _item_secret3, "_ipw3": _item_win_path3, "_fp3": _field_path3, "_item_decided": _item_decided,
         "PV": subjects.PathValue, "WPV": subjects.WinPathValue, "_pv": _path_value, "_pv_at": _path_value_at, "LETTERS": winpaths.LETTERS,
         "_windows_text": winpaths.is_windows_text,
         "_parsed_or_none": _parsed_or_none, "U": _Undecided, "_error_text": values.error_text, "_win_under": winpaths.under,

@@ -98,7 +98,13 @@ class PathValue:
         return self.text
 
 
-_WINDOWS = re.compile(r"^[A-Za-z]:|\\")
+_DRIVE_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+
+def _windows_form(raw: str) -> bool:
+    """Whether `raw` starts with a drive letter (`C:`) or holds a backslash: no POSIX path.
+    (A substring search: a regex alternation tried at every position cost 20 ns a character.)"""
+    return "\\" in raw or (raw[1:2] == ":" and raw[:1] in _DRIVE_LETTERS)
 
 
 def _lexical(parts: Iterable[str], base: tuple[str, ...] = ()) -> list[str]:
@@ -118,7 +124,7 @@ def _lexical(parts: Iterable[str], base: tuple[str, ...] = ()) -> list[str]:
 def _absolute(raw: str, cwd: str | None, home: str | None, what: str) -> list[str]:
     """The normalized segments of `raw` made absolute. Raises EvalError."""
     check_text(raw, what)
-    if _WINDOWS.search(raw):
+    if _windows_form(raw):
         raise EvalError(f"{what} {raw!r} is not a POSIX path")
     if raw == "~" or raw.startswith("~/"):
         if not home:
@@ -245,7 +251,7 @@ def _make(raw: object, cwd: str | None, home: str | None) -> PathValue:
         # _absolute resolves it (the same checks, in the same order), without joining the cwd's
         # segments again for each word
         check_text(raw, "the path")
-        if _WINDOWS.search(raw):
+        if _windows_form(raw):
             raise EvalError(f"the path {raw!r} is not a POSIX path")
         base = _base_text(cwd, home)
         value = PathValue(base + raw if base == "/" else base + "/" + raw)
