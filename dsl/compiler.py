@@ -1894,7 +1894,8 @@ class _PlanWriter:
                 f"    if {error} is None and type({v}) is E: {error} = {v}",
                 f"if {target} is {not any_} and {error} is not None: {target} = {error}",
             ]
-        if kind in ("iunder", "ipatheq", "underi") or (kind in _VALUE_LEAVES and self._fallible(s[2] if kind == "cmp" else s[1])):
+        if kind in ("iunder", "ipatheq", "underi", "underfield", "under", "pathglob") or (
+                kind in _VALUE_LEAVES and self._fallible(s[2] if kind == "cmp" else s[1])):
             return self.leaf3(s, item, target)
         if kind in ("quant", "programs", "exists"):  # pragma: no cover - top-level shapes
             raise _NoShape
@@ -1940,22 +1941,41 @@ class _PlanWriter:
             lines, made, _ = self.value3(v[2], item)
             fn, known = _PATH_PROPERTIES[prop]
             return lines + [f"{var} = {made} if type({made}) is E else {self.const(fn)}({made})"], var, known
-        if kind == "path":
-            field = v[1]
-            if field[0] != "f":
-                raise _NoShape
-            read = self.const(_reader(field[1], field[2]))
+        if kind in ("path", "pathat"):
+            made = self._field_path3(v)
             want = "WPV" if self.windows else "PV"
-            made = self._lazy_var(("fp3", field), "f", f"_fp3({read}, {field[1]}, env)")  # once per call
             return [f"{var} = {made}",
                     f"if type({var}) is not E and type({var}) is not {want}: raise U"], var, (_WinPath if self.windows else _PathText)
+        if kind == "pathprop":
+            prop, made = v[1], self._field_path3(v[2])
+            known = _PATH_PROPERTY_TYPES[prop]
+            if known is bool:  # the same field on a POSIX and a Windows path
+                return [f"{var} = {made}", f"if type({var}) is not E: {var} = {var}.{prop}"], var, bool
+            want = "WPV" if self.windows else "PV"
+            lines = [f"{var} = {made}", f"if type({var}) is not E and type({var}) is not {want}: raise U"]
+            if self.windows:
+                field, known = (f"{var}.key[1:]", _WinParts) if prop == "parts" else (f"{var}.{prop}", _WinText)
+            else:
+                field = f"{var}.{prop}"
+            return lines + [f"if type({var}) is not E: {var} = {field}"], var, known
         raise _NoShape
+
+    def _field_path3(self, v: tuple) -> str:
+        """The expression of `path(field)` or `path(field, "lit")` with errors as values, made
+        once per call (`_fp3`, `_fpat3`)."""
+        field = v[1]
+        if field[0] != "f":
+            raise _NoShape
+        read = self.const(_reader(field[1], field[2]))
+        if v[0] == "path":
+            return self._lazy_var(("fp3", field), "f", f"_fp3({read}, {field[1]}, env)")
+        return self._lazy_var(("fpat3", field, v[2]), "f", f"_fpat3({read}, {field[1]}, {self.const(v[2])}, env)")
 
     def leaf3(self, s: tuple, item: dict, target: str) -> list[str]:
         """A leaf whose values may be refused: each value in the predicate's order, the first
         refusal being the leaf's value, else the comparison."""
         kind = s[0]
-        if kind in ("iunder", "ipatheq", "underi"):
+        if kind in ("iunder", "ipatheq", "underi", "underfield"):
             sides = [s[1], s[2]]
         else:
             sides = [s[2] if kind == "cmp" else s[1]]
@@ -1976,7 +1996,21 @@ class _PlanWriter:
             if known is _PathText:
                 var, known = f"{var}.text", str
             got.append((var, known))
-        if kind == "iunder":
+        if kind == "underfield":
+            (left, _), (base, _) = got
+            expr = f"_win_under({left}, {base})" if self.windows else f"_under_text({left}, {base})"
+        elif kind == "under":
+            (text, _), = got
+            if self.windows:  # the literal is read in the call's context (it may be refused too)
+                raise _NoShape
+            base = s[2]
+            expr = "True" if base == "/" else f"{text} == {self.const(base)} or {text}.startswith({self.const(base + '/')})"
+        elif kind == "pathglob":
+            (text, _), = got
+            if self.windows:
+                raise _NoShape
+            expr = self.path_match(text, s[2])
+        elif kind == "iunder":
             (left, _), (base, known) = got
             if self.windows:
                 if known is str:  # a literal directory: read in the call's context by the predicate
@@ -2477,7 +2511,9 @@ def _path_value(raw: Any, cwd: str | None, home: str | None) -> Any:
     cache keeps the values of the texts a session repeats, with the fields they computed), or
     _MISSING when path() refuses it (the rule's predicate then raises the error). A text seen
     before is found in make_path's cache here, without the calls around it."""
-    if type(raw) is str and (cwd is None or type(cwd) is str) and (home is None or type(home) is str):
+    if type(raw) is not str:  # a field's JSON value: path() refuses all but a string
+        return _MISSING
+    if (cwd is None or type(cwd) is str) and (home is None or type(home) is str):
         key = (raw, cwd, home)
         hit = _FIND_PATH(key)
         if hit is not None:
@@ -2506,10 +2542,12 @@ def _win_under_literal(env: Env, path: Any, literal: str) -> bool:
     return subjects.under(path, subjects.make_path(literal, env.cwd(), env.home_dir()))
 
 
-class _Err(NamedTuple):
-    """An evaluation error as a value in a plan (see _PlanWriter.body3): its message."""
+class _Err(str):
+    """An evaluation error as a value in a plan (see _PlanWriter.body3): its message (a str
+    subclass, made by str's own constructor)."""
 
-    message: str
+    __slots__ = ()
+    message = property(str.__str__)  # the message as a plain str
 
 
 class _Undecided(Exception):
@@ -2522,7 +2560,7 @@ class _Undecided(Exception):
 # POSIX path, or the WinPathValue of a Windows path), or _MISSING when path() refuses it; only
 # exact str texts, at most _CACHED_ITEM_TEXT long
 _ITEM_PATHS = BoundedCache(BUDGETS["plan_paths"], "plan_paths")
-_CACHED_ITEM_TEXT = 1024
+_CACHED_ITEM_TEXT = 8192  # characters of the texts of a key (a command's code given with -c, -e: a few KB)
 _STR_OR_NONE = (str, type(None))
 
 
@@ -2646,6 +2684,15 @@ def _field_path3(read: Callable[[Any], Any], root: Any, env: Env) -> Any:
         return _Err(exc.message)
 
 
+def _field_path_at3(read: Callable[[Any], Any], root: Any, base: str, env: Env) -> Any:
+    """`path(field, "base")` as the predicate makes it (`_path_from`), or the _Err of the
+    EvalError the field's reading or path() raises."""
+    try:
+        return _path_from(read(root), base, env)
+    except EvalError as exc:
+        return _Err(exc.message)
+
+
 def _item_decided(item_test: Callable[[Env, Any], Any], env: Env, item: Any) -> Any:
     """An item of a plan's loop decided by the body's predicate: True, False, or the _Err of
     the EvalError it raises (any other exception is raised: it ends the predicate's loop)."""
@@ -2689,13 +2736,28 @@ def _rule_lines(w: _PlanWriter, rule: CompiledRule, call: list[str]) -> list[str
         guards, expr, pre = w.cond(rule.shape, None)
     except _NoShape:
         return call
+    fallback = call
+    if guards or "_u()" in expr:
+        try:
+            slow = w.body3(rule.shape, {}, "h")
+        except _NoShape:
+            slow = []
+        if slow:  # the rule with errors as values (see _PlanWriter.body3), then its predicate
+            fallback = [
+                "try:", *("    " + line for line in slow),
+                "except Exception:  # _Undecided, or a defect: the predicate decides",
+                "    h = None",
+                "if h is None:", *("    " + line for line in call),
+                f"elif h is True: append({rule.order})",
+                f"elif type(h) is E: append(({rule.order}, h.message, False))",
+            ]
     if "_u()" not in expr:  # only the first leaf's guards can fail: checked, then the expression
         if not guards:
             return [*pre, f"if {expr}: append({rule.order})"]
         return [*pre, f"if {' and '.join(dict.fromkeys(guards))}:", f"    if {expr}: append({rule.order})", "else:",
-                *("    " + line for line in call)]
+                *("    " + line for line in fallback)]
     test = w._lazy(guards, expr)
-    return [*pre, "try:", f"    if {test}: append({rule.order})", "except U:", *("    " + line for line in call)]
+    return [*pre, "try:", f"    if {test}: append({rule.order})", "except U:", *("    " + line for line in fallback)]
 
 
 def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[int], None]], int] | None:
@@ -2747,7 +2809,7 @@ def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[in
     lines.append("    return -1")
     namespace = {
         "M": _MISSING, "X": _UNKNOWN, "N": _NOT_YET, "ERRORS": _PLAN_ERRORS, "EvalError": EvalError, "_u": _undecided, "E": _Err,
-        "_ip3": _item_path3, "_ips3": _item_secret3, "_ipw3": _item_win_path3, "_fp3": _field_path3, "_item_decided": _item_decided,
+        "_ip3": _item_path3, "_ips3": _item_secret3, "_ipw3": _item_win_path3, "_fp3": _field_path3, "_fpat3": _field_path_at3, "_item_decided": _item_decided,
         "PV": subjects.PathValue, "WPV": subjects.WinPathValue, "_pv": _path_value, "_pv_at": _path_value_at, "LETTERS": winpaths.LETTERS,
         "_windows_text": winpaths.is_windows_text,
         "_parsed_or_none": _parsed_or_none, "U": _Undecided, "_error_text": values.error_text, "_win_under": winpaths.under,

@@ -184,7 +184,7 @@ MAX_PATH_TEXT = 100_000  # characters of a path or a pattern, cwd and home inclu
 # its text, reads differently). A refusal is kept as its message (`Refused`) and raised again:
 # a call whose paths start with `~` and no home is known refuses the same path for every rule.
 PATH_CACHE = _PATH_CACHE = BoundedCache(BUDGETS["paths"], "paths")
-_CACHED_PATH_TEXT = 1024
+_CACHED_PATH_TEXT = 8192
 _STR_OR_NONE = (str, type(None))
 
 
