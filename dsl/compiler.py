@@ -15,6 +15,8 @@ result is cached per tool name, so a decision only visits the rules that can app
 
 from __future__ import annotations
 
+import collections
+import re
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
@@ -2754,10 +2756,43 @@ def _rule_lines(w: _PlanWriter, rule: CompiledRule, call: list[str]) -> list[str
     if "_u()" not in expr:  # only the first leaf's guards can fail: checked, then the expression
         if not guards:
             return [*pre, f"if {expr}: append({rule.order})"]
-        return [*pre, f"if {' and '.join(dict.fromkeys(guards))}:", f"    if {expr}: append({rule.order})", "else:",
+        check = " and ".join(dict.fromkeys(guards))
+        if ":=" in check:  # guards that make paths: kept for the next rule that has the same
+            check = w._lazy_var(("guard", check), "g", check)
+        return [*pre, f"if {check}:", f"    if {expr}: append({rule.order})", "else:",
                 *("    " + line for line in fallback)]
     test = w._lazy(guards, expr)
     return [*pre, "try:", f"    if {test}: append({rule.order})", "except U:", *("    " + line for line in fallback)]
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _trimmed(w: _PlanWriter, prelude: list[str], body: list[str]) -> tuple[list[str], list[str]]:
+    """The plan's lines without the work no rule needs: a value computed at the top that nothing
+    reads (`tv0 = type(v0)` for a field compared with no literal), and the check of a variable
+    made on first read where only one place reads it (`(n if n is not N else (n := X))` is
+    `(n := X)` there, and `n` needs no initial N): the same function, fewer steps per call."""
+    words = collections.Counter(_NAME.findall("\n".join(prelude + body)))
+    text = "\n".join(body)
+    for name, make in w.made.items():
+        lazy = f"({name} if {name} is not N else ({name} := {make}))"
+        uses = text.count(lazy)
+        if uses == 1 and words[name] == 4 + _NAME.findall(make).count(name):  # its own lazy form, and the initial N
+            text = text.replace(lazy, f"({make})")
+            prelude = [line for line in prelude if line != f"{name} = N"]
+        elif uses == 1:  # read again below the one place that makes it: made there, unchecked
+            text = text.replace(lazy, f"({name} := {make})")
+            prelude = [line for line in prelude if line != f"{name} = N"]
+    body = text.split("\n")
+    words = collections.Counter(_NAME.findall("\n".join(prelude + body)))
+    kept = []
+    for line in prelude:
+        target = line.split(" = ", 1)[0] if " = " in line and not line.startswith(("if ", "elif ")) else None
+        if target is not None and target.isidentifier() and words[target] == 1 and target.startswith("t"):
+            continue  # a field's type nothing compares
+        kept.append(line)
+    return kept, body
 
 
 def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[int], None]], int] | None:
@@ -2804,7 +2839,8 @@ def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[in
     ]
     if any("(P, env, " in line for line in body):
         lines.append("    P = {}")  # the paths made in the loops, for this call
-    lines += ["    " + line for line in w.prelude]
+    prelude, body = _trimmed(w, w.prelude, body)
+    lines += ["    " + line for line in prelude]
     lines += ["    " + line for line in body]
     lines.append("    return -1")
     namespace = {

@@ -27,6 +27,8 @@ class PathValue:
     _parts: tuple[str, ...] | None = field(default=None, init=False, repr=False, compare=False)
     _name: str | None = field(default=None, init=False, repr=False, compare=False)
     _secret: bool | None = field(default=None, init=False, repr=False, compare=False)
+    _holds: bool | None = field(default=None, init=False, repr=False, compare=False)
+    _glob: bool | None = field(default=None, init=False, repr=False, compare=False)
     # the text path() was given, before `..` and `.` were resolved: what `glob_secret` reads too
     # (`{.ssh/*,a/../../}` is `/}` once resolved, while rg matches its first alternative)
     _pattern: str | None = field(default=None, init=False, repr=False, compare=False)
@@ -52,8 +54,12 @@ class PathValue:
     def holds_secrets(self) -> bool:
         """Whether a search rooted here reaches a secret: the path is secret, or a directory that
         holds secrets below it, or above one (dsl.subjects.secrets.holds_secrets: `/`, the homes,
-        `/proc`, `/etc`, `/run/secrets`, `~/.config`)."""
-        return holds_secrets(self.parts)
+        `/proc`, `/etc`, `/run/secrets`, `~/.config`). Kept, as `secret`."""
+        holds = self._holds
+        if holds is None:
+            holds = holds_secrets(self.parts)
+            object.__setattr__(self, "_holds", holds)
+        return holds
 
     @property
     def glob_secret(self) -> bool:
@@ -61,8 +67,12 @@ class PathValue:
         secret (dsl.subjects.secrets.glob_may_be_secret: `*.[p]em`, `{.ssh,x}/*`, `**/id_*`), as
         written or as resolved against the cwd (a pattern's `..` may stand inside braces, and the
         cwd may be inside a secret directory)."""
-        pattern = self._pattern if self._pattern is not None else self.text
-        return glob_may_be_secret(pattern) or glob_may_be_secret(self.text) or glob_climbs_to_secrets(pattern)
+        found = self._glob
+        if found is None:  # kept, as `secret` (what it reads, the text and the pattern, never change)
+            pattern = self._pattern if self._pattern is not None else self.text
+            found = glob_may_be_secret(pattern) or glob_may_be_secret(self.text) or glob_climbs_to_secrets(pattern)
+            object.__setattr__(self, "_glob", found)
+        return found
 
     @property
     def parts(self) -> tuple[str, ...]:

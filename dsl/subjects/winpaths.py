@@ -182,7 +182,7 @@ class WinPathValue:
     parts (one WinStr each) are made on first use: most rules read only the name or the key.
     Build one with `make_windows_path`."""
 
-    __slots__ = ("drive", "text", "key", "folded", "_names", "_parts", "_pattern", "_secret")
+    __slots__ = ("drive", "text", "key", "folded", "_names", "_parts", "_pattern", "_secret", "_holds", "_glob")
 
     KIND = "path"
     FIELDS = _PATH_FIELDS
@@ -202,6 +202,8 @@ class WinPathValue:
         put(self, "_pattern", None)
         put(self, "_parts", None)
         put(self, "_secret", None)
+        put(self, "_holds", None)
+        put(self, "_glob", None)
         return self
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -222,19 +224,27 @@ class WinPathValue:
 
     @property
     def holds_secrets(self) -> bool:
-        """As PathValue.holds_secrets: `C:\\` and `C:\\Users\\me` hold secrets below them."""
-        from dsl.subjects.secrets import holds_secrets
+        """As PathValue.holds_secrets: `C:\\` and `C:\\Users\\me` hold secrets below them. Kept."""
+        holds = self._holds
+        if holds is None:
+            from dsl.subjects.secrets import holds_secrets
 
-        return holds_secrets(self._names)
+            holds = holds_secrets(self._names)
+            object.__setattr__(self, "_holds", holds)
+        return holds
 
     @property
     def glob_secret(self) -> bool:
         """As PathValue.glob_secret: of the text as written (before `..` was resolved) or of
         the folded text."""
-        from dsl.subjects.secrets import glob_may_be_secret
+        found = self._glob
+        if found is None:  # kept
+            from dsl.subjects.secrets import glob_may_be_secret
 
-        pattern = self._pattern
-        return (pattern is not None and glob_may_be_secret(pattern)) or glob_may_be_secret(self.folded)
+            pattern = self._pattern
+            found = (pattern is not None and glob_may_be_secret(pattern)) or glob_may_be_secret(self.folded)
+            object.__setattr__(self, "_glob", found)
+        return found
 
     @property
     def parts(self) -> "WinParts":
