@@ -2122,9 +2122,12 @@ class _PlanWriter:
         self.values[("windows",)] = "W"
         self.prelude += [
             "CW = context.get('cwd')",
-            "if type(CW) is not str and not isinstance(CW, str): CW = None",
+            "XT = True",  # the cwd and home are exact str (or None): make_path's cache is keyed by them
+            "if type(CW) is not str: XT, CW = (False, CW) if isinstance(CW, str) else (True, None)",
             "HO = env[4]",
-            "if 'home' in context and isinstance(context['home'], str): HO = context['home']",
+            "if 'home' in context and isinstance(context['home'], str):",
+            "    HO = context['home']",
+            "    if type(HO) is not str: XT = False",
             # winpaths.is_windows_text, written out: a drive letter (`C:`) or a leading backslash
             "W = CW is not None and CW[:1] != '/' and (CW[:1] == '\\\\' or (CW[1:2] == ':' and CW[:1] in LETTERS))",
         ]
@@ -2143,7 +2146,12 @@ class _PlanWriter:
         makes it on first read."""
         field = self.shared(v[1])
         self._context()
-        make = f"_pv({field}, CW, HO)" if v[0] == "path" else f"_pv_at({field}, {self.const(v[2])}, env)"
+        if v[0] == "path":
+            # make_path's cache read here (a text seen before: one dict lookup, no call; a refusal
+            # it keeps fails every guard below, as M does), else _pv makes it
+            make = f"(FP(({field}, CW, HO)) if XT and type({field}) is str else None) or _pv({field}, CW, HO)"
+        else:
+            make = f"_pv_at({field}, {self.const(v[2])}, env)"
         expr = self._lazy_var(("pv", *v), "a", make)
         return expr[1 : expr.index(" ")], expr
 
@@ -2166,7 +2174,7 @@ class _PlanWriter:
         known = _PATH_PROPERTY_TYPES[prop]
         if known is bool:
             var, make = self.path_var(v)
-            return f"{var}.{prop}", bool, [f"{make} is not M"]
+            return f"{var}.{prop}", bool, [f"type({make}) in PVS"]
         var, guards = self.path_ref(v)
         if prop == "text":
             return f"{var}.text", (_WinText if self.windows else str), guards
@@ -2847,6 +2855,7 @@ def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[in
         "M": _MISSING, "X": _UNKNOWN, "N": _NOT_YET, "ERRORS": _PLAN_ERRORS, "EvalError": EvalError, "_u": _undecided, "E": _Err,
         "_ip3": _item_path3, "_ips3": _item_secret3, "_ipw3": _item_win_path3, "_fp3": _field_path3, "_fpat3": _field_path_at3, "_item_decided": _item_decided,
         "PV": subjects.PathValue, "WPV": subjects.WinPathValue, "_pv": _path_value, "_pv_at": _path_value_at, "LETTERS": winpaths.LETTERS,
+        "FP": _FIND_PATH, "PVS": _PATH_TYPES,
         "_windows_text": winpaths.is_windows_text,
         "_parsed_or_none": _parsed_or_none, "U": _Undecided, "_error_text": values.error_text, "_win_under": winpaths.under,
         "_win_under_literal": _win_under_literal, "_ip": _item_path, "_ipw": _item_win_path, "_ips": _item_secret, "_at": _item_at,
