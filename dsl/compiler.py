@@ -1901,7 +1901,7 @@ class _PlanWriter:
         if kind in ("iunder", "ipatheq", "underi", "underfield", "under", "pathglob") or (
                 kind in _VALUE_LEAVES and self._fallible(s[2] if kind == "cmp" else s[1])):
             return self.leaf3(s, item, target)
-        if kind in ("quant", "programs", "exists"):  # pragma: no cover - top-level shapes
+        if kind in ("quant", "programs"):  # a loop inside the rule: its predicate decides
             raise _NoShape
         g, x, p = self.cond(s, item)  # a leaf that cannot fail but by its guards
         if p or "_ip" in x:  # pragma: no cover - the leaves that make paths are value3's
@@ -1966,14 +1966,14 @@ class _PlanWriter:
 
     def _field_path3(self, v: tuple) -> str:
         """The expression of `path(field)` or `path(field, "lit")` with errors as values, made
-        once per call (`_fp3`, `_fpat3`)."""
+        once per call from what the fast path made of it (`_pv3`)."""
         field = v[1]
         if field[0] != "f":
             raise _NoShape
         read = self.const(_reader(field[1], field[2]))
-        if v[0] == "path":
-            return self._lazy_var(("fp3", field), "f", f"_fp3({read}, {field[1]}, env)")
-        return self._lazy_var(("fpat3", field, v[2]), "f", f"_fpat3({read}, {field[1]}, {self.const(v[2])}, env)")
+        _, made = self.path_var(v)  # what the fast path made of it (a value, a refusal, M)
+        base = "None" if v[0] == "path" else self.const(v[2])
+        return self._lazy_var(("pv3", *v), "f", f"_pv3({made}, {read}, {field[1]}, {base}, env)")
 
     def leaf3(self, s: tuple, item: dict, target: str) -> list[str]:
         """A leaf whose values may be refused: each value in the predicate's order, the first
@@ -2541,11 +2541,29 @@ def _path_value(raw: Any, cwd: str | None, home: str | None) -> Any:
 
 
 def _path_value_at(raw: Any, base: str, env: Env) -> Any:
-    """`path(raw, base)` as `_path_from` makes it, or _MISSING when path() refuses it."""
+    """`path(raw, base)` as `_path_from` makes it; the _Err of its refusal; or _MISSING for a
+    field that holds no string (the predicate's error then names the field: see _path_value3)."""
+    if type(raw) is not str:
+        return _MISSING
     try:
         return _path_from(raw, base, env)
+    except EvalError as exc:
+        return _Err(exc.message)
     except Exception:
         return _MISSING
+
+
+def _path_value3(made: Any, read: Callable[[Any], Any], root: Any, base: Any, env: Env) -> Any:
+    """A plan's path of a field (`made`: what the plan made of it, see `_path_value` and
+    `_path_value_at`) with errors as values: the value, or the _Err of its refusal; a field
+    the plan did not make a path of (missing, no string) is read again as the predicate reads
+    it, for its error (`base`: None for path(field), else the literal of path(field, base))."""
+    t = type(made)
+    if t is subjects.PathValue or t is subjects.WinPathValue or t is _Err:
+        return made
+    if t is paths.Refused:  # a refusal make_path's cache kept, read by the plan itself
+        return _Err(made.message)
+    return _field_path3(read, root, env) if base is None else _field_path_at3(read, root, base, env)
 
 
 def _win_under_literal(env: Env, path: Any, literal: str) -> bool:
@@ -2855,7 +2873,7 @@ def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[in
     lines.append("    return -1")
     namespace = {
         "M": _MISSING, "X": _UNKNOWN, "N": _NOT_YET, "ERRORS": _PLAN_ERRORS, "EvalError": EvalError, "_u": _undecided, "E": _Err,
-        "_ip3": _item_path3, "_ips3": _item_secret3, "_ipw3": _item_win_path3, "_fp3": _field_path3, "_fpat3": _field_path_at3, "_item_decided": _item_decided,
+        "_ip3": _item_path3, "_ips3": _item_secret3, "_ipw3": _item_win_path3, "_pv3": _path_value3, "_item_decided": _item_decided,
         "PV": subjects.PathValue, "WPV": subjects.WinPathValue, "_pv": _path_value, "_pv_at": _path_value_at, "LETTERS": winpaths.LETTERS,
         "FP": _FIND_PATH, "PVS": _PATH_TYPES,
         "_windows_text": winpaths.is_windows_text,
