@@ -1631,16 +1631,21 @@ def _shape_compare(e: ast.Compare, scope: dict[str, str] | None) -> tuple:
                 return ("ipatheq", value, other, op == "==")
         raise _NoShape
     if value[0] == "path":
-        if op == "glob" and right.value.startswith("/"):
+        # a literal pattern or directory: resolved at load when it is an absolute POSIX one (the
+        # POSIX variant compares texts), else None (only the Windows variant, which reads it in
+        # the call's context as the predicate does, is written inline)
+        if op == "glob":
             try:
-                return ("pathglob", value, subjects.make_path(right.value, None, None).parts)
+                segments = subjects.make_path(right.value, None, None).parts if right.value.startswith("/") else None
             except EvalError:
-                raise _NoShape from None
-        if op == "under" and isinstance(right, ast.Literal) and type(right.value) is str and right.value.startswith("/"):
+                segments = None
+            return ("pathglob", value, segments, right.value)
+        if op == "under" and isinstance(right, ast.Literal) and type(right.value) is str:
             try:
-                return ("under", value, subjects.make_path(right.value, None, None).text, right.value)
+                text = subjects.make_path(right.value, None, None).text if right.value.startswith("/") else None
             except EvalError:
-                raise _NoShape from None
+                text = None
+            return ("under", value, text, right.value)
         if op == "under" and isinstance(right, ast.Path):
             return ("underfield", value, ("path", _field(right)))
         if op == "under" and scope and isinstance(right, ast.Call) and right.name == "path" and not right.keys:
@@ -2005,15 +2010,23 @@ class _PlanWriter:
             expr = f"_win_under({left}, {base})" if self.windows else f"_under_text({left}, {base})"
         elif kind == "under":
             (text, _), = got
-            if self.windows:  # the literal is read in the call's context (it may be refused too)
+            if self.windows or s[2] is None:  # the literal is read in the call's context (it may be refused too)
                 raise _NoShape
             base = s[2]
             expr = "True" if base == "/" else f"{text} == {self.const(base)} or {text}.startswith({self.const(base + '/')})"
         elif kind == "pathglob":
             (text, _), = got
-            if self.windows:
-                raise _NoShape
-            expr = self.path_match(text, s[2])
+            if self.windows:  # the pattern is read in the call's context, and may be refused
+                var = self._tmp()
+                lines.append(pad + f"{var} = _win_glob3({text}, {self.const(s[3])}, CW, HO)")
+                lines.append(pad + f"if type({var}) is E: {target} = {var}")
+                lines.append(pad + "else:")
+                pad += "    "
+                expr = var
+            else:
+                if s[2] is None:
+                    raise _NoShape
+                expr = self.path_match(text, s[2])
         elif kind == "iunder":
             (left, _), (base, known) = got
             if self.windows:
@@ -2151,7 +2164,8 @@ class _PlanWriter:
         if v[0] == "path":
             # make_path's cache read here (a text seen before: one dict lookup, no call; a refusal
             # it keeps fails every guard below, as M does), else _pv makes it
-            make = f"(FP(({field}, CW, HO)) if XT and type({field}) is str else None) or _pv({field}, CW, HO)"
+            memo = f"env[6], {self.const(('path', v[1][1], v[1][2]))}" if v[1][0] == "f" else "None"  # _memo_key's
+            make = f"(FP(({field}, CW, HO)) if XT and type({field}) is str else None) or _pv({field}, CW, HO, {memo})"
         else:
             make = f"_pv_at({field}, {self.const(v[2])}, env)"
         expr = self._lazy_var(("pv", *v), "a", make)
@@ -2256,6 +2270,11 @@ class _PlanWriter:
             expr, known, guards = self.value(s[1], item)
             return guards + self.typed(expr, known, str), f"{self.const(s[2])}.match({expr}) is not None", []
         if kind == "pathglob":
+            if self.windows:  # the pattern is read in the call's context (winpaths.path_glob)
+                var, guards = self.path_ref(s[1])
+                return guards, f"_win_glob({var}, {self.const(s[3])}, CW, HO)", []
+            if s[2] is None:  # not an absolute POSIX pattern: the predicate reads it
+                raise _NoShape
             text, guards = self.path_text(s[1])
             return guards, self.path_match(text, s[2]), []
         if kind in ("underfield", "under") and self.windows:  # by drive and folded parts (winpaths.under)
@@ -2269,6 +2288,8 @@ class _PlanWriter:
             base, g2 = self.path_text(s[2])
             return guards + g2, self._lazy_var(("under", text, base), "u", f"_under_text({text}, {base})"), []
         if kind == "under":
+            if s[2] is None:  # not an absolute POSIX directory: the predicate reads it
+                raise _NoShape
             text, guards = self.path_text(s[1])
             base = s[2]
             if base == "/":
@@ -2518,11 +2539,13 @@ _NOT_YET = object()  # a plan's variable not computed yet in this call (see _Pla
 _FIND_PATH, _TOUCH_PATH = paths.PATH_CACHE.lookups()
 
 
-def _path_value(raw: Any, cwd: str | None, home: str | None) -> Any:
+def _path_value(raw: Any, cwd: str | None, home: str | None, memo: dict | None = None, key: tuple | None = None) -> Any:
     """`path(raw)` in a call with this cwd and home (as `_make_path` makes it: make_path, whose
-    cache keeps the values of the texts a session repeats, with the fields they computed), or
-    _MISSING when path() refuses it (the rule's predicate then raises the error). A text seen
-    before is found in make_path's cache here, without the calls around it."""
+    cache keeps the values of the texts a session repeats, with the fields they computed); the
+    _Err of its refusal; _MISSING for a field that holds no string (the rule's predicate then
+    raises the error). A text seen before is found in make_path's cache here, without the calls
+    around it. One made here (a text make_path does not keep: too long) is also left in the
+    call's Env.memo under `key`, where the predicates of the call's other rules find it."""
     if type(raw) is not str:  # a field's JSON value: path() refuses all but a string
         return _MISSING
     if (cwd is None or type(cwd) is str) and (home is None or type(home) is str):
@@ -2533,11 +2556,18 @@ def _path_value(raw: Any, cwd: str | None, home: str | None) -> Any:
                 _TOUCH_PATH(key)
             except KeyError:  # evicted by another thread meanwhile: still the right value
                 pass
-            return hit if type(hit) is not paths.Refused else _MISSING
+            return hit if type(hit) is not paths.Refused else _Err(hit.message)
     try:
-        return subjects.make_path(raw, cwd, home)
+        value = subjects.make_path(raw, cwd, home)
+    except EvalError as exc:
+        if memo is not None:
+            memo.setdefault(key, _Failure(exc.message))
+        return _Err(exc.message)
     except Exception:
         return _MISSING
+    if memo is not None:
+        memo.setdefault(key, value)
+    return value
 
 
 def _path_value_at(raw: Any, base: str, env: Env) -> Any:
@@ -2566,10 +2596,31 @@ def _path_value3(made: Any, read: Callable[[Any], Any], root: Any, base: Any, en
     return _field_path3(read, root, env) if base is None else _field_path_at3(read, root, base, env)
 
 
+def _win_glob(path: Any, pattern: str, cwd: str | None, home: str | None) -> bool:
+    """`path glob pattern` for a Windows path, as the predicate reads it (winpaths.path_glob, the
+    pattern anchored in the call's context); raises _Undecided where that raises an EvalError."""
+    try:
+        return winpaths.path_glob(path, pattern, cwd, home)
+    except EvalError:
+        raise _Undecided from None
+
+
+def _win_glob3(path: Any, pattern: str, cwd: str | None, home: str | None) -> Any:
+    """`_win_glob` with its error as a value (see _PlanWriter.body3)."""
+    try:
+        return winpaths.path_glob(path, pattern, cwd, home)
+    except EvalError as exc:
+        return _Err(exc.message)
+
+
 def _win_under_literal(env: Env, path: Any, literal: str) -> bool:
-    """`path under "/x"` for a Windows path: the literal is read in the call's context, as the
-    predicate reads it (it raises as the predicate does; the caller then runs the predicates)."""
-    return subjects.under(path, subjects.make_path(literal, env.cwd(), env.home_dir()))
+    """`path under "/x"` (or `"C:\\x"`) for a Windows path: the literal is read in the call's
+    context, as the predicate reads it; where that refuses it, _Undecided (the rule's predicate
+    raises the error)."""
+    try:
+        return subjects.under(path, subjects.make_path(literal, env.cwd(), env.home_dir()))
+    except EvalError:
+        raise _Undecided from None
 
 
 class _Err(str):
@@ -2766,8 +2817,9 @@ def _rule_lines(w: _PlanWriter, rule: CompiledRule, call: list[str]) -> list[str
         guards, expr, pre = w.cond(rule.shape, None)
     except _NoShape:
         return call
+    undecides = "_u()" in expr or "_win_glob(" in expr or "_win_under_literal(" in expr  # may raise _Undecided
     fallback = call
-    if guards or "_u()" in expr:
+    if guards or undecides:
         try:
             slow = w.body3(rule.shape, {}, "h")
         except _NoShape:
@@ -2781,7 +2833,7 @@ def _rule_lines(w: _PlanWriter, rule: CompiledRule, call: list[str]) -> list[str
                 f"elif h is True: append({rule.order})",
                 f"elif type(h) is E: append(({rule.order}, h.message, False))",
             ]
-    if "_u()" not in expr:  # only the first leaf's guards can fail: checked, then the expression
+    if not undecides:  # only the first leaf's guards can fail: checked, then the expression
         if not guards:
             return [*pre, f"if {expr}: append({rule.order})"]
         check = " and ".join(dict.fromkeys(guards))
@@ -2878,7 +2930,7 @@ def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[in
         "FP": _FIND_PATH, "PVS": _PATH_TYPES,
         "_windows_text": winpaths.is_windows_text,
         "_parsed_or_none": _parsed_or_none, "U": _Undecided, "_error_text": values.error_text, "_win_under": winpaths.under,
-        "_win_under_literal": _win_under_literal, "_ip": _item_path, "_ipw": _item_win_path, "_ips": _item_secret, "_at": _item_at,
+        "_win_under_literal": _win_under_literal, "_win_glob": _win_glob, "_win_glob3": _win_glob3, "_ip": _item_path, "_ipw": _item_win_path, "_ips": _item_secret, "_at": _item_at,
         "_under_text": _under_text, **w.consts,
     }
     text = "\n".join(lines)
