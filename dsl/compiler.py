@@ -1420,18 +1420,23 @@ def _fast_quantifier(q: ast.Quantifier) -> Fn:
 # `path()` of a field with an absolute glob or `under`, `exists()`, quantifiers over `shell()`
 # with bodies over a command's typed fields, and `and`, `or`, `not` of those.
 #
-# Each rule's inline expression runs only under a guard: the values it reads are present and of
+# Each rule's inline expression runs only under guards: the values it reads are present and of
 # the types for which the expression is exactly what the predicate computes (a string compared
-# with a string literal, a number not NaN ordered with a number, a path already normalized, a
-# parsed shell text). Under the guard nothing can raise, so `and`/`or`/`not` are Python's. When a
-# guard fails (a missing field, another type, a relative path, shell text the parser refuses),
-# the rule's own predicate decides, as it does without a plan; when that predicate raises, the
-# function records the error as that rule's outcome and goes on. A quantifier over `shell()` is
-# a loop before its rule, and its body may read a command's list fields (`any a in c.args: ...`)
-# and paths made from them (`path(p, c.cwd)`, by their normalized text): a value the loop cannot
-# compute exactly (a Windows path, a path() that fails, an index out of range) raises
-# _Undecided, and the rule's predicate decides it. The generated text holds only generated
-# names: every literal, key and pattern is passed as a constant, never written into it.
+# with a string literal, a number not NaN ordered with a number, a path made, a parsed shell
+# text). Under its guards nothing raises, so `and`/`or`/`not` are Python's. The guards of a
+# rule's first leaf are checked before it; every other leaf checks its own where Python's
+# `and`/`or` reach it (a leaf the predicate would not evaluate either never undecides the rule)
+# and raises _Undecided there when one fails. The rule is then decided again with errors as
+# values (`_PlanWriter.body3`: Kleene's logic, each error the message the predicate raises), and
+# only what that cannot compute either (a value of another kind, a field of another type) goes to
+# the rule's own predicate; when that raises, the function records the error as that rule's
+# outcome and goes on. A quantifier over `shell()` is a loop, and its body may read a command's
+# list fields (`any a in c.args: ...`) and paths made from them (`path(p, c.cwd)`); an item
+# the body cannot decide exactly is decided the same way, item by item. Values several rules
+# read (`path(args.file_path)`, its fields, `lower()` of a text, an `under` two rules share) are
+# made once per call, when a rule first reads them, and a field's path is read from make_path's
+# cache. The generated text holds only generated names: every literal, key and pattern is passed
+# as a constant, never written into it.
 
 _UNKNOWN = object()  # a nested field under a value that is not exactly a dict: its predicate reads it
 
@@ -1722,6 +1727,7 @@ class _PlanWriter:
         self.assumed: set[str] = set()
         self.made: dict[str, str] = {}  # a variable made on first read → what makes it (see path_var)
         self.temps = 0  # the variables of body3
+        self.with_errors = True  # write body3's code (see compile_plan)
 
     @staticmethod
     def _runs(parts: tuple) -> list[tuple]:
@@ -1866,6 +1872,8 @@ class _PlanWriter:
         return f"k{self.temps}"
 
     def body3(self, s: tuple, item: dict, target: str) -> list[str]:
+        if not self.with_errors:
+            raise _NoShape
         kind = s[0]
         if kind in ("and", "or"):
             deciding = kind == "or"
@@ -1877,10 +1885,9 @@ class _PlanWriter:
                 lines += inner if i == 0 else [f"if {target} is None:", *("    " + line for line in inner)]
                 if i == 0:
                     lines.insert(0, f"{target} = None")
-            first_error = str(not deciding)
-            for v in reversed(names):
-                first_error = f"({v} if {v} is not {not deciding} else {first_error})"
-            return lines + [f"if {target} is None: {target} = {first_error}"]
+            # none decided: the first error in operand order, else the other value (a call, not
+            # nested conditionals: an `or` of thousands of operands)
+            return lines + [f"if {target} is None: {target} = _first_error(({', '.join(names)},), {not deciding})"]
         if kind == "not":
             v = self._tmp()
             return self.body3(s[1], item, v) + [f"{target} = (not {v}) if type({v}) is bool else {v}"]
@@ -2783,6 +2790,14 @@ def _item_decided(item_test: Callable[[Env, Any], Any], env: Env, item: Any) -> 
         return _Err(exc.message)
 
 
+def _first_error(results: tuple, otherwise: bool) -> Any:
+    """The first of `results` that is not `otherwise` (an _Err), else `otherwise`."""
+    for result in results:
+        if result is not otherwise:
+            return result
+    return otherwise
+
+
 def _undecided() -> Any:
     """Raise _Undecided: a plan's value a leaf needs is not one it can compute exactly."""
     raise _Undecided
@@ -2876,6 +2891,18 @@ def _trimmed(w: _PlanWriter, prelude: list[str], body: list[str]) -> tuple[list[
 
 
 def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[int], None]], int] | None:
+    """See `_compile_plan`. A function Python cannot compile (nesting past its parser's limits,
+    in a policy of extreme conditions) is written again without the errors-as-values code, and
+    when that fails too, the rules are left to their predicates (None)."""
+    for with_errors in (True, False):
+        try:
+            return _compile_plan(rules, with_errors)
+        except (SyntaxError, RecursionError, MemoryError, ValueError):
+            continue
+    return None
+
+
+def _compile_plan(rules: tuple[CompiledRule, ...], with_errors: bool = True) -> Callable[[Env, Callable[[int], None]], int] | None:
     """One function for the rules a call of some tool runs (in file order): `plan(env, append)`
     appends the position of every rule that holds, and `(position, error text, False)` for
     every rule whose predicate raised (`values.error_text`; the key `Policy._with_errors`
@@ -2885,6 +2912,7 @@ def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[in
     if not any(r.shape is not None for r in rules):
         return None
     w = _PlanWriter()
+    w.with_errors = with_errors
     body: list[str] = []
     for index, rule in enumerate(rules):
         if rule.test is None:
@@ -2924,11 +2952,10 @@ def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[in
     lines += ["    " + line for line in body]
     lines.append("    return -1")
     namespace = {
-        "M": _MISSING, "X": _UNKNOWN, "N": _NOT_YET, "ERRORS": _PLAN_ERRORS, "EvalError": EvalError, "_u": _undecided, "E": _Err,
+        "M": _MISSING, "X": _UNKNOWN, "N": _NOT_YET, "ERRORS": _PLAN_ERRORS, "EvalError": EvalError, "_u": _undecided, "E": _Err, "_first_error": _first_error,
         "_ip3": _item_path3, "_ips3": _item_secret3, "_ipw3": _item_win_path3, "_pv3": _path_value3, "_item_decided": _item_decided,
         "PV": subjects.PathValue, "WPV": subjects.WinPathValue, "_pv": _path_value, "_pv_at": _path_value_at, "LETTERS": winpaths.LETTERS,
         "FP": _FIND_PATH, "PVS": _PATH_TYPES,
-        "_windows_text": winpaths.is_windows_text,
         "_parsed_or_none": _parsed_or_none, "U": _Undecided, "_error_text": values.error_text, "_win_under": winpaths.under,
         "_win_under_literal": _win_under_literal, "_win_glob": _win_glob, "_win_glob3": _win_glob3, "_ip": _item_path, "_ipw": _item_win_path, "_ips": _item_secret, "_at": _item_at,
         "_under_text": _under_text, **w.consts,
