@@ -15,6 +15,8 @@ result is cached per tool name, so a decision only visits the rules that can app
 
 from __future__ import annotations
 
+import collections
+import re
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
@@ -22,9 +24,9 @@ from operator import attrgetter
 from typing import Any, Callable, NamedTuple
 
 from dsl import ast, globs, subjects, values
-from dsl.cache import BUDGETS, BoundedCache
+from dsl.cache import BUDGETS, BoundedCache, char_bytes
 from dsl.requirements import DEFAULT_DECISIONS, Quorum, Requirements
-from dsl.subjects import paths, winpaths
+from dsl.subjects import paths, urls, winpaths
 from dsl.rule_ids import implicit_id
 from dsl.subjects.secrets import is_secret_text
 from dsl.values import EvalError
@@ -409,13 +411,14 @@ _MEMO_FUNCTIONS = ("path", "url", "shell")
 
 
 def clear_caches() -> None:
-    """Forget every parsed shell text (this module's cache and `dsl.subjects`') and every kept
-    `path()` value (the plans' too): the next `shell()` of any text parses it again. Decisions
+    """Forget every parsed shell text (this module's cache and `dsl.subjects`'), every kept
+    `path()` value (the plans' too) and URL host: the next `shell()` of any text parses it again. Decisions
     do not change; only their cost does (benchmarks use it to time the first sight of a command)."""
     _SHELL_CACHE.clear()
     _ITEM_PATHS.clear()
     subjects.clear_shell_cache()
     paths.clear_path_cache()
+    urls.clear_host_cache()
 
 
 def _shell_parsed(text: Any) -> _Shell:
@@ -772,8 +775,10 @@ def _path_from(raw: Any, base: Any, env: Env) -> subjects.PathValue:
         raise EvalError("the directory the command runs in is not known from the text (after cd $X, cd -, pushd, "
                         "a function or a cd that may have failed, or under a wrapper that may change it: env, sudo, "
                         "su, chroot and the like)")
-    directory = subjects.make_path(base, env.cwd(), env.home_dir())
-    return subjects.make_path(raw, directory.text, env.home_dir())
+    directory = subjects.make_path(base, env.cwd(), env.home_dir()).text
+    if type(directory) is not str:  # a Windows path's text (a WinStr): its plain text reads the same, and is cached
+        directory = str.__str__(directory)
+    return subjects.make_path(raw, directory, env.home_dir())
 
 
 def _make_path(raw: Any, env: Env) -> subjects.PathValue:
@@ -1415,18 +1420,23 @@ def _fast_quantifier(q: ast.Quantifier) -> Fn:
 # `path()` of a field with an absolute glob or `under`, `exists()`, quantifiers over `shell()`
 # with bodies over a command's typed fields, and `and`, `or`, `not` of those.
 #
-# Each rule's inline expression runs only under a guard: the values it reads are present and of
+# Each rule's inline expression runs only under guards: the values it reads are present and of
 # the types for which the expression is exactly what the predicate computes (a string compared
-# with a string literal, a number not NaN ordered with a number, a path already normalized, a
-# parsed shell text). Under the guard nothing can raise, so `and`/`or`/`not` are Python's. When a
-# guard fails (a missing field, another type, a relative path, shell text the parser refuses),
-# the rule's own predicate decides, as it does without a plan; when that predicate raises, the
-# function records the error as that rule's outcome and goes on. A quantifier over `shell()` is
-# a loop before its rule, and its body may read a command's list fields (`any a in c.args: ...`)
-# and paths made from them (`path(p, c.cwd)`, by their normalized text): a value the loop cannot
-# compute exactly (a Windows path, a path() that fails, an index out of range) raises
-# _Undecided, and the rule's predicate decides it. The generated text holds only generated
-# names: every literal, key and pattern is passed as a constant, never written into it.
+# with a string literal, a number not NaN ordered with a number, a path made, a parsed shell
+# text). Under its guards nothing raises, so `and`/`or`/`not` are Python's. The guards of a
+# rule's first leaf are checked before it; every other leaf checks its own where Python's
+# `and`/`or` reach it (a leaf the predicate would not evaluate either never undecides the rule)
+# and raises _Undecided there when one fails. The rule is then decided again with errors as
+# values (`_PlanWriter.body3`: Kleene's logic, each error the message the predicate raises), and
+# only what that cannot compute either (a value of another kind, a field of another type) goes to
+# the rule's own predicate; when that raises, the function records the error as that rule's
+# outcome and goes on. A quantifier over `shell()` is a loop, and its body may read a command's
+# list fields (`any a in c.args: ...`) and paths made from them (`path(p, c.cwd)`); an item
+# the body cannot decide exactly is decided the same way, item by item. Values several rules
+# read (`path(args.file_path)`, its fields, `lower()` of a text, an `under` two rules share) are
+# made once per call, when a rule first reads them, and a field's path is read from make_path's
+# cache. The generated text holds only generated names: every literal, key and pattern is passed
+# as a constant, never written into it.
 
 _UNKNOWN = object()  # a nested field under a value that is not exactly a dict: its predicate reads it
 
@@ -1463,7 +1473,7 @@ def _shape(e: ast.Expr, scope: dict[str, str] | None) -> tuple:
             programs = _program_test(e.body, e.var)
             if programs is not None:
                 return ("programs", e.kind == "any", programs[0], programs[1], shell)
-            return ("quant", e.kind == "any", shell, e.var, _shape(e.body, {e.var: "cmd"}))
+            return ("quant", e.kind == "any", shell, e.var, _shape(e.body, {e.var: "cmd"}), _item_test(e))
         # over a list of strings of a command: `any a in c.args: ...`, `all p in c.paths: ...`
         items = _value(src, scope)
         if items[0] != "c" or items[3] is not tuple or e.var in scope:
@@ -1473,9 +1483,30 @@ def _shape(e: ast.Expr, scope: dict[str, str] | None) -> tuple:
         return ("exists", _field(e.args[0]))
     if isinstance(e, ast.Path):  # a bare field as a condition holds a boolean
         return ("bool", _value(e, scope))
-    if isinstance(e, ast.Call) and e.name == "path" and e.keys == ("secret",):  # path(x).secret
+    if isinstance(e, ast.Call) and e.name == "path" and len(e.keys) == 1 and e.keys[0] in _PATH_BOOLS:  # path(x).secret
         return ("bool", _value(e, scope))
     raise _NoShape
+
+
+def _item_test(q: ast.Quantifier) -> Callable[[Env, Any], Any]:
+    """`test(env, command)`: the quantifier's body for one command, as its specialized
+    predicate evaluates it for that item (`_fast_quantifier`): True or False, or it raises. A
+    plan's loop calls it for an item whose value it cannot compute exactly (a path() that
+    fails, a Windows path), so the rule is still decided in the loop, its errors recorded as
+    the predicate records them."""
+    try:
+        pred = _fast_operand(q.body, _CommandItem(q.var))
+    except _EnvNeeded:
+        pred = None
+    if pred is not None:
+        return lambda env, item: pred(item)
+    body, var = _fast_operand(q.body, None), q.var
+
+    def test(env: Env, item: Any) -> Any:
+        scope = {**env.vars, var: item}
+        return body(_new_env(Env, (env.tool, env.args, env.context, scope, env.home, env.trace, env.memo)))
+
+    return test
 
 
 def _field(e: ast.Expr) -> tuple:
@@ -1540,8 +1571,12 @@ def _value(e: ast.Expr, scope: dict[str, str] | None) -> tuple:
         return _field(e)
     if isinstance(e, ast.Call) and not e.keys and e.name in ("len", "path") and len(e.args) == 1:
         return (e.name, _field(e.args[0]))
-    if isinstance(e, ast.Call) and e.name == "path" and len(e.keys) == 1 and e.keys[0] in _PATH_PROPERTIES:
-        return ("pathprop", e.keys[0], ("path", _field(e.args[0])))
+    if isinstance(e, ast.Call) and e.name == "path" and len(e.keys) == 1 and e.keys[0] in _PATH_PROPERTY_TYPES:
+        if len(e.args) == 1:
+            return ("pathprop", e.keys[0], ("path", _field(e.args[0])))
+        right = e.args[1]
+        if isinstance(right, ast.Literal) and type(right.value) is str:  # path(args.glob, "/").secret
+            return ("pathprop", e.keys[0], ("pathat", _field(e.args[0]), right.value))
     raise _NoShape
 
 
@@ -1564,7 +1599,7 @@ def _value_type(v: tuple) -> type | None:
     if kind in ("clen", "len"):
         return int
     if kind in ("ipathprop", "pathprop"):
-        return _PATH_PROPERTIES[v[1]][1]
+        return _PATH_PROPERTY_TYPES[v[1]]
     return None
 
 
@@ -1576,6 +1611,10 @@ _PATH_PROPERTIES = {
     "text": (lambda text: text, str),
     "secret": (is_secret_text, bool),
 }
+# The fields a plan reads from a path() of the call's arguments (a PathValue or WinPathValue it
+# makes once per call): those above, and those that read the text as written too
+_PATH_PROPERTY_TYPES = {**{name: known for name, (_, known) in _PATH_PROPERTIES.items()}, "holds_secrets": bool, "glob_secret": bool}
+_PATH_BOOLS = frozenset(name for name, known in _PATH_PROPERTY_TYPES.items() if known is bool)
 
 
 def _shape_compare(e: ast.Compare, scope: dict[str, str] | None) -> tuple:
@@ -1597,18 +1636,27 @@ def _shape_compare(e: ast.Compare, scope: dict[str, str] | None) -> tuple:
                 return ("ipatheq", value, other, op == "==")
         raise _NoShape
     if value[0] == "path":
-        if op == "glob" and right.value.startswith("/"):
+        # a literal pattern or directory: resolved at load when it is an absolute POSIX one (the
+        # POSIX variant compares texts), else None (only the Windows variant, which reads it in
+        # the call's context as the predicate does, is written inline)
+        if op == "glob":
             try:
-                return ("pathglob", value, subjects.make_path(right.value, None, None).parts)
+                segments = subjects.make_path(right.value, None, None).parts if right.value.startswith("/") else None
             except EvalError:
-                raise _NoShape from None
-        if op == "under" and isinstance(right, ast.Literal) and type(right.value) is str and right.value.startswith("/"):
+                segments = None
+            return ("pathglob", value, segments, right.value)
+        if op == "under" and isinstance(right, ast.Literal) and type(right.value) is str:
             try:
-                return ("under", value, subjects.make_path(right.value, None, None).text, right.value)
+                text = subjects.make_path(right.value, None, None).text if right.value.startswith("/") else None
             except EvalError:
-                raise _NoShape from None
+                text = None
+            return ("under", value, text, right.value)
         if op == "under" and isinstance(right, ast.Path):
             return ("underfield", value, ("path", _field(right)))
+        if op == "under" and scope and isinstance(right, ast.Call) and right.name == "path" and not right.keys:
+            other = _value(right, scope)
+            if other[0] == "ipath":  # `path(context.cwd) under path(a, c.cwd)`: a field's path under a made one
+                return ("underi", value, other)
         raise _NoShape
     if op == "under":
         raise _NoShape
@@ -1650,6 +1698,14 @@ class _WinPath:
     """The plans' type of a WinPathValue made in a loop: only `under`, `==` and `.secret` read it."""
 
 
+class _PathText:
+    """The plans' type of a POSIX path of a field in body3: its `.text` is read."""
+
+
+# the leaves whose value (s[2]) body3 computes with value3 when it may be refused
+_VALUE_LEAVES = ("cmp", "member", "substring", "strglob", "bool")
+
+
 class _WinParts:
     """The plans' type of a Windows path's parts, held as their folds (`WinPathValue.key[1:]`):
     only `contains` reads them."""
@@ -1667,6 +1723,372 @@ class _PlanWriter:
         # True while writing a rule's variant for a call whose cwd is a Windows path: its paths
         # are WinPathValues (`wpath`), compared by their folded keys (see `cond` and `value`)
         self.windows = False
+        # the guards known to hold where the expression being written runs (see `cond`)
+        self.assumed: set[str] = set()
+        self.made: dict[str, str] = {}  # a variable made on first read → what makes it (see path_var)
+        self.temps = 0  # the variables of body3
+        self.with_errors = True  # write body3's code (see compile_plan)
+
+    @staticmethod
+    def _runs(parts: tuple) -> list[tuple]:
+        """The operands of an and/or, with each run of consecutive comparisons of one value with
+        string literals made one ("run", value, comparisons) operand (see `tests_of`)."""
+        out: list[tuple] = []
+        for part in parts:
+            if part[0] == "cmp" and type(part[3]) is str and part[1] in ("==", "contains", "startswith", "endswith"):
+                last = out[-1] if out else None
+                if last is not None and last[0] == "run" and last[1] == part[2]:
+                    out[-1] = ("run", part[2], last[2] + (part,))
+                    continue
+                if last is not None and last[0] == "cmp" and last[2] == part[2] and type(last[3]) is str and last[1] in ("==", "contains", "startswith", "endswith"):
+                    out[-1] = ("run", part[2], (last, part))
+                    continue
+            out.append(part)
+        return out
+
+    def tests_of(self, junction: str, run: tuple, item: str | None) -> tuple[list[str], str, list[str]]:
+        """A run of comparisons of one value with string literals, in an and/or: the value is
+        read once (its guards checked once: they are the same for every test), and under `or`
+        the tests that share an operator are one test: `parts contains ".git" or parts
+        contains ".husky"` is one set lookup, `x endswith "a" or x endswith "b"` one endswith
+        of a tuple, `x == "a" or x == "b"` one set lookup. Each test gives what it gives alone
+        (the value is exactly a str or a tuple of str here), so the junction is unchanged."""
+        _, v, tests = run
+        expr, known, guards = self.value(v, item)
+        if known is None:  # a field: a string for every test of the run
+            guards = guards + self.typed(expr, known, str)
+            known = str
+        if known not in (str, tuple, _WinParts, _WinText):
+            return self.cond((junction, tests), item)  # pragma: no cover - the shapes give these types
+        var = expr
+        if expr.startswith("(") and " is not N else (" in expr:  # a value made on first read: read once
+            var = expr[1 : expr.index(" ")]
+        read = [False]
+
+        def first() -> str:  # the value's expression where it is first read, its name after
+            if read[0]:
+                return var
+            read[0] = True
+            return expr
+
+        exprs: list[str] = []
+        done: set[str] = set()
+        for _, op, _, lit in tests:
+            if junction == "or" and op not in done:
+                same = [t[3] for t in tests if t[1] == op]
+                if len(same) > 1:
+                    done.add(op)
+                    if op == "contains" and known in (tuple, _WinParts):
+                        folded = frozenset(winpaths.fold(x) for x in same) if known is _WinParts else frozenset(same)
+                        exprs.append(f"not {self.const(folded)}.isdisjoint({first()})")
+                        continue
+                    if op in ("startswith", "endswith") and known is str:
+                        exprs.append(f"{first()}.{op}({self.const(tuple(same))})")
+                        continue
+                    if op == "==" and known is str:
+                        exprs.append(f"{first()} in {self.const(frozenset(same))}")
+                        continue
+                    done.discard(op)
+            if op in done:
+                continue
+            _, x, _ = self.compare(("cmp", op, v, lit), item, (first(), known, []))
+            exprs.append(f"({x})")
+        return guards, f" {junction} ".join(exprs), []
+
+    def quant_rule(self, s: tuple, order: int, call: list[str]) -> list[str]:
+        """A rule whose condition is one quantifier over shell() (`any c in shell(x): ...`), as a
+        loop that decides it whatever its items hold. An item the body cannot decide exactly
+        (_Undecided: a path() that refuses its text, a Windows path) is decided again with
+        errors as values (`body3`), and when that cannot either, by the body's own predicate
+        (`_item_test`); an item that errors is an error of the rule unless another item decides
+        it, as `_fast_quantifier` records it (the first EvalError in item order; any other
+        exception ends the loop, as it ends the predicate). Only a text shell() refuses leaves
+        the rule to its predicate, which raises the parser's error."""
+        _, any_, shell, name, body, item_test = s
+        var = self.shared(shell)
+        self.loops += 1
+        loop, result, error = f"c{self.loops}", f"q{self.loops}", f"e{self.loops}"
+        assumed = self.assumed
+        self.assumed = set()  # each item checks its guards (an item that fails one is decided again)
+        try:
+            g, x, p = self.cond(body, {name: loop})
+            try:
+                slow = self.body3(body, {name: loop}, "h")
+            except _NoShape:
+                slow = []
+        finally:
+            self.assumed = assumed
+        if p:  # pragma: no cover - a body's quantifiers are expressions
+            raise _NoShape
+        again = ["            h = None"]
+        if slow:
+            again += ["            try:", *("                " + line for line in slow),
+                      "            except Exception:  # _Undecided, or a defect: the body's predicate decides the item",
+                      "                h = None"]
+        return [
+            f"if {var} is not None:",
+            f"    {result} = {not any_}",
+            f"    {error} = None",
+            f"    for {loop} in {var}.commands:",
+            "        try:",  # the common path: the body decides the item, and only a deciding item stops
+            f"            if {'' if any_ else 'not '}({self._lazy(g, x)}):",
+            f"                {result} = {any_}",
+            "                break",
+            "        except U:",
+            *again,
+            "            if h is None:",
+            "                try:",
+            f"                    h = _item_decided({self.const(item_test)}, env, {loop})",
+            "                except ERRORS as exc:  # the predicate raises it out of the quantifier",
+            f"                    {error} = _error_text(exc)",
+            f"                    {result} = None",
+            "                    break",
+            f"            if h is {any_}:",
+            f"                {result} = {any_}",
+            "                break",
+            f"            if type(h) is E and {error} is None:",
+            f"                {error} = h.message",
+            f"    if {result} is None or ({result} is {not any_} and {error} is not None):",
+            f"        append(({order}, {error}, False))",
+            f"    elif {result}:",
+            f"        append({order})",
+            "else:",
+            *("    " + line for line in call),
+        ]
+
+    # --- a loop's body with errors as values ----------------------------------------------
+    #
+    # `body3` writes statements that set a variable to True, False or an _Err (the message of
+    # the EvalError the body's predicate raises), for an item the fast body could not decide:
+    # Kleene's `and`/`or` (the first operand that decides settles it, else the first error in
+    # operand order, as `_compile_and` and `_fast_junction`), `not`, `any`/`all` over a list
+    # (as `_fast_quantifier`), and leaves whose paths may be refused: each value in the order
+    # the predicate computes it (the left side first), the first refusal being the leaf's
+    # error. What else cannot be computed exactly (a guard of another kind, a value of the
+    # other path kind) raises _Undecided, and the body's predicate decides the item.
+
+    def _tmp(self) -> str:
+        self.temps += 1
+        return f"k{self.temps}"
+
+    def body3(self, s: tuple, item: dict, target: str) -> list[str]:
+        if not self.with_errors:
+            raise _NoShape
+        kind = s[0]
+        if kind in ("and", "or"):
+            deciding = kind == "or"
+            names, lines = [], []
+            for i, part in enumerate(s[1]):
+                v = self._tmp()
+                names.append(v)
+                inner = self.body3(part, item, v) + [f"if {v} is {deciding}: {target} = {deciding}"]
+                lines += inner if i == 0 else [f"if {target} is None:", *("    " + line for line in inner)]
+                if i == 0:
+                    lines.insert(0, f"{target} = None")
+            # none decided: the first error in operand order, else the other value (a call, not
+            # nested conditionals: an `or` of thousands of operands)
+            return lines + [f"if {target} is None: {target} = _first_error(({', '.join(names)},), {not deciding})"]
+        if kind == "not":
+            v = self._tmp()
+            return self.body3(s[1], item, v) + [f"{target} = (not {v}) if type({v}) is bool else {v}"]
+        if kind == "iquant":
+            _, any_, items, name, body = s
+            source, _, guards = self.value(items, item)
+            if guards:
+                raise _NoShape
+            self.loops += 1
+            loop, v, error = f"i{self.loops}", self._tmp(), self._tmp()
+            inner = self.body3(body, {**item, name: loop}, v)
+            return [
+                f"{target} = {not any_}",
+                f"{error} = None",
+                f"for {loop} in {source}:",
+                *("    " + line for line in inner),
+                f"    if {v} is {any_}:",
+                f"        {target} = {any_}",
+                "        break",
+                f"    if {error} is None and type({v}) is E: {error} = {v}",
+                f"if {target} is {not any_} and {error} is not None: {target} = {error}",
+            ]
+        if kind in ("iunder", "ipatheq", "underi", "underfield", "under", "pathglob") or (
+                kind in _VALUE_LEAVES and self._fallible(s[2] if kind == "cmp" else s[1])):
+            return self.leaf3(s, item, target)
+        if kind in ("quant", "programs"):  # a loop inside the rule: its predicate decides
+            raise _NoShape
+        g, x, p = self.cond(s, item)  # a leaf that cannot fail but by its guards
+        if p or "_ip" in x:  # pragma: no cover - the leaves that make paths are value3's
+            raise _NoShape
+        if not g:
+            return [f"{target} = True if ({x}) else False"]
+        return [f"if not ({' and '.join(dict.fromkeys(g))}): raise U", f"{target} = True if ({x}) else False"]
+
+    @staticmethod
+    def _fallible(v: tuple) -> bool:
+        """Whether a value shape reads a path that may be refused."""
+        return v[0] in ("ipath", "ipathprop", "path", "pathprop", "pathat", "lower") and (
+            v[0] != "lower" or _PlanWriter._fallible(v[1]))
+
+    def value3(self, v: tuple, item: dict) -> tuple[list[str], str, type]:
+        """(lines that set a variable, the variable, its type when it is not an _Err) for a
+        value that may be refused."""
+        kind = v[0]
+        var = self._tmp()
+        if kind == "ipath":
+            raw, known, guards = self.value(v[1], item)
+            guards = guards + self.typed(raw, known, str)
+            base = "None"
+            if v[2] is not None:
+                base, known2, g2 = self.value(v[2], item)
+                guards = guards + g2 + self.typed(base, known2, str)
+            if guards:
+                raise _NoShape
+            if self.windows:
+                return [f"{var} = _ipw3(P, env, {raw}, {base})"], var, _WinPath
+            return [f"{var} = _ip3(P, env, {raw}, {base})"], var, str
+        if kind == "ipathprop":
+            prop = v[1]
+            if prop == "secret":
+                lines, made, known = self.value3(v[2], item)
+                if self.windows:
+                    return lines + [f"{var} = {made} if type({made}) is E else {made}.secret"], var, bool
+                return [lines[0].replace("_ip3(", "_ips3(", 1).replace(made, var, 1)], var, bool
+            if self.windows:
+                raise _NoShape
+            lines, made, _ = self.value3(v[2], item)
+            fn, known = _PATH_PROPERTIES[prop]
+            return lines + [f"{var} = {made} if type({made}) is E else {self.const(fn)}({made})"], var, known
+        if kind in ("path", "pathat"):
+            made = self._field_path3(v)
+            want = "WPV" if self.windows else "PV"
+            return [f"{var} = {made}",
+                    f"if type({var}) is not E and type({var}) is not {want}: raise U"], var, (_WinPath if self.windows else _PathText)
+        if kind == "pathprop":
+            prop, made = v[1], self._field_path3(v[2])
+            known = _PATH_PROPERTY_TYPES[prop]
+            if known is bool:  # the same field on a POSIX and a Windows path
+                return [f"{var} = {made}", f"if type({var}) is not E: {var} = {var}.{prop}"], var, bool
+            want = "WPV" if self.windows else "PV"
+            lines = [f"{var} = {made}", f"if type({var}) is not E and type({var}) is not {want}: raise U"]
+            if self.windows:
+                field, known = (f"{var}.key[1:]", _WinParts) if prop == "parts" else (f"{var}.{prop}", _WinText)
+            else:
+                field = f"{var}.{prop}"
+            return lines + [f"if type({var}) is not E: {var} = {field}"], var, known
+        raise _NoShape
+
+    def _field_path3(self, v: tuple) -> str:
+        """The expression of `path(field)` or `path(field, "lit")` with errors as values, made
+        once per call from what the fast path made of it (`_pv3`)."""
+        field = v[1]
+        if field[0] != "f":
+            raise _NoShape
+        read = self.const(_reader(field[1], field[2]))
+        _, made = self.path_var(v)  # what the fast path made of it (a value, a refusal, M)
+        base = "None" if v[0] == "path" else self.const(v[2])
+        return self._lazy_var(("pv3", *v), "f", f"_pv3({made}, {read}, {field[1]}, {base}, env)")
+
+    def leaf3(self, s: tuple, item: dict, target: str) -> list[str]:
+        """A leaf whose values may be refused: each value in the predicate's order, the first
+        refusal being the leaf's value, else the comparison."""
+        kind = s[0]
+        if kind in ("iunder", "ipatheq", "underi", "underfield"):
+            sides = [s[1], s[2]]
+        else:
+            sides = [s[2] if kind == "cmp" else s[1]]
+        lines: list[str] = []
+        got = []
+        pad = ""
+        for side in sides:
+            if side[0] == "lit":
+                got.append((self.const(side[1]), str))
+                continue
+            if side[0] == "lower":
+                raise _NoShape
+            more, var, known = self.value3(side, item)
+            lines += [pad + line for line in more]
+            lines.append(pad + f"if type({var}) is E: {target} = {var}")
+            lines.append(pad + "else:")
+            pad += "    "
+            if known is _PathText:
+                var, known = f"{var}.text", str
+            got.append((var, known))
+        if kind == "underfield":
+            (left, _), (base, _) = got
+            expr = f"_win_under({left}, {base})" if self.windows else f"_under_text({left}, {base})"
+        elif kind == "under":
+            (text, _), = got
+            if self.windows or s[2] is None:  # the literal is read in the call's context (it may be refused too)
+                raise _NoShape
+            base = s[2]
+            expr = "True" if base == "/" else f"{text} == {self.const(base)} or {text}.startswith({self.const(base + '/')})"
+        elif kind == "pathglob":
+            (text, _), = got
+            if self.windows:  # the pattern is read in the call's context, and may be refused
+                var = self._tmp()
+                lines.append(pad + f"{var} = _win_glob3({text}, {self.const(s[3])}, CW, HO)")
+                lines.append(pad + f"if type({var}) is E: {target} = {var}")
+                lines.append(pad + "else:")
+                pad += "    "
+                expr = var
+            else:
+                if s[2] is None:
+                    raise _NoShape
+                expr = self.path_match(text, s[2])
+        elif kind == "iunder":
+            (left, _), (base, known) = got
+            if self.windows:
+                if known is str:  # a literal directory: read in the call's context by the predicate
+                    raise _NoShape
+                expr = f"_win_under({left}, {base})"
+            else:
+                expr = f"_under_text({left}, {base})"
+        elif kind == "underi":
+            (left, _), (right, _) = got
+            expr = f"_win_under({left}, {right})" if self.windows else f"_under_text({left}, {right})"
+        elif kind == "ipatheq":
+            (left, _), (right, known) = got
+            if self.windows:
+                expr = f"{left}.text {'==' if s[3] else '!='} {right}.text"
+            else:
+                expr = f"{left} {'==' if s[3] else '!='} {right}"
+        else:
+            (value, known), = got
+            g, expr, p = self.leaf_with(s, item, (value, known, []))
+            if g or p:
+                raise _NoShape
+        return lines + [pad + f"{target} = True if ({expr}) else False"]
+
+    def leaf_with(self, s: tuple, item: dict, value: tuple) -> tuple[list[str], str, list[str]]:
+        """A leaf over one value given as (expression, type, guards)."""
+        kind = s[0]
+        if kind == "cmp":
+            return self.compare(s, item, value)
+        expr, known, guards = value
+        if kind == "bool":
+            if known is not bool:
+                raise _NoShape
+            return guards, expr, []
+        if kind == "member":
+            _, _, of, names, negate = s
+            guards = guards + self.typed(expr, known, of)
+            test = f"{expr} in {self.const(names)}"
+            return guards, f"not ({test})" if negate else test, []
+        if kind == "substring":
+            _, _, text, negate = s
+            guards = guards + self.typed(expr, known, str)
+            test = f"{expr} in {self.const(text)}"
+            return guards, f"not ({test})" if negate else test, []
+        if kind == "strglob":
+            return guards + self.typed(expr, known, str), f"{self.const(s[2])}.match({expr}) is not None", []
+        raise _NoShape
+
+    def _lazy(self, guards: list[str], expr: str) -> str:
+        """`expr` run only when its guards hold (those not known to hold already), else
+        raising _Undecided where it stands."""
+        needed = [g for g in dict.fromkeys(guards) if g not in self.assumed]
+        if not needed:
+            return expr
+        return f"({expr}) if {' and '.join(needed)} else _u()"
 
     def const(self, value: Any) -> str:
         key = (type(value), value) if _hashable(value) else ("id", id(value))
@@ -1679,8 +2101,6 @@ class _PlanWriter:
     # shared values, computed once at the top of the function
 
     def shared(self, v: tuple) -> str:
-        if self.windows and v[0] in ("path", "pathprop"):
-            v = ("w" + v[0], *v[1:])  # a Windows path and its fields: their own variables
         name = self.values.get(v)
         if name is not None:
             return name
@@ -1698,61 +2118,119 @@ class _PlanWriter:
                     f"elif {name} is not M: {name} = X",
                 ]
             self.prelude.append(f"t{name} = type({name})")
-        elif kind in ("path", "wpath"):
-            field = self.shared(v[1])
-            name = f"{'p' if kind == 'path' else 'w'}{len(self.values)}"
-            if "W" not in self.values.values():  # under a Windows cwd `/x` is Windows: the Windows variant decides
-                self.values[("windows",)] = "W"
-                self.prelude.append("W = _windows_text(context.get('cwd'))")
-            if kind == "path":
-                self.prelude.append(f"{name} = M if W else _plain_path({field})")
-            else:
-                self.prelude.append(f"{name} = _win_path(env, {field}) if W else M")
-        elif kind == "wpathprop":
-            path = self.shared(v[2])
-            name = f"n{len(self.values)}"
-            field = f"{path}.key[1:]" if v[1] == "parts" else f"{path}.{v[1]}"  # the parts by their folds
-            self.prelude.append(f"{name} = {field} if {path} is not M else M")
         elif kind == "shell":
             field = self.shared(v[1])
             name = f"s{len(self.values)}"
             self.prelude.append(f"{name} = _parsed_or_none({field})")
-        elif kind == "pathprop":
-            path = self.shared(v[2])
-            name = f"n{len(self.values)}"
-            inline = {  # as _PATH_PROPERTIES computes them, written out (no call)
-                "text": path,
-                "name": f"{path}[{path}.rfind('/') + 1:]",
-                "parts": f"(tuple({path}[1:].split('/')) if {path} != '/' else ())",
-            }.get(v[1]) or f"{self.const(_PATH_PROPERTIES[v[1]][0])}({path})"
-            self.prelude.append(f"{name} = {inline} if {path} is not M else M")
         else:  # pragma: no cover - shapes only share these
             raise _NoShape
         self.values[v] = name
         return name
 
+    # Paths of the call's fields, made once per call and only when a rule reaches them: `path(x)`
+    # and `path(x, "lit")` are a variable `aN` that holds N (not made yet) until a guard first
+    # reads it, `(aN if aN is not N else (aN := _pv(...)))`, and holds the PathValue or
+    # WinPathValue make_path gives (from its cache: the call's files repeat), or M when path()
+    # refuses the text. Every expression that reads the path runs after one of its guards (see
+    # `cond`), so it reads `aN` itself. Its fields are kept the same way (`pathN`: made on first
+    # use), and so is `lower()` of a field or of a path's text (computed once per call, not once
+    # per `or` operand that reads it).
+
+    def _context(self) -> None:
+        """The call's cwd and home as path() reads them (Env.cwd, Env.home_dir), and W: whether
+        the cwd is a Windows path (then `/x` is Windows too, and the Windows variant decides)."""
+        if ("windows",) in self.values:
+            return
+        self.values[("windows",)] = "W"
+        self.prelude += [
+            "CW = context.get('cwd')",
+            "XT = True",  # the cwd and home are exact str (or None): make_path's cache is keyed by them
+            "if type(CW) is not str: XT, CW = (False, CW) if isinstance(CW, str) else (True, None)",
+            "HO = env[4]",
+            "if 'home' in context and isinstance(context['home'], str):",
+            "    HO = context['home']",
+            "    if type(HO) is not str: XT = False",
+            # winpaths.is_windows_text, written out: a drive letter (`C:`) or a leading backslash
+            "W = CW is not None and CW[:1] != '/' and (CW[:1] == '\\\\' or (CW[1:2] == ':' and CW[:1] in LETTERS))",
+        ]
+
+    def _lazy_var(self, key: tuple, prefix: str, make: str) -> str:
+        """The expression of a variable computed by `make` on its first read in a call."""
+        name = self.values.get(key)
+        if name is None:
+            name = self.values[key] = f"{prefix}{len(self.values)}"
+            self.prelude.append(f"{name} = N")
+            self.made[name] = make
+        return f"({name} if {name} is not N else ({name} := {self.made[name]}))"
+
+    def path_var(self, v: tuple) -> tuple[str, str]:
+        """For ("path", field) or ("pathat", field, lit): its variable and the expression that
+        makes it on first read."""
+        field = self.shared(v[1])
+        self._context()
+        if v[0] == "path":
+            # make_path's cache read here (a text seen before: one dict lookup, no call; a refusal
+            # it keeps fails every guard below, as M does), else _pv makes it
+            memo = f"env[6], {self.const(('path', v[1][1], v[1][2]))}" if v[1][0] == "f" else "None"  # _memo_key's
+            make = f"(FP(({field}, CW, HO)) if XT and type({field}) is str else None) or _pv({field}, CW, HO, {memo})"
+        else:
+            make = f"_pv_at({field}, {self.const(v[2])}, env)"
+        expr = self._lazy_var(("pv", *v), "a", make)
+        return expr[1 : expr.index(" ")], expr
+
+    def path_ref(self, v: tuple) -> tuple[str, list[str]]:
+        """A path of a field in the variant being written: its variable and its guard (a POSIX
+        path in the POSIX variant, a Windows path in the Windows one)."""
+        var, make = self.path_var(v)
+        return var, [f"type({make}) is {'WPV' if self.windows else 'PV'}"]
+
+    def path_text(self, v: tuple) -> tuple[str, list[str]]:
+        """The normalized text of a POSIX path of a field (POSIX variant only), and its guard."""
+        if self.windows:
+            raise _NoShape
+        var, guards = self.path_ref(v)
+        return f"{var}.text", guards
+
+    def path_prop(self, prop: str, v: tuple) -> tuple[str, type, list[str]]:
+        """A field of the path of a field: expression, type for the plans, guards. A boolean
+        field reads the same on a POSIX and a Windows path (no variant needed)."""
+        known = _PATH_PROPERTY_TYPES[prop]
+        if known is bool:
+            var, make = self.path_var(v)
+            return f"{var}.{prop}", bool, [f"type({make}) in PVS"]
+        var, guards = self.path_ref(v)
+        if prop == "text":
+            return f"{var}.text", (_WinText if self.windows else str), guards
+        if self.windows:
+            if prop == "parts":  # the parts by their folds (WinParts.find_caseless compares them)
+                return self._lazy_var(("wparts", var), "n", f"{var}.key[1:]"), _WinParts, guards
+            return self._lazy_var((prop, var), "n", f"{var}.{prop}"), _WinText, guards
+        return self._lazy_var((prop, var), "n", f"{var}.{prop}"), known, guards
+
     # conditions: (guards, expression, statements to run first)
 
     def cond(self, s: tuple, item: str | None) -> tuple[list[str], str, list[str]]:
+        """(guards, expression, statements to run first) of a condition's shape. The guards are
+        those of its first leaf, which is evaluated whenever the condition is: the caller checks
+        them before the expression (and falls back to the predicate when they fail). Every
+        other leaf checks its own guards where Python's `and`/`or` reach it, and raises
+        _Undecided there when one fails (`_lazy`): a leaf the predicate would not evaluate
+        either (`false and E`, `true or E`, Kleene's logic) never undecides the rule, and a
+        leaf it would evaluate is computed exactly or undecides it."""
         kind = s[0]
-        if kind == "and" and s[1][0][0] == "exists":
-            # `exists(x) and E`: false when x is missing, whatever E would do (the predicate's
-            # `and` stops at its first false operand), so E's guards are needed only when x is
-            # present: `exists(args.file_path) and path(args.file_path).secret` stays inline for
-            # a call without the field
-            g0, x0, p0 = self.cond(s[1][0], item)
-            var = self.shared(s[1][0][1])
-            rest = s[1][1] if len(s[1]) == 2 else ("and", s[1][1:])
-            g, x, p = self.cond(rest, item)
-            guards = g0 + ([f"({var} is M or ({' and '.join(g)}))"] if g else [])
-            return guards, f"({x0}) and ({x})", p0 + p
         if kind in ("and", "or"):
             guards, exprs, pre = [], [], []
-            for part in s[1]:
-                g, x, p = self.cond(part, item)
-                guards += g
+            assumed = self.assumed
+            for i, part in enumerate(self._runs(s[1])):
+                g, x, p = self.tests_of(kind, part, item) if part[0] == "run" else self.cond(part, item)
+                if i == 0:
+                    guards = g
+                    self.assumed = assumed | set(g)  # checked before any later operand runs
+                else:
+                    x = self._lazy(g, x)
                 exprs.append(f"({x})")
                 pre += p
+            self.assumed = assumed
             return guards, f" {kind} ".join(exprs), pre
         if kind == "not":
             g, x, p = self.cond(s[1], item)
@@ -1799,26 +2277,31 @@ class _PlanWriter:
             expr, known, guards = self.value(s[1], item)
             return guards + self.typed(expr, known, str), f"{self.const(s[2])}.match({expr}) is not None", []
         if kind == "pathglob":
-            if self.windows:
+            if self.windows:  # the pattern is read in the call's context (winpaths.path_glob)
+                var, guards = self.path_ref(s[1])
+                return guards, f"_win_glob({var}, {self.const(s[3])}, CW, HO)", []
+            if s[2] is None:  # not an absolute POSIX pattern: the predicate reads it
                 raise _NoShape
-            var = self.shared(s[1])
-            return [f"{var} is not M"], self.path_match(var, s[2]), []
+            text, guards = self.path_text(s[1])
+            return guards, self.path_match(text, s[2]), []
         if kind in ("underfield", "under") and self.windows:  # by drive and folded parts (winpaths.under)
-            var = self.shared(s[1])
-            if kind == "underfield":
-                base = self.shared(s[2])
-                return [f"{var} is not M", f"{base} is not M"], f"_win_under({var}, {base})", []
-            return [f"{var} is not M"], f"_win_under_literal(env, {var}, {self.const(s[3])})", []
-        if kind == "underfield":  # both plain paths: containment by text, as _fast_under
-            var, base = self.shared(s[1]), self.shared(s[2])
-            expr = f"{base} == '/' or {var} == {base} or ({var}.startswith({base}) and {var}[len({base}):len({base}) + 1] == '/')"
-            return [f"{var} is not M", f"{base} is not M"], expr, []
+            var, guards = self.path_ref(s[1])
+            if kind == "underfield":  # kept for the call: `under` and `not under` rules read it
+                base, g2 = self.path_ref(s[2])
+                return guards + g2, self._lazy_var(("wunder", var, base), "u", f"_win_under({var}, {base})"), []
+            return guards, f"_win_under_literal(env, {var}, {self.const(s[3])})", []
+        if kind == "underfield":  # both POSIX paths: containment by text, as _fast_under
+            text, guards = self.path_text(s[1])
+            base, g2 = self.path_text(s[2])
+            return guards + g2, self._lazy_var(("under", text, base), "u", f"_under_text({text}, {base})"), []
         if kind == "under":
-            var = self.shared(s[1])
+            if s[2] is None:  # not an absolute POSIX directory: the predicate reads it
+                raise _NoShape
+            text, guards = self.path_text(s[1])
             base = s[2]
             if base == "/":
-                return [f"{var} is not M"], "True", []
-            return [f"{var} is not M"], f"{var} == {self.const(base)} or {var}.startswith({self.const(base + '/')})", []
+                return guards, "True", []
+            return guards, f"{text} == {self.const(base)} or {text}.startswith({self.const(base + '/')})", []
         if kind == "programs":
             _, any_, positive, names, shell = s
             var, c = self.shared(shell), self.const(names)
@@ -1832,11 +2315,16 @@ class _PlanWriter:
         if kind == "quant":  # over shell(): a loop before the rule; an item it cannot decide exactly undecides it
             if item is not None:
                 raise _NoShape
-            _, any_, shell, name, body = s
+            _, any_, shell, name, body, _ = s
             var = self.shared(shell)
             self.loops += 1
             loop, result = f"c{self.loops}", f"q{self.loops}"
-            g, x, p = self.cond(body, {name: loop})
+            assumed = self.assumed
+            self.assumed = set()  # the loop runs before its rule: no guard of the rule holds yet
+            try:
+                g, x, p = self.cond(body, {name: loop})
+            finally:
+                self.assumed = assumed
             if p:  # pragma: no cover - a body's quantifiers are expressions
                 raise _NoShape
             pre = [
@@ -1860,13 +2348,13 @@ class _PlanWriter:
             g, x, p = self.cond(body, {**item, name: loop})
             if p:  # pragma: no cover - as above
                 raise _NoShape
-            return g0 + g, f"{'any' if any_ else 'all'}(({x}) for {loop} in {source})", []
+            return g0, f"{'any' if any_ else 'all'}(({self._lazy(g, x)}) for {loop} in {source})", []
         if kind in ("iunder", "ipatheq") and self.windows:  # Windows paths: by drive and folded parts
             left, _, g = self.value(s[1], item)
             side = s[2]
             if side[0] == "path":
-                right = self.shared(side)
-                g = g + [f"{right} is not M"]
+                right, g2 = self.path_ref(side)
+                g = g + g2
             elif side[0] == "ipath":
                 right, _, g2 = self.value(side, item)
                 g = g + g2
@@ -1875,6 +2363,12 @@ class _PlanWriter:
             if kind == "iunder":
                 return g, f"_win_under({left}, {right})", []
             return g, f"{left}.text {'==' if s[3] else '!='} {right}.text", []  # WinStr == folds, as values.equal
+        if kind == "underi":  # a field's path under a path made from a quantifier's item
+            left, g = self.path_ref(s[1]) if self.windows else self.path_text(s[1])
+            right, _, g2 = self.value(s[2], item)
+            if self.windows:
+                return g + g2, f"_win_under({left}, {right})", []
+            return g + g2, f"_under_text({left}, {right})", []
         if kind == "iunder":  # a made path's text under a plain path: containment by text, as _fast_under
             path, _, g = self.value(s[1], item)
             base, known, g2 = self.value(s[2], item)
@@ -1898,11 +2392,9 @@ class _PlanWriter:
             return item[v[1]], str, []
         if kind == "lit":
             return self.const(v[1]), str, []
-        if kind == "path":  # a plain path's text, shared
-            if self.windows:
-                raise _NoShape
-            var = self.shared(v)
-            return var, str, [f"{var} is not M"]
+        if kind == "path":  # a POSIX path's text
+            text, guards = self.path_text(v)
+            return text, str, guards
         if kind == "ipath":  # the normalized text of a POSIX path (a WinPathValue in the Windows variant), else undecided
             raw, known, guards = self.value(v[1], item)
             guards = guards + self.typed(raw, known, str)
@@ -1927,16 +2419,14 @@ class _PlanWriter:
         if kind in ("f", "tool"):
             return self.shared(v), None, []
         if kind == "pathprop":
-            var = self.shared(v)
-            known = _PATH_PROPERTIES[v[1]][1]
-            if self.windows and known is not bool:  # WinStr and WinParts compare folded
-                known = _WinParts if known is tuple else _WinText
-            return var, known, [f"{var} is not M"]
+            return self.path_prop(v[1], v[2])
         if kind == "lower":
             expr, known, guards = self.value(v[1], item)
-            if known is _WinText:  # str.lower of a WinStr is a plain str, as values.lower gives
-                return f"{expr}.lower()", str, guards
-            return f"{expr}.lower()", str, guards + self.typed(expr, known, str)
+            if known is not _WinText:  # str.lower of a WinStr is a plain str, as values.lower gives
+                guards = guards + self.typed(expr, known, str)
+            if v[1][0] in ("f", "pathprop"):  # a value of the call: lowered once per call
+                return self._lazy_var(("lower", expr), "l", f"{expr}.lower()"), str, guards
+            return f"{expr}.lower()", str, guards
         raise _NoShape
 
     def typed(self, expr: str, known: type | None, want: type) -> list[str]:
@@ -1949,10 +2439,14 @@ class _PlanWriter:
             return [f"(t{expr} is int or t{expr} is float)"]
         return [f"t{expr} is {want.__name__}"]
 
-    def compare(self, s: tuple, item: str | None) -> tuple[list[str], str, list[str]]:
+    def compare(self, s: tuple, item: str | None, value: tuple | None = None) -> tuple[list[str], str, list[str]]:
+        """A comparison with a literal; `value`: its left side's (expression, type, guards)
+        when the caller has it already (a run of tests of one value, see `tests_of`)."""
         _, op, v, lit = s
-        expr, known, guards = self.value(v, item)
+        expr, known, guards = value if value is not None else self.value(v, item)
         c = self.const(lit)
+        if known is _WinPath and type(lit) is str and op in ("==", "!="):
+            return guards, f"{expr}.text {op} {c}", []  # a path equals the string of its text; a WinStr folds
         if lit is None:
             if op not in ("==", "!="):
                 raise _NoShape
@@ -2046,22 +2540,102 @@ def _parsed_or_none(text: Any) -> _Shell | None:
     return hit if type(hit) is _Shell else None
 
 
-def _win_path(env: Env, raw: Any) -> Any:
-    """`path(raw)` when it is a Windows path (the call's cwd is one), else _MISSING (an error, a
-    POSIX path: the rule's predicate decides). A field's value is JSON: only a string is a path."""
+_NOT_YET = object()  # a plan's variable not computed yet in this call (see _PlanWriter.path_var)
+
+
+_FIND_PATH, _TOUCH_PATH = paths.PATH_CACHE.lookups()
+
+
+def _path_value(raw: Any, cwd: str | None, home: str | None, memo: dict | None = None, key: tuple | None = None) -> Any:
+    """`path(raw)` in a call with this cwd and home (as `_make_path` makes it: make_path, whose
+    cache keeps the values of the texts a session repeats, with the fields they computed); the
+    _Err of its refusal; _MISSING for a field that holds no string (the rule's predicate then
+    raises the error). A text seen before is found in make_path's cache here, without the calls
+    around it. One made here (a text make_path does not keep: too long) is also left in the
+    call's Env.memo under `key`, where the predicates of the call's other rules find it."""
+    if type(raw) is not str:  # a field's JSON value: path() refuses all but a string
+        return _MISSING
+    if (cwd is None or type(cwd) is str) and (home is None or type(home) is str):
+        key = (raw, cwd, home)
+        hit = _FIND_PATH(key)
+        if hit is not None:
+            try:
+                _TOUCH_PATH(key)
+            except KeyError:  # evicted by another thread meanwhile: still the right value
+                pass
+            return hit if type(hit) is not paths.Refused else _Err(hit.message)
+    try:
+        value = subjects.make_path(raw, cwd, home)
+    except EvalError as exc:
+        if memo is not None:
+            memo.setdefault(key, _Failure(exc.message))
+        return _Err(exc.message)
+    except Exception:
+        return _MISSING
+    if memo is not None:
+        memo.setdefault(key, value)
+    return value
+
+
+def _path_value_at(raw: Any, base: str, env: Env) -> Any:
+    """`path(raw, base)` as `_path_from` makes it; the _Err of its refusal; or _MISSING for a
+    field that holds no string (the predicate's error then names the field: see _path_value3)."""
     if type(raw) is not str:
         return _MISSING
     try:
-        value = _make_path(raw, env)
+        return _path_from(raw, base, env)
+    except EvalError as exc:
+        return _Err(exc.message)
     except Exception:
         return _MISSING
-    return value if type(value) is subjects.WinPathValue else _MISSING
+
+
+def _path_value3(made: Any, read: Callable[[Any], Any], root: Any, base: Any, env: Env) -> Any:
+    """A plan's path of a field (`made`: what the plan made of it, see `_path_value` and
+    `_path_value_at`) with errors as values: the value, or the _Err of its refusal; a field
+    the plan did not make a path of (missing, no string) is read again as the predicate reads
+    it, for its error (`base`: None for path(field), else the literal of path(field, base))."""
+    t = type(made)
+    if t is subjects.PathValue or t is subjects.WinPathValue or t is _Err:
+        return made
+    if t is paths.Refused:  # a refusal make_path's cache kept, read by the plan itself
+        return _Err(made.message)
+    return _field_path3(read, root, env) if base is None else _field_path_at3(read, root, base, env)
+
+
+def _win_glob(path: Any, pattern: str, cwd: str | None, home: str | None) -> bool:
+    """`path glob pattern` for a Windows path, as the predicate reads it (winpaths.path_glob, the
+    pattern anchored in the call's context); raises _Undecided where that raises an EvalError."""
+    try:
+        return winpaths.path_glob(path, pattern, cwd, home)
+    except EvalError:
+        raise _Undecided from None
+
+
+def _win_glob3(path: Any, pattern: str, cwd: str | None, home: str | None) -> Any:
+    """`_win_glob` with its error as a value (see _PlanWriter.body3)."""
+    try:
+        return winpaths.path_glob(path, pattern, cwd, home)
+    except EvalError as exc:
+        return _Err(exc.message)
 
 
 def _win_under_literal(env: Env, path: Any, literal: str) -> bool:
-    """`path under "/x"` for a Windows path: the literal is read in the call's context, as the
-    predicate reads it (it raises as the predicate does; the caller then runs the predicates)."""
-    return subjects.under(path, subjects.make_path(literal, env.cwd(), env.home_dir()))
+    """`path under "/x"` (or `"C:\\x"`) for a Windows path: the literal is read in the call's
+    context, as the predicate reads it; where that refuses it, _Undecided (the rule's predicate
+    raises the error)."""
+    try:
+        return subjects.under(path, subjects.make_path(literal, env.cwd(), env.home_dir()))
+    except EvalError:
+        raise _Undecided from None
+
+
+class _Err(str):
+    """An evaluation error as a value in a plan (see _PlanWriter.body3): its message (a str
+    subclass, made by str's own constructor)."""
+
+    __slots__ = ()
+    message = property(str.__str__)  # the message as a plain str
 
 
 class _Undecided(Exception):
@@ -2070,18 +2644,20 @@ class _Undecided(Exception):
     its predicate, which computes the value (or its error) the general way."""
 
 
-# (raw, base, cwd, home) → (text, secret) of a path a plan's loop made, or _MISSING when it is not
-# a POSIX path (an error, a Windows path); only exact str texts, at most _CACHED_ITEM_TEXT long
+# (raw, base, cwd, home) → (value, secret) of a path a plan's loop made (value: the text of a
+# POSIX path, or the WinPathValue of a Windows path), or _MISSING when path() refuses it; only
+# exact str texts, at most _CACHED_ITEM_TEXT long
 _ITEM_PATHS = BoundedCache(BUDGETS["plan_paths"], "plan_paths")
-_CACHED_ITEM_TEXT = 1024
+_CACHED_ITEM_TEXT = 8192  # characters of the texts of a key (a command's code given with -c, -e: a few KB)
 _STR_OR_NONE = (str, type(None))
 
 
 def _item_made(memo: dict, env: Env, raw: str, base: str | None) -> Any:
-    """(text, secret) of `path(raw)` (base None) or `path(raw, base)` when it is a POSIX path
-    made as the predicates make it (`_make_path`, `_path_from`) and the call's cwd is not a
-    Windows path, else _MISSING. `memo` holds one
-    call's answers; _ITEM_PATHS those of earlier calls (the same words in the same cwd)."""
+    """(value, secret) of `path(raw)` (base None) or `path(raw, base)` as the predicates make it
+    (`_make_path`, `_path_from`): value is the normalized text of a POSIX path (a str; its
+    PathValue under a Windows cwd), or the WinPathValue of a Windows path; _MISSING when path()
+    raises. `memo` holds one call's
+    answers; _ITEM_PATHS those of earlier calls (the same words in the same cwd)."""
     key = (raw, base)
     made = memo.get(key)
     if made is not None:
@@ -2094,57 +2670,137 @@ def _item_made(memo: dict, env: Env, raw: str, base: str | None) -> Any:
         if made is not None:
             memo[key] = made
             return made
-    if winpaths.is_windows_text(cwd):
-        # under a Windows cwd a literal the loop compares with is a Windows path, while `~/x` with
-        # a POSIX home is a POSIX one: the predicate reads both in the call's context
+    refusal = None
+    try:
+        value = _make_path(raw, env) if base is None else _path_from(raw, base, env)
+    except EvalError as exc:
+        value, refusal = None, _Err(exc.message)
+    except Exception:
         value = None
+    t = type(value)
+    if t is subjects.PathValue:
+        secret = value._secret
+        if secret is None:  # from the text, split once (a long cwd: each word's text is long)
+            secret = is_secret_text(value.text)
+            object.__setattr__(value, "_secret", secret)
+        # under a Windows cwd a literal the loop compares with is a Windows path, while `~/x` with
+        # a POSIX home is a POSIX one: the predicate reads both in the call's context (the value
+        # is kept as a PathValue, which neither _item_path nor _item_win_path takes)
+        made = (value if winpaths.is_windows_text(cwd) else value.text, secret)
+    elif t is subjects.WinPathValue:
+        made = (value, value.secret)
     else:
-        try:
-            value = _make_path(raw, env) if base is None else _path_from(raw, base, env)
-        except Exception:
-            value = None
-    made = (value.text, is_secret_text(value.text)) if type(value) is subjects.PathValue else _MISSING
+        made = refusal if refusal is not None else _MISSING
     memo[key] = made
-    if wide is not None:
-        size = len(raw) + len(base or "") + len(cwd or "") + len(home or "")
-        if size <= _CACHED_ITEM_TEXT:
-            _ITEM_PATHS.put(wide, made, 2 * size + (2 * len(made[0]) if made is not _MISSING else 0) + 400)
+    if wide is not None and len(raw) + len(base or "") + len(cwd or "") + len(home or "") <= _CACHED_ITEM_TEXT:
+        texts = raw + (base or "") + (cwd or "") + (home or "")
+        if True:
+            # the key's texts, and what the entry keeps alive: a POSIX path's text, a Windows path
+            # (as make_path's cache counts it), a PathValue under a Windows cwd
+            cost = 2 * char_bytes(texts) + 400
+            if type(made) is _Err:
+                cost += 2 * char_bytes(made.message) + 100
+            elif made is not _MISSING:
+                cost += char_bytes(made[0]) + 100 if type(made[0]) is str else paths.value_cost(value, texts)
+            _ITEM_PATHS.put(wide, made, cost)
     return made
 
 
 def _item_path(memo: dict, env: Env, raw: str, base: str | None) -> str:
-    """The text of the path `_item_made` makes; raises _Undecided when it makes none."""
+    """The text of the POSIX path `_item_made` makes; raises _Undecided when it makes none (an
+    error, a Windows path, any path under a Windows cwd)."""
     made = _item_made(memo, env, raw, base)
-    if made is _MISSING:
+    if type(made) is not tuple or type(made[0]) is not str:
         raise _Undecided
     return made[0]
 
 
 def _item_secret(memo: dict, env: Env, raw: str, base: str | None) -> bool:
-    """`.secret` of the path `_item_made` makes; raises _Undecided when it makes none."""
+    """`.secret` of the POSIX path `_item_made` makes; raises _Undecided when it makes none."""
     made = _item_made(memo, env, raw, base)
-    if made is _MISSING:
+    if type(made) is not tuple or type(made[0]) is not str:
         raise _Undecided
     return made[1]
 
 
 def _item_win_path(memo: dict, env: Env, raw: str, base: str | None) -> Any:
     """The WinPathValue of `path(raw)` or `path(raw, base)` (the call's cwd is a Windows path);
-    raises _Undecided when it is not one (an error, a POSIX path). One call's answers in `memo`
-    (the make_path cache keeps them across calls)."""
-    key = ("windows", raw, base)
-    made = memo.get(key)
-    if made is None:
-        try:
-            made = _make_path(raw, env) if base is None else _path_from(raw, base, env)
-        except Exception:
-            made = _MISSING
-        if type(made) is not subjects.WinPathValue:
-            made = _MISSING
-        memo[key] = made
-    if made is _MISSING:
+    raises _Undecided when it is not one (an error, a POSIX path)."""
+    made = _item_made(memo, env, raw, base)
+    if type(made) is not tuple or type(made[0]) is not subjects.WinPathValue:
         raise _Undecided
-    return made
+    return made[0]
+
+
+# The same, for a loop's item its body decides with errors as values (see _PlanWriter.body3):
+# a path() that refuses the text gives its _Err (the message the predicate raises), a value of
+# the other kind raises _Undecided.
+
+def _item_path3(memo: dict, env: Env, raw: str, base: str | None) -> Any:
+    made = _item_made(memo, env, raw, base)
+    if type(made) is _Err:
+        return made
+    if made is _MISSING or type(made[0]) is not str:
+        raise _Undecided
+    return made[0]
+
+
+def _item_secret3(memo: dict, env: Env, raw: str, base: str | None) -> Any:
+    made = _item_made(memo, env, raw, base)
+    if type(made) is _Err:
+        return made
+    if made is _MISSING or type(made[0]) is not str:
+        raise _Undecided
+    return made[1]
+
+
+def _item_win_path3(memo: dict, env: Env, raw: str, base: str | None) -> Any:
+    made = _item_made(memo, env, raw, base)
+    if type(made) is _Err:
+        return made
+    if made is _MISSING or type(made[0]) is not subjects.WinPathValue:
+        raise _Undecided
+    return made[0]
+
+
+def _field_path3(read: Callable[[Any], Any], root: Any, env: Env) -> Any:
+    """`path(field)` as the predicate makes it (`_make_path` of the field's value): the value,
+    or the _Err of the EvalError the field's reading or path() raises."""
+    try:
+        return _make_path(read(root), env)
+    except EvalError as exc:
+        return _Err(exc.message)
+
+
+def _field_path_at3(read: Callable[[Any], Any], root: Any, base: str, env: Env) -> Any:
+    """`path(field, "base")` as the predicate makes it (`_path_from`), or the _Err of the
+    EvalError the field's reading or path() raises."""
+    try:
+        return _path_from(read(root), base, env)
+    except EvalError as exc:
+        return _Err(exc.message)
+
+
+def _item_decided(item_test: Callable[[Env, Any], Any], env: Env, item: Any) -> Any:
+    """An item of a plan's loop decided by the body's predicate: True, False, or the _Err of
+    the EvalError it raises (any other exception is raised: it ends the predicate's loop)."""
+    try:
+        return item_test(env, item)
+    except EvalError as exc:
+        return _Err(exc.message)
+
+
+def _first_error(results: tuple, otherwise: bool) -> Any:
+    """The first of `results` that is not `otherwise` (an _Err), else `otherwise`."""
+    for result in results:
+        if result is not otherwise:
+            return result
+    return otherwise
+
+
+def _undecided() -> Any:
+    """Raise _Undecided: a plan's value a leaf needs is not one it can compute exactly."""
+    raise _Undecided
 
 
 def _item_at(items: tuple, index: int) -> str:
@@ -2165,21 +2821,88 @@ _PLAN_ERRORS = Exception
 
 
 def _rule_lines(w: _PlanWriter, rule: CompiledRule, call: list[str]) -> list[str]:
-    """One rule's lines in a plan: its shape inline under its guards, and `call` (its predicate)
-    when a guard fails or the rule has no shape the writer can write."""
+    """One rule's lines in a plan: its shape inline under the guards of its first leaf, and
+    `call` (its predicate) when one fails, when a later leaf undecides it (_Undecided, see
+    `_PlanWriter.cond`) or when the rule has no shape the writer can write."""
     if rule.shape is None:
         return call
     try:
+        if rule.shape[0] == "quant":
+            return w.quant_rule(rule.shape, rule.order, call)
         guards, expr, pre = w.cond(rule.shape, None)
     except _NoShape:
         return call
-    if not guards:
-        return [*pre, f"if {expr}: append({rule.order})"]
-    return [*pre, f"if {' and '.join(dict.fromkeys(guards))}:", f"    if {expr}: append({rule.order})", "else:",
-            *("    " + line for line in call)]
+    undecides = "_u()" in expr or "_win_glob(" in expr or "_win_under_literal(" in expr  # may raise _Undecided
+    fallback = call
+    if guards or undecides:
+        try:
+            slow = w.body3(rule.shape, {}, "h")
+        except _NoShape:
+            slow = []
+        if slow:  # the rule with errors as values (see _PlanWriter.body3), then its predicate
+            fallback = [
+                "try:", *("    " + line for line in slow),
+                "except Exception:  # _Undecided, or a defect: the predicate decides",
+                "    h = None",
+                "if h is None:", *("    " + line for line in call),
+                f"elif h is True: append({rule.order})",
+                f"elif type(h) is E: append(({rule.order}, h.message, False))",
+            ]
+    if not undecides:  # only the first leaf's guards can fail: checked, then the expression
+        if not guards:
+            return [*pre, f"if {expr}: append({rule.order})"]
+        check = " and ".join(dict.fromkeys(guards))
+        if ":=" in check:  # guards that make paths: kept for the next rule that has the same
+            check = w._lazy_var(("guard", check), "g", check)
+        return [*pre, f"if {check}:", f"    if {expr}: append({rule.order})", "else:",
+                *("    " + line for line in fallback)]
+    test = w._lazy(guards, expr)
+    return [*pre, "try:", f"    if {test}: append({rule.order})", "except U:", *("    " + line for line in fallback)]
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _trimmed(w: _PlanWriter, prelude: list[str], body: list[str]) -> tuple[list[str], list[str]]:
+    """The plan's lines without the work no rule needs: a value computed at the top that nothing
+    reads (`tv0 = type(v0)` for a field compared with no literal), and the check of a variable
+    made on first read where only one place reads it (`(n if n is not N else (n := X))` is
+    `(n := X)` there, and `n` needs no initial N): the same function, fewer steps per call."""
+    words = collections.Counter(_NAME.findall("\n".join(prelude + body)))
+    text = "\n".join(body)
+    for name, make in w.made.items():
+        lazy = f"({name} if {name} is not N else ({name} := {make}))"
+        uses = text.count(lazy)
+        if uses == 1 and words[name] == 4 + _NAME.findall(make).count(name):  # its own lazy form, and the initial N
+            text = text.replace(lazy, f"({make})")
+            prelude = [line for line in prelude if line != f"{name} = N"]
+        elif uses == 1:  # read again below the one place that makes it: made there, unchecked
+            text = text.replace(lazy, f"({name} := {make})")
+            prelude = [line for line in prelude if line != f"{name} = N"]
+    body = text.split("\n")
+    words = collections.Counter(_NAME.findall("\n".join(prelude + body)))
+    kept = []
+    for line in prelude:
+        target = line.split(" = ", 1)[0] if " = " in line and not line.startswith(("if ", "elif ")) else None
+        if target is not None and target.isidentifier() and words[target] == 1 and target.startswith("t"):
+            continue  # a field's type nothing compares
+        kept.append(line)
+    return kept, body
 
 
 def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[int], None]], int] | None:
+    """See `_compile_plan`. A function Python cannot compile (nesting past its parser's limits,
+    in a policy of extreme conditions) is written again without the errors-as-values code, and
+    when that fails too, the rules are left to their predicates (None)."""
+    for with_errors in (True, False):
+        try:
+            return _compile_plan(rules, with_errors)
+        except (SyntaxError, RecursionError, MemoryError, ValueError):
+            continue
+    return None
+
+
+def _compile_plan(rules: tuple[CompiledRule, ...], with_errors: bool = True) -> Callable[[Env, Callable[[int], None]], int] | None:
     """One function for the rules a call of some tool runs (in file order): `plan(env, append)`
     appends the position of every rule that holds, and `(position, error text, False)` for
     every rule whose predicate raised (`values.error_text`; the key `Policy._with_errors`
@@ -2189,6 +2912,7 @@ def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[in
     if not any(r.shape is not None for r in rules):
         return None
     w = _PlanWriter()
+    w.with_errors = with_errors
     body: list[str] = []
     for index, rule in enumerate(rules):
         if rule.test is None:
@@ -2217,22 +2941,23 @@ def compile_plan(rules: tuple[CompiledRule, ...]) -> Callable[[Env, Callable[[in
         else:
             body += ["if not W:", *("    " + line for line in posix), "else:", *("    " + line for line in windows)]
     lines = [
-        "def plan(env, append):",
+        "def plan(env, append):",  # Policy.evaluate calls it only for exact dicts
         "    args = env[1]",
         "    context = env[2]",
-        "    if type(args) is not dict or type(context) is not dict:",
-        "        return 0",
     ]
     if any("(P, env, " in line for line in body):
         lines.append("    P = {}")  # the paths made in the loops, for this call
-    lines += ["    " + line for line in w.prelude]
+    prelude, body = _trimmed(w, w.prelude, body)
+    lines += ["    " + line for line in prelude]
     lines += ["    " + line for line in body]
     lines.append("    return -1")
     namespace = {
-        "M": _MISSING, "X": _UNKNOWN, "ERRORS": _PLAN_ERRORS, "_plain_path": _plain_path,
-        "_windows_text": winpaths.is_windows_text,
-        "_parsed_or_none": _parsed_or_none, "U": _Undecided, "_error_text": values.error_text, "_win_path": _win_path, "_win_under": winpaths.under,
-        "_win_under_literal": _win_under_literal, "_ip": _item_path, "_ipw": _item_win_path, "_ips": _item_secret, "_at": _item_at,
+        "M": _MISSING, "X": _UNKNOWN, "N": _NOT_YET, "ERRORS": _PLAN_ERRORS, "EvalError": EvalError, "_u": _undecided, "E": _Err, "_first_error": _first_error,
+        "_ip3": _item_path3, "_ips3": _item_secret3, "_ipw3": _item_win_path3, "_pv3": _path_value3, "_item_decided": _item_decided,
+        "PV": subjects.PathValue, "WPV": subjects.WinPathValue, "_pv": _path_value, "_pv_at": _path_value_at, "LETTERS": winpaths.LETTERS,
+        "FP": _FIND_PATH, "PVS": _PATH_TYPES,
+        "_parsed_or_none": _parsed_or_none, "U": _Undecided, "_error_text": values.error_text, "_win_under": winpaths.under,
+        "_win_under_literal": _win_under_literal, "_win_glob": _win_glob, "_win_glob3": _win_glob3, "_ip": _item_path, "_ipw": _item_win_path, "_ips": _item_secret, "_at": _item_at,
         "_under_text": _under_text, **w.consts,
     }
     text = "\n".join(lines)

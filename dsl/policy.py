@@ -191,29 +191,49 @@ class Policy:
         `PolicyInputError` when they are not of those shapes; never raises for a condition that
         does not fit the call (that is recorded in the Decision and fails closed).
         """
-        if type(tool) is not str and not isinstance(tool, str):
-            raise PolicyInputError(f"the tool name must be a string, not {type(tool).__name__}")
-        if type(args) is not dict and not isinstance(args, dict):
-            raise PolicyInputError(f"the arguments must be a JSON object, not {_json_kind(args)}")
         if context is None:
             context = _NO_CONTEXT
-        elif type(context) is not dict and not isinstance(context, dict):
-            raise PolicyInputError(f"the context must be a JSON object, not {_json_kind(context)}")
+        if type(args) is not dict or type(context) is not dict or type(tool) is not str:
+            return self._evaluate_checked(tool, args, context)
         plan = self._plans.get(tool)
         if plan is None:
             plan = self._plan(tool)
-        steps, memo, fast = plan
+        steps, memo, fast, constant = plan
+        if constant is not None:  # no rule of the tool has a condition
+            return constant
         # Env(tool, args, context, vars, home, trace, memo), without NamedTuple's __new__
         env = _new_tuple(Env, (tool, args, context, _NO_VARS, self.home, None, {} if memo else None))
         matched: list[int] = []  # positions of the rules that held
-        append = matched.append
         if fast is not None:
             try:
-                start = fast(env, append)  # -1: every rule was decided; else the first rule that raised
+                start = fast(env, matched.append)  # -1: every rule was decided; else the first rule that raised
             except Exception:  # a defect in what the plan reads: the predicates decide every rule
                 start = 0
                 matched.clear()
-            steps = steps[start:] if start >= 0 else ()
+            if start < 0:
+                key = tuple(matched)  # positions, and (position, error, False) for a rule the plan saw raise
+                decision = self._decisions.get(key)
+                return decision if decision is not None else self._decision_for(key)
+            steps = steps[start:]
+        return self._run(steps, env, matched)
+
+    def _evaluate_checked(self, tool: Any, args: Any, context: Any) -> Decision:
+        """`evaluate` of a call whose tool, arguments or context is not exactly a str and two
+        dicts: refused when it is not of those shapes (a subclass is), else decided by the rules'
+        predicates (the generated plans read exact dicts only)."""
+        if not isinstance(tool, str):
+            raise PolicyInputError(f"the tool name must be a string, not {type(tool).__name__}")
+        if not isinstance(args, dict):
+            raise PolicyInputError(f"the arguments must be a JSON object, not {_json_kind(args)}")
+        if not isinstance(context, dict):
+            raise PolicyInputError(f"the context must be a JSON object, not {_json_kind(context)}")
+        steps, memo, _, _ = self._plans.get(tool) or self._plan(tool)
+        env = _new_tuple(Env, (tool, args, context, _NO_VARS, self.home, None, {} if memo else None))
+        return self._run(steps, env, [])
+
+    def _run(self, steps, env: Env, matched: list) -> Decision:
+        """The rules of `steps` by their predicates, after those in `matched` (see `evaluate`)."""
+        append = matched.append
         for test, order in steps:
             if test is None:
                 append(order)
@@ -308,17 +328,19 @@ class Policy:
             self._decisions[key] = decision
         return decision
 
-    def _plan(self, tool: str) -> tuple[tuple[tuple[Any, int], ...], bool, Any]:
+    def _plan(self, tool: str) -> tuple[tuple[tuple[Any, int], ...], bool, Any, Decision | None]:
         """(test, position) for every rule that covers `tool`, in file order; whether a call of
-        the tool needs an Env.memo (some rule shares path()/url()/shell() values); and the rules
+        the tool needs an Env.memo (some rule shares path()/url()/shell() values); the rules
         written as one function (`compile_plan`, None when it would only call the predicates);
-        kept per tool name."""
+        and the Decision of every call of the tool when none of its rules has a condition (the
+        default when none covers it), else None; kept per tool name."""
         rules = self._index.candidates(tool)
         key = tuple(rule.order for rule in rules)
         plan = self._compiled.get(key)
         if plan is None:
             # written once per set of candidate rules: the names a glob covers share it
-            plan = (tuple((rule.test, rule.order) for rule in rules), any(rule.uses_memo for rule in rules), compile_plan(rules))
+            constant = self._decision_for(key) if all(rule.test is None for rule in rules) else None
+            plan = (tuple((rule.test, rule.order) for rule in rules), any(rule.uses_memo for rule in rules), compile_plan(rules), constant)
             if len(self._compiled) >= RuleIndex.CACHE_LIMIT:
                 self._compiled.clear()
             self._compiled[key] = plan

@@ -214,7 +214,8 @@ def test_a_defect_in_a_shared_plan_value_falls_back_to_the_predicates(monkeypatc
     policy = Policy.from_text('default allow\ndeny t when path(args.p) glob "/**/.env" reason "no" id "r"', "d.policy")
     assert policy.evaluate("t", {"p": "/a/.env"}).effect == "deny"
     policy = Policy.from_text('default allow\ndeny t when path(args.p) glob "/**/.env" reason "no" id "r"', "d2.policy")
-    monkeypatch.setattr(compiler, "_plain_path", _broken)  # the plan is written at the first call
+    monkeypatch.setattr(compiler, "_path_value", _broken)  # the plan is written at the first call
+    monkeypatch.setattr(compiler, "_plain_path", _broken)  # and the predicate reads it too
     decision = policy.evaluate("t", {"p": "/a/b"})
     assert decision.effect == "deny"
     assert "Defect" in decision.outcomes[0].error

@@ -262,6 +262,36 @@ def test_a_decision_takes_time_linear_in_its_argument(tool, key, unit, limit):
     assert ratio(lambda v: POLICY.evaluate(tool, {key: v}, {"cwd": "/w"}), lambda n: repeat(unit, n, prefix), limit) <= MAX_RATIO
 
 
+WINDOWS_POLICY = Policy.from_text('''
+default allow
+deny Read when path(args.p) glob "/**/.git/**/config" reason "g"
+deny Read when path(args.p) glob "C:/**/a/**/b/**/c/**/d" reason "a"
+deny Read when path(args.p) under "C:\\\\Windows" reason "w"
+deny Read when path(args.p).secret or path(args.p).parts contains ".ssh" reason "s"
+''')
+WINDOWS_UNITS = st.text(alphabet="\\/.aC:ß?*~ Σ1", min_size=1, max_size=5)
+
+
+@SLOW
+@given(WINDOWS_UNITS)
+@example("\\a\\b\\c")  # bench/worst.py's hand-written inputs, and what its random search found slowest
+@example("\\..")
+@example("/Σß")
+@example("\\ß")
+@example(".\\a.")
+@example("a./ß")
+@example("~1\\")
+@example("CON\\")
+def test_a_windows_path_is_decided_in_time_linear_in_its_length(unit):
+    """A Windows path (drive, UNC or relative to a Windows cwd) at the documented maximum:
+    read, normalized and checked segment by segment where it must be, and matched by every
+    operator a rule applies to it (globs anchored at any root or a drive, `under`, its fields)."""
+    context = {"cwd": "C:\\w", "home": "C:\\Users\\u"}
+    for prefix in ("C:\\", "\\\\server\\share\\", ""):
+        make = lambda n: repeat(unit, n, prefix)  # noqa: E731
+        assert ratio(lambda v: WINDOWS_POLICY.evaluate("Read", {"p": v}, context), make, MAX_PATH_TEXT) <= MAX_RATIO
+
+
 def test_longer_paths_and_urls_than_the_limits_are_errors():
     with pytest.raises(EvalError):
         make_path("/" + "a" * MAX_PATH_TEXT, None, None)

@@ -449,3 +449,82 @@ def test_reading_a_windows_path_is_linear_in_its_length(unit):
         return best
 
     assert cost(100_000) / max(cost(10_000), 1e-7) <= 20
+
+
+# --- the whole-text readings agree with the segment-by-segment ones -------------------------------
+#
+# For a long path the reading looks for what a name may not hold, a reserved device name, a
+# short name, and what needs trimming or resolving in the whole text at once (a few scans in C),
+# and reads segment by segment only what they find. The references below read every segment.
+
+def _segments_one_by_one(pieces, base, raw, what, clamp):
+    """winpaths._segments as it was: each piece through `_name` with every check."""
+    from dsl.subjects import winpaths
+
+    out = list(base)
+    ends_open = not raw.endswith(("\\", "/"))
+    for i, piece in enumerate(pieces):
+        if piece in ("", "."):
+            continue
+        if piece == "..":
+            if out:
+                out.pop()
+            elif not clamp:
+                raise EvalError(f"{what} {raw!r} climbs above its volume into the device namespace")
+            continue
+        out.append(winpaths._name(piece, i == len(pieces) - 1 and ends_open, raw, what))
+    return out
+
+
+_PIECE = st.one_of(
+    st.sampled_from(["", ".", "..", "...", "a", "a.", "a..", "a. ", "a .", " ", ". .", "x ", "ß", "Σß", "CON", "con.txt", "COM1",
+                     "CONIN$", "CONIN$.", "nul .x", "LPT¹", "AB~1", "AB~1.", "PROGRA~1.TXT", "~1", "a~b", "a:b", "a*b", "a?", "é.",
+                     "\U0001F600", "\U00010428", "ﬀ", "İ"]),
+    st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\\/"), min_size=1, max_size=4),
+)
+
+
+def _outcome(fn, *args):
+    try:
+        return ("value", fn(*args))
+    except EvalError as exc:
+        return ("error", exc.message)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(_PIECE, max_size=8), st.booleans(), st.booleans())
+def test_reading_the_segments_at_once_agrees_with_reading_them_one_by_one(pieces, trailing, clamp):
+    from dsl.subjects import winpaths
+
+    raw = "C:\\" + "\\".join(pieces) + ("\\" if trailing else "")
+    got = _outcome(winpaths._segments, list(pieces), ["Users"], raw, "the path", False, clamp)
+    assert got == _outcome(_segments_one_by_one, list(pieces), ["Users"], raw, "the path", clamp), raw
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.text(st.characters(blacklist_categories=("Cs",)), max_size=12))
+def test_folding_by_upper_agrees_with_the_table_of_simple_mappings(text):
+    from dsl.subjects import winpaths
+
+    assert winpaths.fold(text) == winpaths._fold_by_table(text)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(_PIECE, min_size=1, max_size=6), st.sampled_from(["C:\\", "c:/", "C:\\\\", "C:/\\"]), st.sampled_from(["", "\\", "/"]))
+def test_a_drive_path_read_at_once_is_the_one_read_segment_by_segment(pieces, root, end):
+    """The fast reading of `C:\\a\\b` (no cwd, no `..`: nothing but checks) gives what `_parse`
+    gives segment by segment, its refusal included."""
+    from dsl.subjects import winpaths
+
+    raw = root + "\\".join(pieces) + end
+    if "$" in raw or "`" in raw or "%" in raw:
+        return
+    fast = _outcome(lambda: (lambda v: (str(v.drive), list(v._names), v.key))(winpaths.make_windows_path(raw, None, None)))
+
+    def one_by_one():
+        drive, parts = winpaths._parse(raw, None, None, "the path", pattern=False)
+        keys = winpaths.fold("\\".join(parts)).split("\\") if parts else []
+        return drive, parts, (winpaths.fold(drive), *keys)
+
+    slow = _outcome(lambda: (lambda d, p, k: (d, p, k))(*one_by_one()))
+    assert fast == slow, raw

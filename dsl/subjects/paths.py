@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple
 
 from dsl import globs
-from dsl.cache import BUDGETS, BoundedCache
+from dsl.cache import BUDGETS, BoundedCache, char_bytes
 from dsl.subjects.pathtext import check_text
 from dsl.subjects.secrets import clear_secret_cache, glob_climbs_to_secrets, glob_may_be_secret, holds_secrets, is_secret
 from dsl.values import EvalError
@@ -27,6 +27,8 @@ class PathValue:
     _parts: tuple[str, ...] | None = field(default=None, init=False, repr=False, compare=False)
     _name: str | None = field(default=None, init=False, repr=False, compare=False)
     _secret: bool | None = field(default=None, init=False, repr=False, compare=False)
+    _holds: bool | None = field(default=None, init=False, repr=False, compare=False)
+    _glob: bool | None = field(default=None, init=False, repr=False, compare=False)
     # the text path() was given, before `..` and `.` were resolved: what `glob_secret` reads too
     # (`{.ssh/*,a/../../}` is `/}` once resolved, while rg matches its first alternative)
     _pattern: str | None = field(default=None, init=False, repr=False, compare=False)
@@ -52,8 +54,12 @@ class PathValue:
     def holds_secrets(self) -> bool:
         """Whether a search rooted here reaches a secret: the path is secret, or a directory that
         holds secrets below it, or above one (dsl.subjects.secrets.holds_secrets: `/`, the homes,
-        `/proc`, `/etc`, `/run/secrets`, `~/.config`)."""
-        return holds_secrets(self.parts)
+        `/proc`, `/etc`, `/run/secrets`, `~/.config`). Kept, as `secret`."""
+        holds = self._holds
+        if holds is None:
+            holds = holds_secrets(self.parts)
+            object.__setattr__(self, "_holds", holds)
+        return holds
 
     @property
     def glob_secret(self) -> bool:
@@ -61,8 +67,12 @@ class PathValue:
         secret (dsl.subjects.secrets.glob_may_be_secret: `*.[p]em`, `{.ssh,x}/*`, `**/id_*`), as
         written or as resolved against the cwd (a pattern's `..` may stand inside braces, and the
         cwd may be inside a secret directory)."""
-        pattern = self._pattern if self._pattern is not None else self.text
-        return glob_may_be_secret(pattern) or glob_may_be_secret(self.text) or glob_climbs_to_secrets(pattern)
+        found = self._glob
+        if found is None:  # kept, as `secret` (what it reads, the text and the pattern, never change)
+            pattern = self._pattern if self._pattern is not None else self.text
+            found = glob_may_be_secret(pattern) or glob_may_be_secret(self.text) or glob_climbs_to_secrets(pattern)
+            object.__setattr__(self, "_glob", found)
+        return found
 
     @property
     def parts(self) -> tuple[str, ...]:
@@ -98,7 +108,13 @@ class PathValue:
         return self.text
 
 
-_WINDOWS = re.compile(r"^[A-Za-z]:|\\")
+_DRIVE_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+
+def _windows_form(raw: str) -> bool:
+    """Whether `raw` starts with a drive letter (`C:`) or holds a backslash: no POSIX path.
+    (A substring search: a regex alternation tried at every position cost 20 ns a character.)"""
+    return "\\" in raw or (raw[1:2] == ":" and raw[:1] in _DRIVE_LETTERS)
 
 
 def _lexical(parts: Iterable[str], base: tuple[str, ...] = ()) -> list[str]:
@@ -118,7 +134,7 @@ def _lexical(parts: Iterable[str], base: tuple[str, ...] = ()) -> list[str]:
 def _absolute(raw: str, cwd: str | None, home: str | None, what: str) -> list[str]:
     """The normalized segments of `raw` made absolute. Raises EvalError."""
     check_text(raw, what)
-    if _WINDOWS.search(raw):
+    if _windows_form(raw):
         raise EvalError(f"{what} {raw!r} is not a POSIX path")
     if raw == "~" or raw.startswith("~/"):
         if not home:
@@ -137,10 +153,35 @@ def _absolute(raw: str, cwd: str | None, home: str | None, what: str) -> list[st
     return _lexical(raw.split("/"), _base(cwd, None, home, "context.cwd"))
 
 
-@functools.lru_cache(maxsize=256)
+# (raw, cwd, home, what) → the segments of a cwd or a home made absolute; and (cwd, home) → the
+# text of the cwd so made. A chain of `cd`s makes a long cwd, and every word after it is
+# resolved against it: each word costs its own parts, not the cwd's.
+_BASES = BoundedCache(BUDGETS["path_bases"], "path_bases")
+
+
 def _base(raw: str, cwd: str | None, home: str | None, what: str) -> tuple[str, ...]:
-    """_absolute of a cwd or a home, kept: the same few repeat for every word of a call."""
-    return tuple(_absolute(raw, cwd, home, what))
+    """_absolute of a cwd or a home, kept (the same few repeat for every word of a call). Raises
+    EvalError as _absolute does (a refusal is not kept)."""
+    key = (raw, cwd, home, what)
+    hit = _BASES.get(key) if type(raw) is str and type(cwd) in _STR_OR_NONE and type(home) in _STR_OR_NONE else None
+    if hit is None:
+        hit = tuple(_absolute(raw, cwd, home, what))
+        if type(raw) is str and type(cwd) in _STR_OR_NONE and type(home) in _STR_OR_NONE:
+            texts = raw + (cwd or "") + (home or "")
+            # the key's texts, the segments (a copy of the characters and an object each), the tuple
+            _BASES.put(key, hit, 2 * char_bytes(texts) + 64 * len(hit) + 300)
+    return hit
+
+
+def _base_text(cwd: str, home: str | None) -> str:
+    """The normalized text of a cwd (`_base` joined), kept with it. Raises EvalError."""
+    key = ("text", cwd, home)
+    hit = _BASES.get(key) if type(cwd) is str and type(home) in _STR_OR_NONE else None
+    if hit is None:
+        hit = "/" + "/".join(_base(cwd, None, home, "context.cwd"))
+        if type(cwd) is str and type(home) in _STR_OR_NONE:
+            _BASES.put(key, hit, char_bytes(cwd) + char_bytes(home or "") + char_bytes(hit) + 200)
+    return hit
 
 
 MAX_PATH_TEXT = 100_000  # characters of a path or a pattern, cwd and home included; longer is an error
@@ -150,14 +191,14 @@ MAX_PATH_TEXT = 100_000  # characters of a path or a pattern, cwd and home inclu
 # session repeat (the same cwd, the same files), and several rules of one call make the same
 # path(p, c.cwd); the values are immutable, so one made earlier is the same answer. Only exact
 # `str` texts of at most _CACHED_PATH_TEXT characters are kept (a WinStr, a str subclass equal to
-# its text, reads differently). A refusal is kept as its message (`_Refused`) and raised again:
+# its text, reads differently). A refusal is kept as its message (`Refused`) and raised again:
 # a call whose paths start with `~` and no home is known refuses the same path for every rule.
-_PATH_CACHE = BoundedCache(BUDGETS["paths"], "paths")
-_CACHED_PATH_TEXT = 1024
+PATH_CACHE = _PATH_CACHE = BoundedCache(BUDGETS["paths"], "paths")
+_CACHED_PATH_TEXT = 8192
 _STR_OR_NONE = (str, type(None))
 
 
-class _Refused(NamedTuple):
+class Refused(NamedTuple):
     """A kept refusal of make_path: the EvalError's message."""
 
     message: str
@@ -170,7 +211,7 @@ def make_path(raw: object, cwd: str | None, home: str | None) -> PathValue:
         key = (raw, cwd, home)
         hit = _PATH_CACHE.get(key)
         if hit is not None:
-            if type(hit) is _Refused:
+            if type(hit) is Refused:
                 raise EvalError(hit.message)
             return hit
         texts = raw + (cwd or "") + (home or "")
@@ -178,23 +219,36 @@ def make_path(raw: object, cwd: str | None, home: str | None) -> PathValue:
             value = _make(raw, cwd, home)
         except EvalError as exc:
             if len(texts) <= _CACHED_PATH_TEXT:
-                _PATH_CACHE.put(key, _Refused(exc.message), 2 * len(texts) + 2 * len(exc.message) + 400)
+                _PATH_CACHE.put(key, Refused(exc.message), 2 * char_bytes(texts) + 2 * char_bytes(exc.message) + 400)
             raise
         if len(texts) <= _CACHED_PATH_TEXT:
-            # the key's texts and the value's text (their characters, twice), each of the value's
-            # parts once kept (a str of about 50 bytes and a tuple slot: at most one per "/" or
-            # "\"), and the objects themselves (key tuple, value, cache node)
-            _PATH_CACHE.put(key, value, 2 * len(texts) + 64 * (texts.count("/") + texts.count("\\") + 1) + 600)
+            _PATH_CACHE.put(key, value, value_cost(value, texts))
         return value
     if isinstance(raw, PathValue):
         return raw
     return _make(raw, cwd, home)
 
 
+def value_cost(value: object, texts: str) -> int:
+    """What a kept path() value costs a cache, in bytes, with every field it may compute later
+    (parts, name, secret): an upper bound of `dsl.cache.estimate_size` of the key and the value.
+    `texts`: the key's texts joined (raw, cwd, home). A POSIX path: the characters four times
+    (the key, the text, the parts, the name; 4 bytes each unless ASCII), each part's own object
+    (a str of about 50 bytes and a tuple slot: at most one per "/" or "\\"), and the objects
+    themselves (key tuple, value, cache node). A Windows path holds more: its text, drive and
+    each part are WinStr (a str with a dict holding its fold, about 500 bytes each), and the
+    folded text, the folded parts and the parts as written are kept beside them."""
+    chars = char_bytes(texts)
+    if type(value) is _winpaths.WinPathValue:
+        return 2 * chars + 6 * char_bytes(value.text) + 600 * len(value.key) + 1400
+    return 4 * chars + 64 * (texts.count("/") + texts.count("\\") + 1) + 600
+
+
 def clear_path_cache() -> None:
     """Forget every kept path() value and what the secrets table answered for a path or a
     pattern (benchmarks time the first sight of a path)."""
     _PATH_CACHE.clear()
+    _BASES.clear()
     clear_secret_cache()
 
 
@@ -202,6 +256,17 @@ def _make(raw: object, cwd: str | None, home: str | None) -> PathValue:
     _check_length(raw, cwd, home)
     if type(raw) is _winpaths.WinPathValue or _winpaths.wants_windows(raw, cwd, home):
         return _winpaths.make_windows_path(raw, cwd, home)
+    if type(raw) is str and cwd and raw not in ("", ".", "..") and "/" not in raw and raw[0] != "~":
+        # one relative segment (a command's word, most often): the cwd's text and the word, as
+        # _absolute resolves it (the same checks, in the same order), without joining the cwd's
+        # segments again for each word
+        check_text(raw, "the path")
+        if _windows_form(raw):
+            raise EvalError(f"the path {raw!r} is not a POSIX path")
+        base = _base_text(cwd, home)
+        value = PathValue(base + raw if base == "/" else base + "/" + raw)
+        object.__setattr__(value, "_pattern", raw)
+        return value
     value = PathValue("/" + "/".join(_absolute(raw, cwd, home, "the path")))
     if type(raw) is str and raw != value.text:
         object.__setattr__(value, "_pattern", raw)

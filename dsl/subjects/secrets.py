@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from fnmatch import fnmatchcase
 
-from dsl.cache import BUDGETS, BoundedCache
+from dsl.cache import BUDGETS, BoundedCache, char_bytes
 
 DIRECTORIES: tuple[tuple[str, ...], ...] = (
     (".ssh",),                      # OpenSSH: private keys, ssh(1) FILES
@@ -99,6 +99,7 @@ _EXACT, _PREFIXES, _SUFFIXES, _BY_LAST, _BY_FIRST = _index()
 
 
 _FIRST_SEGMENTS = frozenset(_BY_FIRST)
+_FIRST_MARKERS = tuple(f"/{first}/" for first in sorted(_FIRST_SEGMENTS))
 
 
 def is_secret(parts: tuple[str, ...]) -> bool:
@@ -115,8 +116,23 @@ def is_secret(parts: tuple[str, ...]) -> bool:
 
 def is_secret_text(text: str) -> bool:
     """`is_secret` of a normalized absolute POSIX path's text ("/" is the root): the plans of
-    dsl.compiler hold the text, not a PathValue."""
-    return text != "/" and _lowered_is_secret(text[1:].lower().split("/"))
+    dsl.compiler hold the text, not a PathValue. The text is split into segments only when its
+    name or one of its segments begins an entry: the common path is decided by its name and a
+    few substring searches (a path under a long cwd costs little more than a short one)."""
+    if text == "/":
+        return False
+    lowered = text.lower()
+    name = lowered[lowered.rfind("/") + 1 :]
+    if name in _EXACT or name.startswith(_PREFIXES) or name.endswith(_SUFFIXES):
+        return True
+    if name not in _BY_LAST:
+        ended = lowered + "/"
+        for marker in _FIRST_MARKERS:  # "/.ssh/": some segment begins a directory entry
+            if marker in ended:
+                break
+        else:
+            return False
+    return _lowered_is_secret(lowered[1:].split("/"))
 
 
 def _lowered_is_secret(lowered: list[str]) -> bool:
@@ -162,7 +178,7 @@ def holds_secrets(parts: tuple[str, ...]) -> bool:
     hit = _SECRET_CACHE.get(key)
     if hit is None:
         hit = _holds_secrets(parts)
-        _SECRET_CACHE.put(key, hit, 2 * size + 64 * len(parts) + 200)
+        _SECRET_CACHE.put(key, hit, 2 * char_bytes("/".join(parts)) + 64 * len(parts) + 200)
     return hit
 
 
@@ -529,7 +545,7 @@ def glob_may_be_secret(pattern: str) -> bool:
     hit = _SECRET_CACHE.get(key)
     if hit is None:
         hit = _glob_may_be_secret(pattern)
-        _SECRET_CACHE.put(key, hit, 2 * len(pattern) + 200)
+        _SECRET_CACHE.put(key, hit, 2 * char_bytes(pattern) + 200)
     return hit
 
 

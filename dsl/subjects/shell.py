@@ -1184,7 +1184,7 @@ def _parse_cached(text: str) -> tuple[Command, ...]:
 
 
 def clear_shell_cache() -> None:
-    """Forget the parsed shell texts kept by `parse_shell` (at most 16 MB of them, see dsl.cache)."""
+    """Forget the parsed shell texts kept by `parse_shell` (at most BUDGETS["subjects.shell"] bytes of them, see dsl.cache)."""
     _CACHE.clear()
 
 

@@ -61,7 +61,7 @@ from dsl.subjects.paths import path_glob as _posix_glob
 from dsl.subjects.pathtext import check_text
 from dsl.values import EvalError
 
-_LETTERS = frozenset(ascii_letters)
+LETTERS = _LETTERS = frozenset(ascii_letters)
 _SEPARATORS = re.compile(r"[\\/]+")
 # Names the Win32 layer maps to devices ("Naming Files, Paths, and Namespaces"), compared folded.
 _RESERVED = frozenset(
@@ -90,13 +90,58 @@ _UPCASE: dict[int, str] | None = None
 
 def fold(text: str) -> str:
     """The comparison key of Windows path text: every character by its simple uppercase mapping
-    (BMP only, one character to one), `/` as `\\`. Linear in the text."""
-    global _UPCASE
+    (BMP only, one character to one), `/` as `\\`. Linear in the text.
+
+    That is `str.upper` but for the characters `upper` maps to more than one (`ß` to `SS`: the
+    102 of the BMP) and those outside the BMP, which the key keeps as written: each distinct
+    one present is set aside (replaced by a placeholder `upper` leaves alone, then put back),
+    a few scans in C. A text holding more than `_KEPT_AT_MOST` distinct ones, or a placeholder,
+    is folded character by character through the table (`_fold_by_table`, the reference)."""
+    global _KEPT
     if text.isascii():
         return text.upper().replace("/", "\\")
+    if _KEPT is None:
+        _KEPT = _kept_pattern()
+    found = _KEPT.search(text)
+    if found is None:
+        return text.upper().replace("/", "\\")
+    if _PLACEHOLDERS.search(text):
+        return _fold_by_table(text)
+    work, kept = text, []
+    while found is not None:
+        if len(kept) == _KEPT_AT_MOST:
+            return _fold_by_table(text)
+        holder = chr(0xF0000 + len(kept))
+        kept.append((holder, found.group()))
+        work = work.replace(found.group(), holder)
+        found = _KEPT.search(work, found.start())
+    work = work.upper()
+    for holder, char in kept:
+        work = work.replace(holder, char)
+    return work.replace("/", "\\")
+
+
+def _fold_by_table(text: str) -> str:
+    """`fold` character by character, through the table of simple uppercase mappings."""
+    global _UPCASE
     if _UPCASE is None:
         _UPCASE = _upcase_table()
     return text.translate(_UPCASE).replace("/", "\\")
+
+
+# What `fold` keeps as written where `str.upper` would change it: the BMP characters whose
+# uppercase is more than one character (102 in Python 3.11's tables: `ß`, `ŉ`, `ﬀ`, ...), and
+# every character outside the BMP but plane 15 (private use, caseless), whose characters serve
+# as placeholders; at most _KEPT_AT_MOST distinct ones. Built from the running Python's own
+# tables on the first non-ASCII text (about 10 ms), as _UPCASE is.
+_KEPT: re.Pattern[str] | None = None
+_PLACEHOLDERS = re.compile("[\U000F0000-\U000FFFFF]")
+_KEPT_AT_MOST = 8
+
+
+def _kept_pattern() -> re.Pattern[str]:
+    expanding = "".join(ch for ch in map(chr, range(0x10000)) if len(ch.upper()) != 1)
+    return re.compile("[" + re.escape(expanding) + "\U00010000-\U000EFFFF\U00100000-\U0010FFFF]")
 
 
 class WinStr(str):
@@ -182,7 +227,7 @@ class WinPathValue:
     parts (one WinStr each) are made on first use: most rules read only the name or the key.
     Build one with `make_windows_path`."""
 
-    __slots__ = ("drive", "text", "key", "folded", "_names", "_parts", "_pattern")
+    __slots__ = ("drive", "text", "key", "folded", "_names", "_parts", "_pattern", "_secret", "_holds", "_glob")
 
     KIND = "path"
     FIELDS = _PATH_FIELDS
@@ -201,6 +246,9 @@ class WinPathValue:
         put(self, "_names", tuple(parts))
         put(self, "_pattern", None)
         put(self, "_parts", None)
+        put(self, "_secret", None)
+        put(self, "_holds", None)
+        put(self, "_glob", None)
         return self
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -209,26 +257,39 @@ class WinPathValue:
     @property
     def secret(self) -> bool:
         """Whether the path is or is inside a file that holds credentials (dsl.subjects.secrets),
-        compared in lower case as on POSIX."""
-        from dsl.subjects.secrets import is_secret
+        compared in lower case as on POSIX; kept, as PathValue keeps it (a path from make_path's
+        cache is asked again by later calls, and by several rules of one call)."""
+        secret = self._secret
+        if secret is None:
+            from dsl.subjects.secrets import is_secret
 
-        return is_secret(self._names)
+            secret = is_secret(self._names)
+            object.__setattr__(self, "_secret", secret)
+        return secret
 
     @property
     def holds_secrets(self) -> bool:
-        """As PathValue.holds_secrets: `C:\\` and `C:\\Users\\me` hold secrets below them."""
-        from dsl.subjects.secrets import holds_secrets
+        """As PathValue.holds_secrets: `C:\\` and `C:\\Users\\me` hold secrets below them. Kept."""
+        holds = self._holds
+        if holds is None:
+            from dsl.subjects.secrets import holds_secrets
 
-        return holds_secrets(self._names)
+            holds = holds_secrets(self._names)
+            object.__setattr__(self, "_holds", holds)
+        return holds
 
     @property
     def glob_secret(self) -> bool:
         """As PathValue.glob_secret: of the text as written (before `..` was resolved) or of
         the folded text."""
-        from dsl.subjects.secrets import glob_may_be_secret
+        found = self._glob
+        if found is None:  # kept
+            from dsl.subjects.secrets import glob_may_be_secret
 
-        pattern = self._pattern
-        return (pattern is not None and glob_may_be_secret(pattern)) or glob_may_be_secret(self.folded)
+            pattern = self._pattern
+            found = (pattern is not None and glob_may_be_secret(pattern)) or glob_may_be_secret(self.folded)
+            object.__setattr__(self, "_glob", found)
+        return found
 
     @property
     def parts(self) -> "WinParts":
@@ -288,13 +349,19 @@ def make_windows_path(raw: Any, cwd: str | None, home: str | None, what: str = "
     hit = _PLAIN_CACHE.get(raw) if type(raw) is str else None
     if hit is not None:
         return hit
-    if (type(raw) is str and raw[1:3] in (":\\", ":/") and raw[0] in _LETTERS and _PLAIN_RUN.match(raw, 2)
+    if (type(raw) is str and raw[1:3] in (":\\", ":/") and raw[0] in _LETTERS
             and "$" not in raw and "`" not in raw and "%" not in raw):
         # the common case, `C:\\dir\\name` already in normal form: one fold, one split; it
         # depends on nothing else, so it is kept (a call's cwd is read for every path it has)
-        folded = fold(raw[2:])
-        if not _RESERVED_SEGMENT.search(folded):
-            hit = WinPathValue.of(raw[0].upper() + ":", [p for p in _SEPARATORS.split(raw[2:]) if p], [k for k in folded.split("\\") if k])
+        parts = _plain_parts(raw[2:])
+        folded = fold(raw[2:]) if parts is not None else ""
+        if parts is not None and not _reserved_in(folded):
+            keys = folded.split("\\")  # the same pieces, folded (fold maps one character to one)
+            if keys[0] == "":
+                del keys[0]
+            if len(keys) > len(parts):
+                del keys[-1]
+            hit = WinPathValue.of(raw[0].upper() + ":", parts, keys)
             if len(raw) <= _PLAIN_CACHE_TEXT:
                 if len(_PLAIN_CACHE) >= _PLAIN_CACHE_ENTRIES:
                     _PLAIN_CACHE.clear()
@@ -378,27 +445,27 @@ def _parse(raw: Any, cwd: str | None, home: str | None, what: str, pattern: bool
     if head in ("\\\\?\\", "\\\\.\\") or raw.startswith("\\??\\"):
         return _device(raw, what, pattern)
     if raw[:2] in ("\\\\", "//", "\\/", "/\\"):
-        pieces = _SEPARATORS.split(raw[2:])
+        pieces = _SEPARATORS.split(raw[2:], 2)  # the server, the share, and what is below them
         if len(pieces) < 2 or not pieces[0] or not pieces[1]:
             raise EvalError(f"{what} {raw!r} is a UNC path without a server and a share")
         for piece in pieces[:2]:
             if piece in (".", "..") or _FORBIDDEN.search(piece) or ":" in piece:
                 raise EvalError(f"{what} {raw!r} has {piece!r} as its server or share, which Windows does not allow")
         drive = "\\\\" + pieces[0] + "\\" + pieces[1]
-        return drive, _segments(pieces[2:], [], raw, what, pattern, clamp=True)
+        return drive, _segments(_split(pieces[2]) if len(pieces) > 2 else [], [], raw, what, pattern, clamp=True)
     if raw[1:2] == ":" and raw[:1] in _LETTERS:
         drive = raw[0].upper() + ":"
         rest = raw[2:]
         if rest[:1] in ("\\", "/"):
             plain = None if pattern else _plain(rest, [])
-            return drive, plain if plain is not None else _segments(_SEPARATORS.split(rest), [], raw, what, pattern, clamp=True)
+            return drive, plain if plain is not None else _segments(_split(rest), [], raw, what, pattern, clamp=True)
         base = _cwd(cwd, home, raw, what)
         if base.key[0] != drive:
             raise EvalError(f"{what} {raw!r} is relative to the current directory of drive {drive}, which is not known here")
-        return drive, _segments(_SEPARATORS.split(rest), list(base.parts), raw, what, pattern, clamp=True)
+        return drive, _segments(_split(rest), list(base.parts), raw, what, pattern, clamp=True)
     if raw[:1] in ("\\", "/"):
         base = _cwd(cwd, home, raw, what, rooted=True)
-        return base.drive, _segments(_SEPARATORS.split(raw), [], raw, what, pattern, clamp=True)
+        return base.drive, _segments(_split(raw), [], raw, what, pattern, clamp=True)
     if raw[:1] == "~":
         if raw != "~" and raw[1:2] not in ("\\", "/"):
             raise EvalError(f"{what} {raw!r} names another user's home, which is not known here")
@@ -407,26 +474,64 @@ def _parse(raw: Any, cwd: str | None, home: str | None, what: str, pattern: bool
         if not is_windows_text(home):
             raise EvalError(f"{what} {raw!r} is a Windows path and the home {home!r} is not a Windows path")
         base = make_windows_path(home, None, None, "the home directory")
-        return base.drive, _segments(_SEPARATORS.split(raw[1:]), list(base.parts), raw, what, pattern, clamp=True)
+        return base.drive, _segments(_split(raw[1:]), list(base.parts), raw, what, pattern, clamp=True)
     base = _cwd(cwd, home, raw, what)
     plain = None if pattern else _plain(raw, list(base.parts))
-    return base.drive, plain if plain is not None else _segments(_SEPARATORS.split(raw), list(base.parts), raw, what, pattern, clamp=True)
+    return base.drive, plain if plain is not None else _segments(_split(raw), list(base.parts), raw, what, pattern, clamp=True)
 
 
-# A run of segments already in normal form (no empty, `.` or `..` segment, none ending in a period
-# or a space, nothing refused, no `~`), and a segment that may be a reserved device name: with
-# the first and not the second, `_plain` splits the text without checking segment by segment.
-# Each segment is bounded by separators, which neither class holds: linear.
-_SEG = r'[^\x00-\x1f<>"|?*:~\\/]*[^\x00-\x1f<>"|?*:~. \\/]'
-_PLAIN_RUN = re.compile(rf"[\\/]?{_SEG}(?:[\\/]{_SEG})*[\\/]?\Z")
+# A segment in normal form holds none of these (what a name may not hold, `:` for a stream, `~`
+# for a short name) and ends in neither a period nor a space; a text holding none of them anywhere
+# needs no check segment by segment (`_plain_parts`, `_segments`): a few scans of the whole text
+# in C, where a regex per segment (or one tried at every position) cost 50-120 ns a character.
+_NOT_IN_A_NAME = re.compile(r'[\x00-\x1f<>"|?*:~]')
+_REFUSED_CHARS = re.compile(r'[\x00-\x1f<>"|?*:]')  # the same but `~` (a short name is read per segment)
+# the stems of the reserved device names (`_RESERVED`), searched in folded text
+_RESERVED_STEMS = ("CON", "PRN", "AUX", "NUL", "COM", "LPT")
 # (searched in folded text, where every separator is `\\` and every letter upper case)
 _RESERVED_SEGMENT = re.compile(r"(?:^|\\)(?:CON|PRN|AUX|NUL|COM.|LPT.)(?:[. ][^\\]*)?(?:\\|\Z)")
 
 
+def _split(text: str) -> list[str]:
+    """`text` cut at every separator (`\\` or `/`). Unlike `_SEPARATORS.split`, a run of
+    separators leaves empty pieces between them: for `_segments`, which skips them."""
+    return text.replace("/", "\\").split("\\")
+
+
+def _reserved_in(folded: str) -> bool:
+    """Whether some segment of a folded text is a reserved device name (as `_name` reads one).
+    Only a text holding one of their stems is searched segment by segment."""
+    for stem in _RESERVED_STEMS:
+        if stem in folded:
+            return _RESERVED_SEGMENT.search(folded) is not None
+    return False
+
+
+def _plain_parts(rest: str) -> list[str] | None:
+    """The segments of `rest` when it is a run of segments already in normal form: at most one
+    separator before, between and after them, no empty, `.` or `..` segment, none ending in a
+    period or a space, nothing a name may not hold, no `~`. Else None."""
+    if _NOT_IN_A_NAME.search(rest):
+        return None
+    ended = rest.replace("/", "\\") + "\\"
+    if ".\\" in ended or " \\" in ended:  # a segment ending in a period or a space ("." and ".." too)
+        return None
+    pieces = ended.split("\\")
+    del pieces[-1]  # the separator added above
+    if len(pieces) > 1 and pieces[0] == "":
+        del pieces[0]
+    if len(pieces) > 1 and pieces[-1] == "":
+        del pieces[-1]
+    if "" in pieces:
+        return None
+    return pieces
+
+
 def _plain(rest: str, base: list[str]) -> list[str] | None:
     """`base` and the segments of `rest` when they need no normalization or check, else None."""
-    if _PLAIN_RUN.match(rest) and not _RESERVED_SEGMENT.search(fold(rest)):
-        return base + [p for p in _SEPARATORS.split(rest) if p]
+    parts = _plain_parts(rest)
+    if parts is not None and not _reserved_in(fold(rest)):
+        return base + parts
     return None
 
 
@@ -489,10 +594,32 @@ def _any_root(pattern: str) -> str:
 def _segments(pieces: list[str], base: list[str], raw: str, what: str, pattern: bool, clamp: bool) -> list[str]:
     """`base` (normalized segments) extended by `pieces` as Windows normalizes them: `.` dropped,
     `..` removing the segment before (at the root: kept at the root when `clamp`, else an error),
-    each name trimmed and checked. Raises EvalError."""
+    each name trimmed and checked. Raises EvalError. What a name may not hold, and a reserved
+    device name, are first looked for in all the pieces at once: a check that cannot fail is
+    not made segment by segment (50,000 segments of 100,000 characters)."""
     out = list(base)
     ends_open = not raw.endswith(("\\", "/"))
     last = len(pieces) - 1
+    joined = "\\".join(pieces)
+    clean = not pattern and _REFUSED_CHARS.search(joined) is None  # no character a name may not hold, no `:`
+    folded = fold(joined) if not pattern else ""
+    reserved = any(stem in folded for stem in _RESERVED_STEMS)  # some segment may name a device
+    if clean and not reserved and "~" not in joined:
+        # nothing to resolve or trim either (no `..`, no segment ending in a period or a space;
+        # empty pieces and `.` dropped): the pieces are the segments, checked in a few scans
+        core = list(filter(None, pieces))  # an empty piece (separators in a row) is skipped
+        if "." in core:
+            core = [piece for piece in core if piece != "."]
+        ended = "\\".join(core) + "\\"
+        if " \\" not in ended and "..\\" not in ended:  # no name ending in a space or two periods, no `..`
+            if ".\\" not in ended:
+                return out + core
+            # names ending in one period: Windows trims it (the last name loses its trailing
+            # periods and spaces, here that one period, as every other name does)
+            trimmed = ended.replace(".\\", "\\")
+            if " \\" not in trimmed:  # (a name left ending in a space: `_name` says why it is refused)
+                return out + trimmed.split("\\")[:-1]
+    append = out.append
     for i, piece in enumerate(pieces):
         if piece in ("", "."):
             continue
@@ -502,7 +629,23 @@ def _segments(pieces: list[str], base: list[str], raw: str, what: str, pattern: 
             elif not clamp:
                 raise EvalError(f"{what} {raw!r} climbs above its volume into the device namespace")
             continue
-        out.append(piece if pattern else _name(piece, i == last and ends_open, raw, what))
+        if pattern:
+            append(piece)
+            continue
+        if clean and not reserved:
+            # `_name` written out for what it accepts without a message (`_name` raises the rest):
+            # a name as it is, or with one trailing period trimmed when it is not the last
+            end = piece[-1]
+            if end not in ". ":
+                name = piece
+            elif end == "." and not (i == last and ends_open):
+                name = piece[:-1]
+            else:
+                name = ""
+            if name and name[-1] not in ". " and ("~" not in name or _SHORT_NAME.match(name) is None):
+                append(name)
+                continue
+        append(_name(piece, i == last and ends_open, raw, what, clean, reserved))
     return out
 
 
@@ -511,9 +654,15 @@ def _segments(pieces: list[str], base: list[str], raw: str, what: str, pattern: 
 _ORDINARY = re.compile(r'[^\x00-\x1f<>"|?*:~]*[^\x00-\x1f<>"|?*:~. ]\Z')
 
 
-def _name(seg: str, final: bool, raw: str, what: str) -> str:
-    """One segment trimmed as Win32 normalization trims it, then checked. Raises EvalError."""
-    if _ORDINARY.match(seg):
+def _name(seg: str, final: bool, raw: str, what: str, clean: bool = False, reserved: bool = True) -> str:
+    """One segment trimmed as Win32 normalization trims it, then checked. Raises EvalError.
+    `clean`: the caller found no character a name may not hold, nor `:`, in any segment (only
+    `~` is left to look for here); `reserved`: some segment may be a reserved device name (when
+    not, none is looked for here). Each check skipped that way is one that cannot fail."""
+    ordinary = (seg[-1] not in ". " and "~" not in seg) if clean else _ORDINARY.match(seg) is not None
+    if ordinary:
+        if not reserved:
+            return seg
         dot = seg.find(".")
         base = (seg if dot < 0 else seg[:dot]).rstrip(" ")
         if not 3 <= len(base) <= 4 or fold(base) not in _RESERVED:
@@ -526,6 +675,17 @@ def _name(seg: str, final: bool, raw: str, what: str) -> str:
             raise EvalError(f"{what} {raw!r} has the segment {seg!r}, whose trailing periods or spaces Windows' reading leaves open")
     if not name or name.strip(". ") == "":
         raise EvalError(f"{what} {raw!r} has the segment {seg!r}, made only of periods and spaces")
+    if not clean:
+        if ":" in name:
+            raise EvalError(f"{what} {raw!r} names an NTFS alternate data stream or holds ':' in {seg!r}")
+        bad = _FORBIDDEN.search(name)
+        if bad:
+            raise EvalError(f"{what} {raw!r} holds {bad.group()!r}, which Windows does not allow in a name")
+    if reserved and fold(name.split(".", 1)[0].rstrip(" ")) in _RESERVED:
+        raise EvalError(f"{what} {raw!r} names the Windows device {name!r}")
+    if "~" in name and _SHORT_NAME.match(name):
+        raise EvalError(f"{what} {raw!r} has {name!r}, which may be an 8.3 short name: an alias of a long name that only the file system knows")
+    return name
     if ":" in name:
         raise EvalError(f"{what} {raw!r} names an NTFS alternate data stream or holds ':' in {seg!r}")
     bad = _FORBIDDEN.search(name)
