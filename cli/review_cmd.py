@@ -45,13 +45,21 @@ def _refuse_as(name: Optional[str]) -> None:
              f"({reviewer()}); deciding as someone else needs a signing key, which this command does not take yet")
 
 
-def _open(ledger: Optional[str], policy: Optional[str] = None):
+def _fail(message: str, code: int = EXIT_USAGE, *, as_json: bool = False, error: str = "usage") -> None:
+    """`fail`, or with --json the same as a JSON object on stdout (`error`: a stable name)."""
+    if as_json:
+        echo_json({"error": error, "message": message})
+        raise typer.Exit(code)
+    fail(message, code)
+
+
+def _open(ledger: Optional[str], policy: Optional[str] = None, *, as_json: bool = False):
     """A Gate on an existing ledger (exit 2 with the reason when it cannot be opened)."""
-    from ledger.workflow.gate import Gate
     from ledger.store.log import Ledger, LedgerError
+    from ledger.workflow.gate import Gate
 
     if not ledger:
-        fail(f"no ledger: pass --ledger DIR or set {LEDGER_ENV}")
+        _fail(f"no ledger: pass --ledger DIR or set {LEDGER_ENV}", as_json=as_json, error="no-ledger")
     loaded = None
     if policy is not None:
         from cli.output import load_policy
@@ -60,7 +68,13 @@ def _open(ledger: Optional[str], policy: Optional[str] = None):
     try:
         return Gate(loaded, Ledger(ledger, create=False))
     except LedgerError as exc:
-        fail(f"{ledger}: {exc}", EXIT_FAIL if type(exc).__name__ == "LedgerCorrupt" else EXIT_USAGE)
+        corrupt = type(exc).__name__ == "LedgerCorrupt"
+        _fail(str(exc), EXIT_FAIL if corrupt else EXIT_USAGE, as_json=as_json, error="ledger-corrupt" if corrupt else "ledger")
+    except PermissionError as exc:
+        _fail(f"{exc.filename or ledger}: permission denied: a reviewer needs to read and write the ledger's directory and "
+              "files (README, \"Deploying\": a group the agent's account is not in)", as_json=as_json, error="permission")
+    except OSError as exc:
+        _fail(f"{exc.filename or ledger}: {exc.strerror or exc}", as_json=as_json, error="ledger")
 
 
 _UNREAD = object()  # _as_dict: read the arguments through the Gate
@@ -154,17 +168,23 @@ def list_requests(
     ledger: Optional[str] = _LEDGER,
     tool: Optional[str] = typer.Option(None, "--tool", help="Only requests for this tool."),
     run: Optional[str] = typer.Option(None, "--run", help="Only requests of this run."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the ids, one a line (for scripts)."),
     as_json: bool = _JSON,
 ) -> None:
     """The pending requests, oldest first: id, tool, arguments in brief, quorum progress, time left.
 
-    Catches up with the ledger first and expires what is due (silence rejects).
+    Catches up with the ledger first and expires what is due (silence rejects). A request's id is
+    the seq of the event that proposed it.
 
     Example: countersign review list --ledger build/ledger
     """
-    with _open(ledger) as gate:
+    with _open(ledger, as_json=as_json) as gate:
         rows = [s for s in gate.pending() if (tool is None or s.tool == tool) and (run is None or s.run == run)]
-        arguments = gate.arguments_of(rows, checked=False)  # a summary; `show` checks what it shows
+        arguments = {} if quiet else gate.arguments_of(rows, checked=False)  # a summary; `show` checks what it shows
+    if quiet:
+        for s in rows:
+            typer.echo(str(s.request))
+        return
     if as_json:
         echo_json([_as_dict(None, s, args=arguments.get(s.request)) for s in rows])
         return
@@ -185,21 +205,31 @@ def _progress(quorum: dict) -> str:
 
 
 @app.command()
-def show(request: int = typer.Argument(..., help="The request id."), ledger: Optional[str] = _LEDGER, as_json: bool = _JSON) -> None:
-    """One request in full: its exact arguments (checked against their digest), the digest to
-    approve, what an edit changed, the rules that decided it and where they are, the run's
-    earlier calls, and every event of its history.
+def show(
+    request: int = typer.Argument(..., help="The request id."),
+    ledger: Optional[str] = _LEDGER,
+    digest_only: bool = typer.Option(False, "--digest-only", help="Print only the argument digest (for `--digest`)."),
+    as_json: bool = _JSON,
+) -> None:
+    """One request in full: its exact arguments (checked against their digest while it can run),
+    the digest to approve, what an edit changed, the rules that decided it and where they are,
+    the run's earlier calls, and every event of its history.
 
     Example: countersign review show 7 --ledger build/ledger
     """
     from ledger.workflow.machine import UnknownRequest
 
-    with _open(ledger) as gate:
+    with _open(ledger, as_json=as_json) as gate:
         try:
             state = gate.get(request)
         except UnknownRequest as exc:
-            fail(exc.message)
+            _fail(exc.message, as_json=as_json, error=exc.code)
+        if digest_only:
+            typer.echo(state.digest)
+            return
         item = _as_dict(gate, state, full=True)
+        if item["args"] is None:  # final: the arguments it was decided on, as stored (a redaction shows its marker)
+            item["args"] = gate.stored_arguments(request)
         records = gate.history(request)
         earlier = gate.earlier_in_run(request, limit=10)
         original = gate.original_arguments(request) if state.edits else None
@@ -241,11 +271,15 @@ def _print_request(item: dict) -> None:
         when = "" if rule["seq"] == item["request"] else f" (the edit at seq {rule['seq']})"
         say(f"  rule: {rule['rule']}" + (f" ({rule['at']})" if rule["at"] else "") + when)
     q = item["quorum"]
-    if q["needs"]:
+    waiting = item["status"] in ("pending", "interrupting")
+    if q["needs"] and waiting:
         say(f"  needs: {q['needs']}")
         say(f"  approved by: {', '.join(q['approved_by']) or 'no one yet'}; {q['more_needed']} more")
-    if item["deadline"]:
-        say(f"  deadline: {item['deadline']} ({_left(item['deadline'])} left)")
+    elif q["approved_by"]:
+        say(f"  approved by: {', '.join(q['approved_by'])}")
+    if item["deadline"] and waiting:
+        left = _left(item["deadline"])
+        say(f"  deadline: {item['deadline']} ({left} left)" if left != "expired" else f"  deadline: {item['deadline']} (passed)")
     if item["decisions"]:
         say(f"  decisions allowed: {', '.join(item['decisions'])}")
     if item["decided_by"] or item["reason"]:
@@ -255,7 +289,7 @@ def _print_request(item: dict) -> None:
             say(f"  said: {item['reason']}")
     say(f"  digest: {item['args_digest']}")
     if item["args"] is not None:
-        say("  arguments:")
+        say("  arguments:" if waiting or item["status"] in ("approved", "allowed") else "  arguments (as stored):")
         for line in pretty(item["args"]):
             say(f"    {line}")
     if item["original_args"] is not None and item["args"] is not None:
@@ -297,28 +331,38 @@ def _decided(state, as_json: bool) -> None:
 
 
 def _step(ledger: Optional[str], fn, *, policy: Optional[str] = None, as_json: bool = False) -> None:
-    """Run one decision on a fresh Gate; a refusal is exit 1 with its message and code."""
-    from ledger.workflow.gate import GateError
-    from ledger.workflow.machine import Violation
+    """Run one decision on a fresh Gate. A refusal is exit 1 with its rule's code and message;
+    a request that does not exist, or an edit with another policy than the call's, exit 2."""
+    from ledger.workflow.gate import GateError, PolicyMismatch
+    from ledger.workflow.machine import UnknownRequest, Violation
 
-    with _open(ledger, policy) as gate:
+    with _open(ledger, policy, as_json=as_json) as gate:
         try:
             state = fn(gate)
+        except UnknownRequest as exc:
+            _fail(exc.message, as_json=as_json, error=exc.code)
         except Violation as exc:
             if as_json:
                 echo_json({"error": exc.code, "message": exc.message, "request": exc.request})
                 raise typer.Exit(EXIT_FAIL)
             fail(f"refused ({exc.code}): {exc.message}", EXIT_FAIL)
+        except PolicyMismatch as exc:
+            _fail(f"request {exc.request} was decided by another policy than {policy}: an edit re-enters the policy "
+                  "that decided the call, so give --policy the file the agent's Gate loaded", as_json=as_json,
+                  error="policy-mismatch")
         except GateError as exc:
-            fail(str(exc), EXIT_USAGE)
+            _fail(str(exc), as_json=as_json, error="refused")
     _decided(state, as_json)
 
 
 def _need_digest(digest: Optional[str]) -> str:
     """Every decision names the arguments it was made on: a decision on arguments that changed
-    after the reviewer looked is refused (stale-digest)."""
+    after the reviewer looked is refused (stale-digest). A digest is 64 lowercase hex digits."""
     if not digest:
         fail("name the argument digest you decided on: --digest (printed by `countersign review show REQ`)")
+    if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        fail(f"--digest {digest!r} is not a digest: 64 lowercase hex digits, as `countersign review show REQ --digest-only` "
+             "prints it (a shortened one is not accepted)")
     return digest
 
 
@@ -408,7 +452,9 @@ def edit(
 
     _refuse_as(as_name)
     digest = _need_digest(digest)
-    if (args is None) == (not sets):
+    if args is not None and sets:
+        fail("give the new arguments with --args JSON or with --set path=value, not both")
+    if args is None and not sets:
         fail("give the new arguments with --args JSON or one or more --set path=value")
 
     def run(gate):
@@ -438,6 +484,8 @@ def _apply_sets(current: dict, sets: List[str]) -> dict:
         try:
             value = msgspec.json.decode(raw)
         except msgspec.DecodeError:
+            if raw[:1] in ('"', "[", "{"):  # meant as JSON, mistyped: not silently text
+                fail(f"--set {item!r}: the value starts like JSON but is not JSON; quote text that should stay text")
             value = raw
         *parents, last = path.split(".")
         node: Any = out
@@ -476,19 +524,27 @@ def wait(
     from ledger.workflow.machine import UnknownRequest
 
     seconds = _duration(timeout) if timeout is not None else None
-    with _open(ledger) as gate:
+    with _open(ledger, as_json=as_json) as gate:
         try:
             state = gate.wait(request, timeout=seconds)
         except UnknownRequest as exc:
-            fail(exc.message)
+            _fail(exc.message, as_json=as_json, error=exc.code)
     code = EXIT_WAITING if state.status in ("pending", "interrupting") else 0 if state.status in MAY_RUN else EXIT_FAIL
     if as_json:
-        echo_json({"request": state.request, "status": state.status, "decided_by": state.decided_by, "reason": state.reason,
-                   "exit_code": code})
+        echo_json({"request": state.request, "status": state.status, "decision": state.decision,
+                   "decided_by": state.decided_by, "reason": state.reason, "exit_code": code})
     else:
-        said = f" by {state.decided_by}" if state.decided_by else ""
-        say(f"request {state.request}: {state.status}{said}" + (f": {state.reason}" if state.reason else ""))
+        say(f"request {state.request}: {state.status}{_who_decided(state)}" + (f": {state.reason}" if state.reason else ""))
     raise typer.Exit(code)
+
+
+def _who_decided(state) -> str:
+    """` (approved by alice)`, ` (rejected by bob)`, ` (expired)`: the decision, not the status."""
+    verb = {"approve": "approved", "reject": "rejected", "respond": "answered", "cancel": "cancelled",
+            "expire": "expired", "deny": "denied by the policy"}.get(state.decision or "")
+    if verb is None or verb == state.status:
+        return f" (by {state.decided_by})" if state.decided_by and verb != state.status else ""
+    return f" ({verb} by {state.decided_by})" if state.decided_by else f" ({verb})"
 
 
 def _duration(text: str) -> float:
@@ -507,7 +563,7 @@ def _duration(text: str) -> float:
 @app.command()
 def expire(ledger: Optional[str] = _LEDGER, as_json: bool = _JSON) -> None:
     """Expire every request whose deadline has passed (for cron; every other command does it too)."""
-    with _open(ledger) as gate:
+    with _open(ledger, as_json=as_json) as gate:
         expired = gate.expire()
     if as_json:
         echo_json({"expired": expired})

@@ -317,3 +317,39 @@ def test_review_list_fits_an_80_column_terminal(tmp_path):
     assert listed.returncode == 0, listed.stderr
     lines = listed.stdout.splitlines()
     assert len(lines) == 5 and all(len(line) <= 80 for line in lines), lines
+
+
+def test_files_take_the_ledger_directorys_group_bits_whatever_the_umask(tmp_path):
+    ledger = tmp_path / "l"
+    ledger.mkdir()
+    os.chmod(ledger, 0o2770)  # a directory a reviewers' group shares
+    old = os.umask(0o022)  # an account that did not set umask 002
+    try:
+        with Gate(policy(), ledger) as g:
+            g.propose("small_change", {}, proposer="agent")
+    finally:
+        os.umask(old)
+    made = [ledger / "LOCK", ledger / "WRITERS", *ledger.glob("events-*.jsonl"), *(ledger / "cache").iterdir()]
+    assert {oct(p.stat().st_mode & 0o777) for p in made} == {"0o660"}, [(p.name, oct(p.stat().st_mode)) for p in made]
+    assert (ledger / "cache").stat().st_mode & 0o7777 == 0o2770
+
+
+def test_review_commands_say_what_is_wrong_without_a_traceback(tmp_path):
+    with Gate(policy(), tmp_path / "l") as g:
+        p = g.propose("small_change", {}, proposer="agent")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    listed = _cli("review", "list", "--ledger", str(empty))
+    assert listed.returncode == 2 and "no ledger segments" in listed.stderr and "Traceback" not in listed.stderr
+    assert list(empty.iterdir()) == []  # no lock files left in a directory that is not a ledger
+    short = _cli("review", "approve", str(p.request), "--digest", p.args_digest[:12], "--ledger", str(tmp_path / "l"))
+    assert short.returncode == 2 and "not a digest" in short.stderr
+    unknown = _cli("review", "approve", "999", "--digest", p.args_digest, "--ledger", str(tmp_path / "l"), "--json")
+    assert unknown.returncode == 2 and json.loads(unknown.stdout)["error"] == "unknown-request"
+    shown = _cli("review", "show", "999", "--ledger", str(tmp_path / "l"), "--json")
+    assert shown.returncode == 2 and json.loads(shown.stdout)["error"] == "unknown-request"
+    both = _cli("review", "edit", str(p.request), "-p", "x.policy", "--args", "{}", "--set", "a=1", "--digest", p.args_digest,
+                "--ledger", str(tmp_path / "l"))
+    assert both.returncode == 2 and "not both" in both.stderr
+    assert _cli("review", "list", "-q", "--ledger", str(tmp_path / "l")).stdout.split() == [str(p.request)]
+    assert _cli("review", "show", str(p.request), "--digest-only", "--ledger", str(tmp_path / "l")).stdout.strip() == p.args_digest

@@ -200,6 +200,45 @@ def list_segments(path: Path) -> list[Path]:
     return found
 
 
+def shared_mode(directory: Path) -> int:
+    """The mode of a file made in the ledger's `directory`: the directory's read and write bits
+    (0755 gives 0644; a directory a reviewers' group shares, 2775, gives 0664), so that every
+    account the directory admits can use what any of them creates (docs/ledger-format.md 7.1)."""
+    try:
+        return os.stat(directory).st_mode & 0o666
+    except OSError:
+        return 0o644
+
+
+def open_created(path: Path, flags: int, mode: int) -> int:
+    """os.open(path, flags | O_CREAT, mode), and the mode set again on a file this account owns
+    (the umask may have taken bits the directory asks for). Raises OSError as os.open."""
+    fd = os.open(path, flags | os.O_CREAT, mode)
+    try:
+        if os.fstat(fd).st_uid == os.geteuid():
+            os.fchmod(fd, mode)
+    except OSError:
+        pass  # not ours, or a file system without modes: it is used as it is
+    return fd
+
+
+def make_dir(path: Path, like: Path) -> None:
+    """Make the directory `path` (if missing) with the mode of `like`, the ledger's directory,
+    set again past the umask (see shared_mode)."""
+    if path.is_dir():
+        return
+    try:
+        mode = os.stat(like).st_mode & 0o7777
+    except OSError:
+        mode = 0o755
+    path.mkdir(mode=mode, exist_ok=True)
+    try:
+        if os.stat(path).st_uid == os.geteuid():
+            os.chmod(path, mode)
+    except OSError:
+        pass
+
+
 def write_all(fd: int, data: bytes) -> None:
     """Write every byte of `data` to `fd` (os.write may write fewer). Raises OSError as os.write."""
     view = memoryview(data)
@@ -492,9 +531,12 @@ class Ledger(Store):
                 _fsync_dir(self.path.parent)
         elif not self.path.is_dir():
             raise LedgerUnreadable(f"{self.path}: not a directory")
+        elif not create and not list_segments(self.path):  # before a lock file is made in a wrong directory
+            raise LedgerUnreadable(f"{self.path}: no ledger segments ({SEGMENT_GLOB}) in this directory")
+        self._mode = shared_mode(self.path)
         try:
             self._writers_fd = self._join_writers(exclusive)
-            self._lock_fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+            self._lock_fd = open_created(self.path / LOCK_FILE, os.O_RDWR, self._mode)
             with self._append_lock():
                 self._open_for_append(create)
         except BaseException:
@@ -504,7 +546,7 @@ class Ledger(Store):
     # --- opening ------------------------------------------------------------------------------
 
     def _join_writers(self, exclusive: bool) -> int:
-        fd = os.open(self.path / WRITERS_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_created(self.path / WRITERS_FILE, os.O_RDWR, shared_mode(self.path))
         try:
             fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
         except OSError as exc:
@@ -607,7 +649,7 @@ class Ledger(Store):
             self.completed_tail = True
             return None
         qdir = self.path / QUARANTINE_DIR
-        qdir.mkdir(exist_ok=True)
+        make_dir(qdir, like=self.path)
         base = f"{segment.name}.{offset}.torn"
         target, n = qdir / base, 1
         earlier: list[Path] = []
@@ -624,7 +666,7 @@ class Ledger(Store):
             self._note_for(p, segment.name, offset) for p in earlier if not _holds_beginning(segment, offset, p)
         ]
         digest = hashlib.sha256()
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = open_created(target, os.O_WRONLY | os.O_EXCL, self._mode)
         try:
             with segment.open("rb") as handle:
                 handle.seek(offset)
@@ -1247,7 +1289,7 @@ class Ledger(Store):
         if target.exists():  # the caller caught up under the lock; only a writer outside the protocol gets here
             raise LedgerCorrupt(None, f"{target.name} appeared while this writer held the append lock")
         temp = self.path / temp_name(number)
-        fd = os.open(temp, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o644)
+        fd = open_created(temp, os.O_WRONLY | os.O_APPEND | os.O_TRUNC, self._mode)
         try:
             write_all(fd, payload)
             _sync(fd)

@@ -5,7 +5,7 @@ ledger.store.log.Ledger.grew) says the ledger may hold new events, or False afte
 seconds. It sleeps in the kernel's file-change notification, through the watchfiles library
 (inotify on Linux, FSEvents on macOS, kqueue on the BSDs): a write to a segment wakes it within a
 few milliseconds. Where that is not to be had (the library is missing, the system refuses one
-more watch, COUNTERSIGN_WAIT=poll, or a file system that sends no notifications, such as NFS:
+more watch, COUNTERSIGN_WAIT=poll (the default is notify), or a file system that sends no notifications, such as NFS:
 set the variable there), it polls `grew()` instead, every 20 ms at first and backing off to every
 250 ms. Even with notifications it looks every WAKE_SECONDS, so that a change made between its
 first look and the start of the watch is never waited on for long.
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from pathlib import Path
 from typing import Callable
 
@@ -28,7 +29,10 @@ def wait_for_growth(directory: Path, grew: Callable[[], bool], timeout: float) -
     if grew():
         return True
     end = time.monotonic() + max(0.0, timeout)
-    if os.environ.get("COUNTERSIGN_WAIT") != "poll":
+    how = os.environ.get("COUNTERSIGN_WAIT", "notify")
+    if how not in ("notify", "poll"):
+        warnings.warn(f"COUNTERSIGN_WAIT={how!r} is neither 'notify' nor 'poll': notifications are used", stacklevel=2)
+    if how != "poll":
         try:
             return _notified(directory, grew, end)
         except Exception:  # noqa: BLE001 (no notification here: an ImportError, an OS limit, ...)

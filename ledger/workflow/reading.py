@@ -89,6 +89,17 @@ class Reading:
             records = self.ledger.records_at(state.seqs)
             return [records[seq] for seq in state.seqs if seq in records]
 
+    def stored_arguments(self, request: int) -> Any:
+        """The arguments a request was last decided on (the proposal's, or the last edit's), as
+        stored in the ledger and not checked (a redacted value shows as its marker), or None."""
+        with self._lock:
+            state = self._open_state(request)
+        data = self.ledger.data_at([state.data_seq or request]).get(state.data_seq or request)
+        try:
+            return msgspec.json.decode(data)["args"] if data is not None else None
+        except (msgspec.DecodeError, KeyError, TypeError):
+            return None
+
     def original_arguments(self, request: int) -> Any:
         """The arguments the agent proposed (before any edit), read from the ledger, or None when
         they cannot be read (redacted, say)."""

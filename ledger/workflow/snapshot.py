@@ -46,6 +46,7 @@ from typing import Any, Iterable
 
 import msgspec
 
+from ledger.store.log import make_dir, shared_mode
 from ledger.workflow.machine import RequestState
 
 FORMAT = 3  # 2: `current` has the run column; 3: `redacted` keyed by its seq and path
@@ -95,6 +96,13 @@ def _tables(db: sqlite3.Connection) -> None:
     except BaseException:
         db.execute("ROLLBACK")
         raise
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError:  # a directory this account cannot search
+        return False
 
 
 class Behind(Exception):
@@ -192,7 +200,7 @@ class Snapshot:
             return self._db
         for attempt in (1, 2):
             try:
-                self.path.parent.mkdir(mode=0o750, exist_ok=True)
+                make_dir(self.path.parent, like=self.path.parent.parent)
                 # A short wait for the write lock: a save that cannot have it soon is skipped and
                 # made later (reads, in WAL mode, do not wait for writers).
                 db = sqlite3.connect(self.path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False)
@@ -203,15 +211,28 @@ class Snapshot:
                 except sqlite3.DatabaseError:
                     db.close()
                     raise
+                self._share_files()
                 self._db = db
                 return db
             except sqlite3.DatabaseError as exc:
-                if attempt == 2 or not self.path.exists() or isinstance(exc, sqlite3.OperationalError):
+                if attempt == 2 or isinstance(exc, sqlite3.OperationalError) or not _exists(self.path):
                     raise Unusable(f"{self.path}: {exc}") from None
                 self._discard()  # not a database (corrupt, or another file): rebuilt
             except OSError as exc:
                 raise Unusable(f"{self.path}: {exc.strerror or exc}") from None
         raise Unusable(str(self.path))
+
+    def _share_files(self) -> None:
+        """Give the files SQLite made the ledger directory's read and write bits (SQLite makes
+        them 0644): the other accounts that open Gates on this ledger save to them too."""
+        mode = shared_mode(self.path.parent.parent)
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                name = f"{self.path}{suffix}"
+                if os.stat(name).st_uid == os.geteuid():
+                    os.chmod(name, mode)
+            except OSError:
+                pass
 
     def _discard(self) -> None:
         for suffix in ("", "-wal", "-shm"):
