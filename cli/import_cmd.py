@@ -4,7 +4,7 @@ from typing import Optional
 
 import typer
 
-from cli.output import EXIT_FAIL, fail
+from cli.output import count as _count, EXIT_FAIL, fail
 
 app = typer.Typer(no_args_is_help=True, help="Translate other tools' permission settings into a .policy.")
 
@@ -62,7 +62,7 @@ def claude_settings(
         except OSError as exc:
             fail(f"cannot write {out}: {exc.strerror or exc}")
         typer.echo(
-            f"{out}: policy {policy.name!r}, {len(policy.rules)} rules, default {policy.default.effect}; "
+            f"{out}: policy {policy.name!r}, {_count(len(policy.rules), 'rule')}, default {policy.default.effect}; "
             f"{len(result.notes)} note{'s' if len(result.notes) != 1 else ''}",
             err=True,
         )

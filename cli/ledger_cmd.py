@@ -4,7 +4,7 @@ from typing import Optional
 
 import typer
 
-from cli.output import EXIT_USAGE, echo_json, fail, say, table, verified_before, visible
+from cli.output import count as _count, EXIT_USAGE, echo_json, fail, say, table, verified_before, visible
 
 app = typer.Typer(no_args_is_help=True, help="Verify, query and summarize ledgers.")
 
@@ -71,7 +71,7 @@ def verify(
     if statuses:
         say(f"  requests: {statuses}")
     if report.redactions:
-        say(f"  {len(report.redactions)} value(s) redacted:")
+        say(f"  {_count(len(report.redactions), 'value')} redacted:")
         for line in report.redactions:
             say(f"    {line}")
 

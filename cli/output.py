@@ -28,6 +28,11 @@ def visible(text: str) -> str:
     return _UNSHOWN.sub(_escape, text)
 
 
+def count(n: int, noun: str) -> str:
+    """`1 rule`, `2 rules`, `1,024 values`: a count with its noun."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def say(text: str, err: bool = False) -> None:
     """typer.echo a line that may hold text from a ledger or a proof, its controls made visible."""
     typer.echo(visible(text), err=err)

@@ -4,7 +4,7 @@ from typing import List, Optional
 
 import typer
 
-from cli.output import EXIT_USAGE, echo_json, fail, load_policy, say
+from cli.output import count as _count, EXIT_USAGE, echo_json, fail, load_policy, say
 
 app = typer.Typer(no_args_is_help=True, help="Check and evaluate .policy files.")
 
@@ -72,7 +72,7 @@ def check(
         raise typer.Exit(EXIT_USAGE)
     against = f", checked against {len(schemas)} tools of {schemas.origin}" if schemas is not None else ""
     typer.echo(
-        f"{file}: ok: policy {policy.name!r}, {len(policy.rules)} rules, default {policy.default.effect}, "
+        f"{file}: ok: policy {policy.name!r}, {_count(len(policy.rules), 'rule')}, default {policy.default.effect}, "
         f"sha256 {policy.digest}{against}"
     )
 
