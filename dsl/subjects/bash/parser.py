@@ -795,9 +795,12 @@ class _Parser:
             eol = self.s.find("\n", k)
             stop = self.n if eol < 0 else eol
             line = self.s[k:stop]
-            if (line.lstrip("\t") if strip else line) == delimiter:
+            bare = line.lstrip("\t") if strip else line
+            if bare == delimiter:
                 end_line = k
                 break
+            if bare.rstrip(" \t\r\v\f") == delimiter:  # tree-sitter-bash may end it there, bash does not
+                self.fail("a heredoc line that is its delimiter and blanks", k)
             if eol < 0:
                 break
             k = eol + 1
