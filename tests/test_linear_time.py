@@ -384,3 +384,47 @@ def test_a_text_nested_past_the_recursion_limit_is_an_error_kept_once():
                               'deny Bash when any c in shell(args.command): c.program == "mv" reason "m"\n')
     decision = policy.evaluate("Bash", {"command": text})
     assert decision.effect == "deny" and all("nests too deeply" in o.error for o in decision.outcomes if o.effect == "deny")
+
+
+# tree-sitter-bash's GLR parse is quadratic on these (issue 9: where the grammar declares a conflict
+# it keeps two versions and compares whole subtrees): 42 s at 16 KB for the first. The parser of
+# our own (dsl.subjects.bash) reads each in time linear in the length, its limits on commands and
+# words lifted so that the whole text is read, not refused early.
+QUADRATIC_FOR_TREE_SITTER_GLR = [("echo ", "`<]"), ("echo ", ")$(=}<"), ("echo ", "{|a"), ("echo ", "a|")]
+
+
+@pytest.mark.parametrize("prefix, unit", QUADRATIC_FOR_TREE_SITTER_GLR)
+def test_our_bash_parser_is_linear_where_tree_sitter_is_quadratic(prefix, unit, monkeypatch):
+    from dsl.subjects import bash
+    from dsl.subjects.bash import parser as bash_parser
+
+    monkeypatch.setattr(bash_parser, "MAX_COMMANDS", 10**9)
+    monkeypatch.setattr(bash_parser, "MAX_WORDS", 10**9)
+
+    def parse(text: str):
+        try:
+            bash.parse(text.encode())
+        except bash.BashSyntaxError:
+            pass
+
+    make = lambda n: repeat(unit, n, prefix)  # noqa: E731
+    assert ratio(parse, make, MAX_SHELL_TEXT) <= MAX_RATIO
+
+
+@SLOW
+@given(SHELL_UNITS)
+@example("`<]")
+@example(")$(=}<")
+@example("{|a")
+@example("a|")
+def test_our_bash_parser_is_linear_in_the_length(unit):
+    from dsl.subjects import bash
+
+    def parse(text: str):
+        try:
+            bash.parse(text.encode())
+        except bash.BashSyntaxError:
+            pass
+
+    for prefix, suffix in (("echo '", "'"), ("echo ", "")):
+        assert ratio(parse, lambda n: repeat(unit, n, prefix, suffix), MAX_SHELL_TEXT) <= MAX_RATIO

@@ -169,7 +169,7 @@ class _Parser:
         end = self.word_end(self.i)
         if end == self.i:
             # `{`, `}`, `[`, `[[`, `]]`: special characters of their own
-            for token in ("[[", "]]", "{", "}", "["):
+            for token in ("[[", "]]", "{", "}", "[", "]"):
                 if self.at(token):
                     end = self.i + len(token)
                     break
@@ -465,6 +465,8 @@ class _Parser:
                     break
                 kids.append(self.literal(context="value")[0])
                 fields.append("value")
+            if fields[-1] != "value":
+                self.fail("a for loop with `in` and no words")
         self.blanks()
         if self.char() == ";" and not self.at(";;"):
             kids.append(self.expect(";"))
@@ -562,7 +564,9 @@ class _Parser:
             self.fail("an array assignment")
         if c == "#":
             self.fail("an assignment of a value that starts with #")
-        if c != "\0" and c not in _SPACE and c not in ";&|)" and not (c in "<>" and self.char(1) != "("):
+        if c in ";&|)<>":
+            self.fail("an empty assignment before an operator")
+        if c != "\0" and c not in _SPACE:
             if c == "`" and self.backticks:
                 pass
             else:
@@ -601,6 +605,8 @@ class _Parser:
             return self.declaration(word)
         if word in _REFUSED_WORDS or word in ("{", "[", "[[", "!", "if", "while", "until", "for", "function"):
             self.fail(f"the word {word!r} where a command name should be")
+        if "=" in self.s[self.i : self.word_end(self.i)]:
+            self.fail("a command name holding `=` that is not an assignment")  # tree-sitter-bash: `--x=1 a`
         self.count_command()
         name = self.literal(context="name")
         kids.append(_node("command_name", name))
@@ -810,23 +816,25 @@ class _Parser:
         if strip:
             while self.s.startswith("\t", end_line + tabs):
                 tabs += 1
-            lead = 0
-            while self.s.startswith("\t", body_start + lead) and body_start + lead < end_line:
-                lead += 1
-            body_from = body_start + lead
-        else:
-            body_from = body_start
+        # tree-sitter-bash's body starts after the empty lines at its top (and, for <<-, tabs)
+        body_from = body_start
+        while body_from < end_line and self.s[body_from] in " \t\n":
+            body_from += 1
+        if self.s.startswith("\\", body_from):
+            self.fail("an unquoted heredoc whose body starts with a backslash", body_from)
         body_to = end_line + tabs
-        kids.append(self.heredoc_body(body_from, body_to, end_line, quoted))
+        kids.append(self.heredoc_body(body_from, body_to, end_line, quoted, strip))
         fields.append(None)
         kids.append(_leaf("heredoc_end", body_to, body_to + len(delimiter), True))
         fields.append(None)
         self.i = body_to + len(delimiter)
         return _node("heredoc_redirect", kids, fields)
 
-    def heredoc_body(self, start: int, end: int, end_line: int, quoted: bool) -> Node:
+    def heredoc_body(self, start: int, end: int, end_line: int, quoted: bool, strip: bool = False) -> Node:
         if quoted or "$" not in self.s[start:end]:
             return Node("heredoc_body", start, end)
+        if strip:
+            self.fail("expansions in a <<- heredoc", start)
         parts: list = []
         k = start
         last = None
@@ -844,24 +852,25 @@ class _Parser:
                 piece = self.dollar(context="heredoc")
                 if piece.end_byte > end_line:
                     self.fail("a substitution that crosses a heredoc's end", k)
-                if last is None:
-                    pass
-                elif piece.start_byte > last:
-                    parts.append(_leaf("heredoc_content", last, piece.start_byte, True))
-                else:
-                    self.fail("two expansions that touch in a heredoc", k)
+                if last is not None:  # the text between, after a newline that follows the one before
+                    if piece.start_byte == last:
+                        self.fail("two expansions that touch in a heredoc", k)
+                    parts.append(_leaf("heredoc_content", self.after_newline(last, piece.start_byte),
+                                       piece.start_byte, True))
                 parts.append(piece)
                 last = piece.end_byte
                 k = piece.end_byte
-            elif nxt in _SPECIAL_PARAMETERS or nxt == "[" or nxt == "(":
+            elif nxt in _SPECIAL_PARAMETERS or nxt in "[(\n\r" or nxt == "":
                 self.fail("a heredoc expansion this parser does not read", k)
             else:
                 k += 1
         if last is None:
             return Node("heredoc_body", start, end)
-        tail_from = end if self.s[last:end] == "\n" else last
-        parts.append(_leaf("heredoc_content", tail_from, end, True))
+        parts.append(_leaf("heredoc_content", self.after_newline(last, end), end, True))
         return Node("heredoc_body", start, end, True, parts)
+
+    def after_newline(self, start: int, limit: int) -> int:
+        return start + 1 if start < limit and self.s[start] == "\n" else start
 
     # tests
 
@@ -989,6 +998,8 @@ class _Parser:
         if any(p.type == "$" for p in parts[:-1]):
             if not (len(parts) >= 2 and parts[-2].type == "$" and parts[-1].type == "string"):
                 self.fail("a `$` inside a word")
+        if len(parts) > 1 and any(p.type == "command_substitution" and s[p.start_byte] == "`" for p in parts):
+            self.fail("backquotes inside a word")
         if parts[0].type == "translated_string" and len(parts) > 1:
             self.fail("a translated string inside a word")
         if len(parts) == 2 and parts[0].type == "$" and parts[1].type == "string":
@@ -1157,6 +1168,8 @@ class _Parser:
         self.backticks = False
         kids.append(self.expect("`"))
         fields.append(None)
+        if self.char() == "`":  # tree-sitter-bash reads a "``" token there
+            self.fail("two backquoted substitutions that touch")
         return _node("command_substitution", kids, fields)
 
 
