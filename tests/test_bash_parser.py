@@ -1,8 +1,17 @@
 """dsl.subjects.bash against tree-sitter-bash 0.25.1, the oracle: on every shell command of the
-shared corpus and on hypothesis-generated texts built from a grammar of the constructs
-dsl.subjects.shell reads, our tree and tree-sitter's agree (an S-expression of types, fields and
-byte spans), or ours refuses the text (BashSyntaxError: shell() fails closed on it). Ours never
-reads a text tree-sitter-bash reads with an error.
+shared corpus and on hypothesis-generated texts built from a grammar of what bash reads, our tree
+and tree-sitter's agree (an S-expression of types, fields and byte spans), or ours refuses the text
+(BashSyntaxError: shell() fails closed on it). Ours never reads a text tree-sitter-bash reads with
+an error.
+
+Where the parser builds its tree unlike tree-sitter-bash on purpose (dsl.subjects.bash.parser's
+docstring: arithmetic, tests inside [ ] and [[ ]], the words inside `${...}`), the trees must agree
+once those parts are reduced to their span and the substitutions, expansions and quoted strings
+inside them (an expansion to its span alone: `_shape`), AND shell() must read the same commands from both trees (dsl.subjects.shell
+walking tree-sitter's tree as it did before it had a parser of its own). One class of text reads
+more commands from ours: tree-sitter-bash lexes the pattern of `${x%PATTERN}` (and `${x,,P}`, ...)
+as one `regex` token, substitutions included, where bash runs them; there ours must read every
+command tree-sitter's did and more.
 
 The corpus is read in place (../shared/corpus beside the project root, or COUNTERSIGN_CORPUS) and
 skipped when absent.
@@ -19,9 +28,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dsl.subjects import shell
 from dsl.subjects.bash import MAX_COMMANDS, MAX_NESTING, MAX_WORDS, BashSyntaxError, parse
 from dsl.subjects.bash.node import sexp_of_tree_sitter
 from dsl.subjects.quoting import splice_continuations
+from dsl.values import EvalError
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(os.environ.get("COUNTERSIGN_CORPUS", ROOT.parent / "shared" / "corpus"))
@@ -36,9 +47,85 @@ def _source(text: str) -> bytes:
     return splice_continuations(text).encode("utf-8", "surrogatepass").translate(_MASK)
 
 
+# --- the loose comparison ------------------------------------------------------------------------
+
+# what a loose part is reduced to: these nodes inside it, each compared in full (loosely again)
+_ATOMS = frozenset({"command_substitution", "process_substitution", "expansion", "simple_expansion",
+                    "arithmetic_expansion", "string", "raw_string", "ansi_c_string", "translated_string", "subscript"})
+_LOOSE = frozenset({"arithmetic_expansion", "expansion", "test_command", "subscript"})
+# leaf names tree-sitter-bash's scanner picks by heuristics that dsl.subjects.shell reads alike
+_LEAF_ALIKE = {"extglob_pattern": "word", "regex": "word"}
+
+
+def _loose(node) -> bool:
+    kind = node.type
+    return kind in _LOOSE or (kind == "compound_statement" and node.children and node.children[0].type == "((")
+
+
+def _atoms(node):
+    for child in node.children:
+        if child.type in _ATOMS:
+            yield child
+        else:
+            yield from _atoms(child)
+
+
+def _shape(node, field: str | None = None) -> str:
+    """The S-expression with each loose part reduced (see the module docstring)."""
+    kind = node.type
+    head = f"{field + ': ' if field else ''}{kind if node.is_named else repr(kind)}[{node.start_byte},{node.end_byte}]"
+    if kind == "expansion":  # tree-sitter-bash's lexer leaves parts of its words as text (`${x:-`a`}`)
+        return f"({head} ~)"
+    if _loose(node):
+        return f"({head} ~ {' '.join(_shape(a) for a in _atoms(node))})"
+    if kind == "c_style_for_statement":  # its three clauses are arithmetic
+        body = node.children[-1]
+        return f"({head} ~ {' '.join(_shape(a) for a in _atoms(node) if a.start_byte < body.start_byte)} {_shape(body)})"
+    if not node.children and node.is_named:
+        head = head.replace(kind, _LEAF_ALIKE.get(kind, kind), 1)
+    inner = " ".join(_shape(c, node.field_name_for_child(i)) for i, c in enumerate(node.children))
+    return f"({head}{' ' + inner if inner else ''})"
+
+
+def _tree_sitter_syntax_tree(source: bytes, shared):
+    """dsl.subjects.shell's parse as it was with tree-sitter-bash (for the semantic comparison)."""
+    tree = _ORACLE.parse(source)
+    if tree.root_node.has_error:
+        raise EvalError("the command is not valid shell syntax")
+    return tree
+
+
+def _commands(text: str, oracle: bool):
+    """What shell() reads from the text, with our tree or tree-sitter's: its commands, or the
+    EvalError's message."""
+    saved = shell._syntax_tree
+    if oracle:
+        shell._syntax_tree = _tree_sitter_syntax_tree
+    try:
+        return shell.parse_shell_uncached(text)
+    except EvalError as exc:
+        return exc.message
+    finally:
+        shell._syntax_tree = saved
+
+
+def _misread_patterns(theirs, source: bytes) -> bool:
+    """tree-sitter-bash's tree holds a pattern token with text bash expands (`${x%$(cmd)}`)."""
+    stack = [theirs]
+    while stack:
+        top = stack.pop()
+        if top.type in ("regex", "word") and top.parent is not None and top.parent.type == "expansion":
+            text = source[top.start_byte : top.end_byte]
+            if b"$" in text or b"`" in text:
+                return True
+        stack.extend(top.children)
+    return False
+
+
 def compare(text: str) -> str:
-    """"agree", "refuse" (ours refuses a text tree-sitter reads), "both-error", or raises
-    AssertionError when the trees differ or ours reads a text tree-sitter reads with an error."""
+    """"agree", "agree-loosely" (the loose parts differ, shell() reads the same), "reads-more"
+    (tree-sitter-bash misread a pattern; shell() reads at least its commands from ours),
+    "refuse" (ours refuses a text tree-sitter reads), "both-error", or raises AssertionError."""
     source = _source(text)
     theirs = _ORACLE.parse(source).root_node
     try:
@@ -46,9 +133,24 @@ def compare(text: str) -> str:
     except BashSyntaxError:
         return "both-error" if theirs.has_error else "refuse"
     assert not theirs.has_error, f"ours reads a text tree-sitter-bash reads with an error: {text!r}"
-    assert ours.sexp() == sexp_of_tree_sitter(theirs), f"the trees of {text!r} differ"
-    return "agree"
+    if ours.sexp() == sexp_of_tree_sitter(theirs):
+        return "agree"
+    assert _shape(ours) == _shape(theirs), f"the trees of {text!r} differ"
+    ours_read, theirs_read = _commands(text, oracle=False), _commands(text, oracle=True)
+    if _misread_patterns(theirs, source):
+        if isinstance(ours_read, str):
+            return "refuse"
+        assert not isinstance(theirs_read, str) or "not valid" in theirs_read, (text, theirs_read)
+        programs = collections.Counter(c.program for c in ours_read)
+        assert isinstance(theirs_read, str) or not collections.Counter(c.program for c in theirs_read) - programs, text
+        return "reads-more"
+    if isinstance(ours_read, str):
+        return "agree-loosely" if isinstance(theirs_read, str) else "refuse"
+    assert ours_read == theirs_read, f"shell() reads {text!r} differently from the two trees"
+    return "agree-loosely"
 
+
+# --- the corpus ----------------------------------------------------------------------------------
 
 def _corpus_commands() -> list[str]:
     out = []
@@ -75,59 +177,88 @@ def test_the_corpus_commands_read_alike_or_are_refused():
     if not commands:
         pytest.skip("the corpus holds no Bash commands")
     outcomes = collections.Counter(compare(text) for text in commands)
-    # Measured on the corpus of 1,479 distinct commands: 1,459 agree, 18 are errors to both (an
-    # unterminated quote, a cut heredoc), 2 refused: a `[ ! -f x ]` test (tree-sitter-bash's
-    # precedences there are not reproduced) and a `${x%...}` expansion. Refusals fail closed; the
-    # bound keeps them rare.
-    assert outcomes["refuse"] <= 0.01 * len(commands), outcomes
-    assert outcomes["agree"] >= 0.97 * len(commands), outcomes
+    # Measured on the corpus of 1,479 distinct commands: 1,460 agree, 18 are errors to both (an
+    # unterminated quote, a cut heredoc), 1 refused (`[[ "$x" == @file:* ]]`: a pattern that
+    # tree-sitter-bash names by heuristics). Refusals fail closed; the bound keeps them rare.
+    assert outcomes["refuse"] <= 0.005 * len(commands), outcomes
+    assert outcomes["agree"] + outcomes["agree-loosely"] >= 0.98 * len(commands), outcomes
 
+
+# --- generated texts -----------------------------------------------------------------------------
 
 # A grammar of the constructs shell() reads: words, quoting, expansions, substitutions,
-# redirections, heredocs, pipelines, lists, compound commands and tests.
+# arithmetic, redirections, heredocs, pipelines, lists, compound commands, case and tests.
 _NAMES = st.sampled_from(["a", "ls", "x1", "_v", "rm", "git", "HOME", "f-b", "a.b", "-n", "--x=1", "5", "-3", "0x1F",
-                          "10#ff", "1.5", "a=b", "~", "~/x", "*.md", "a?", "!", "%", "+", ",", "/", "@", ":"])
+                          "10#ff", "1.5", "a=b", "~", "~/x", "*.md", "a?", "!", "%", "+", ",", "/", "@", ":", "time",
+                          "coproc", "select", "esac", "in"])
+_ARITH = st.sampled_from(["1", "x", "1+2*3", "a?b:c", "-a+b", "a++ + b", "(a+b)*c", "a,b", "x[1] + $y", "${z}",
+                          "$(c)", "1 == 2 && !a", "'$(c)'", "2#101", "a = b += 1", "a<<2", '"1" + 2', "i<1", "$((1))",
+                          "HOME=0", "x[i]", "a[$(b)]"])
+_EXPANSION = st.sampled_from([
+    "${x:-y}", "${x:-$(a)}", "${x:-`a`}", "${x-a b}", '${x:+"q"}', "${x:?e}", "${x##*/}", "${x%%.*}", "${x//a/b}",
+    "${x/#a}", "${x,,}", "${x^^}", "${x:1:2}", "${x: -1}", "${#a[@]}", "${a[@]}", "${a[*]}", "${a[$i]}", "${a[1+2]}",
+    "${!a[@]}", "${!x*}", "${!x@}", "${@}", "${#}", "${?}", "${1}", "${10}", "${!}", "${!x}", "${x@P}", "${x@Q}",
+    "${a[i]}", "${x:=v}", "${x=v}", "${x%$(rm)}", "${x#`rm`}", "${x,,$(rm)}", "${x/$(rm)/b}", "${x:-${y:-z}}",
+    '${x#"a"}', "${x%$y}", "${x:-'a'}", "${x-}", "${x#}", "${x/}", "${#x}", "${x[@]:1}"])
 _FRAGMENT = st.deferred(lambda: st.one_of(
     _NAMES,
     st.sampled_from(["'q'", "''", "$'a\\n'", '""', "\\;", "\\ ", "{", "}", "[", "]", "{}", "[x]", "{1..3}", "$x",
-                     "${x}", "$1", "$@", "$?", "$#", "$$", "$_", "$-", "$", '$"t"']),
+                     "${x}", "$1", "$@", "$?", "$#", "$$", "$_", "$-", "$", '$"t"', "\\'", '\\"']),
+    _EXPANSION,
+    st.builds(lambda a: "$((" + a + "))", _ARITH),
     st.builds(lambda parts: '"' + "".join(parts) + '"', st.lists(st.sampled_from(
-        ["a", " ", "b c", "$x", "${y}", "$(ls)", "`pwd`", "\\\"", "\\$", "\n", "  ", "$", "'"]), max_size=4)),
+        ["a", " ", "b c", "$x", "${y}", "$(ls)", "`pwd`", "\\\"", "\\$", "\n", "  ", "$", "'", "\r", "${x:-a b}",
+         "$((1+x))"]), max_size=4)),
     st.builds(lambda s: "$(" + s + ")", _STATEMENT),
     st.builds(lambda s: "`" + s + "`", _SIMPLE),
     st.builds(lambda s: "<(" + s + ")", _SIMPLE),
 ))
 _WORD = st.lists(_FRAGMENT, min_size=1, max_size=3).map("".join)
 _REDIRECT = st.builds(lambda op, w: op + w, st.sampled_from(
-    [">", ">>", "<", "2>", "2>&", ">&", "&>", "&>>", ">|", "<&", "1>", "0<", "<<<", "> ", "< ", "2> "]), _WORD) | st.just(">&-")
-_ASSIGN = st.builds(lambda n, op, v: n + op + v, st.sampled_from(["A", "x", "_y"]), st.sampled_from(["=", "+="]),
-                    st.one_of(st.just(""), _WORD))
+    [">", ">>", "<", "2>", "2>&", ">&", "&>", "&>>", ">|", "<&", "1>", "0<", "<<<", "> ", "< ", "2> ", "0>", "10>"]),
+    _WORD) | st.just(">&-")
+_ASSIGN = st.builds(lambda n, op, v: n + op + v, st.sampled_from(["A", "x", "_y", "a[1]", "a[i]", "B[$k]"]),
+                    st.sampled_from(["=", "+="]),
+                    st.one_of(st.just(""), _WORD, st.builds(lambda ws: "(" + " ".join(ws) + ")",
+                                                           st.lists(st.one_of(_WORD, st.just("[k]=v")), max_size=3))))
 _SIMPLE = st.builds(
     lambda pre, name, args: " ".join(pre + [name] + args),
     st.lists(st.one_of(_ASSIGN, _REDIRECT), max_size=2), _WORD, st.lists(st.one_of(_WORD, _WORD, _REDIRECT), max_size=4))
+_TEST = st.deferred(lambda: st.one_of(
+    st.builds(lambda op, w: f"{op} {w}", st.sampled_from(["-f", "-n", "-z", "-d", "!"]), _WORD),
+    st.builds(lambda a, op, b: f"{a} {op} {b}", _WORD, st.sampled_from(["-eq", "-lt", "==", "=", "!=", "-nt"]), _WORD),
+    _WORD))
 _UNIT = st.deferred(lambda: st.one_of(
     _SIMPLE, _SIMPLE, _SIMPLE,
     _ASSIGN,
     st.builds(lambda w: "export " + w, _ASSIGN), st.builds(lambda w: "unset " + w, _NAMES),
+    st.builds(lambda w: "declare -A " + w, _ASSIGN), st.builds(lambda w: "unset a[" + w + "]", _NAMES),
     st.builds(lambda s: "( " + s + " )", _STATEMENT),
     st.builds(lambda s: "{ " + s + "; }", _STATEMENT),
+    st.builds(lambda a: "(( " + a + " ))", _ARITH),
     st.builds(lambda c, b: f"if {c}; then {b}; fi", _STATEMENT, _STATEMENT),
     st.builds(lambda c, b, e: f"if {c}; then {b}; elif {c}; then {b}\nelse {e}\nfi", _STATEMENT, _STATEMENT, _STATEMENT),
     st.builds(lambda c, b: f"while {c}; do {b}; done", _STATEMENT, _STATEMENT),
-    st.builds(lambda v, ws, b: f"for {v} in {' '.join(ws)}; do {b}; done", st.sampled_from(["f", "HOME", "i"]),
-              st.lists(_WORD, max_size=3), _STATEMENT),
+    st.builds(lambda kw, v, ws, b: f"{kw} {v} in {' '.join(ws)}; do {b}; done", st.sampled_from(["for", "select"]),
+              st.sampled_from(["f", "HOME", "i"]), st.lists(_WORD, max_size=3), _STATEMENT),
+    st.builds(lambda a, b, c, body: f"for (({a}; {b}; {c})); do {body}; done", _ARITH, _ARITH, _ARITH, _STATEMENT),
+    st.builds(lambda w, items: "case " + w + " in\n" + "".join(items) + "esac", _WORD, st.lists(st.builds(
+        lambda p, s, t: f"{p}) {s}{t}\n", st.sampled_from(["a", "*", "a|b", "*.md", '"x"', "$y", "(a)", "[ab]", "a*b"]),
+        _STATEMENT, st.sampled_from([";;", " ;;", ";&", ";;&", ""])), max_size=3)),
     st.builds(lambda b: "f() { " + b + "; }", _STATEMENT),
-    st.builds(lambda op, w: f"[ {op} {w} ]", st.sampled_from(["-f", "-n", "-z", "!"]), _WORD),
-    st.builds(lambda a, op, b: f"[[ {a} {op} {b} ]]", _WORD, st.sampled_from(["-eq", "-lt", "==", "=", "!="]), _WORD),
+    st.builds(lambda t: f"[ {t} ]", _TEST),
+    st.builds(lambda t, op, u: f"[[ {t} {op} {u} ]]", _TEST, st.sampled_from(["&&", "||"]), _TEST),
+    st.builds(lambda t: f"[[ {t} ]]", _TEST),
     st.builds(lambda s: "! " + s, _SIMPLE),
+    st.builds(lambda s: "time " + s, _SIMPLE),
 ))
 _HEREDOC = st.builds(
-    lambda cmd, op, delim, tail, body: f"{cmd} {op}{delim}{tail}\n{body}\n{delim.strip(chr(39) + chr(34) + chr(92))}",
+    lambda cmd, op, delim, tail, body: f"{cmd} {op}{delim}{tail}\n{body}\n{delim.strip(chr(39) + chr(34)).replace(chr(92), '')}",
     st.sampled_from(["cat", "sh", "bash -s"]), st.sampled_from(["<<", "<<-"]),
-    st.sampled_from(["EOF", "'EOF'", '"EOF"', "\\EOF", "E_1"]),
+    st.sampled_from(["EOF", "'EOF'", '"EOF"', "\\EOF", "E_1", "E\\OF", "E'O'F", '"E\\$F"']),
     st.sampled_from(["", " | sh", " > f", " && ls", " | a | b && c", " 2>&1"]),
-    st.lists(st.sampled_from(["text", "$x y", "$(ls)", "${z}", "\tx", "a $b c $(d)", "`e`", "$", "\\$x", ""]),
-             max_size=3).map("\n".join))
+    st.lists(st.sampled_from(["text", "$x y", "$(ls)", "${z}", "\tx", "a $b c $(d)", "`e`", "$", "\\$x", "", " EOF",
+                              "${z:-d}"]), max_size=3).map("\n".join))
 _PIPELINE = st.builds(lambda units, ops: "".join(u + o for u, o in zip(units, ops + [""])),
                       st.lists(_UNIT, min_size=1, max_size=3), st.lists(st.sampled_from([" | ", "|", " |& "]), max_size=2))
 _STATEMENT = st.deferred(lambda: st.builds(
@@ -139,7 +270,7 @@ _SCRIPT = st.one_of(_STATEMENT, _HEREDOC, st.builds(lambda a, b: a + "\n" + b, _
                     st.builds(lambda a, c: a + " # " + c + "\n", _STATEMENT, _NAMES))
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(_SCRIPT)
 def test_generated_texts_read_alike_or_are_refused(text):
     compare(text)
@@ -151,15 +282,37 @@ def test_generated_texts_read_alike_or_are_refused(text):
     "git commit -m \"$(cat <<'EOF'\nmsg\nEOF\n)\"", "if a; then b; elif c; then d\nfi", "for x in a b; do c; done",
     "a && b 2>&1 | c && d > f | e", "echo \"a $(b)\" \" $b\" \"a\n \nb\"", "$\"sudo\" rm", "echo r$\"m\"",
     "[ 1 -eq 2 ]", "[[ -d x ]]", "f() { a; } ", "function f() ( a )", "export A=1 b", "local a b=$(c)",
-    "echo {1..3} ${a}", "# c\nls # d\n# e", "cat <<-\"EOF\"\n\ta\n\tEOF", "echo 2>x", "echo a 1>x 10>y", ">f",
+    "echo {1..3} ${a}", "# c\nls # d\n# e", "cat <<-\"EOF\"\n\tEOF", "echo 2>x", "echo a 1>x 10>y", ">f",
+    # the constructs the parser reads since shell() uses it
+    "case x in (a) b;; esac", "case x in a) b\nesac", "x=(a \"b\" $(c)) ls",
+    "a[1]=x b[i+1]+=y", "declare -A m=([a]=1 [b]=2)", "BASH_ALIASES[ls]=rm; ls", "unset a[1]", "time -p ls",
+    "cat 0<x y", "0<x rm", "rm 0<x -rf /", "bash 0<&0", "cat {fd}<x", "echo a$\"b\"c $\"x\" r$\"m\"", "$\"r\"m -rf",
+    "[ ! -f x ]", "[[ ! -f x ]]", "[[ -f a || -f b && -f c ]]", "[[ ( -f a ) && -f b ]]", "[[ $x == a && $y == b ]]",
+    "select x in a b; do c; done", "for x; do a; done", "for ((;;)); do a; done", "echo \"a\rb\" \"\r\"",
+    "cat <<E\\OF\nEOF\nzz", "cat <<\"E\\$F\"\nE$F\nzz", "echo ${x:-y} ${#x} ${!x} ${x@Q} ${x%.*}", "x=#b",
 ])
 def test_known_shapes_read_alike(text):
     assert compare(text) == "agree"
 
 
 @pytest.mark.parametrize("text", [
-    "case $x in a) b;; esac", "echo $((1+2))", "(( x ))", "for ((i=0;i<1;i++)); do :; done", "x=(a b)", "a[1]=x",
-    "echo ${x:-y}", "[[ a == b ]]", "echo { }", "time ls", "cat 0<x", "a <<A <<B\nA\nB", "echo $ x" + "\\",
+    "echo $((1+2*3))", "(( HOME=0 ))", "for ((i=0; i<1; i++)); do :; done", "echo ${x:-a b c}", "[[ $x == *.md ]]",
+    "[ a = b ]", "echo ${a[$(b)]}", "case $x in a) b;; c|d) e;& *) ;; esac",
+])
+def test_arithmetic_tests_and_expansions_read_alike_loosely(text):
+    assert compare(text) in ("agree", "agree-loosely")
+
+
+@pytest.mark.parametrize("text", ["echo ${x%$(rm -rf /)}", "echo ${x,,$(rm)}", "echo ${x#`rm`}"])
+def test_substitutions_in_a_pattern_are_read_where_tree_sitter_missed_them(text):
+    assert compare(text) == "reads-more"
+    assert "rm" in [c.program for c in shell.parse_shell_uncached(text)]
+
+
+@pytest.mark.parametrize("text", [
+    "echo ${x/a/$(", "$[1+2]", "echo @(a|b)", "case x in @(a|b)) c;; esac", "[ a = b -a c = d ]",
+    "[[ $x =~ $(rm) ]]", "echo { }", "a <<A <<B\nA\nB", "echo $ x" + "\\", "cat <<E'O'F\nE'O'F\nzz",
+    "cat <<EOF\n EOF\nls\nEOF", "'r'\\m -rf /", "cat 00<x", "case x in a) b;& esac", "echo \"${x:-'}\"",
 ])
 def test_what_this_parser_does_not_read_is_refused(text):
     with pytest.raises(BashSyntaxError):
@@ -167,9 +320,11 @@ def test_what_this_parser_does_not_read_is_refused(text):
 
 
 def test_nesting_past_the_limit_is_refused_without_recursion_error():
-    deep = "echo " + "$(" * (MAX_NESTING + 5) + "x" + ")" * (MAX_NESTING + 5)
-    with pytest.raises(BashSyntaxError, match="nests more than"):
-        parse(deep.encode())
+    for deep in ("echo " + "$(" * (MAX_NESTING + 5) + "x" + ")" * (MAX_NESTING + 5),
+                 "echo $((" + "(" * (MAX_NESTING + 5) + "1" + ")" * (MAX_NESTING + 5) + "))",
+                 "echo " + "${x:-" * (MAX_NESTING + 5) + "}" * (MAX_NESTING + 5)):
+        with pytest.raises(BashSyntaxError, match="nests more than"):
+            parse(deep.encode())
     shallow = "echo " + "$(" * 10 + "x" + ")" * 10
     assert parse(shallow.encode()).root_node.type == "program"
 
@@ -178,5 +333,6 @@ def test_more_commands_or_words_than_the_limits_are_refused():
     parse(("a;" * MAX_COMMANDS).encode())
     with pytest.raises(BashSyntaxError, match="commands"):
         parse(("a;" * (MAX_COMMANDS + 1)).encode())
+    parse(("echo" + " a" * (MAX_WORDS - 1)).encode())
     with pytest.raises(BashSyntaxError, match="words"):
         parse(("echo" + " a" * MAX_WORDS).encode())

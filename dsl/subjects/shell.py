@@ -1,5 +1,6 @@
-"""`shell(x)`: the simple commands of a shell string, read from tree-sitter-bash's parse tree
-(see dsl.subjects for what is unwrapped and why this parser)."""
+"""`shell(x)`: the simple commands of a shell string, read from the parse tree of
+dsl.subjects.bash (tree-sitter-bash's tree, built by a linear-time parser of our own; see
+dsl.subjects for what is unwrapped)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ import bisect
 import dataclasses
 import posixpath
 import re
-import threading
 from dataclasses import dataclass
 
+from dsl.subjects import bash as _bash
 from dsl.subjects import cwd as _cwd
 from dsl.subjects import gitconfig as _git
 from dsl.cache import BUDGETS, BoundedCache
@@ -31,9 +32,14 @@ MAX_SHELL_TEXT = 100_000  # characters; a longer string is an error (its parse w
 # the command line again, so without a bound `nice nice ... ls` and `find . -exec find . -exec ...`
 # took seconds (quadratic, then Python's recursion limit); the count bounds the depth too.
 MAX_RUNNERS = 32
-
-
-_local = threading.local()
+# The limits of one text, nested scripts included (`sh -c '...'`, `eval`, an alias, a heredoc
+# fed to a shell): past them the text is an error (fails closed). Reading a simple command costs
+# about 30 µs in Python and a word a few µs (wrappers and options read, paths made), so these keep
+# the slowest decision near 10 ms (bench/worst.py); the real commands of the corpus stay far below
+# (at most 15 simple commands, 53 words and 9 levels of nesting in one text). See
+# docs/policy-language.md, "Limits".
+MAX_COMMANDS = _bash.MAX_COMMANDS
+MAX_WORDS = _bash.MAX_WORDS
 
 
 @dataclass(frozen=True)
@@ -74,48 +80,17 @@ _FIND_FILL = _Fill("find", re.compile(re.escape("{}")), tail=False)
 _GIT_FILL = _Fill("git", None, tail=True)
 
 
-def _parser():
-    """This thread's tree-sitter parser: a Parser is not meant to be shared between threads, and
-    a policy may be evaluated from several at once."""
-    parser = getattr(_local, "parser", None)
-    if parser is None:
-        import tree_sitter_bash
-        from tree_sitter import Language, Parser
-
-        parser = _local.parser = Parser(Language(tree_sitter_bash.language()))
-    return parser
-
-
-# tree-sitter reads the text through a callback, chunk by chunk, and reads parts of it again when
-# it recovers from an error. On valid shell it reads each byte about once (at most 8 times, 4.3 KB
-# more than the text, over the corpus's 1,645 commands); on some invalid texts (`echo {&{&...`,
-# `cat $<$<...`) its error recovery reads the text again at every position, a time quadratic in
-# the length: seconds at 20 KB, a minute at 100 KB. The bytes it is given are a measure of its
-# work that depends on the text alone, so the parse is stopped past PARSE_REREAD times the text's
-# length plus PARSE_SLACK bytes, and the text refused: linear, and the same answer on every machine.
-PARSE_REREAD = 8
-PARSE_SLACK = 65_536
-_PARSE_CHUNK = 64  # bytes a read gives (a small chunk keeps the count close to what is lexed)
-
-
-def _bounded_parse(data: bytes):
-    """tree-sitter's tree of `data`; raises EvalError when the parser reads more than the budget
-    above (the tree of the part read would not be the text's)."""
-    budget = PARSE_REREAD * len(data) + PARSE_SLACK
-    served = 0
-
-    def read(offset: int, _point) -> bytes:
-        nonlocal served
-        if served > budget:
-            return b""
-        chunk = data[offset : offset + _PARSE_CHUNK]
-        served += len(chunk)
-        return chunk if served <= budget else b""
-
-    tree = _parser().parse(read)
-    if served > budget:
-        raise EvalError(f"the shell parser gave up on this text: it read it more than {PARSE_REREAD} times over "
-                        "(an irregular text it cannot recover from)")
+def _syntax_tree(source: bytes, shared: _Shared):
+    """The parse tree of `source` (dsl.subjects.bash), within what is left of the text's budgets
+    of simple commands and words (`shared`, which it spends). Raises EvalError for a text the
+    parser does not read: not valid shell, or valid but read differently by bash and
+    tree-sitter-bash, or past a limit."""
+    try:
+        tree = _bash.parse(source, shared.commands, shared.words)
+    except _bash.BashSyntaxError as exc:
+        raise EvalError(f"the command is not valid shell syntax at {_line_col(source, exc.offset)}: {exc.message}") from None
+    shared.commands -= tree.commands
+    shared.words -= tree.words
     return tree
 
 
@@ -144,12 +119,15 @@ class _Shared:
       GIT_DIR, LD_PRELOAD, BASH_ENV and the like change what it does. `ever`: anywhere in the text.
     - `defers`: the text defines a function or sets a trap, whose commands run later than they are
       read: when the text also assigns, every command is dynamic.
-    - `posix`: the text names POSIXLY_CORRECT, under which GNU getopt stops at the first operand."""
+    - `posix`: the text names POSIXLY_CORRECT, under which GNU getopt stops at the first operand.
+    - `commands`, `words`: the simple commands and words the parser may still read (MAX_COMMANDS,
+      MAX_WORDS for the whole text, nested scripts included)."""
 
-    __slots__ = ("brace", "assigned", "ever", "defers", "posix")
+    __slots__ = ("brace", "assigned", "ever", "defers", "posix", "commands", "words")
 
     def __init__(self, text: str = ""):
         self.brace = [MAX_BRACE_TEXT]
+        self.commands, self.words = MAX_COMMANDS, MAX_WORDS  # what the parser may still read
         self.assigned = self.ever = self.defers = False
         self.posix = "POSIXLY_CORRECT" in text
 
@@ -637,10 +615,7 @@ class _Walker:
         """The commands after `<<EOF` on its line (`| sh`), when the parser read the heredoc's first
         line into them (it does when that line starts with a backslash): parsed again alone."""
         text = text.lstrip().lstrip(b"|&;").lstrip()
-        tree = _bounded_parse(text.translate(_ASCII_MASK))
-        if _has_error(tree.root_node):
-            raise EvalError("the command is not valid shell syntax (after a heredoc's start)")
-        _check_blanks(text, tree.root_node)
+        tree = _syntax_tree(text.translate(_ASCII_MASK), self.shared)
         sub = _Walker(text, self.depth, self.cwd, self.names, self.shared, self.fill)
         sub.root = tree.root_node
         sub.walk(tree.root_node, nested)
@@ -721,7 +696,7 @@ class _Walker:
         words: list[_Word] = []
         herestrings: list[_Word] = []
         dollar = None  # a `$` tree-sitter-bash split off a translated string `$"..."` before it
-        descriptors = _descriptor_words(node)
+        descriptors = _descriptor_words(node, self.source)
         for child in node.children:
             if child.id in descriptors:
                 continue
@@ -980,7 +955,7 @@ _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirec
 _VARNAME_FD = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")  # bash(1), REDIRECTION: `{varname}<file`
 
 
-def _descriptor_words(command) -> set[int]:
+def _descriptor_words(command, source: bytes) -> set[int]:
     """The ids of the words of a command node that are a redirection's descriptor, which
     tree-sitter-bash misreads as words: `0` right before `<` or `>` (`sh 0</dev/stdin` is sh reading
     standard input, not the script file `0`; `0<x cat` runs cat) and a `{varname}` right before one
@@ -996,7 +971,7 @@ def _descriptor_words(command) -> set[int]:
         word = child.children[0] if child.type == "command_name" and child.children else child
         if word.end_byte not in starts:
             continue
-        text = word.text.decode("utf-8", "replace") if word.text is not None else ""
+        text = source[word.start_byte : word.end_byte].decode("utf-8", "replace")
         if (word.type == "number" and text.isdigit()) or (word.type == "concatenation" and _VARNAME_FD.fullmatch(text)):
             out.add(child.id)
     return out
@@ -1047,56 +1022,7 @@ def _stream(word: _Word) -> str | None:
     return "elsewhere" if normal.startswith(("/dev/", "/proc/")) else None
 
 
-def _has_error(node) -> bool:
-    return node.has_error
-
-
-def _first_error(node):
-    if node.type == "ERROR" or node.is_missing:
-        return node
-    for child in node.children:
-        if child.has_error or child.is_missing:
-            found = _first_error(child)
-            if found is not None:
-                return found
-    return None
-
-
-# CR, VT and FF: blanks to tree-sitter-bash (it splits words and starts comments at them: `ls \r# ; rm`
-# was `ls` alone), ordinary word characters to bash, whose blanks are only space and tab. And a
-# backslash before a blank, which tree-sitter-bash skips as a blank where a word would start
-# (`ls \ #; rm` was `ls` and a comment), while to bash it quotes the blank, in a word. And a newline
-# the parser reads inside a word (`ls \n\\ls`), where bash ends the command.
-_NOT_BLANKS = re.compile(rb"[\r\v\f\\\n]")
-# The tokens whose text holds such a character as bash does: quoted strings (a "..." when the
-# character is between its pieces, which _Walker.word keeps), heredoc bodies and comments.
-_HOLDS_ANY = frozenset({"string", "string_content", "raw_string", "ansi_c_string", "comment", "heredoc_body",
-                        "heredoc_content"})
-
-
-def _check_blanks(source: bytes, root) -> None:
-    """Raises EvalError when a CR, VT, FF or backslash stands where tree-sitter-bash read a blank:
-    bash reads a word character there, and the two read different commands. A backslash must be
-    inside some token (`\\;` is a word), the others inside one of _HOLDS_ANY. One lookup per such
-    character."""
-    for m in _NOT_BLANKS.finditer(source):
-        at = m.start()
-        node = root.descendant_for_byte_range(at, at + 1)
-        if m.group() == b"\n":
-            if node is None or node.type != "word" or not node.start_byte <= at < node.end_byte:
-                continue  # a newline must not be inside an unquoted word, where bash ends the command
-        elif node is not None and node.start_byte <= at < node.end_byte and (
-            node.type in _HOLDS_ANY or (m.group() == b"\\" and node.child_count == 0)
-        ):
-            continue
-        if m.group() == b"\n":
-            raise EvalError(f"the parser reads the newline at {_line_col(source, at)} as part of a word: bash ends the command there")
-        hint = " (a Windows line ending: send the command with LF line endings)" if m.group() == b"\r" else ""
-        raise EvalError(f"the command holds a {m.group().decode()!r} at {_line_col(source, at)} that the parser read as a "
-                        f"blank: bash reads it as part of a word{hint}")
-
-
-# Every byte of a non-ASCII character, for the copy tree-sitter parses (see _parse).
+# Every byte of a non-ASCII character, for the copy the parser reads (see _parse).
 _ASCII_MASK = bytes(range(128)) + b"x" * 128
 
 
@@ -1107,22 +1033,16 @@ def _parse(text: str, depth: int, nested: bool, check_stdin: bool = True, cwd: s
         raise EvalError(f"the command is longer than {MAX_SHELL_TEXT:,} characters")
     text = splice_continuations(text)
     source = text.encode("utf-8", "surrogatepass")
-    # tree-sitter-bash's scanner can read out of bounds on some characters outside the Basic
-    # Multilingual Plane (`{` followed by U+108712 crashes the process). Bash's syntax is all
-    # ASCII and any byte >= 0x80 is an ordinary word character to it, so the parser is given a copy
-    # with each such byte replaced by "x": the same tree at the same byte offsets, while every word
-    # is still read from the original bytes.
-    tree = _bounded_parse(source.translate(_ASCII_MASK))
-    if _has_error(tree.root_node):
-        bad = _first_error(tree.root_node)
-        where = f" at {_line_col(source, bad.start_byte)}" if bad is not None else ""
-        raise EvalError(f"the command is not valid shell syntax{where}")
-    _check_blanks(source, tree.root_node)
     top = shared is None
     if top:
         shared = _Shared(text)
     elif "POSIXLY_CORRECT" in text:
         shared.posix = True
+    # Bash's syntax is all ASCII and any byte >= 0x80 is an ordinary word character to it, so the
+    # parser is given a copy with each such byte replaced by "x" (the same tree at the same byte
+    # offsets, as tree-sitter-bash, which crashed on some characters outside the Basic
+    # Multilingual Plane, was), while every word is still read from the original bytes.
+    tree = _syntax_tree(source.translate(_ASCII_MASK), shared)
     walker = _Walker(source, depth, cwd, names, shared, fill)
     walker.root = tree.root_node
     walker.walk(tree.root_node, nested)

@@ -2,39 +2,38 @@
 
 A node has the subset of py-tree-sitter's `Node` interface that dsl.subjects.shell reads, with the
 same meaning: `type` (a named node's kind, or an anonymous node's text such as `'|'`), `is_named`,
-`start_byte` / `end_byte` (offsets into the UTF-8 text), `children`, `parent`, `id` (stable for the
-life of the tree), the fields (`child_by_field_name`, `children_by_field_name`), `text`,
-`child_count`, `named_children`, `descendant_for_byte_range`, and `has_error` / `is_missing`, which
-are always False: the parser raises instead of building an error node.
+`start_byte` / `end_byte` (offsets into the UTF-8 text), `children` (a list, or an empty tuple for
+a leaf), `parent`, `id` (stable for the life of the tree), the fields (`child_by_field_name`,
+`children_by_field_name`, `field_name_for_child`), `child_count`, `named_children`,
+`descendant_for_byte_range`, and `has_error` / `is_missing`, which are always False: the parser
+raises instead of building an error node. There is no `text`: a reader slices its own source.
 """
 
 from __future__ import annotations
 
+import bisect
+
 
 class Node:
-    __slots__ = ("type", "is_named", "start_byte", "end_byte", "children", "fields", "parent", "_source")
+    """One node; `fields` is None (no child has a field) or a list parallel to `children`."""
+
+    __slots__ = ("type", "is_named", "start_byte", "end_byte", "children", "fields", "parent")
 
     has_error = False
     is_missing = False
 
-    def __init__(self, kind: str, start: int, end: int, named: bool = True, children: list | None = None,
-                 fields: list | None = None):
+    def __init__(self, kind: str, start: int, end: int, named: bool = True, children=(), fields: list | None = None):
         self.type = kind
         self.is_named = named
         self.start_byte = start
         self.end_byte = end
-        self.children = children if children is not None else []
-        self.fields = fields if fields is not None else [None] * len(self.children)
+        self.children = children
+        self.fields = fields
         self.parent = None
-        self._source = None
 
     @property
     def id(self) -> int:
         return id(self)
-
-    @property
-    def text(self) -> bytes | None:
-        return None if self._source is None else self._source[self.start_byte : self.end_byte]
 
     @property
     def child_count(self) -> int:
@@ -45,36 +44,49 @@ class Node:
         return [c for c in self.children if c.is_named]
 
     def child_by_field_name(self, name: str):
-        for child, field in zip(self.children, self.fields):
-            if field == name:
-                return child
+        if self.fields is not None:
+            for child, field in zip(self.children, self.fields):
+                if field == name:
+                    return child
         return None
 
     def children_by_field_name(self, name: str) -> list:
+        if self.fields is None:
+            return []
         return [child for child, field in zip(self.children, self.fields) if field == name]
 
     def field_name_for_child(self, index: int) -> str | None:
-        return self.fields[index]
+        return None if self.fields is None else self.fields[index]
 
     def descendant_for_byte_range(self, start: int, end: int):
         """The smallest node that holds bytes [start, end) (tree-sitter's rule: descend into the
-        first child that spans the range)."""
+        first child that spans the range, an empty child never). A binary search among each
+        node's children (sorted by their start): time in the depth times the log of the width."""
         node = self
-        while True:
-            for child in node.children:
-                if child.start_byte <= start and end <= child.end_byte and child.end_byte > child.start_byte:
-                    node = child
-                    break
-            else:
+        while node.children:
+            children = node.children
+            # siblings do not overlap: only the last non-empty child starting at or before
+            # `start` can hold the range
+            k = bisect.bisect_right(children, start, key=_start) - 1
+            while k >= 0 and children[k].end_byte == children[k].start_byte:
+                k -= 1
+            if k < 0 or end > children[k].end_byte:
                 return node
+            node = children[k]
+        return node
 
     def sexp(self, field: str | None = None) -> str:
         """`(field: type[start,end] children...)`, anonymous types quoted: the form the differential
         tests compare with tree-sitter's tree."""
         name = self.type if self.is_named else repr(self.type)
         head = f"{field + ': ' if field else ''}{name}[{self.start_byte},{self.end_byte}]"
-        inner = " ".join(c.sexp(f) for c, f in zip(self.children, self.fields))
+        fields = self.fields or [None] * len(self.children)
+        inner = " ".join(c.sexp(f) for c, f in zip(self.children, fields))
         return f"({head}{' ' + inner if inner else ''})"
+
+
+def _start(node: Node) -> int:
+    return node.start_byte
 
 
 def sexp_of_tree_sitter(node, field: str | None = None) -> str:

@@ -1,44 +1,60 @@
 """A hand-written recursive-descent parser of the bash that shell() reads, in time linear in the text.
 
 It builds the tree tree-sitter-bash 0.25.1 builds (the same node types, fields and byte spans, see
-dsl.subjects.bash.node) for the constructs it knows, and raises BashSyntaxError for everything else:
-a text it does not know how to read the way both bash and tree-sitter-bash read it is refused, never
-read differently (dsl.subjects.shell turns the refusal into an EvalError: it fails closed).
+dsl.subjects.bash.node) and raises BashSyntaxError for what it does not read: a text it cannot read
+the way both bash and tree-sitter-bash read it is refused, never read differently
+(dsl.subjects.shell turns the refusal into an EvalError: it fails closed). Two parts of the tree
+are built on purpose unlike tree-sitter-bash's, where dsl.subjects.shell reads only their text and
+the substitutions inside them: arithmetic (flat, see .arithmetic) and the words inside `${...}`
+(read as bash reads them, see .words).
 
-The rules followed are bash(1) (SHELL GRAMMAR, QUOTING, PARAMETERS, EXPANSION, REDIRECTION) and POSIX
-Shell Command Language (XCU 2.3 Token Recognition, 2.7 Redirection, 2.9 Shell Commands, 2.10 Shell
-Grammar), restricted to the readings tree-sitter-bash shares:
+The rules followed are bash(1) (SHELL GRAMMAR, QUOTING, PARAMETERS, EXPANSION, REDIRECTION,
+ARITHMETIC EVALUATION, CONDITIONAL EXPRESSIONS) and POSIX Shell Command Language (XCU 2.3 Token
+Recognition, 2.7 Redirection, 2.9 Shell Commands, 2.10 Shell Grammar), restricted to the readings
+tree-sitter-bash shares:
 
 - statements: simple commands, pipelines (`|`, `|&`), lists (`&&`, `||`), terminators (`;`, `&`,
-  newline), `!`, `( )`, `{ }`, `if`, `while`/`until`, `for NAME [in WORDS]`, function definitions,
-  `[ ]` and `[[ ]]` holding one unary or binary test, `export`/`declare`/`local`/... and `unset`;
-- words: unquoted words (backslash escapes), numbers, `{ } [ ]` as words of their own, "...",
-  '...', $'...', $"...", $NAME and $SPECIAL, ${NAME}, $(...), `...`, <(...), >(...), {N..M};
+  newline), `!`, `( )`, `{ }`, `(( ))`, `if`, `while`/`until`, `for`/`select NAME [in WORDS]`,
+  C-style `for (( ; ; ))`, `case`, function definitions, `[ ]` and `[[ ]]` (unary and binary
+  tests, `!`, `&&`, `||`, parentheses), `export`/`declare`/`local`/... and `unset`; `time` and
+  `coproc` are read as the commands tree-sitter-bash reads them as (dsl.subjects.shell unwraps
+  them as wrappers);
+- words: see .words; assignments `NAME=`, `NAME+=`, `NAME[INDEX]=`, arrays `NAME=(...)`;
 - redirections: [N]< > >> &> &>> <& >& >| >&- <&-, here-strings `<<<`, here-documents `<<` / `<<-`
   (one per line, delimiter a plain, quoted or backslashed name).
 
-Refused (BashSyntaxError): `case`, C-style `for`, `select`, arithmetic `$(( ))` / `(( ))`, arrays and
-subscripts, `${...}` other than `${NAME}`, `=~` / `==` arguments, comments other than between
-statements, and every text tree-sitter-bash would read with an error. Past MAX_NESTING levels of
-nesting, MAX_COMMANDS simple commands or MAX_WORDS words the text is refused too: the work of
-reading the commands afterwards grows with them (see docs/policy-language.md, "Limits").
+Refused (BashSyntaxError): `coproc NAME { }` and `time { }` read as commands are left to
+dsl.subjects.shell (which refuses a `{` as a program); `$[ ]`; extended globs in case patterns;
+`-a` / `-o` joining tests; `=~` with a pattern that holds an expansion; and every text
+tree-sitter-bash would read with an error. Past MAX_NESTING levels of nesting, MAX_COMMANDS simple
+commands or MAX_WORDS words the text is refused too: the work of reading the commands afterwards
+grows with them (see docs/policy-language.md, "Limits").
 
 Linear time: every function consumes the text left to right and never goes back except to look a
-bounded number of characters ahead; the only scan that may look further (the end line of a
-heredoc) moves the position past what it scanned. No regular expression used can backtrack.
+bounded number of characters ahead (a keyword, an assignment's name); the only scan that may look
+further (the end line of a heredoc) moves the position past what it scanned. The patterns of
+.lexer cannot backtrack.
 """
 
 from __future__ import annotations
 
-from dsl.subjects.bash.node import Node
+import re
 
-MAX_NESTING = 48  # levels of nested statements and substitutions
-MAX_COMMANDS = 256  # simple commands (and declaration/unset commands) of one text
-MAX_WORDS = 4096  # words (command names, arguments, assignment values, destinations) of one text
+from dsl.subjects.bash.arithmetic import Arithmetic
+from dsl.subjects.bash.lexer import (
+    ASSIGNMENT, BLANK_NEWLINE_START, BLANK_START, BLANKS, BLANKS_NEWLINES, DECLARATIONS, DIGITS, HEREDOC_WORD, NUMBER,
+    NAME_CHAR, REDIRECT_OPERATORS, RESERVED, SPACE, SPECIAL_WORD, UNSETS, WORD, WORD_END,
+)
+from dsl.subjects.bash.node import Node
+from dsl.subjects.bash.words import Words, leaf, node
+
+MAX_NESTING = 48  # levels of nested statements, substitutions, expansions and parentheses
+MAX_COMMANDS = 4096  # simple commands (and declaration/unset commands) of one text
+MAX_WORDS = 16384  # words (command names, arguments, assignment values, destinations) of one text
 
 
 class BashSyntaxError(ValueError):
-    """The text is not read by this parser: `offset` is the byte where it stopped."""
+    """The text is not read by this parser: `offset` is the character where it stopped."""
 
     def __init__(self, message: str, offset: int):
         super().__init__(message)
@@ -46,152 +62,101 @@ class BashSyntaxError(ValueError):
         self.offset = offset
 
 
-_BLANK = frozenset(" \t\r\v\f")  # tree-sitter-bash's blanks (bash's are only space and tab: shell._check_blanks)
-_SPACE = _BLANK | {"\n"}
-# tree-sitter-bash's SPECIAL_CHARACTERS: what ends an unquoted word
-_WORD_STOP = frozenset("'\"<>{}[]()`$|&;") | _SPACE
-_SPECIAL_WORD = frozenset("{}[]")
-_NAME_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
-_NAME_CHAR = _NAME_START | frozenset("0123456789")
-_DIGITS = frozenset("0123456789")
-_SPECIAL_PARAMETERS = frozenset("*@?!#-$")
-_DECLARATIONS = frozenset({"declare", "typeset", "export", "readonly", "local"})
-_UNSETS = frozenset({"unset", "unsetenv"})
-# reserved words (bash(1), RESERVED WORDS) this parser does not read, or that cannot start a command
-_REFUSED_WORDS = frozenset({"case", "select", "coproc", "esac", "then", "elif", "else", "fi", "do", "done", "in",
-                            "}", "]]", "time"})
-_REDIRECT_OPERATORS = ("&>>", ">&-", "<&-", "&>", ">>", "<&", ">&", ">|", "<", ">")  # longest first
-# tree-sitter-bash's number token: -?(0x)?[0-9]+(#[0-9A-Za-z@_]+)?
+_CASE_ENDS = (";;&", ";;", ";&")
+_COMMAND_WORD_END = frozenset(" \t\n;&|)\0")  # what may follow a command's name read at once (unit)
+_NUMBER_START = frozenset("-0123456789")
+_ARGUMENT_SPECIAL = frozenset("<>&0123456789=($")  # what arguments() reads with more care
+_AFTER_UNIT = frozenset("&|<>0123456789")  # what may go on after a pipeline's element (and_or)
+# a file redirection's descriptor and operator (longest first)
+_FILE_REDIRECT = re.compile("([0-9]*+)(" + "|".join(re.escape(op) for op in REDIRECT_OPERATORS) + ")")
+_STATEMENT_END = frozenset(";&|)\n")  # what ends a statement's words (with the end of the text)
+_TEST_BINARY = frozenset({"=", "==", "!=", "<", ">", "=~"})
 
 
-def _is_number(text: str) -> bool:
-    i = 1 if text.startswith("-") else 0
-    if text.startswith("0x", i):
-        i += 2
-    j = i
-    while j < len(text) and text[j] in _DIGITS:
-        j += 1
-    if j == i:
-        return False
-    if j == len(text):
-        return True
-    if text[j] != "#" or j + 1 == len(text):
-        return False
-    return all(c in _NAME_CHAR or c == "@" for c in text[j + 1 :])
-
-
-def _leaf(kind: str, start: int, end: int, named: bool = False) -> Node:
-    return Node(kind, start, end, named)
-
-
-def _node(kind: str, children: list, fields: list | None = None, named: bool = True) -> Node:
-    return Node(kind, children[0].start_byte, children[-1].end_byte, named, children, fields)
-
-
-class _Parser:
-    def __init__(self, text: str):
+class _Parser(Words, Arithmetic):
+    def __init__(self, text: str, max_commands: int, max_words: int):
         self.s = text
         self.n = len(text)
         self.i = 0
         self.depth = 0
         self.commands = 0
         self.words = 0
+        self.max_commands = max_commands
+        self.max_words = max_words
         self.backticks = False  # inside `...`
         self.heredoc_line = False  # reading the rest of a heredoc's first line
         self.newline_end = -1  # the end of the newline that ended the last statement read, if one did
 
-    # errors, limits
+    # errors, limits, blanks
 
     def fail(self, why: str, at: int | None = None):
-        raise BashSyntaxError(why, self.i if at is None else at)
+        at = self.i if at is None else at
+        c = self.s[at] if at < self.n else ""
+        if c in ("\r", "\v", "\f") or (c == "\\" and self.s[at + 1 : at + 2] in (" ", "\t", "\r", "\v", "\f")):
+            # tree-sitter-bash skipped these as blanks; bash reads a word character (a CR, VT
+            # or FF, or a quoted blank): read as neither, the text is refused
+            name = {"\r": "carriage return", "\v": "vertical tab", "\f": "form feed"}.get(c, "backslash before a blank")
+            hint = " (a Windows line ending: send the command with LF line endings)" if c == "\r" else ""
+            why = f"a {name} where no word is, which bash reads as part of a word{hint}"
+        raise BashSyntaxError(why, at)
 
     def enter(self) -> None:
         self.depth += 1
         if self.depth > MAX_NESTING:
             self.fail(f"the text nests more than {MAX_NESTING} levels deep")
 
-    def count_word(self) -> None:
-        self.words += 1
-        if self.words > MAX_WORDS:
-            self.fail(f"the text has more than {MAX_WORDS:,} words")
+    def blanks(self) -> None:
+        """Skip bash's blanks (bash(1), DEFINITIONS: space and tab) between tokens on a line."""
+        i = self.i
+        if i < self.n and self.s[i] in BLANK_START:
+            self.i = BLANKS.match(self.s, i).end()
 
-    # characters
-
-    def at(self, token: str) -> bool:
-        return self.s.startswith(token, self.i)
+    def blanks_newlines(self) -> None:
+        i = self.i
+        if i < self.n and self.s[i] in BLANK_NEWLINE_START:
+            self.i = BLANKS_NEWLINES.match(self.s, i).end()
 
     def char(self, offset: int = 0) -> str:
         k = self.i + offset
         return self.s[k] if k < self.n else "\0"  # NUL never reaches the parser (shell() refuses it)
 
-    def blanks(self, newlines: bool = False) -> None:
-        """Skip what tree-sitter-bash skips between tokens: blanks, a backslash before a blank
-        (bash reads it as a quoted blank: shell._check_blanks refuses it), newlines if asked."""
-        s, i, n = self.s, self.i, self.n
-        while i < n:
-            c = s[i]
-            if c in _BLANK or (newlines and c == "\n"):
-                i += 1
-            elif c == "\\" and i + 1 < n and s[i + 1] in " \t\v\f\n":
-                i += 2
-            elif c == "\\" and s.startswith("\r\n", i + 1):
-                i += 3
-            else:
-                break
-        self.i = i
-
-    def word_end(self, start: int, hash_first: bool = False) -> int:
-        """The end of tree-sitter-bash's `word` token starting at `start` (start itself when none):
-        characters but its special ones, a backslash with the character it quotes, `\\ ` inside."""
-        s, n, j = self.s, self.n, start
-        while j < n:
-            c = s[j]
-            if c == "\\":
-                if j + 1 >= n:
-                    self.fail("a backslash ends the text", j)
-                nxt = s[j + 1]
-                if nxt == " ":
-                    if j == start:
-                        break
-                    j += 2
-                elif nxt in _SPACE:
-                    self.fail("a backslash before a blank inside a word", j)
-                else:
-                    j += 2
-            elif c in _WORD_STOP or (c == "#" and j == start and not hash_first):
-                break
-            else:
-                j += 1
-        return j
+    def at(self, token: str) -> bool:
+        return self.s.startswith(token, self.i)
 
     def keyword(self) -> str:
         """The unquoted word at the position if it could be a reserved word, else ""."""
-        end = self.word_end(self.i)
-        if end == self.i:
-            # `{`, `}`, `[`, `[[`, `]]`: special characters of their own
-            for token in ("[[", "]]", "{", "}", "[", "]"):
-                if self.at(token):
-                    end = self.i + len(token)
+        s, i = self.s, self.i
+        m = WORD.match(s, i)
+        if m is not None:
+            end = m.end()
+        else:
+            for token in ("[[", "]]", "{", "}", "[", "]"):  # special characters of their own
+                if s.startswith(token, i):
+                    end = i + len(token)
                     break
             else:
                 return ""
-        nxt = self.s[end] if end < self.n else ""
-        if nxt and nxt not in _SPACE and nxt not in ";&|()<>`":
+        if end < self.n and s[end] not in SPACE and s[end] not in ";&|()<>`":
             return ""
-        return self.s[self.i : end]
+        return s[i:end]
 
-    def expect(self, token: str, named: bool = False) -> Node:
-        if not self.at(token):
+    def expect(self, token: str) -> Node:
+        if not self.s.startswith(token, self.i):
             self.fail(f"expected {token!r}")
         start = self.i
         self.i += len(token)
-        return _leaf(token, start, self.i, named)
+        return Node(token, start, self.i, False)
 
     def expect_word(self, word: str) -> Node:
-        self.blanks(newlines=True)
+        self.blanks_newlines()
         if self.keyword() != word:
             self.fail(f"expected {word!r}")
         return self.expect(word)
+
+    def count_command(self) -> None:
+        self.commands += 1
+        if self.commands > self.max_commands:
+            self.fail(f"the text has more than {self.max_commands:,} commands")
 
     # statements
 
@@ -202,8 +167,11 @@ class _Parser:
         if self.i < self.n:
             self.fail("unexpected text")
         if not kids:
-            return Node("program", self.i if self.n else 0, self.i if self.n else 0)
-        return Node("program", kids[0].start_byte, self.n, True, kids, fields)
+            return Node("program", self.i if self.n else 0, self.i if self.n else 0, True, [], None)
+        root = Node("program", kids[0].start_byte, self.n, True, kids, fields)
+        for kid in kids:
+            kid.parent = root
+        return root
 
     def at_stop(self, stops) -> bool:
         if not stops:
@@ -211,20 +179,25 @@ class _Parser:
         c = self.char()
         if c in (")", "`"):
             return c in stops
+        if c == ";":
+            return ";;" in stops and any(self.at(end) for end in _CASE_ENDS)
         word = self.keyword()
         return bool(word) and word in stops
 
     def statements(self, kids: list, fields: list, stops, terminated: bool, field: str | None = None) -> int:
         """Statements up to a stop token or the end, appended to kids (each statement and visible
         terminator under `field`). `terminated`: each needs a terminator (tree-sitter-bash's
-        `_terminated_statement`). Returns how many statements were read."""
+        `_terminated_statement`). `stops` holding ";;": a case item's, which ends at `;;`, `;&`,
+        `;;&` or `esac`. Returns how many statements were read."""
         self.enter()
         count = 0
+        s = self.s
         while True:
-            self.blanks(newlines=True)
+            self.blanks_newlines()
             if self.i >= self.n:
                 break
-            if self.char() == "#":
+            c = s[self.i]
+            if c == "#":
                 kids.append(self.comment())
                 fields.append(None)
                 continue
@@ -238,6 +211,8 @@ class _Parser:
             c = self.char()
             if c == ";":
                 if self.at(";;") or self.at(";&"):
+                    if ";;" in stops:
+                        break
                     self.fail("`;;` ends only a case item")
                 kids.append(self.expect(";"))
                 fields.append(field)
@@ -247,6 +222,12 @@ class _Parser:
             elif c == "\n":
                 self.i += 1
                 self.newline_end = self.i
+                last = kids[-1]
+                if last.type == "pipeline" and len(last.children) >= 5:
+                    self.blanks_newlines()
+                    if self.i < self.n and self.redirect_ahead():
+                        # tree-sitter-bash applies it to the pipeline's tail, bash to nothing
+                        self.fail("a redirection on the line after a pipeline")
                 continue
             elif c == "#":
                 kids.append(self.comment())
@@ -268,102 +249,174 @@ class _Parser:
         start = self.i
         end = self.s.find("\n", start)
         self.i = self.n if end < 0 else end
-        return _leaf("comment", start, self.i, True)
+        return Node("comment", start, self.i)
 
     def and_or(self) -> Node:
         """Pipelines joined by `&&` / `||`, as tree-sitter-bash's precedences build them: a
         redirection after a list or a pipeline applies to all of it (`a && b > f` is
         redirected_statement(list)), and a pipe after that starts a pipeline of it."""
-        node = self.pipeline(self.unit())
+        result = self.unit()
+        s, n = self.s, self.n
         while True:
-            self.blanks()
-            if self.at("&&") or self.at("||"):
-                op = self.expect(self.s[self.i : self.i + 2])
-                self.blanks(newlines=True)
-                node = _node("list", [node, op, self.pipeline(self.unit())])
-            elif self.redirect_ahead():
-                node = self.redirected(node)
-            elif self.char() == "|":
-                node = self.pipeline(node)
+            i = self.i
+            if i < n and s[i] in BLANK_START:
+                self.i = i = BLANKS.match(s, i).end()
+            if i >= n:
+                return result
+            c = s[i]
+            if c not in _AFTER_UNIT:
+                return result
+            if (c == "&" or c == "|") and s.startswith(c, i + 1):
+                op = leaf(c + c, i, i + 2)
+                self.i = i + 2
+                self.blanks_newlines()
+                right = self.pipeline(self.unit())
+                if result.type == "pipeline" and len(result.children) >= 5:
+                    # tree-sitter-bash's GLR parse: `a | b | c && d` is a pipeline of `a` and of
+                    # the list `b | c && d` (the same commands; dsl.subjects.shell reads the
+                    # directory after it as unknown, as for any pipeline)
+                    tail = node("pipeline", result.children[2:])
+                    result = node("pipeline", [*result.children[:2], node("list", [tail, op, right])])
+                else:
+                    result = node("list", [result, op, right])
+            elif c in "<>&0123456789" and self.redirect_ahead():
+                result = self.redirected(result)
+            elif c == "|":
+                result = self.pipeline(result)
             else:
-                return node
+                return result
 
     def pipeline(self, first: Node) -> Node:
         parts = [first]
+        s = self.s
         while True:
             self.blanks()
-            if self.char() == "|" and not self.at("||"):
-                parts.append(self.expect("|&" if self.at("|&") else "|"))
-                self.blanks(newlines=True)
+            i = self.i
+            if i < self.n and s[i] == "|" and not s.startswith("||", i):
+                amp = s.startswith("|&", i)
+                parts.append(leaf("|&" if amp else "|", i, i + 2 if amp else i + 1))
+                self.i = i + (2 if amp else 1)
+                self.blanks_newlines()
                 parts.append(self.unit())
             else:
                 break
-        return parts[0] if len(parts) == 1 else _node("pipeline", parts)
+        return parts[0] if len(parts) == 1 else node("pipeline", parts)
 
     def redirect_ahead(self) -> bool:
         """A redirection starts here (not a process substitution)."""
-        c = self.char()
-        if c in "<>":
-            return self.char(1) != "("
+        s, i = self.s, self.i
+        c = s[i] if i < self.n else ""
+        if c == "<" or c == ">":
+            return not s.startswith("(", i + 1)
         if c == "&":
-            return self.char(1) == ">"
-        if c in _DIGITS:
-            j = self.i
-            while j < self.n and self.s[j] in _DIGITS:
+            return s.startswith(">", i + 1)
+        if c != "" and c in DIGITS:
+            j = i
+            while j < self.n and s[j] in DIGITS:
                 j += 1
-            return j < self.n and self.s[j] in "<>"
+            return j < self.n and s[j] in "<>"
         return False
 
     def redirected(self, body: Node | None) -> Node:
         kids, fields = ([body], ["body"]) if body is not None else ([], [])
+        s, n = self.s, self.n
         while True:
-            self.blanks()
-            if not self.redirect_ahead():
+            i = self.i
+            if i < n and s[i] in BLANK_START:
+                self.i = i = BLANKS.match(s, i).end()
+            if i >= n or s[i] not in _AFTER_UNIT or not self.redirect_ahead():
                 break
-            if self.at("<<<"):
+            if s[i] == "0":
+                self.fail("descriptor 0 where it is not a word of a command")
+            if s.startswith("<<<", i):
+                # tree-sitter-bash takes a here-string after an if or a while alone (no field)
+                if body is None or body.type not in ("if_statement", "while_statement") or len(kids) > 1:
+                    self.fail("a here-string after a statement other than a command")
                 kids.append(self.herestring())
-            elif self.at("<<"):
+                fields.append(None)
+                break
+            elif s.startswith("<<", i):
                 kids.append(self.heredoc())
             else:
                 kids.append(self.file_redirect(many=True))
             fields.append("redirect")
-        return _node("redirected_statement", kids, fields)
+        return node("redirected_statement", kids, fields)
 
     def unit(self) -> Node:
         """One element of a pipeline: a command, a compound command, `!` and what it negates."""
-        self.enter()
-        self.blanks()
-        word = self.keyword()
-        c = self.char()
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            self.fail(f"the text nests more than {MAX_NESTING} levels deep")
+        s, n = self.s, self.n
+        i = self.i
+        if i < n and s[i] in BLANK_START:
+            self.i = i = BLANKS.match(s, i).end()
+        c = s[i] if i < n else "\0"
+        m = WORD.match(s, i)
+        if m is not None:
+            end = m.end()
+            after = s[end] if end < n else "\0"
+            if after in _COMMAND_WORD_END:
+                word = s[i:end]
+                if word in RESERVED or word in DECLARATIONS or word in UNSETS or "=" in word or "#" in word:
+                    result = self.keyword_unit(word, c)
+                else:
+                    # most commands: a plain name, then words (see command() for the rest)
+                    k = end
+                    while k < n and s[k] in " \t":
+                        k += 1
+                    if k < n and s[k] == "(":
+                        result = self.function_or_command()
+                    else:
+                        self.count_command()
+                        self.words += 1
+                        if self.words > self.max_words:
+                            self.fail(f"the text has more than {self.max_words:,} words")
+                        name = Node("number" if c in _NUMBER_START and NUMBER.fullmatch(s, i, end) else "word", i, end)
+                        named = Node("command_name", i, end, True, [name], None)
+                        name.parent = named
+                        self.i = end
+                        kids = [named]
+                        fields = ["name"]
+                        self.arguments(kids, fields)
+                        result = node("command", kids, fields)
+                self.depth -= 1
+                return result
+        result = self.keyword_unit(self.keyword() if c not in ("$", '"', "'", "-", "/", ".") else "", c)
+        self.depth -= 1
+        return result
+
+    def keyword_unit(self, word: str, c: str) -> Node:
         if word == "!":
             bang = self.expect("!")
             self.blanks()
             inner = self.unit()
             if inner.type not in ("command", "variable_assignment", "test_command", "subshell"):
                 self.fail("`!` before a statement tree-sitter-bash does not negate")
-            node = _node("negated_command", [bang, inner])
-        elif c == "(":
+            return node("negated_command", [bang, inner])
+        if c == "(":
             if self.at("(("):
-                self.fail("arithmetic `(( ))` is not read")
-            node = self.subshell()
-        elif word == "{":
-            node = self.compound()
-        elif word in ("[", "[["):
-            node = self.test_command(word)
-        elif word == "if":
-            node = self.if_statement()
-        elif word in ("while", "until"):
-            node = self.while_statement(word)
-        elif word == "for":
-            node = self.for_statement()
-        elif word == "function":
-            node = self.function_definition()
-        elif word in _REFUSED_WORDS or c in ("\0", ")", ";", "&", "|", "\n") or (c == "`" and self.backticks):
-            self.fail("a command is missing or starts with a word this parser does not read")
-        else:
-            node = self.function_or_command()
-        self.depth -= 1
-        return node
+                return self.arithmetic_command()
+            return self.subshell()
+        if word in RESERVED:
+            if word == "{":
+                return self.compound()
+            if word in ("[", "[["):
+                return self.test_command(word)
+            if word == "if":
+                return self.if_statement()
+            if word in ("while", "until"):
+                return self.while_statement(word)
+            if word in ("for", "select"):
+                return self.for_statement(word)
+            if word == "case":
+                return self.case_statement()
+            if word == "function":
+                return self.function_definition()
+            self.fail(f"the word {word!r} where a command should start")
+        if c in ("\0", ")", ";", "&", "|", "\n") or (c == "`" and self.backticks):
+            self.fail("a command is missing")
+        return self.function_or_command()
 
     def subshell(self) -> Node:
         kids = [self.expect("(")]
@@ -372,7 +425,7 @@ class _Parser:
             self.fail("an empty subshell")
         kids.append(self.expect(")"))
         fields.append(None)
-        return _node("subshell", kids, fields)
+        return node("subshell", kids, fields)
 
     def compound(self) -> Node:
         kids = [self.expect("{")]
@@ -380,7 +433,7 @@ class _Parser:
         self.statements(kids, fields, stops=("}",), terminated=True)
         kids.append(self.expect_word("}"))
         fields.append(None)
-        return _node("compound_statement", kids, fields)
+        return node("compound_statement", kids, fields)
 
     def do_group(self) -> Node:
         kids = [self.expect_word("do")]
@@ -388,7 +441,7 @@ class _Parser:
         self.statements(kids, fields, stops=("done",), terminated=True)
         kids.append(self.expect_word("done"))
         fields.append(None)
-        return _node("do_group", kids, fields)
+        return node("do_group", kids, fields)
 
     def if_statement(self) -> Node:
         kids = [self.expect("if")]
@@ -399,7 +452,7 @@ class _Parser:
         fields.append(None)
         self.statements(kids, fields, stops=("elif", "else", "fi"), terminated=True)
         while True:
-            self.blanks(newlines=True)
+            self.blanks_newlines()
             word = self.keyword()
             if word == "elif":
                 clause = [self.expect("elif")]
@@ -424,15 +477,15 @@ class _Parser:
                 kids.append(self.expect_word("fi"))
                 fields.append(None)
                 break
-        return _node("if_statement", kids, fields)
+        return node("if_statement", kids, fields)
 
     def clause(self, kind: str, kids: list, fields: list) -> Node:
         """An elif or else clause: tree-sitter-bash's span takes in the newline that ends its
         last statement."""
-        node = _node(kind, kids, fields)
-        if self.newline_end > node.end_byte:
-            node.end_byte = self.newline_end
-        return node
+        made = node(kind, kids, fields)
+        if self.newline_end > made.end_byte:
+            made.end_byte = self.newline_end
+        return made
 
     def while_statement(self, word: str) -> Node:
         kids = [self.expect(word)]
@@ -441,18 +494,20 @@ class _Parser:
             self.fail("a loop without a condition")
         kids.append(self.do_group())
         fields.append("body")
-        return _node("while_statement", kids, fields)
+        return node("while_statement", kids, fields)
 
-    def for_statement(self) -> Node:
-        kids = [self.expect("for")]
+    def for_statement(self, word: str) -> Node:
+        kids = [self.expect(word)]
         fields: list = [None]
         self.blanks()
+        if word == "for" and self.at("(("):
+            return self.c_style_for(kids, fields)
         start = self.i
-        while self.char() in _NAME_CHAR:
+        while self.char() in NAME_CHAR:
             self.i += 1
-        if self.i == start or (self.char() not in _SPACE and self.char() != ";"):
-            self.fail("a for loop this parser does not read (C-style, or no plain variable name)")
-        kids.append(_leaf("variable_name", start, self.i, True))
+        if self.i == start or (self.char() not in SPACE and self.char() != ";"):
+            self.fail("a for loop without a plain variable name")
+        kids.append(Node("variable_name", start, self.i))
         fields.append("variable")
         self.blanks()
         if self.keyword() == "in":
@@ -463,7 +518,7 @@ class _Parser:
                 c = self.char()
                 if c in ("\0", ";", "\n", "&", "#", "|", ")", "<", ">"):
                     break
-                kids.append(self.literal(context="value")[0])
+                kids.append(self.literal("value"))
                 fields.append("value")
             if fields[-1] != "value":
                 self.fail("a for loop with `in` and no words")
@@ -475,10 +530,133 @@ class _Parser:
             self.i += 1
         else:
             self.fail("a for loop's words have no terminator")
-        self.blanks(newlines=True)
+        self.blanks_newlines()
         kids.append(self.do_group())
         fields.append("body")
-        return _node("for_statement", kids, fields)
+        return node("for_statement", kids, fields)
+
+    def c_style_for(self, kids: list, fields: list) -> Node:
+        """`for (( INIT; TEST; UPDATE ))` then `do ... done` or `{ ... }` (bash(1), for)."""
+        kids.append(self.expect("(("))
+        fields.append(None)
+        self.enter()
+        for clause in ("initializer", "condition", "update"):
+            before = len(kids)
+            self.arithmetic_atoms(kids, stops=";" if clause != "update" else "")
+            fields += [clause] * (len(kids) - before)
+            if clause != "update":
+                if not self.at(";"):
+                    self.fail("a C-style for this parser does not read")
+                kids.append(self.expect(";"))
+                fields.append(None)
+        if not self.at("))"):
+            self.fail("a C-style for this parser does not read")
+        self.depth -= 1
+        kids.append(self.expect("))"))
+        fields.append(None)
+        self.blanks()
+        if self.char() == ";" and not self.at(";;"):
+            kids.append(self.expect(";"))
+            fields.append(None)
+        self.blanks_newlines()
+        if self.keyword() == "{":
+            kids.append(self.compound())
+        else:
+            kids.append(self.do_group())
+        fields.append("body")
+        return node("c_style_for_statement", kids, fields)
+
+    def case_statement(self) -> Node:
+        """`case WORD in [(] PATTERN [| PATTERN]... ) STATEMENTS ;; ... esac` (bash(1), case)."""
+        kids = [self.expect("case")]
+        fields: list = [None]
+        self.blanks()
+        if self.char() in ("\0", "\n", ";", "&", "|", ")", "#"):
+            self.fail("a case without a word")
+        kids.append(self.literal("case"))
+        fields.append("value")
+        self.blanks_newlines()
+        if self.char() == ";":
+            self.fail("a case with `;` before `in`")
+        kids.append(self.expect_word("in"))
+        fields.append(None)
+        while True:
+            self.blanks_newlines()
+            c = self.char()
+            if c == "#":
+                kids.append(self.comment())
+                fields.append(None)
+                continue
+            if self.keyword() == "esac":
+                break
+            if c == "\0":
+                self.fail("a case without esac")
+            item = self.case_item()
+            kids.append(item)
+            fields.append(None)
+            if item.fields[-1] is None and item.children[-1].type != ";;":
+                # no terminator: this must be the last item
+                self.blanks_newlines()
+                if self.keyword() != "esac":
+                    self.fail("a case item without `;;` before another")
+                break
+        items = [k for k in kids if k.type == "case_item"]
+        if items:  # the last item's terminator has no field in tree-sitter-bash's tree
+            last = items[-1]
+            if last.fields[-1] == "fallthrough":
+                self.fail("`;&` or `;;&` after the last case item")
+            if last.fields[-1] == "termination":
+                last.fields[-1] = None
+        kids.append(self.expect("esac"))
+        fields.append(None)
+        return node("case_statement", kids, fields)
+
+    def case_item(self) -> Node:
+        kids: list = []
+        fields: list = []
+        if self.char() == "(":
+            kids.append(self.expect("("))
+            fields.append(None)
+            self.blanks()
+        while True:
+            kids.append(self.case_pattern())
+            fields.append("value")
+            self.blanks()
+            if self.char() == "|":
+                kids.append(self.expect("|"))
+                fields.append(None)
+                self.blanks()
+                continue
+            break
+        kids.append(self.expect(")"))
+        fields.append(None)
+        self.newline_end = -1
+        self.statements(kids, fields, stops=(";;", "esac"), terminated=False)
+        self.blanks()
+        for end in _CASE_ENDS:
+            if self.at(end):
+                kids.append(self.expect(end))
+                fields.append("termination" if end == ";;" else "fallthrough")
+                return node("case_item", kids, fields)
+        return self.clause("case_item", kids, fields)  # its span takes in the newline after it
+
+    def case_pattern(self) -> Node:
+        """A pattern of a case item: plain pattern text is one word (tree-sitter-bash makes some
+        of them `extglob_pattern`, which dsl.subjects.shell reads alike); an extended glob
+        (`@(a|b)`) is refused."""
+        s, i, n = self.s, self.i, self.n
+        j = i
+        while j < n and s[j] not in "'\"$`()|;&<> \t\n\r\v\f\\{":
+            j += 1
+        if j > i and j < n and s[j] in ")| \t":
+            self.count_word()
+            self.i = j
+            if s[i] == "#":
+                self.fail("a case pattern that starts with #")
+            return Node("word", i, j)
+        if j < n and s[j] == "(":
+            self.fail("an extended glob in a case pattern")
+        return self.literal("case")
 
     def function_definition(self) -> Node:
         kids = [self.expect("function")]
@@ -498,7 +676,7 @@ class _Parser:
         return self.function_body(kids, fields)
 
     def function_body(self, kids: list, fields: list) -> Node:
-        self.blanks(newlines=True)
+        self.blanks_newlines()
         if self.char() == "(" and not self.at("(("):
             body = self.subshell()
         elif self.keyword() == "{":
@@ -510,11 +688,11 @@ class _Parser:
         self.blanks()
         if self.redirect_ahead():
             self.fail("a redirection of a function definition")
-        return _node("function_definition", kids, fields)
+        return node("function_definition", kids, fields)
 
     def function_or_command(self) -> Node:
         end = self.word_end(self.i)
-        if end > self.i:
+        if end > self.i and "=" not in self.s[self.i : end]:
             k = end
             while k < self.n and self.s[k] in " \t":
                 k += 1
@@ -527,56 +705,84 @@ class _Parser:
                 return self.function_body(kids, ["name", None, None])
         return self.command()
 
+    def plain_word(self, end: int) -> Node:
+        start, self.i = self.i, end
+        return Node("word", start, end)
+
     # commands
 
     def assignment_ahead(self) -> int:
-        """The end of `NAME=` or `NAME+=` at the position (bash(1), PARAMETERS), else -1."""
-        s, i, n = self.s, self.i, self.n
-        if i >= n or s[i] not in _NAME_START:
-            if i < n and s[i] in _DIGITS:
+        """The end of `NAME=` or `NAME+=` (or of `NAME[INDEX]` before `=` / `+=`) at the position
+        (bash(1), PARAMETERS), else -1."""
+        s, i = self.s, self.i
+        m = ASSIGNMENT.match(s, i)
+        if m is None:
+            if i < self.n and s[i] in DIGITS:
                 j = i
-                while j < n and s[j] in _NAME_CHAR:
+                while j < self.n and s[j] in NAME_CHAR:
                     j += 1
                 if s.startswith("=", j) or s.startswith("+=", j) or s.startswith("[", j):
                     self.fail("an assignment to a name that starts with a digit")
             return -1
-        j = i
-        while j < n and s[j] in _NAME_CHAR:
-            j += 1
-        if s.startswith("[", j):
-            if self.word_end(i) == j:  # `a[1]=x`, `a[i]`: subscripts are not read
-                k = s.find("]", j)
-                if k > 0 and s.startswith("=", k + 1) or s.startswith("+=", k + 1):
-                    self.fail("an assignment to an array element")
-            return -1
-        if s.startswith("=", j) or s.startswith("+=", j):
-            return j
+        end = m.end()
+        if s[end - 1] != "[":
+            return end - (2 if s[end - 2] == "+" else 1)
+        # `NAME[...]`: an assignment only when `=` or `+=` follows the matching `]`
+        k = end
+        while k < self.n and s[k] not in "]\n;&|<>() \t":
+            k += 1
+        if s.startswith("]=", k) or s.startswith("]+=", k):
+            return end - 1
         return -1
 
     def assignment(self, name_end: int) -> Node:
         start = self.i
-        name = _leaf("variable_name", start, name_end, True)
-        self.i = name_end
+        if self.s.startswith("[", name_end):
+            name = self.subscript(name_end)
+        else:
+            name = Node("variable_name", start, name_end)
+            self.i = name_end
         op = self.expect("+=" if self.at("+=") else "=")
         kids, fields = [name, op], ["name", None]
         c = self.char()
         if c == "(":
-            self.fail("an array assignment")
-        if c == "#":
-            self.fail("an assignment of a value that starts with #")
-        if c in ";&|)<>":
+            kids.append(self.array())
+            fields.append("value")
+        elif c == "#":  # `a=#b`: a word (a `#` starts a comment only where a word starts)
+            end = self.word_end(self.i, hash_first=True)
+            if end < self.n and self.s[end] not in WORD_END:
+                self.fail("an assignment of a value that starts with # and goes on")
+            self.count_word()
+            kids.append(Node("word", self.i, end))
+            fields.append("value")
+            self.i = end
+        elif c in ";&|)<>" and c != "\0":
             self.fail("an empty assignment before an operator")
-        if c != "\0" and c not in _SPACE:
-            if c == "`" and self.backticks:
-                pass
-            else:
-                kids.append(self.literal(context="value")[0])
-                fields.append("value")
-        return _node("variable_assignment", kids, fields)
+        elif c != "\0" and c not in SPACE and not (c == "`" and self.backticks):
+            kids.append(self.literal("value"))
+            fields.append("value")
+        return node("variable_assignment", kids, fields)
+
+    def array(self) -> Node:
+        """`(WORD...)` of an array assignment (bash(1), Arrays)."""
+        self.enter()
+        kids = [self.expect("(")]
+        while True:
+            self.blanks_newlines()
+            c = self.char()
+            if c == ")":
+                break
+            if c in ("\0", ";", "&", "|", "(", "#", "<", ">"):
+                self.fail("an array this parser does not read")
+            kids.append(self.literal("array"))
+        kids.append(self.expect(")"))
+        self.depth -= 1
+        return node("array", kids)
 
     def command(self) -> Node:
         kids: list = []
         fields: list = []
+        s = self.s
         while True:
             self.blanks()
             end = self.assignment_ahead()
@@ -584,8 +790,10 @@ class _Parser:
                 kids.append(self.assignment(end))
                 fields.append(None)
             elif self.redirect_ahead() and not self.at("<<"):
-                if self.char() in _DIGITS and self.s[self.i : self.i + 8].lstrip("0123456789").startswith("<"):
-                    self.fail("a numbered input redirection before a command")
+                if self.char() == "0":
+                    if kids or not (self.at("0<") or self.at("0>")) or self.at("0<<"):
+                        self.fail("a descriptor that starts with 0")
+                    break  # `0<x rm`: tree-sitter-bash reads `0` as the command's name
                 kids.append(self.file_redirect(many=False))
                 fields.append("redirect")
             else:
@@ -594,60 +802,106 @@ class _Parser:
         c = self.char()
         if c in ("\0", "\n", ";", "&", "|", ")", "#", "<") or (c == "`" and self.backticks) or self.at(">("):
             if kids and all(f is None for f in fields) and c != "<" and not self.at(">("):
-                return kids[0] if len(kids) == 1 else _node("variable_assignments", kids)
+                return kids[0] if len(kids) == 1 else node("variable_assignments", kids)
             if kids and all(f == "redirect" for f in fields) and c != "<":
-                return _node("redirected_statement", kids, fields)
+                return node("redirected_statement", kids, fields)
             self.fail("a command without a name")
         word = self.keyword()
-        if word in _DECLARATIONS or word in _UNSETS:
+        if word in DECLARATIONS or word in UNSETS:
             if kids:
                 self.fail("assignments or redirections before a declaration")
             return self.declaration(word)
-        if word in _REFUSED_WORDS or word in ("{", "[", "[[", "!", "if", "while", "until", "for", "function"):
+        if word in RESERVED:
             self.fail(f"the word {word!r} where a command name should be")
-        if "=" in self.s[self.i : self.word_end(self.i)]:
+        end = self.word_end(self.i)
+        if "=" in s[self.i : end]:
             self.fail("a command name holding `=` that is not an assignment")  # tree-sitter-bash: `--x=1 a`
+        k = self.i
+        while k < end and s[k] in NAME_CHAR:
+            k += 1
+        if k > self.i and s.startswith("#", k):
+            self.fail("a command name of letters and digits then `#`")  # tree-sitter-bash: a name, a comment
         self.count_command()
-        name = self.literal(context="name")
-        kids.append(_node("command_name", name))
+        name = self.literal("name")
+        named = Node("command_name", name.start_byte, name.end_byte, True, [name], None)
+        name.parent = named
+        kids.append(named)
         fields.append("name")
+        self.arguments(kids, fields)
+        return node("command", kids, fields)
+
+    def arguments(self, kids: list, fields: list) -> None:
+        """A command's words after its name, and its here-strings, up to what ends it (an
+        operator, a redirection other than `<<<`, a newline, a comment)."""
+        s, n = self.s, self.n
+        backticks = self.backticks
+        word_match = WORD.match
         while True:
-            self.blanks()
-            c = self.char()
-            if c in ("\0", "\n", ";", "&", "|", ")", "#") or (c == "`" and self.backticks):
-                if c == "&" and self.at("&>"):
-                    break
-                break
-            if self.at("<<<"):
-                kids.append(self.herestring())
-                fields.append("redirect")
-                continue
-            if self.redirect_ahead():
-                if self.char() in _DIGITS and self.s[self.i : self.i + 8].lstrip("0123456789").startswith("<"):
-                    self.fail("a numbered input redirection")
-                break
-            if self.at("==") or self.at("=~"):
+            i = self.i
+            if i < n and s[i] in BLANK_START:
+                self.i = i = BLANKS.match(s, i).end()
+            if i >= n:
+                return
+            c = s[i]
+            if c in _STATEMENT_END or c == "#" or (c == "`" and backticks):
+                return
+            if c not in _ARGUMENT_SPECIAL and i != kids[-1].end_byte:
+                # most words: plain text up to a blank or an operator (literal()'s first case)
+                m = word_match(s, i)
+                if m is not None:
+                    end = m.end()
+                    if end >= n or s[end] in WORD_END:
+                        self.words += 1
+                        if self.words > self.max_words:
+                            self.fail(f"the text has more than {self.max_words:,} words")
+                        kind = "number" if c in _NUMBER_START and NUMBER.fullmatch(s, i, end) else "word"
+                        kids.append(Node(kind, i, end))
+                        fields.append("argument")
+                        self.i = end
+                        continue
+            if c in "<>&0123456789":
+                if s.startswith("<<<", i):
+                    kids.append(self.herestring())
+                    fields.append("redirect")
+                    continue
+                if self.redirect_ahead():
+                    if c == "0":
+                        # `cat 0<x`: tree-sitter-bash reads `0` as a number word, then the
+                        # redirection (dsl.subjects.shell knows the word is a descriptor)
+                        if s[i + 1] not in "<>" or (s.startswith("0<<", i) and not s.startswith("0<<<", i)):
+                            self.fail("a descriptor that starts with 0")
+                        kids.append(Node("number", i, i + 1))
+                        fields.append("argument")
+                        self.i = i + 1
+                        self.count_word()
+                        if s.startswith("<<<", i + 1):
+                            continue
+                    return
+            if c == "=" and (s.startswith("==", i) or s.startswith("=~", i)):
                 self.fail("`==` or `=~` as an argument")
             if c == "(":
                 self.fail("a parenthesis inside a command")
-            before = kids[-1].end_byte
-            arg = self.literal(context="argument")
-            if arg[0].start_byte == before:
-                self.fail("a word that touches the one before it")
-            for a in arg:
-                kids.append(a)
+            if c == "$" and s.startswith('"', i + 1):
+                # `echo $"x"`: tree-sitter-bash's bare `$`, then the string as a word of its own
+                kids.append(leaf("$", i, i + 1))
                 fields.append("argument")
-        return _node("command", kids, fields)
-
-    def count_command(self) -> None:
-        self.commands += 1
-        if self.commands > MAX_COMMANDS:
-            self.fail(f"the text has more than {MAX_COMMANDS} commands")
+                self.i = i + 1
+                self.count_word()
+                kids.append(self.literal("argument"))
+                fields.append("argument")
+                continue
+            before = kids[-1].end_byte
+            arg = self.literal("argument")
+            if arg.start_byte == before:
+                self.fail("a word that touches the one before it")
+            kids.append(arg)
+            fields.append("argument")
 
     def declaration(self, word: str) -> Node:
         self.count_command()
-        kind = "unset_command" if word in _UNSETS else "declaration_command"
+        kind = "unset_command" if word in UNSETS else "declaration_command"
         kids = [self.expect(word)]
+        s = self.s
         while True:
             self.blanks()
             c = self.char()
@@ -659,113 +913,113 @@ class _Parser:
                     self.fail("an assignment after unset")
                 kids.append(self.assignment(end))
                 continue
-            if c in _NAME_CHAR:
+            if c in NAME_CHAR:
                 end = self.word_end(self.i)
-                text = self.s[self.i : end]
-                if all(ch in _NAME_CHAR for ch in text) and end < self.n and (self.s[end] not in _SPACE and self.s[end] not in ";&|)"):
-                    self.fail("a name followed by other text in a declaration")
-                if all(ch in _NAME_CHAR for ch in text):
-                    if all(ch in _DIGITS for ch in text):
+                text = s[self.i : end]
+                if all(ch in NAME_CHAR for ch in text):
+                    if end < self.n and s[end] not in SPACE and s[end] not in ";&|)":
+                        if kind != "unset_command" or not s.startswith("[", end) or text[0] in DIGITS:
+                            self.fail("a name followed by other text in a declaration")
+                        # `unset a[1]`: tree-sitter-bash's name, then the subscript as a word
+                        self.count_word()
+                        kids.append(Node("variable_name", self.i, end))
+                        self.i = end
+                        kids.append(self.literal("argument"))
+                        continue
+                    if text.isdigit():
                         self.fail("a number in a declaration")
                     self.count_word()
-                    kids.append(_leaf("variable_name", self.i, end, True))
+                    kids.append(Node("variable_name", self.i, end))
                     self.i = end
                     continue
-            for a in self.literal(context="argument"):
-                kids.append(a)
-        return _node(kind, kids)
+            kids.append(self.literal("argument"))
+        return node(kind, kids)
 
     # redirections
 
     def file_redirect(self, many: bool) -> Node:
-        kids, fields = [], []
-        if self.char() in _DIGITS:
-            start = self.i
-            while self.char() in _DIGITS:
-                self.i += 1
-            kids.append(_leaf("file_descriptor", start, self.i, True))
-            fields.append("descriptor")
-        for op in _REDIRECT_OPERATORS:
-            if self.at(op):
-                break
+        s, n = self.s, self.n
+        i = self.i
+        m = _FILE_REDIRECT.match(s, i)
+        if m is None:
+            self.fail("a redirection operator this parser does not read")
+        op_start, end = m.start(2), m.end()
+        if s.startswith("<>", op_start) or s.startswith("<<", op_start):
+            self.fail("a redirection operator this parser does not read", op_start)
+        op = m.group(2)
+        if op_start > i:
+            if s[i] == "0":
+                self.fail("a descriptor that starts with 0")
+            kids = [Node("file_descriptor", i, op_start), Node(op, op_start, end, False)]
+            fields = ["descriptor", None]
         else:
-            self.fail("a redirection operator this parser does not read")
-        if self.at("<>") or self.at("<<"):
-            self.fail("a redirection operator this parser does not read")
-        kids.append(self.expect(op))
-        fields.append(None)
-        if op in (">&-", "<&-"):
-            self.blanks()
-            c = self.char()
-            if c != "\0" and c not in _SPACE and c not in ";&|)#<>":
-                self.fail("a word after a closed descriptor")
-            return _node("file_redirect", kids, fields)
+            kids = [Node(op, i, end, False)]
+            fields = [None]
+        self.i = end
+        if op == ">&-" or op == "<&-":
+            if many:  # after a command tree-sitter-bash would take the next word as its destination
+                self.blanks()
+                c = self.char()
+                if c != "\0" and c not in SPACE and c not in ";&|)#<>":
+                    self.fail("a word after a closed descriptor")
+            return node("file_redirect", kids, fields)
+        backticks = self.backticks
         while True:
-            self.blanks()
-            c = self.char()
-            if c == "\0" or c in _SPACE or c in ";&|)#<>" or (c == "`" and self.backticks):
-                if c in "<>" and self.char(1) == "(":
-                    pass
-                else:
-                    break
-            if c in _DIGITS and self.redirect_ahead():
+            i = self.i
+            if i < n and s[i] in BLANK_START:
+                self.i = i = BLANKS.match(s, i).end()
+            if i >= n:
                 break
-            if self.at("==") or self.at("=~"):
+            c = s[i]
+            if c in SPACE or c in ";&|)#" or (c == "`" and backticks):
+                break
+            if c in "<>" and not s.startswith("(", i + 1):
+                break
+            if c in DIGITS and self.redirect_ahead():
+                break
+            if c == "=" and (s.startswith("==", i) or s.startswith("=~", i)):
                 self.fail("`==` or `=~` after a redirection")
             if c == "(":
                 self.fail("a parenthesis after a redirection")
-            before = kids[-1].end_byte
-            dest = self.literal(context="destination")
-            if fields[-1] == "destination" and dest[0].start_byte == before:
+            if c == "$" and s.startswith('"', i + 1) and fields[-1] == "destination":
+                self.fail("a translated string after a redirection's destination")
+            if fields[-1] == "destination" and i == kids[-1].end_byte:
                 self.fail("a word that touches the one before it")
-            kids.append(dest[0])
+            kids.append(self.literal("destination"))
             fields.append("destination")
             if not many:
                 break
         if fields[-1] != "destination":
             self.fail("a redirection without a destination")
-        return _node("file_redirect", kids, fields)
+        return node("file_redirect", kids, fields)
 
     def herestring(self) -> Node:
         kids = [self.expect("<<<")]
         self.blanks()
         c = self.char()
-        if c == "\0" or c in _SPACE or c in ";&|)#<>(":
+        if c == "\0" or c in SPACE or c in ";&|)#<>(":
             self.fail("a here-string without a word")
-        kids.append(self.literal(context="destination")[0])
-        return _node("herestring_redirect", kids, [None, None])
+        if c == "$" and self.char(1) == '"':
+            self.fail("a translated string as a here-string")
+        kids.append(self.literal("destination"))
+        return node("herestring_redirect", kids, [None, None])
 
     def heredoc(self) -> Node:
         """`<<WORD` / `<<-WORD`, the rest of its line, the newline, the body and the end line
         (bash(1), Here Documents). The body is read here, at once: one heredoc per line."""
         if self.heredoc_line:
             self.fail("a second heredoc on one line")
+        s = self.s
         strip = self.at("<<-")
         kids = [self.expect("<<-" if strip else "<<")]
         fields: list = [None]
         self.blanks()
         start = self.i
-        c = self.char()
-        if c in ("'", '"'):
-            close = self.s.find(c, start + 1)
-            if close < 0:
-                self.fail("an unterminated heredoc delimiter")
-            delimiter = self.s[start + 1 : close]
-            end, quoted = close + 1, True
-        else:
-            quoted = c == "\\"
-            j = start + 1 if quoted else start
-            end = j
-            while end < self.n and (self.s[end] in _NAME_CHAR or self.s[end] in "-.@%+:,/!^~"):
-                end += 1
-            delimiter = self.s[j:end]
-        if not delimiter or any(ch not in _NAME_CHAR and ch not in "-.@%+:,/!^~ " for ch in delimiter) or (
-                end < self.n and (self.s[end] not in _SPACE and self.s[end] not in ";&|)<>")):
-            self.fail("a heredoc delimiter this parser does not read")
-        kids.append(_leaf("heredoc_start", start, end, True))
+        delimiter, end, _ = self.heredoc_delimiter(start)
+        kids.append(Node("heredoc_start", start, end))
         fields.append(None)
         self.i = end
-        line_end = self.s.find("\n", end)
+        line_end = s.find("\n", end)
         if line_end < 0:
             self.fail("a heredoc with no body")
         self.heredoc_line = True
@@ -774,17 +1028,17 @@ class _Parser:
             pipe = [self.expect("|&" if self.at("|&") else "|")]
             self.blanks()
             pipe.append(self.and_or())
-            kids.append(_node("pipeline", pipe))
+            kids.append(node("pipeline", pipe))
             fields.append(None)
         else:
             while self.redirect_ahead() and not self.at("<<"):
-                if self.char() in _DIGITS and self.s[self.i : self.i + 8].lstrip("0123456789").startswith("<"):
-                    self.fail("a numbered input redirection")
+                if self.char() == "0":
+                    self.fail("descriptor 0 after a heredoc")
                 kids.append(self.file_redirect(many=True))
                 fields.append("redirect")
                 self.blanks()
             if self.at("&&") or self.at("||"):
-                kids.append(self.expect(self.s[self.i : self.i + 2]))
+                kids.append(self.expect(s[self.i : self.i + 2]))
                 fields.append("operator")
                 self.blanks()
                 kids.append(self.and_or())
@@ -798,14 +1052,14 @@ class _Parser:
         k = body_start
         end_line = -1
         while k <= self.n:
-            eol = self.s.find("\n", k)
+            eol = s.find("\n", k)
             stop = self.n if eol < 0 else eol
-            line = self.s[k:stop]
+            line = s[k:stop]
             bare = line.lstrip("\t") if strip else line
             if bare == delimiter:
                 end_line = k
                 break
-            if bare.rstrip(" \t\r\v\f") == delimiter:  # tree-sitter-bash may end it there, bash does not
+            if bare.strip(" \t\r\v\f") == delimiter:  # tree-sitter-bash may end it there, bash does not
                 self.fail("a heredoc line that is its delimiter and blanks", k)
             if eol < 0:
                 break
@@ -814,21 +1068,58 @@ class _Parser:
             self.fail("a heredoc that does not end")
         tabs = 0
         if strip:
-            while self.s.startswith("\t", end_line + tabs):
+            while s.startswith("\t", end_line + tabs):
                 tabs += 1
+        body_to = end_line + tabs
         # tree-sitter-bash's body starts after the empty lines at its top (and, for <<-, tabs)
         body_from = body_start
-        while body_from < end_line and self.s[body_from] in " \t\n":
+        while body_from < body_to and s[body_from] in " \t\n":
             body_from += 1
-        if self.s.startswith("\\", body_from):
+        if s.startswith("\\", body_from):
             self.fail("an unquoted heredoc whose body starts with a backslash", body_from)
-        body_to = end_line + tabs
-        kids.append(self.heredoc_body(body_from, body_to, end_line, quoted, strip))
+        # tree-sitter-bash leaves the body unread when the delimiter starts quoted; bash expands
+        # none whenever any of it is quoted (dsl.subjects.shell reads the body from the text)
+        kids.append(self.heredoc_body(body_from, body_to, end_line, s[start] in "'\"\\", strip))
         fields.append(None)
-        kids.append(_leaf("heredoc_end", body_to, body_to + len(delimiter), True))
+        kids.append(Node("heredoc_end", body_to, body_to + len(delimiter)))
         fields.append(None)
         self.i = body_to + len(delimiter)
-        return _node("heredoc_redirect", kids, fields)
+        return node("heredoc_redirect", kids, fields)
+
+    def heredoc_delimiter(self, start: int) -> tuple[str, int, bool]:
+        """The delimiter of `<<WORD` at `start`: (the line that ends the body, the end of WORD,
+        whether it is quoted). WORD is a name wholly quoted ('EOF', "EOF": a backslash in double
+        quotes quotes $ ` " \\), or unquoted with backslashes that quote one character each (\\EOF,
+        E\\OF), as bash removes its quotes (bash(1), Here Documents) and tree-sitter-bash does too.
+        WORD quoted in part (`E'O'F`) is refused: tree-sitter-bash ends the body at a line
+        `E'O'F`, bash at `EOF`."""
+        s, n = self.s, self.n
+        c = self.char()
+        if c in ("'", '"'):
+            j = start + 1
+            out = []
+            while True:
+                if j >= n or s[j] == "\n":
+                    self.fail("an unterminated heredoc delimiter")
+                ch = s[j]
+                if ch == c:
+                    break
+                if c == '"' and ch == "\\" and j + 1 < n and s[j + 1] in '$`"\\':
+                    out.append(s[j + 1])
+                    j += 2
+                    continue
+                out.append(ch)
+                j += 1
+            delimiter, end, quoted = "".join(out), j + 1, True
+        else:
+            end = HEREDOC_WORD.match(s, start).end()
+            word = s[start:end]
+            quoted = "\\" in word
+            delimiter = re.sub(r"\\(.)", r"\1", word) if quoted else word
+        if not delimiter or any(ch not in NAME_CHAR and ch not in "-.@%+:,/!^~ $" for ch in delimiter) or (
+                end < n and (s[end] not in SPACE and s[end] not in ";&|)<>")):
+            self.fail("a heredoc delimiter this parser does not read")
+        return delimiter, end, quoted
 
     def heredoc_body(self, start: int, end: int, end_line: int, quoted: bool, strip: bool = False) -> Node:
         if quoted or "$" not in self.s[start:end]:
@@ -838,36 +1129,36 @@ class _Parser:
         parts: list = []
         k = start
         last = None
+        s = self.s
         while k < end_line:
-            c = self.s[k]
+            c = s[k]
             if c == "\\":
                 k += 2
                 continue
             if c != "$":
                 k += 1
                 continue
-            nxt = self.s[k + 1] if k + 1 < self.n else ""
-            if nxt in _NAME_CHAR or nxt == "{" or (nxt == "(" and not self.s.startswith("((", k + 1)):
+            nxt = s[k + 1] if k + 1 < self.n else ""
+            if nxt != "" and (nxt in NAME_CHAR or nxt == "{" or (nxt == "(" and not s.startswith("((", k + 1))):
                 self.i = k
-                piece = self.dollar(context="heredoc")
+                piece = self.dollar("heredoc")
                 if piece.end_byte > end_line:
                     self.fail("a substitution that crosses a heredoc's end", k)
                 if last is not None:  # the text between, after a newline that follows the one before
                     if piece.start_byte == last:
                         self.fail("two expansions that touch in a heredoc", k)
-                    parts.append(_leaf("heredoc_content", self.after_newline(last, piece.start_byte),
-                                       piece.start_byte, True))
+                    parts.append(Node("heredoc_content", self.after_newline(last, piece.start_byte), piece.start_byte))
                 parts.append(piece)
                 last = piece.end_byte
                 k = piece.end_byte
-            elif nxt in _SPECIAL_PARAMETERS or nxt in "[(\n\r" or nxt == "":
+            elif nxt == "" or nxt in SPECIAL_PARAMETERS_OR_OPEN:
                 self.fail("a heredoc expansion this parser does not read", k)
             else:
                 k += 1
         if last is None:
             return Node("heredoc_body", start, end)
-        parts.append(_leaf("heredoc_content", self.after_newline(last, end), end, True))
-        return Node("heredoc_body", start, end, True, parts)
+        parts.append(Node("heredoc_content", self.after_newline(last, end), end))
+        return node_spanning("heredoc_body", start, end, parts)
 
     def after_newline(self, start: int, limit: int) -> int:
         return start + 1 if start < limit and self.s[start] == "\n" else start
@@ -875,327 +1166,195 @@ class _Parser:
     # tests
 
     def test_command(self, word: str) -> Node:
+        """`[ EXPRESSION ]` / `[[ EXPRESSION ]]` (bash(1), CONDITIONAL EXPRESSIONS) as
+        tree-sitter-bash builds them: a word, `OP WORD`, `WORD OP WORD`, `! EXPRESSION`, and in
+        `[[ ]]` parentheses and `&&` / `||` (`||` binding looser)."""
         close = "]]" if word == "[[" else "]"
         kids = [self.expect(word)]
+        self.enter()
         self.blanks()
-        first = self.test_operand()
-        self.blanks()
-        if first.type == "test_operator":
-            operand = self.test_operand()
-            if operand.type == "test_operator":
-                self.fail("a test this parser does not read")
-            expression = _node("unary_expression", [first, operand], ["operator", None])
-        else:
-            operator = self.test_operand()
-            if operator.type != "test_operator" and not (operator.type == "word" and self.s[operator.start_byte:operator.end_byte] == "=" and word == "["):
-                self.fail("a test this parser does not read")
-            if operator.type == "word":
-                operator = _leaf("=", operator.start_byte, operator.end_byte)
-            self.blanks()
-            right = self.test_operand()
-            if right.type == "test_operator":
-                self.fail("a test this parser does not read")
-            expression = _node("binary_expression", [first, operator, right], ["left", "operator", "right"])
-        kids.append(expression)
+        kids.append(self.test_or(close))
         self.blanks()
         if self.keyword() != close:
             self.fail(f"a test this parser does not read (no {close!r} where expected)")
         kids.append(self.expect(close))
-        return _node("test_command", kids)
+        self.depth -= 1
+        return node("test_command", kids)
 
-    def test_operand(self) -> Node:
+    def test_or(self, close: str) -> Node:
+        left = self.test_and(close)
+        while close == "]]":
+            self.blanks()
+            if not self.at("||"):
+                break
+            op = self.expect("||")
+            self.blanks()
+            left = node("binary_expression", [left, op, self.test_and(close)], ["left", "operator", "right"])
+        return left
+
+    def test_and(self, close: str) -> Node:
+        left = self.test_unary(close)
+        while close == "]]":
+            self.blanks()
+            if not self.at("&&"):
+                break
+            op = self.expect("&&")
+            self.blanks()
+            left = node("binary_expression", [left, op, self.test_unary(close)], ["left", "operator", "right"])
+        return left
+
+    def test_unary(self, close: str) -> Node:
+        self.enter()
         c = self.char()
-        if c == "\0" or c in _SPACE or c in ";&|()<>!":
+        if c == "!" and self.keyword() == "!":
+            bang = self.expect("!")
+            self.blanks()
+            inner = self.test_unary(close)
+            if inner.type == "binary_expression":
+                self.fail("`!` before a binary test (tree-sitter-bash's precedence differs)")
+            result = node("unary_expression", [bang, inner], ["operator", None])
+        elif c == "(" and close == "]]":
+            kids = [self.expect("(")]
+            self.blanks()
+            kids.append(self.test_or(close))
+            self.blanks()
+            kids.append(self.expect(")"))
+            result = node("parenthesized_expression", kids)
+        else:
+            first = self.test_operand(close)
+            self.blanks()
+            if first.type == "test_operator":
+                operand = self.test_operand(close)
+                if operand.type == "test_operator":
+                    self.fail("a test this parser does not read")
+                result = node("unary_expression", [first, operand], ["operator", None])
+            elif self.test_ends(close):
+                result = first
+            else:
+                result = node("binary_expression", self.test_binary(first, close), ["left", "operator", "right"])
+        self.depth -= 1
+        return result
+
+    def test_ends(self, close: str) -> bool:
+        if self.keyword() == close:
+            return True
+        return close == "]]" and (self.at("&&") or self.at("||") or self.char() == ")")
+
+    def test_binary(self, first: Node, close: str) -> list:
+        s, i = self.s, self.i
+        word = self.keyword()
+        if word in _TEST_BINARY and (word not in ("<", ">") or close == "]]"):
+            op = leaf(word, i, i + len(word))
+            self.i = i + len(word)
+        elif word.startswith("-") and word[1:].isalpha() and word.isascii() and word not in ("-a", "-o"):
+            op = Node("test_operator", i, i + len(word))
+            self.i = i + len(word)
+        elif s.startswith("<", i) or s.startswith(">", i):
+            self.fail("a redirection inside a test")
+        else:
+            self.fail("a test this parser does not read")
+        self.blanks()
+        if word == "=~":
+            right = self.test_regex(close)
+        elif word in ("==", "!=") and close == "]]":
+            right = self.test_pattern(close)
+        elif word in ("==", "!="):
+            right = self.test_pattern(close)
+        elif word == "=" and close == "]]":
+            right = self.test_pattern(close, kind="word")
+        else:
+            right = self.test_operand(close)
+            if right.type == "test_operator":
+                self.fail("a test this parser does not read")
+        return [first, op, right]
+
+    def test_pattern(self, close: str, kind: str = "extglob_pattern") -> Node:
+        """The right of `==` / `!=`: plain pattern text is one node (tree-sitter-bash's
+        extglob_pattern, or a word where it says so), quoted text or an expansion a word."""
+        s, i, n = self.s, self.i, self.n
+        j = i
+        while j < n and s[j] not in "'\"$`()|;&<> \t\n\r\v\f\\":
+            j += 1
+        if j > i and (j >= n or s[j] in " \t"):
+            text = s[i:j]
+            if text in ("]", "]]"):
+                self.fail("a test without its right side")
+            self.count_word()
+            self.i = j
+            if kind == "word" and any(ch in text for ch in "*?[]{}"):
+                kind = "regex"  # tree-sitter-bash's names for these follow its scanner's heuristics
+            return Node(kind, i, j)
+        return self.test_operand(close)
+
+    def test_regex(self, close: str) -> Node:
+        """The right of `=~`: a quoted string, or regex text to the next blank with nothing
+        bash would expand in it (tree-sitter-bash's `regex` token does not read expansions)."""
+        c = self.char()
+        if c in ('"', "'"):
+            return self.test_operand(close)
+        s, i, n = self.s, self.i, self.n
+        j = i
+        while j < n and s[j] not in " \t\n\r\v\f":
+            if s[j] in "$`'\"\\":
+                self.fail("a `=~` pattern holding an expansion, a quote or a backslash", j)
+            j += 1
+        if j == i:
+            self.fail("a `=~` without a pattern")
+        self.count_word()
+        self.i = j
+        return Node("regex", i, j)
+
+    def test_operand(self, close: str) -> Node:
+        c = self.char()
+        if c == "\0" or c in SPACE or c in ";&|()<>":
+            self.fail("a test this parser does not read")
+        if c == "!" and self.keyword() == "!":
             self.fail("a test this parser does not read")
         if c == "-" and self.char(1).isalpha():
             end = self.word_end(self.i)
             text = self.s[self.i : end]
             if text[1:].isalpha() and text.isascii():
                 start, self.i = self.i, end
-                return _leaf("test_operator", start, end, True)
+                return Node("test_operator", start, end)
             self.fail("a test this parser does not read")
-        if self.keyword() in ("]", "]]", "=", "==", "!=", "=~"):
-            word = self.keyword()
-            if word == "=":
-                start = self.i
-                self.i += 1
-                return _leaf("word", start, self.i, True)
+        word = self.keyword()
+        if word in ("]", "]]", "=", "==", "!=", "=~"):
             self.fail("a test this parser does not read")
-        node = self.literal(context="test")[0]
-        if node.type == "concatenation" and any(ch.type == "word" and self.s[ch.start_byte] in _SPECIAL_WORD for ch in node.children):
+        if c == "$" and self.char(1) == '"':
+            self.fail("a translated string in a test")
+        result = self.literal("test")
+        if result.type == "concatenation" and any(
+                ch.type == "word" and self.s[ch.start_byte] in SPECIAL_WORD for ch in result.children):
             self.fail("a test this parser does not read")
-        return node
-
-    # words
-
-    def plain_word(self, end: int) -> Node:
-        start, self.i = self.i, end
-        return _leaf("word", start, end, True)
-
-    def literal(self, context: str) -> list:
-        """The nodes of one shell word at the position: one node (a primary or a concatenation),
-        or for a translated string `$"..."` standing alone as an argument tree-sitter-bash's two
-        (`$`, then the string)."""
-        self.enter()
-        self.count_word()
-        parts: list = []
-        s = self.s
-        while self.i < self.n:
-            c = s[self.i]
-            if c in _SPACE or c in ";&|)":
-                break
-            if c in "<>":
-                if self.char(1) != "(" or context not in ("argument", "name") or parts:
-                    break
-                parts.append(self.substitution(c + "(", "process_substitution"))
-                continue
-            if c == "(":
-                self.fail("a parenthesis inside a word")
-            if c == "#" and not parts:
-                break
-            if c == '"':
-                parts.append(self.string())
-            elif c == "'":
-                end = s.find("'", self.i + 1)
-                if end < 0:
-                    self.fail("an unterminated single quote")
-                parts.append(_leaf("raw_string", self.i, end + 1, True))
-                self.i = end + 1
-            elif c == "$":
-                if self.char(1) == '"':
-                    parts.extend(self.translated(context, parts))
-                    continue
-                parts.append(self.dollar(context="word"))
-            elif c == "`":
-                if self.backticks:
-                    break
-                parts.append(self.backtick())
-            elif c in _SPECIAL_WORD:
-                if c == "{" and self.char(1) in _DIGITS:
-                    node = self.brace_expression()
-                    if node is not None:
-                        parts.append(node)
-                        continue
-                parts.append(_leaf("word", self.i, self.i + 1, True))
-                self.i += 1
-            else:
-                end = self.word_end(self.i, hash_first=bool(parts))
-                if end == self.i:
-                    self.fail("a character this parser does not read in a word")
-                text = s[self.i : end]
-                parts.append(_leaf("number" if _is_number(text) else "word", self.i, end, True))
-                self.i = end
-        self.depth -= 1
-        if not parts:
-            self.fail("a word is missing")
-        if all(p.type == "word" and s[p.start_byte] in _SPECIAL_WORD and p.end_byte == p.start_byte + 1 for p in parts):
-            # tree-sitter-bash joins `{ }` across the blank into one word: refused
-            k = self.i
-            while k < self.n and s[k] in " \t":
-                k += 1
-            if k < self.n and s[k] in _SPECIAL_WORD:
-                self.fail("brackets or braces standing alone as words")
-        if any(p.type == "$" for p in parts[:-1]):
-            if not (len(parts) >= 2 and parts[-2].type == "$" and parts[-1].type == "string"):
-                self.fail("a `$` inside a word")
-        if len(parts) > 1 and any(p.type == "command_substitution" and s[p.start_byte] == "`" for p in parts):
-            self.fail("backquotes inside a word")
-        if parts[0].type == "translated_string" and len(parts) > 1:
-            self.fail("a translated string inside a word")
-        if len(parts) == 2 and parts[0].type == "$" and parts[1].type == "string":
-            if context == "argument":
-                return parts
-            self.fail("a translated string where this parser does not read one")
-        if len(parts) == 1:
-            if parts[0].type == "$" and context != "argument":
-                self.fail("a lone `$` where this parser does not read one")
-            return parts
-        return [_node("concatenation", parts)]
-
-    def translated(self, context: str, parts: list) -> list:
-        """`$"..."` (bash(1), QUOTING: locale-specific translation), as tree-sitter-bash builds it:
-        a translated_string as a command's name, else a `$` node and the string."""
-        dollar = _leaf("$", self.i, self.i + 1)
-        self.i += 1
-        string = self.string()
-        if context == "name" and not parts:
-            return [_node("translated_string", [dollar, string])]
-        return [dollar, string]
-
-    def brace_expression(self):
-        """`{N..M}` (bash(1), Brace Expansion: a sequence), or None when the braces are not one."""
-        s, i = self.s, self.i
-        j = i + 1
-        while j < self.n and s[j] in _DIGITS:
-            j += 1
-        if not s.startswith("..", j):
-            return None
-        k = j + 2
-        while k < self.n and s[k] in _DIGITS:
-            k += 1
-        if k == j + 2 or not s.startswith("}", k):
-            self.fail("a brace expression this parser does not read")
-        self.i = k + 1
-        return _node("brace_expression", [_leaf("{", i, i + 1), _leaf("number", i + 1, j, True), _leaf("..", j, j + 2),
-                                          _leaf("number", j + 2, k, True), _leaf("}", k, k + 1)])
-
-    def string(self) -> Node:
-        """A double-quoted string (bash(1), QUOTING) with its pieces as tree-sitter-bash 0.25 gives
-        them: the content is cut at each newline, which no piece holds (shell._Walker.word puts it
-        back), and content that is only blanks belongs to no piece: the token after it starts
-        where the blanks do."""
-        self.enter()
-        s = self.s
-        kids = [self.expect('"')]
-        blank_from = -1  # where blanks that no content node holds began
-        while True:
-            if self.i >= self.n:
-                self.fail("an unterminated double quote")
-            c = s[self.i]
-            start = self.i
-            if c == '"':
-                piece = self.expect('"')
-            elif c == "$":
-                nxt = self.char(1)
-                if nxt in _NAME_CHAR or nxt in _SPECIAL_PARAMETERS or nxt in "{(":
-                    piece = self.dollar(context="string")
-                elif nxt in _SPACE or nxt == "\0":
-                    self.fail("a `$` before a blank in a string")
-                else:
-                    piece = self.expect("$")
-            elif c == "`":
-                if self.backticks:
-                    self.fail("a backquote inside a string inside backquotes")
-                piece = self.backtick()
-            else:
-                j = self.i
-                while j < self.n and s[j] not in '"`$\n\r':
-                    if s[j] == "\\":
-                        if j + 1 < self.n and s[j + 1] in "\n\r":
-                            self.fail("a backslash before a newline in a string")
-                        j += 2
-                    else:
-                        j += 1
-                if j > self.n:
-                    self.fail("an unterminated double quote")
-                if j < self.n and s[j] == "\r":
-                    self.fail("a carriage return in a string")
-                if s[start:j].strip(" \t\v\f"):
-                    kids.append(_leaf("string_content", start, j, True))
-                    blank_from = -1
-                elif j > start and blank_from < 0:
-                    blank_from = start
-                if j < self.n and s[j] == "\n":
-                    j += 1
-                    blank_from = -1 if blank_from < 0 else blank_from
-                    if blank_from >= 0:  # blanks then a newline: both skipped
-                        blank_from = -1
-                self.i = j
-                continue
-            if blank_from >= 0:
-                piece.start_byte = blank_from
-                if piece.children:
-                    piece.children[0].start_byte = blank_from
-                blank_from = -1
-            kids.append(piece)
-            if piece.type == '"' and piece.end_byte == self.i:
-                break
-        self.depth -= 1
-        return _node("string", kids)
-
-    def dollar(self, context: str) -> Node:
-        """What starts with `$`: a parameter, `${NAME}`, `$(...)`, `$'...'`, or a lone `$`."""
-        s, i = self.s, self.i
-        nxt = self.char(1)
-        if nxt == "(":
-            if self.at("$(("):
-                self.fail("arithmetic `$(( ))` is not read")
-            return self.substitution("$(", "command_substitution")
-        if nxt == "{":
-            j = i + 2
-            while j < self.n and s[j] in _NAME_CHAR:
-                j += 1
-            if j == i + 2 or not s.startswith("}", j):
-                self.fail("a `${...}` expansion other than `${NAME}`")
-            self.i = j + 1
-            return _node("expansion", [_leaf("${", i, i + 2), _leaf("variable_name", i + 2, j, True), _leaf("}", j, j + 1)])
-        if nxt == "'" and context == "word":
-            j = s.find("'", i + 2)
-            if j < 0:
-                self.fail("an unterminated $'...'")
-            if "\\" in s[i + 2 : j] and (s[j - 1] == "\\" or "\\\\" in s[i + 2 : j]):
-                self.fail("a $'...' whose backslashes this parser does not read")
-            self.i = j + 1
-            return _leaf("ansi_c_string", i, j + 1, True)
-        if nxt in _NAME_CHAR:
-            j = i + 1
-            while j < self.n and s[j] in _NAME_CHAR:
-                j += 1
-            self.i = j
-            kind = "special_variable_name" if j == i + 2 and nxt == "_" else "variable_name"
-            return _node("simple_expansion", [_leaf("$", i, i + 1), _leaf(kind, i + 1, j, True)])
-        if nxt in _SPECIAL_PARAMETERS:
-            if context == "heredoc":
-                self.fail("a heredoc expansion this parser does not read")
-            self.i = i + 2
-            return _node("simple_expansion", [_leaf("$", i, i + 1), _leaf("special_variable_name", i + 1, i + 2, True)])
-        if context == "word" and (nxt == "\0" or nxt in _SPACE or nxt in ";&|)"):
-            self.i = i + 1
-            return _leaf("$", i, i + 1)
-        self.fail("a `$` this parser does not read")
-
-    def substitution(self, opener: str, kind: str) -> Node:
-        """`$(...)`, `<(...)`, `>(...)`: statements up to the closing parenthesis."""
-        kids = [self.expect(opener)]
-        fields: list = [None]
-        saved, self.backticks = self.backticks, False
-        line, self.heredoc_line = self.heredoc_line, False
-        if not self.statements(kids, fields, stops=(")",), terminated=False):
-            self.fail("an empty substitution")
-        self.backticks, self.heredoc_line = saved, line
-        kids.append(self.expect(")"))
-        fields.append(None)
-        return _node(kind, kids, fields)
-
-    def backtick(self) -> Node:
-        if self.backticks:
-            self.fail("backquotes inside backquotes")
-        kids = [self.expect("`")]
-        fields: list = [None]
-        self.backticks = True
-        if not self.statements(kids, fields, stops=("`",), terminated=False):
-            self.fail("empty backquotes")
-        self.backticks = False
-        kids.append(self.expect("`"))
-        fields.append(None)
-        if self.char() == "`":  # tree-sitter-bash reads a "``" token there
-            self.fail("two backquoted substitutions that touch")
-        return _node("command_substitution", kids, fields)
+        return result
 
 
-def _link(root: Node, source: bytes) -> None:
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        node._source = source
-        for child in node.children:
-            child.parent = node
-            stack.append(child)
+SPECIAL_PARAMETERS_OR_OPEN = frozenset("*@?!#-$[(\n\r")
+
+
+def node_spanning(kind: str, start: int, end: int, children: list) -> Node:
+    made = Node(kind, start, end, True, children, None)
+    for child in children:
+        child.parent = made
+    return made
 
 
 class Tree:
-    """What `parse` returns: `root_node`, as a py-tree-sitter Tree has."""
+    """What `parse` returns: `root_node`, as a py-tree-sitter Tree has, and the simple commands
+    and words the parser read (`commands`, `words`: what counts towards the limits)."""
 
-    __slots__ = ("root_node",)
+    __slots__ = ("root_node", "commands", "words")
 
-    def __init__(self, root: Node):
+    def __init__(self, root: Node, commands: int = 0, words: int = 0):
         self.root_node = root
+        self.commands = commands
+        self.words = words
 
 
-def parse(source: bytes) -> Tree:
-    """The tree of `source` (UTF-8 bytes). Raises BashSyntaxError for what it does not read.
-    Every byte >= 0x80 is an ordinary word character (bash's syntax is all ASCII)."""
-    parser = _Parser(source.decode("latin-1"))
+def parse(source: bytes, max_commands: int = MAX_COMMANDS, max_words: int = MAX_WORDS) -> Tree:
+    """The tree of `source` (UTF-8 bytes). Raises BashSyntaxError for what it does not read, and
+    past `max_commands` simple commands or `max_words` words. Every byte >= 0x80 is an ordinary
+    word character (bash's syntax is all ASCII)."""
+    parser = _Parser(source.decode("latin-1"), max_commands, max_words)
     root = parser.program()
-    _link(root, source)
-    return Tree(root)
+    return Tree(root, parser.commands, parser.words)
