@@ -29,8 +29,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsl.subjects import shell
-from dsl.subjects.bash import MAX_COMMANDS, MAX_NESTING, MAX_WORDS, BashSyntaxError, parse
-from dsl.subjects.bash.node import sexp_of_tree_sitter
+from dsl.subjects.bash import MAX_COMMANDS, MAX_NESTING, MAX_WORDS, BashSyntaxError, Tree, parse
+from dsl.subjects.bash.node import Node, sexp_of_tree_sitter
 from dsl.subjects.quoting import splice_continuations
 from dsl.values import EvalError
 
@@ -87,12 +87,22 @@ def _shape(node, field: str | None = None) -> str:
     return f"({head}{' ' + inner if inner else ''})"
 
 
+def _as_node(theirs) -> Node:
+    """tree-sitter's node as one of ours (what dsl.subjects.shell reads)."""
+    children = [_as_node(c) for c in theirs.children]
+    fields = [theirs.field_name_for_child(i) for i in range(len(children))] if children else None
+    made = Node(theirs.type, theirs.start_byte, theirs.end_byte, theirs.is_named, children, fields)
+    for child in children:
+        child.parent = made
+    return made
+
+
 def _tree_sitter_syntax_tree(source: bytes, shared):
     """dsl.subjects.shell's parse as it was with tree-sitter-bash (for the semantic comparison)."""
     tree = _ORACLE.parse(source)
     if tree.root_node.has_error:
         raise EvalError("the command is not valid shell syntax")
-    return tree
+    return Tree(_as_node(tree.root_node))
 
 
 def _commands(text: str, oracle: bool):

@@ -71,6 +71,8 @@ def subscript_substitution(text: str) -> str | None:
 def has_brace_group(text: str) -> bool:
     """Whether `text` has a `{...}` with no brace inside and a `,` or `..` in it (a brace
     expansion bash may perform). One pass over the braces: O(n)."""
+    if "{" not in text:
+        return False
     open_at = -1
     for m in _BRACE_CHAR.finditer(text):
         if m.group() == "{":

@@ -161,6 +161,8 @@ class _Walker:
     def __init__(self, source: bytes, depth: int, cwd: str | None = ".", names: tuple[bool, bool] = (False, False),
                  shared: _Shared | None = None, fill: _Fill | None = None):
         self.source = source
+        # most texts are ASCII: their words are sliced from a str, not decoded from the bytes
+        self.ascii = source.decode("ascii") if source.isascii() else None
         self.depth = depth
         self.shared = shared if shared is not None else _Shared(source.decode("utf-8", "replace"))
         self.evaluated = False  # nested_in met arithmetic or an expansion that evaluates a string as code
@@ -184,6 +186,8 @@ class _Walker:
         self.heredoc_ends: list[int] | None = None
 
     def text(self, node) -> str:
+        if self.ascii is not None:
+            return self.ascii[node.start_byte : node.end_byte]
         return self.source[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
     # words
@@ -429,7 +433,7 @@ class _Walker:
                 if body is None or body.type != "command":
                     raise EvalError(f"the command is not valid shell syntax at {_line_col(self.source, extra[0].start_byte)}: "
                                     "a word after a redirection belongs to no simple command")
-                self.trailing[body.id] = extra
+                self.trailing[id(body)] = extra
             for child in [*node.children, *nested_redirects]:
                 if child.type == "file_redirect":
                     destination = child.child_by_field_name("destination")
@@ -452,7 +456,7 @@ class _Walker:
             first = self.commands[before] if len(self.commands) > before else None
             reader = first if first is not None and id(first) in self.stdin_readers else None
             for child in node.children:
-                if body is not None and child.id == body.id:
+                if child is body:
                     continue
                 if child.type == "heredoc_redirect":
                     self.heredoc(child, nested, [reader] if reader is not None else [])
@@ -698,7 +702,7 @@ class _Walker:
         dollar = None  # a `$` tree-sitter-bash split off a translated string `$"..."` before it
         descriptors = _descriptor_words(node, self.source)
         for child in node.children:
-            if child.id in descriptors:
+            if id(child) in descriptors:
                 continue
             if child.type == "$" and not child.is_named:
                 dollar = child
@@ -728,10 +732,9 @@ class _Walker:
                 words.extend(self.braced(child))
         if dollar is not None:
             words.append(_Word("$", False))
-        trailing = self.trailing.pop(node.id, ())
+        trailing = self.trailing.pop(id(node), ())
         for extra in trailing:
             words.extend(self.braced(extra))
-        _check_adjacent(node, trailing, self.source)
         inner = self.commands[start:]
         del self.commands[start:]
         if words:
@@ -934,23 +937,6 @@ def _line_col(source: bytes, at: int) -> str:
     return f"line {line}, column {column}"
 
 
-def _check_adjacent(node, trailing, source: bytes) -> None:
-    """Raises EvalError when two words of a command touch: bash reads one word where the parser read
-    two (`'r'\\m -rf /` is bash's `rm -rf /`, tree-sitter-bash's `r` given `m`)."""
-    spans = []
-    for child in node.children:
-        if child.type in ("file_redirect", "herestring_redirect"):
-            spans.extend((d.start_byte, d.end_byte) for d in child.children if d.is_named)
-        elif child.is_named:
-            spans.append((child.start_byte, child.end_byte))
-    spans.extend((d.start_byte, d.end_byte) for d in trailing)
-    spans.sort()
-    for (_, end), (begin, _) in zip(spans, spans[1:]):
-        if end == begin:
-            raise EvalError(f"the command is not read as bash would at {_line_col(source, begin)}: two words the parser "
-                            "reads apart touch, and bash reads them as one")
-
-
 _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 _VARNAME_FD = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")  # bash(1), REDIRECTION: `{varname}<file`
 
@@ -960,12 +946,12 @@ def _descriptor_words(command, source: bytes) -> set[int]:
     tree-sitter-bash misreads as words: `0` right before `<` or `>` (`sh 0</dev/stdin` is sh reading
     standard input, not the script file `0`; `0<x cat` runs cat) and a `{varname}` right before one
     (bash allocates a descriptor and names it so). Only a word that touches the redirection is one."""
-    siblings = list(command.children)
-    if command.parent is not None and command.parent.type == "redirected_statement":
-        siblings += command.parent.children
-    starts = {c.start_byte for c in siblings if c.type in _REDIRECTS}
+    starts = {c.start_byte for c in command.children if c.type in _REDIRECTS}
+    parent = command.parent
+    if parent is not None and parent.type == "redirected_statement":
+        starts.update(c.start_byte for c in parent.children if c.type in _REDIRECTS)
     if not starts:
-        return set()
+        return starts
     out = set()
     for child in command.children:
         word = child.children[0] if child.type == "command_name" and child.children else child
@@ -973,7 +959,7 @@ def _descriptor_words(command, source: bytes) -> set[int]:
             continue
         text = source[word.start_byte : word.end_byte].decode("utf-8", "replace")
         if (word.type == "number" and text.isdigit()) or (word.type == "concatenation" and _VARNAME_FD.fullmatch(text)):
-            out.add(child.id)
+            out.add(id(child))
     return out
 
 

@@ -4,14 +4,12 @@ A node has the subset of py-tree-sitter's `Node` interface that dsl.subjects.she
 same meaning: `type` (a named node's kind, or an anonymous node's text such as `'|'`), `is_named`,
 `start_byte` / `end_byte` (offsets into the UTF-8 text), `children` (a list, or an empty tuple for
 a leaf), `parent`, `id` (stable for the life of the tree), the fields (`child_by_field_name`,
-`children_by_field_name`, `field_name_for_child`), `child_count`, `named_children`,
-`descendant_for_byte_range`, and `has_error` / `is_missing`, which are always False: the parser
-raises instead of building an error node. There is no `text`: a reader slices its own source.
+`children_by_field_name`, `field_name_for_child`), `child_count`, `named_children`, and `has_error` / `is_missing`, which are always False: the
+parser raises instead of building an error node. There is no `text`: a reader slices its own
+source.
 """
 
 from __future__ import annotations
-
-import bisect
 
 
 class Node:
@@ -58,23 +56,6 @@ class Node:
     def field_name_for_child(self, index: int) -> str | None:
         return None if self.fields is None else self.fields[index]
 
-    def descendant_for_byte_range(self, start: int, end: int):
-        """The smallest node that holds bytes [start, end) (tree-sitter's rule: descend into the
-        first child that spans the range, an empty child never). A binary search among each
-        node's children (sorted by their start): time in the depth times the log of the width."""
-        node = self
-        while node.children:
-            children = node.children
-            # siblings do not overlap: only the last non-empty child starting at or before
-            # `start` can hold the range
-            k = bisect.bisect_right(children, start, key=_start) - 1
-            while k >= 0 and children[k].end_byte == children[k].start_byte:
-                k -= 1
-            if k < 0 or end > children[k].end_byte:
-                return node
-            node = children[k]
-        return node
-
     def sexp(self, field: str | None = None) -> str:
         """`(field: type[start,end] children...)`, anonymous types quoted: the form the differential
         tests compare with tree-sitter's tree."""
@@ -83,10 +64,6 @@ class Node:
         fields = self.fields or [None] * len(self.children)
         inner = " ".join(c.sexp(f) for c, f in zip(self.children, fields))
         return f"({head}{' ' + inner if inner else ''})"
-
-
-def _start(node: Node) -> int:
-    return node.start_byte
 
 
 def sexp_of_tree_sitter(node, field: str | None = None) -> str:

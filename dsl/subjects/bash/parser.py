@@ -163,7 +163,7 @@ class _Parser(Words, Arithmetic):
     def program(self) -> Node:
         kids: list = []
         fields: list = []
-        self.statements(kids, fields, stops=(), terminated=False)
+        self.statements(kids, fields, (), False)
         if self.i < self.n:
             self.fail("unexpected text")
         if not kids:
@@ -189,55 +189,62 @@ class _Parser(Words, Arithmetic):
         terminator under `field`). `terminated`: each needs a terminator (tree-sitter-bash's
         `_terminated_statement`). `stops` holding ";;": a case item's, which ends at `;;`, `;&`,
         `;;&` or `esac`. Returns how many statements were read."""
-        self.enter()
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            self.fail(f"the text nests more than {MAX_NESTING} levels deep")
         count = 0
-        s = self.s
+        s, n = self.s, self.n
         while True:
-            self.blanks_newlines()
-            if self.i >= self.n:
+            i = self.i
+            if i < n and s[i] in BLANK_NEWLINE_START:
+                self.i = i = BLANKS_NEWLINES.match(s, i).end()
+            if i >= n:
                 break
-            c = s[self.i]
+            c = s[i]
             if c == "#":
                 kids.append(self.comment())
                 fields.append(None)
                 continue
-            if self.at_stop(stops):
+            if stops and self.at_stop(stops):
                 break
             kids.append(self.and_or())
             fields.append(field)
             count += 1
             self.newline_end = -1
-            self.blanks()
-            c = self.char()
-            if c == ";":
-                if self.at(";;") or self.at(";&"):
-                    if ";;" in stops:
-                        break
-                    self.fail("`;;` ends only a case item")
-                kids.append(self.expect(";"))
-                fields.append(field)
-            elif c == "&":
-                kids.append(self.expect("&"))
-                fields.append(field)
-            elif c == "\n":
-                self.i += 1
-                self.newline_end = self.i
-                last = kids[-1]
-                if last.type == "pipeline" and len(last.children) >= 5:
-                    self.blanks_newlines()
-                    if self.i < self.n and self.redirect_ahead():
-                        # tree-sitter-bash applies it to the pipeline's tail, bash to nothing
-                        self.fail("a redirection on the line after a pipeline")
-                continue
-            elif c == "#":
-                kids.append(self.comment())
-                fields.append(None)
-                if self.i < self.n:
-                    self.i += 1  # the newline after it
-            elif c == "\0":
+            i = self.i
+            if i < n and s[i] in BLANK_START:
+                self.i = i = BLANKS.match(s, i).end()
+            if i >= n:
                 if terminated:
                     self.fail("a statement has no terminator")
                 break
+            c = s[i]
+            if c == "\n":
+                self.i = i + 1
+                self.newline_end = i + 1
+                last = kids[-1]
+                if last.type == "pipeline" and len(last.children) >= 5:
+                    self.blanks_newlines()
+                    if self.i < n and self.redirect_ahead():
+                        # tree-sitter-bash applies it to the pipeline's tail, bash to nothing
+                        self.fail("a redirection on the line after a pipeline")
+            elif c == ";":
+                if s.startswith(";;", i) or s.startswith(";&", i):
+                    if ";;" in stops:
+                        break
+                    self.fail("`;;` ends only a case item")
+                kids.append(Node(";", i, i + 1, False))
+                fields.append(field)
+                self.i = i + 1
+            elif c == "&":
+                kids.append(Node("&", i, i + 1, False))
+                fields.append(field)
+                self.i = i + 1
+            elif c == "#":
+                kids.append(self.comment())
+                fields.append(None)
+                if self.i < n:
+                    self.i += 1  # the newline after it
             else:
                 if terminated or not self.at_stop(stops):
                     self.fail("unexpected text after a statement")
@@ -267,10 +274,15 @@ class _Parser(Words, Arithmetic):
             if c not in _AFTER_UNIT:
                 return result
             if (c == "&" or c == "|") and s.startswith(c, i + 1):
-                op = leaf(c + c, i, i + 2)
+                op = Node(c + c, i, i + 2, False)
                 self.i = i + 2
                 self.blanks_newlines()
-                right = self.pipeline(self.unit())
+                right = self.unit()
+                k = self.i
+                while k < n and s[k] in " \t":
+                    k += 1
+                if k < n and s[k] == "|" and not s.startswith("||", k):
+                    right = self.pipeline(right)
                 if result.type == "pipeline" and len(result.children) >= 5:
                     # tree-sitter-bash's GLR parse: `a | b | c && d` is a pipeline of `a` and of
                     # the list `b | c && d` (the same commands; dsl.subjects.shell reads the
