@@ -5,7 +5,8 @@ and tree-sitter's agree (an S-expression of types, fields and byte spans), or ou
 an error.
 
 Where the parser builds its tree unlike tree-sitter-bash on purpose (dsl.subjects.bash.parser's
-docstring: arithmetic, tests inside [ ] and [[ ]], the words inside `${...}`), the trees must agree
+docstring: arithmetic, tests inside [ ] and [[ ]], the words inside `${...}`, a heredoc's body),
+the trees must agree
 once those parts are reduced to their span and the substitutions, expansions and quoted strings
 inside them (an expansion to its span alone: `_shape`), AND shell() must read the same commands from both trees (dsl.subjects.shell
 walking tree-sitter's tree as it did before it had a parser of its own). One class of text reads
@@ -22,6 +23,10 @@ from __future__ import annotations
 import collections
 import json
 import os
+import re
+import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -74,7 +79,9 @@ def _shape(node, field: str | None = None) -> str:
     """The S-expression with each loose part reduced (see the module docstring)."""
     kind = node.type
     head = f"{field + ': ' if field else ''}{kind if node.is_named else repr(kind)}[{node.start_byte},{node.end_byte}]"
-    if kind == "expansion":  # tree-sitter-bash's lexer leaves parts of its words as text (`${x:-`a`}`)
+    if kind in ("expansion", "heredoc_body"):
+        # tree-sitter-bash's lexer leaves parts of an expansion's words as text (`${x:-`a`}`);
+        # ours leaves a heredoc's body as text (dsl.subjects.shell reads it from the text)
         return f"({head} ~)"
     if _loose(node):
         return f"({head} ~ {' '.join(_shape(a) for a in _atoms(node))})"
@@ -97,12 +104,29 @@ def _as_node(theirs) -> Node:
     return made
 
 
+_NOT_BLANKS = re.compile(rb"[\r\v\f\\\n]")
+_HOLDS_ANY = frozenset({"string", "string_content", "raw_string", "ansi_c_string", "comment", "heredoc_body",
+                        "heredoc_content"})
+
+
 def _tree_sitter_syntax_tree(source: bytes, shared):
-    """dsl.subjects.shell's parse as it was with tree-sitter-bash (for the semantic comparison)."""
+    """dsl.subjects.shell's parse as it was with tree-sitter-bash (for the semantic comparison):
+    an error node, or a CR, VT, FF, backslash or newline where tree-sitter read a blank or inside
+    an unquoted word (bash reads those otherwise), was an error."""
     tree = _ORACLE.parse(source)
-    if tree.root_node.has_error:
+    root = tree.root_node
+    if root.has_error:
         raise EvalError("the command is not valid shell syntax")
-    return Tree(_as_node(tree.root_node))
+    for m in _NOT_BLANKS.finditer(source):
+        at = m.start()
+        found = root.descendant_for_byte_range(at, at + 1)
+        if m.group() == b"\n":
+            if found is not None and found.type == "word" and found.start_byte <= at < found.end_byte:
+                raise EvalError("a newline inside a word")
+        elif not (found is not None and found.start_byte <= at < found.end_byte and (
+                found.type in _HOLDS_ANY or (m.group() == b"\\" and found.child_count == 0))):
+            raise EvalError("a character tree-sitter read as a blank")
+    return Tree(_as_node(root))
 
 
 def _commands(text: str, oracle: bool):
@@ -132,9 +156,27 @@ def _misread_patterns(theirs, source: bytes) -> bool:
     return False
 
 
+_BASH = shutil.which("bash")
+_NOT_FOUND = re.compile(r"^.*?: line \d+: (.*): command not found$", re.M)
+
+
+def _assert_bash_runs_no_more(text: str, commands) -> None:
+    """Every program bash tries to run for `text` (none is found: PATH leads nowhere) is one of
+    `commands`, unless one of them is dynamic. Skipped without bash."""
+    if _BASH is None or any(c.dynamic for c in commands):
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        run = subprocess.run(["/usr/bin/env", "-i", "PATH=/nonexistent", _BASH, "-c", text], capture_output=True,
+                             timeout=10, cwd=tmp)
+    ran = set(_NOT_FOUND.findall(run.stderr.decode("utf-8", "surrogateescape")))
+    assert ran <= {c.path for c in commands}, (text, ran)
+
+
 def compare(text: str) -> str:
     """"agree", "agree-loosely" (the loose parts differ, shell() reads the same), "reads-more"
     (tree-sitter-bash misread a pattern; shell() reads at least its commands from ours),
+    "reads-where-refused" (a script inside the text that the old reading refused, read by ours
+    so that every program bash runs is among its commands),
     "refuse" (ours refuses a text tree-sitter reads), "both-error", or raises AssertionError."""
     source = _source(text)
     theirs = _ORACLE.parse(source).root_node
@@ -156,6 +198,11 @@ def compare(text: str) -> str:
         return "reads-more"
     if isinstance(ours_read, str):
         return "agree-loosely" if isinstance(theirs_read, str) else "refuse"
+    if isinstance(theirs_read, str):
+        # the old reading refused a script inside the text (tree-sitter misread it); ours reads
+        # it: every program bash runs must be among ours (or ours dynamic)
+        _assert_bash_runs_no_more(text, ours_read)
+        return "reads-where-refused"
     assert ours_read == theirs_read, f"shell() reads {text!r} differently from the two trees"
     return "agree-loosely"
 
@@ -288,7 +335,7 @@ def test_generated_texts_read_alike_or_are_refused(text):
 
 @pytest.mark.parametrize("text", [
     "ls", "a | b | c", "a && b || c | d; e &", "cat a > b c", "x=1 >f cat", "A=1 B= ls \"a$b${c}\" $(x) `y`",
-    "find . -exec rm {} \\;", "echo a{b,c}d [x] ]", "cat <<EOF | sh\nhi $x `y` $(z) ${w}\nEOF\nls",
+    "find . -exec rm {} \\;", "echo a{b,c}d [x] ]", "cat <<EOF | sh\nhi there\nEOF\nls",
     "git commit -m \"$(cat <<'EOF'\nmsg\nEOF\n)\"", "if a; then b; elif c; then d\nfi", "for x in a b; do c; done",
     "a && b 2>&1 | c && d > f | e", "echo \"a $(b)\" \" $b\" \"a\n \nb\"", "$\"sudo\" rm", "echo r$\"m\"",
     "[ 1 -eq 2 ]", "[[ -d x ]]", "f() { a; } ", "function f() ( a )", "export A=1 b", "local a b=$(c)",
@@ -307,7 +354,7 @@ def test_known_shapes_read_alike(text):
 
 @pytest.mark.parametrize("text", [
     "echo $((1+2*3))", "(( HOME=0 ))", "for ((i=0; i<1; i++)); do :; done", "echo ${x:-a b c}", "[[ $x == *.md ]]",
-    "[ a = b ]", "echo ${a[$(b)]}", "case $x in a) b;; c|d) e;& *) ;; esac",
+    "[ a = b ]", "echo ${a[$(b)]}", "case $x in a) b;; c|d) e;& *) ;; esac", "cat <<EOF | sh\nhi $x `y` $(z) ${w}\nEOF\nls",
 ])
 def test_arithmetic_tests_and_expansions_read_alike_loosely(text):
     assert compare(text) in ("agree", "agree-loosely")

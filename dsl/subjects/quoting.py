@@ -14,6 +14,8 @@ def _unescape_unquoted(text: str) -> str:
 
 
 _ANSI_C = re.compile(r"\\(?:([abeEfnrtv\\'\"?])|([0-7]{1,3})|x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})|c(.)|(.))", re.DOTALL)
+# the same escapes as one group (re.split keeps them between the text around them)
+_ANSI_C_TOKEN = re.compile(r"(\\(?:[abeEfnrtv\\'\"?]|[0-7]{1,3}|x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|c.|.))", re.DOTALL)
 _ANSI_C_SIMPLE = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v",
                   "\\": "\\", "'": "'", '"': '"', "?": "?"}
 
@@ -36,7 +38,19 @@ def _ansi_c(text: str) -> str:
         code = int(octal, 8) if octal else int(hex2 or hex4 or hex8, 16)
         return chr(code) if code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else "\ufffd"
 
-    return _ANSI_C.sub(one, text).split("\x00", 1)[0]
+    if "\\" not in text:
+        return text.split("\x00", 1)[0]
+    # the text between escapes as it is, each escape's value computed once per text (a long
+    # `$'\x41\x41...'` repeats a few): one pass, one dictionary lookup an escape
+    parts = _ANSI_C_TOKEN.split(text)
+    memo: dict[str, str] = {}
+    for k in range(1, len(parts), 2):
+        escape = parts[k]
+        value = memo.get(escape)
+        if value is None:
+            value = memo[escape] = one(_ANSI_C.match(escape))
+        parts[k] = value
+    return "".join(parts).split("\x00", 1)[0]
 
 
 def _unescape_double(text: str) -> str:

@@ -30,14 +30,16 @@ MAX_SHELL_TEXT = 100_000  # characters; a longer string is an error (its parse w
 # env nice xargs find -exec ... rm`), nested or under another reading of an option a table does not
 # know, counts once; past it the text is an error (fails closed). Each program reads the rest of
 # the command line again, so without a bound `nice nice ... ls` and `find . -exec find . -exec ...`
-# took seconds (quadratic, then Python's recursion limit); the count bounds the depth too.
-MAX_RUNNERS = 32
+# took seconds (quadratic, then Python's recursion limit); the count bounds the depth too. The
+# programs read for a text times its words bounds that work: MAX_RUNNERS * MAX_WORDS word readings,
+# about 6 ms. The corpus's commands run through at most 3.
+MAX_RUNNERS = 16
 # The limits of one text, nested scripts included (`sh -c '...'`, `eval`, an alias, a heredoc
-# fed to a shell): past them the text is an error (fails closed). Reading a simple command costs
-# about 30 µs in Python and a word a few µs (wrappers and options read, paths made), so these keep
-# the slowest decision near 10 ms (bench/worst.py); the real commands of the corpus stay far below
-# (at most 15 simple commands, 53 words and 9 levels of nesting in one text). See
-# docs/policy-language.md, "Limits".
+# fed to a shell, the words brace expansion makes): past them the text is an error (fails closed).
+# Reading a simple command costs 20-60 µs in Python and a word 3-8 µs (wrappers and options read,
+# paths made), so these keep the slowest decision under 10 ms (bench/worst.py); the real commands
+# of the corpus stay far below (at most 15 simple commands, 53 words and 9 levels of nesting in
+# one text). See docs/policy-language.md, "Limits of shell()".
 MAX_COMMANDS = _bash.MAX_COMMANDS
 MAX_WORDS = _bash.MAX_WORDS
 
@@ -88,6 +90,12 @@ def _syntax_tree(source: bytes, shared: _Shared):
     try:
         tree = _bash.parse(source, shared.commands, shared.words)
     except _bash.BashSyntaxError as exc:
+        if exc.limit == "commands":
+            raise EvalError(f"the command has more than {MAX_COMMANDS:,} simple commands (its nested scripts and heredocs "
+                            "included): too many to read") from None
+        if exc.limit == "words":
+            raise EvalError(f"the command has more than {MAX_WORDS:,} words (its nested scripts and heredocs and the "
+                            "words brace expansion makes included): too many to read") from None
         raise EvalError(f"the command is not valid shell syntax at {_line_col(source, exc.offset)}: {exc.message}") from None
     shared.commands -= tree.commands
     shared.words -= tree.words
@@ -287,7 +295,12 @@ class _Walker:
             # quoting mixed with braces (`r{m,}''`): which braces are live is not worked out here
             unquoted = remove_quoted_parts(raw)
             return [_Word(word.value, True)] if ("{" in unquoted and "}" in unquoted) else [word]
-        return [_Word(value, False) for value in brace_expand(word.value, _budget=self.shared.brace)]
+        values = brace_expand(word.value, _budget=self.shared.brace)
+        self.shared.words -= len(values) - 1  # the words it makes count towards the text's MAX_WORDS
+        if self.shared.words < 0:
+            raise EvalError(f"brace expansion makes the command more than {MAX_WORDS:,} words (its nested scripts and "
+                            "heredocs included): too many to read")
+        return [_Word(value, False) for value in values]
 
     def nested_in(self, node) -> None:
         """Collect the commands inside substitutions found under `node`; note (`evaluated`, and

@@ -3,10 +3,12 @@
 It builds the tree tree-sitter-bash 0.25.1 builds (the same node types, fields and byte spans, see
 dsl.subjects.bash.node) and raises BashSyntaxError for what it does not read: a text it cannot read
 the way both bash and tree-sitter-bash read it is refused, never read differently
-(dsl.subjects.shell turns the refusal into an EvalError: it fails closed). Two parts of the tree
+(dsl.subjects.shell turns the refusal into an EvalError: it fails closed). Four parts of the tree
 are built on purpose unlike tree-sitter-bash's, where dsl.subjects.shell reads only their text and
-the substitutions inside them: arithmetic (flat, see .arithmetic) and the words inside `${...}`
-(read as bash reads them, see .words).
+the substitutions inside them: arithmetic (flat, see .arithmetic), the expressions inside `[ ]` and
+`[[ ]]` (tree-sitter-bash's precedences only for unary and binary tests, `!`, `&&`, `||` and
+parentheses, the rest refused), the words inside `${...}` (read as bash reads them, see .words)
+and a heredoc's body (one node: dsl.subjects.shell reads it from the text).
 
 The rules followed are bash(1) (SHELL GRAMMAR, QUOTING, PARAMETERS, EXPANSION, REDIRECTION,
 ARITHMETIC EVALUATION, CONDITIONAL EXPRESSIONS) and POSIX Shell Command Language (XCU 2.3 Token
@@ -15,20 +17,21 @@ tree-sitter-bash shares:
 
 - statements: simple commands, pipelines (`|`, `|&`), lists (`&&`, `||`), terminators (`;`, `&`,
   newline), `!`, `( )`, `{ }`, `(( ))`, `if`, `while`/`until`, `for`/`select NAME [in WORDS]`,
-  C-style `for (( ; ; ))`, `case`, function definitions, `[ ]` and `[[ ]]` (unary and binary
-  tests, `!`, `&&`, `||`, parentheses), `export`/`declare`/`local`/... and `unset`; `time` and
-  `coproc` are read as the commands tree-sitter-bash reads them as (dsl.subjects.shell unwraps
-  them as wrappers);
+  C-style `for (( ; ; ))`, `case`, function definitions, `[ ]` and `[[ ]]`,
+  `export`/`declare`/`local`/... and `unset`; `time` and `coproc` are read as the commands
+  tree-sitter-bash reads them as (dsl.subjects.shell unwraps them as wrappers);
 - words: see .words; assignments `NAME=`, `NAME+=`, `NAME[INDEX]=`, arrays `NAME=(...)`;
 - redirections: [N]< > >> &> &>> <& >& >| >&- <&-, here-strings `<<<`, here-documents `<<` / `<<-`
-  (one per line, delimiter a plain, quoted or backslashed name).
+  (one per line, delimiter a plain name, wholly quoted, or with backslashes);
+- blanks: space and tab only, bash's (tree-sitter-bash's CR, VT, FF and backslash-blank are
+  refused where they would separate words).
 
-Refused (BashSyntaxError): `coproc NAME { }` and `time { }` read as commands are left to
-dsl.subjects.shell (which refuses a `{` as a program); `$[ ]`; extended globs in case patterns;
-`-a` / `-o` joining tests; `=~` with a pattern that holds an expansion; and every text
-tree-sitter-bash would read with an error. Past MAX_NESTING levels of nesting, MAX_COMMANDS simple
-commands or MAX_WORDS words the text is refused too: the work of reading the commands afterwards
-grows with them (see docs/policy-language.md, "Limits").
+Refused (BashSyntaxError): `$[ ]`; extended globs in case patterns; `-a` / `-o` joining tests;
+`=~` with a pattern that holds an expansion, a quote or a backslash; and every text
+tree-sitter-bash reads with an error or otherwise than bash (see the comments at each refusal).
+Past MAX_NESTING levels of nesting, or more simple commands or words than the caller allows
+(MAX_COMMANDS, MAX_WORDS by default), the text is refused too: the work of reading the commands
+afterwards grows with them (see docs/policy-language.md, "Limits of shell()").
 
 Linear time: every function consumes the text left to right and never goes back except to look a
 bounded number of characters ahead (a keyword, an assignment's name); the only scan that may look
@@ -49,23 +52,26 @@ from dsl.subjects.bash.node import Node
 from dsl.subjects.bash.words import Words, leaf, node
 
 MAX_NESTING = 48  # levels of nested statements, substitutions, expansions and parentheses
-MAX_COMMANDS = 4096  # simple commands (and declaration/unset commands) of one text
-MAX_WORDS = 16384  # words (command names, arguments, assignment values, destinations) of one text
+MAX_COMMANDS = 128  # simple commands (and declaration/unset commands) of one text
+MAX_WORDS = 1024  # words (command names, arguments, assignment values, destinations) of one text
 
 
 class BashSyntaxError(ValueError):
-    """The text is not read by this parser: `offset` is the character where it stopped."""
+    """The text is not read by this parser: `offset` is the character where it stopped; `limit`
+    is "commands" or "words" when it has more of them than the parser was allowed to read."""
 
-    def __init__(self, message: str, offset: int):
+    def __init__(self, message: str, offset: int, limit: str | None = None):
         super().__init__(message)
         self.message = message
         self.offset = offset
+        self.limit = limit
 
 
 _CASE_ENDS = (";;&", ";;", ";&")
 _COMMAND_WORD_END = frozenset(" \t\n;&|)\0")  # what may follow a command's name read at once (unit)
 _NUMBER_START = frozenset("-0123456789")
 _ARGUMENT_SPECIAL = frozenset("<>&0123456789=($")  # what arguments() reads with more care
+_HEREDOC_BAD_DOLLAR = frozenset("*@?!#-$[\n\r")  # after a `$` in an unquoted heredoc body
 _AFTER_UNIT = frozenset("&|<>0123456789")  # what may go on after a pipeline's element (and_or)
 # a file redirection's descriptor and operator (longest first)
 _FILE_REDIRECT = re.compile("([0-9]*+)(" + "|".join(re.escape(op) for op in REDIRECT_OPERATORS) + ")")
@@ -99,6 +105,10 @@ class _Parser(Words, Arithmetic):
             hint = " (a Windows line ending: send the command with LF line endings)" if c == "\r" else ""
             why = f"a {name} where no word is, which bash reads as part of a word{hint}"
         raise BashSyntaxError(why, at)
+
+    def too_many(self, limit: str):
+        allowed = self.max_commands if limit == "commands" else self.max_words
+        raise BashSyntaxError(f"the text has more than {allowed:,} {limit}", self.i, limit)
 
     def enter(self) -> None:
         self.depth += 1
@@ -156,7 +166,7 @@ class _Parser(Words, Arithmetic):
     def count_command(self) -> None:
         self.commands += 1
         if self.commands > self.max_commands:
-            self.fail(f"the text has more than {self.max_commands:,} commands")
+            self.too_many("commands")
 
     # statements
 
@@ -383,7 +393,7 @@ class _Parser(Words, Arithmetic):
                         self.count_command()
                         self.words += 1
                         if self.words > self.max_words:
-                            self.fail(f"the text has more than {self.max_words:,} words")
+                            self.too_many("words")
                         name = Node("number" if c in _NUMBER_START and NUMBER.fullmatch(s, i, end) else "word", i, end)
                         named = Node("command_name", i, end, True, [name], None)
                         name.parent = named
@@ -865,7 +875,7 @@ class _Parser(Words, Arithmetic):
                     if end >= n or s[end] in WORD_END:
                         self.words += 1
                         if self.words > self.max_words:
-                            self.fail(f"the text has more than {self.max_words:,} words")
+                            self.too_many("words")
                         kind = "number" if c in _NUMBER_START and NUMBER.fullmatch(s, i, end) else "word"
                         kids.append(Node(kind, i, end))
                         fields.append("argument")
@@ -1089,9 +1099,13 @@ class _Parser(Words, Arithmetic):
             body_from += 1
         if s.startswith("\\", body_from):
             self.fail("an unquoted heredoc whose body starts with a backslash", body_from)
-        # tree-sitter-bash leaves the body unread when the delimiter starts quoted; bash expands
-        # none whenever any of it is quoted (dsl.subjects.shell reads the body from the text)
-        kids.append(self.heredoc_body(body_from, body_to, end_line, s[start] in "'\"\\", strip))
+        # The body is one node: dsl.subjects.shell reads it from the text, as a script where a
+        # shell reads it and else as the double-quoted string an unquoted body expands like (its
+        # commands count towards the limits there). tree-sitter-bash's body holds the expansions
+        # and substitutions of an unquoted body besides; the differential tests compare spans.
+        if s[start] not in "'\"\\":
+            self.heredoc_dollars(body_from, end_line)
+        kids.append(Node("heredoc_body", body_from, body_to))
         fields.append(None)
         kids.append(Node("heredoc_end", body_to, body_to + len(delimiter)))
         fields.append(None)
@@ -1133,47 +1147,18 @@ class _Parser(Words, Arithmetic):
             self.fail("a heredoc delimiter this parser does not read")
         return delimiter, end, quoted
 
-    def heredoc_body(self, start: int, end: int, end_line: int, quoted: bool, strip: bool = False) -> Node:
-        if quoted or "$" not in self.s[start:end]:
-            return Node("heredoc_body", start, end)
-        if strip:
-            self.fail("expansions in a <<- heredoc", start)
-        parts: list = []
-        k = start
-        last = None
+    def heredoc_dollars(self, start: int, end: int) -> None:
+        """Refuses an unquoted heredoc body where tree-sitter-bash reads a `$` with an error: before
+        a newline or the end, a special parameter, `[` or `((` (dsl.subjects.shell reads the body
+        as bash expands it; where the two parsers disagree, the text is refused)."""
         s = self.s
-        while k < end_line:
-            c = s[k]
-            if c == "\\":
-                k += 2
-                continue
-            if c != "$":
-                k += 1
-                continue
-            nxt = s[k + 1] if k + 1 < self.n else ""
-            if nxt != "" and (nxt in NAME_CHAR or nxt == "{" or (nxt == "(" and not s.startswith("((", k + 1))):
-                self.i = k
-                piece = self.dollar("heredoc")
-                if piece.end_byte > end_line:
-                    self.fail("a substitution that crosses a heredoc's end", k)
-                if last is not None:  # the text between, after a newline that follows the one before
-                    if piece.start_byte == last:
-                        self.fail("two expansions that touch in a heredoc", k)
-                    parts.append(Node("heredoc_content", self.after_newline(last, piece.start_byte), piece.start_byte))
-                parts.append(piece)
-                last = piece.end_byte
-                k = piece.end_byte
-            elif nxt == "" or nxt in SPECIAL_PARAMETERS_OR_OPEN:
-                self.fail("a heredoc expansion this parser does not read", k)
-            else:
-                k += 1
-        if last is None:
-            return Node("heredoc_body", start, end)
-        parts.append(Node("heredoc_content", self.after_newline(last, end), end))
-        return node_spanning("heredoc_body", start, end, parts)
-
-    def after_newline(self, start: int, limit: int) -> int:
-        return start + 1 if start < limit and self.s[start] == "\n" else start
+        k = s.find("$", start, end)
+        while k >= 0:
+            if k == 0 or s[k - 1] != "\\":
+                nxt = s[k + 1] if k + 1 < end else ""
+                if nxt == "" or nxt in _HEREDOC_BAD_DOLLAR or s.startswith("((", k + 1):
+                    self.fail("a `$` in a heredoc that tree-sitter-bash reads with an error", k)
+            k = s.find("$", k + 1, end)
 
     # tests
 
@@ -1339,16 +1324,6 @@ class _Parser(Words, Arithmetic):
                 ch.type == "word" and self.s[ch.start_byte] in SPECIAL_WORD for ch in result.children):
             self.fail("a test this parser does not read")
         return result
-
-
-SPECIAL_PARAMETERS_OR_OPEN = frozenset("*@?!#-$[(\n\r")
-
-
-def node_spanning(kind: str, start: int, end: int, children: list) -> Node:
-    made = Node(kind, start, end, True, children, None)
-    for child in children:
-        child.parent = made
-    return made
 
 
 class Tree:

@@ -30,6 +30,7 @@ _EXPANSION_VALUE_OPERATORS = (":-", ":=", ":+", ":?", "-", "=", "+", "?")
 _EXPANSION_PATTERN_OPERATORS = ("##", "#", "%%", "%", ",,", ",", "^^", "^")
 _EXPANSION_REPLACE_OPERATORS = ("//", "/#", "/%", "/")
 _TRANSFORMS = frozenset("UuLQEPAKak")  # bash(1), Parameter transformation: ${x@OP}
+_BACKTICK_PAIR = re.compile(r"[ \t\n\r\v\f]*+`")
 # a double-quoted string of text alone on one line (no expansion, substitution or escaped newline)
 _SIMPLE_STRING = re.compile(r'"(?:[^"`$\\\n\r]|\\[^\n\r])++"')
 
@@ -68,7 +69,7 @@ class Words:
     def count_word(self) -> None:
         self.words += 1
         if self.words > self.max_words:
-            self.fail(f"the text has more than {self.max_words:,} words")
+            self.too_many("words")
 
     def literal(self, context: str) -> Node:
         """One shell word at the position (a primary node, or a concatenation of them).
@@ -77,7 +78,7 @@ class Words:
         word): where tree-sitter-bash builds a different tree for the same text."""
         self.words += 1
         if self.words > self.max_words:
-            self.fail(f"the text has more than {self.max_words:,} words")
+            self.too_many("words")
         s, i, n = self.s, self.i, self.n
         m = WORD.match(s, i)
         if m is not None:  # most words: plain text up to a blank or an operator
@@ -267,7 +268,7 @@ class Words:
 
     def dollar(self, context: str) -> Node:
         """What starts with `$`: a parameter, `${...}`, `$(...)`, `$((...))`, `$'...'`, or a lone
-        `$`. `context`: "word", "string", "heredoc", "arithmetic"."""
+        `$`. `context`: "word", "string", "arithmetic"."""
         s, i = self.s, self.i
         nxt = s[i + 1] if i + 1 < self.n else ""
         if nxt == "(":
@@ -292,8 +293,6 @@ class Words:
             kind = "special_variable_name" if j == i + 2 and nxt == "_" else "variable_name"
             return node("simple_expansion", [leaf("$", i, i + 1), Node(kind, i + 1, j)])
         if nxt != "" and nxt in SPECIAL_PARAMETERS:
-            if context == "heredoc":
-                self.fail("a heredoc expansion this parser does not read")
             self.i = i + 2
             return node("simple_expansion", [leaf("$", i, i + 1), Node("special_variable_name", i + 1, i + 2)])
         if context == "word" and (nxt == "" or nxt in SPACE or nxt in ";&|)"):
@@ -434,7 +433,7 @@ class Words:
             if c == '"':
                 parts.append(self.string())
             elif c == "'":
-                if context in ("string", "heredoc"):
+                if context == "string":
                     # inside double quotes bash reads a `'` in `${x:-'...'}` as itself or as a
                     # quote depending on the operator and its version: refused
                     self.fail("a single quote inside `${...}` inside double quotes")
@@ -442,7 +441,7 @@ class Words:
             elif c == "$":
                 if s.startswith('"', i + 1) or s.startswith("'", i + 1):
                     self.fail("a quoted string with `$` inside `${...}`")
-                parts.append(self.dollar("word" if context != "heredoc" else "heredoc"))
+                parts.append(self.dollar("word"))
             elif c == "`":
                 if self.backticks:
                     self.fail("backquotes inside `${...}` inside backquotes")
@@ -551,6 +550,8 @@ class Words:
         kids.append(leaf("`", self.i, self.i + 1))
         fields.append(None)
         self.i += 1
-        if self.s.startswith("`", self.i):  # tree-sitter-bash reads a "``" token there
-            self.fail("two backquoted substitutions that touch")
+        if _BACKTICK_PAIR.match(self.s, self.i):
+            # tree-sitter-bash reads "`", blanks and "`" as one token and both substitutions as
+            # one (`a` `b` runs a``b to it, a and b to bash): refused
+            self.fail("a backquoted substitution right after another")
         return node("command_substitution", kids, fields)
