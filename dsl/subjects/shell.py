@@ -93,6 +93,9 @@ def _syntax_tree(source: bytes, shared: _Shared):
         if exc.limit == "commands":
             raise EvalError(f"the command has more than {MAX_COMMANDS:,} simple commands (its nested scripts and heredocs "
                             "included): too many to read") from None
+        if exc.limit == "nesting":
+            raise EvalError(f"the command nests too deeply to read (more than {_bash.MAX_NESTING} levels of statements, "
+                            "substitutions and expansions)") from None
         if exc.limit == "words":
             raise EvalError(f"the command has more than {MAX_WORDS:,} words (its nested scripts and heredocs and the "
                             "words brace expansion makes included): too many to read") from None

@@ -58,7 +58,8 @@ MAX_WORDS = 1024  # words (command names, arguments, assignment values, destinat
 
 class BashSyntaxError(ValueError):
     """The text is not read by this parser: `offset` is the character where it stopped; `limit`
-    is "commands" or "words" when it has more of them than the parser was allowed to read."""
+    is "commands" or "words" when it has more of them than the parser was allowed to read,
+    "nesting" when it nests more than MAX_NESTING levels."""
 
     def __init__(self, message: str, offset: int, limit: str | None = None):
         super().__init__(message)
@@ -107,13 +108,15 @@ class _Parser(Words, Arithmetic):
         raise BashSyntaxError(why, at)
 
     def too_many(self, limit: str):
+        if limit == "nesting":
+            raise BashSyntaxError(f"the text nests too deeply (more than {MAX_NESTING} levels)", self.i, limit)
         allowed = self.max_commands if limit == "commands" else self.max_words
         raise BashSyntaxError(f"the text has more than {allowed:,} {limit}", self.i, limit)
 
     def enter(self) -> None:
         self.depth += 1
         if self.depth > MAX_NESTING:
-            self.fail(f"the text nests more than {MAX_NESTING} levels deep")
+            self.too_many("nesting")
 
     def blanks(self) -> None:
         """Skip bash's blanks (bash(1), DEFINITIONS: space and tab) between tokens on a line."""
@@ -201,7 +204,7 @@ class _Parser(Words, Arithmetic):
         `;;&` or `esac`. Returns how many statements were read."""
         self.depth += 1
         if self.depth > MAX_NESTING:
-            self.fail(f"the text nests more than {MAX_NESTING} levels deep")
+            self.too_many("nesting")
         count = 0
         s, n = self.s, self.n
         while True:
@@ -368,7 +371,7 @@ class _Parser(Words, Arithmetic):
         """One element of a pipeline: a command, a compound command, `!` and what it negates."""
         self.depth += 1
         if self.depth > MAX_NESTING:
-            self.fail(f"the text nests more than {MAX_NESTING} levels deep")
+            self.too_many("nesting")
         s, n = self.s, self.n
         i = self.i
         if i < n and s[i] in BLANK_START:
