@@ -42,6 +42,9 @@ _SPECIAL = r"'\"<>{}\[\]()`$|&;\\ \t\n\r\v\f"
 # tree-sitter-bash's `word` token: not starting with `#` or `\ `; a backslash quotes any character
 # but a blank (a backslash before a space continues a word, before another blank it is refused)
 WORD = re.compile(rf"(?:[^{_SPECIAL}#]|\\[^ \t\n\r\v\f])(?:[^{_SPECIAL}]|\\[^ \t\n\r\v\f]|\\ )*+")
+# the most words: WORD without a backslash (a simpler pattern, about twice as fast to match); where
+# it stops at a backslash, WORD is matched instead
+PLAIN = re.compile(rf"[^{_SPECIAL}#][^{_SPECIAL}]*+")
 # the same where a `#` may start it (inside a concatenation: `$x#y`)
 WORD_HASH = re.compile(rf"(?:[^{_SPECIAL}]|\\[^ \t\n\r\v\f])(?:[^{_SPECIAL}]|\\[^ \t\n\r\v\f]|\\ )*+")
 # tree-sitter-bash's number token: -?(0x)?[0-9]+(#[0-9A-Za-z@_]+)?

@@ -45,11 +45,11 @@ import re
 
 from dsl.subjects.bash.arithmetic import Arithmetic
 from dsl.subjects.bash.lexer import (
-    ASSIGNMENT, BLANK_NEWLINE_START, BLANK_START, BLANKS, BLANKS_NEWLINES, DECLARATIONS, DIGITS, HEREDOC_WORD, NUMBER,
+    ASSIGNMENT, BLANK_NEWLINE_START, BLANK_START, BLANKS, BLANKS_NEWLINES, DECLARATIONS, DIGITS, HEREDOC_WORD, NUMBER, PLAIN,
     NAME_CHAR, REDIRECT_OPERATORS, RESERVED, SPACE, SPECIAL_WORD, UNSETS, WORD, WORD_END,
 )
 from dsl.subjects.bash.node import Node
-from dsl.subjects.bash.words import Words, leaf, node
+from dsl.subjects.bash.words import SIMPLE_STRING, Words, leaf, node
 
 MAX_NESTING = 48  # levels of nested statements, substitutions, expansions and parentheses
 MAX_COMMANDS = 128  # simple commands (and declaration/unset commands) of one text
@@ -69,11 +69,15 @@ class BashSyntaxError(ValueError):
 
 
 _CASE_ENDS = (";;&", ";;", ";&")
+_NOT_PLAIN_NAME = RESERVED | DECLARATIONS | UNSETS  # words unit() does not read as a plain command's name
 _COMMAND_WORD_END = frozenset(" \t\n;&|)\0")  # what may follow a command's name read at once (unit)
 _NUMBER_START = frozenset("-0123456789")
 _ARGUMENT_SPECIAL = frozenset("<>&0123456789=($")  # what arguments() reads with more care
 _HEREDOC_BAD_DOLLAR = frozenset("*@?!#-$[\n\r")  # after a `$` in an unquoted heredoc body
 _AFTER_UNIT = frozenset("&|<>0123456789")  # what may go on after a pipeline's element (and_or)
+# a redirection starts here (its descriptor, an operator; not a process substitution `<(`)
+_REDIRECT_AHEAD = re.compile(r"[0-9]*+(?:[<>](?!\()|&>)")
+_FUNCTION_PARENS = re.compile(r"[ \t]*+\(")  # `NAME (`: a function definition
 # a file redirection's descriptor and operator (longest first)
 _FILE_REDIRECT = re.compile("([0-9]*+)(" + "|".join(re.escape(op) for op in REDIRECT_OPERATORS) + ")")
 _STATEMENT_END = frozenset(";&|)\n")  # what ends a statement's words (with the end of the text)
@@ -304,7 +308,7 @@ class _Parser(Words, Arithmetic):
                     result = node("pipeline", [*result.children[:2], node("list", [tail, op, right])])
                 else:
                     result = node("list", [result, op, right])
-            elif c in "<>&0123456789" and self.redirect_ahead():
+            elif c in "<>&0123456789" and _REDIRECT_AHEAD.match(s, i):
                 result = self.redirected(result)
             elif c == "|":
                 result = self.pipeline(result)
@@ -329,18 +333,7 @@ class _Parser(Words, Arithmetic):
 
     def redirect_ahead(self) -> bool:
         """A redirection starts here (not a process substitution)."""
-        s, i = self.s, self.i
-        c = s[i] if i < self.n else ""
-        if c == "<" or c == ">":
-            return not s.startswith("(", i + 1)
-        if c == "&":
-            return s.startswith(">", i + 1)
-        if c != "" and c in DIGITS:
-            j = i
-            while j < self.n and s[j] in DIGITS:
-                j += 1
-            return j < self.n and s[j] in "<>"
-        return False
+        return _REDIRECT_AHEAD.match(self.s, self.i) is not None
 
     def redirected(self, body: Node | None) -> Node:
         kids, fields = ([body], ["body"]) if body is not None else ([], [])
@@ -349,7 +342,7 @@ class _Parser(Words, Arithmetic):
             i = self.i
             if i < n and s[i] in BLANK_START:
                 self.i = i = BLANKS.match(s, i).end()
-            if i >= n or s[i] not in _AFTER_UNIT or not self.redirect_ahead():
+            if i >= n or not _REDIRECT_AHEAD.match(s, i):
                 break
             if s[i] == "0":
                 self.fail("descriptor 0 where it is not a word of a command")
@@ -377,34 +370,36 @@ class _Parser(Words, Arithmetic):
         if i < n and s[i] in BLANK_START:
             self.i = i = BLANKS.match(s, i).end()
         c = s[i] if i < n else "\0"
-        m = WORD.match(s, i)
+        m = PLAIN.match(s, i)
         if m is not None:
             end = m.end()
+            if end < n and s[end] == "\\":
+                end = WORD.match(s, i).end()
             after = s[end] if end < n else "\0"
             if after in _COMMAND_WORD_END:
                 word = s[i:end]
-                if word in RESERVED or word in DECLARATIONS or word in UNSETS or "=" in word or "#" in word:
+                if word in _NOT_PLAIN_NAME or "=" in word or "#" in word:
                     result = self.keyword_unit(word, c)
+                elif _FUNCTION_PARENS.match(s, end):
+                    result = self.function_or_command()
                 else:
                     # most commands: a plain name, then words (see command() for the rest)
-                    k = end
-                    while k < n and s[k] in " \t":
-                        k += 1
-                    if k < n and s[k] == "(":
-                        result = self.function_or_command()
-                    else:
-                        self.count_command()
-                        self.words += 1
-                        if self.words > self.max_words:
-                            self.too_many("words")
-                        name = Node("number" if c in _NUMBER_START and NUMBER.fullmatch(s, i, end) else "word", i, end)
-                        named = Node("command_name", i, end, True, [name], None)
-                        name.parent = named
-                        self.i = end
-                        kids = [named]
-                        fields = ["name"]
-                        self.arguments(kids, fields)
-                        result = node("command", kids, fields)
+                    self.commands += 1
+                    if self.commands > self.max_commands:
+                        self.too_many("commands")
+                    self.words += 1
+                    if self.words > self.max_words:
+                        self.too_many("words")
+                    name = Node("number" if c in _NUMBER_START and NUMBER.fullmatch(s, i, end) else "word", i, end)
+                    named = Node("command_name", i, end, True, [name], None)
+                    name.parent = named
+                    self.i = end
+                    kids = [named]
+                    fields = ["name"]
+                    self.arguments(kids, fields)
+                    result = Node("command", i, kids[-1].end_byte, True, kids, fields)
+                    for kid in kids:
+                        kid.parent = result
                 self.depth -= 1
                 return result
         result = self.keyword_unit(self.keyword() if c not in ("$", '"', "'", "-", "/", ".") else "", c)
@@ -860,7 +855,7 @@ class _Parser(Words, Arithmetic):
         operator, a redirection other than `<<<`, a newline, a comment)."""
         s, n = self.s, self.n
         backticks = self.backticks
-        word_match = WORD.match
+        plain_match = PLAIN.match
         while True:
             i = self.i
             if i < n and s[i] in BLANK_START:
@@ -872,9 +867,11 @@ class _Parser(Words, Arithmetic):
                 return
             if c not in _ARGUMENT_SPECIAL and i != kids[-1].end_byte:
                 # most words: plain text up to a blank or an operator (literal()'s first case)
-                m = word_match(s, i)
+                m = plain_match(s, i)
                 if m is not None:
                     end = m.end()
+                    if end < n and s[end] == "\\":
+                        end = WORD.match(s, i).end()
                     if end >= n or s[end] in WORD_END:
                         self.words += 1
                         if self.words > self.max_words:
@@ -884,12 +881,25 @@ class _Parser(Words, Arithmetic):
                         fields.append("argument")
                         self.i = end
                         continue
+                elif c == '"':  # a string of text alone (compound_literal()'s first case)
+                    m = SIMPLE_STRING.match(s, i)
+                    if m is not None:
+                        end = m.end()
+                        if (end >= n or s[end] in WORD_END) and s[i + 1 : end - 1].strip(" \t\v\f"):
+                            self.words += 1
+                            if self.words > self.max_words:
+                                self.too_many("words")
+                            kids.append(node("string", [Node('"', i, i + 1, False), Node("string_content", i + 1, end - 1),
+                                                        Node('"', end - 1, end, False)]))
+                            fields.append("argument")
+                            self.i = end
+                            continue
             if c in "<>&0123456789":
                 if s.startswith("<<<", i):
                     kids.append(self.herestring())
                     fields.append("redirect")
                     continue
-                if self.redirect_ahead():
+                if _REDIRECT_AHEAD.match(s, i):
                     if c == "0":
                         # `cat 0<x`: tree-sitter-bash reads `0` as a number word, then the
                         # redirection (dsl.subjects.shell knows the word is a descriptor)
@@ -1000,7 +1010,7 @@ class _Parser(Words, Arithmetic):
                 break
             if c in "<>" and not s.startswith("(", i + 1):
                 break
-            if c in DIGITS and self.redirect_ahead():
+            if c in DIGITS and _REDIRECT_AHEAD.match(s, i):
                 break
             if c == "=" and (s.startswith("==", i) or s.startswith("=~", i)):
                 self.fail("`==` or `=~` after a redirection")

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from dsl.subjects.bash.lexer import (
-    DIGITS, NAME, NAME_CHAR, NAME_START, NUMBER, SPACE, SPECIAL_PARAMETERS, SPECIAL_WORD, STRING_TEXT, WORD, WORD_END,
+    DIGITS, NAME, NAME_CHAR, NAME_START, NUMBER, PLAIN, SPACE, SPECIAL_PARAMETERS, SPECIAL_WORD, STRING_TEXT, WORD, WORD_END,
     WORD_HASH,
 )
 from dsl.subjects.bash.node import Node
@@ -32,7 +32,7 @@ _EXPANSION_REPLACE_OPERATORS = ("//", "/#", "/%", "/")
 _TRANSFORMS = frozenset("UuLQEPAKak")  # bash(1), Parameter transformation: ${x@OP}
 _BACKTICK_PAIR = re.compile(r"[ \t\n\r\v\f]*+`")
 # a double-quoted string of text alone on one line (no expansion, substitution or escaped newline)
-_SIMPLE_STRING = re.compile(r'"(?:[^"`$\\\n\r]|\\[^\n\r])++"')
+SIMPLE_STRING = re.compile(r'"(?:[^"`$\\\n\r]|\\[^\n\r])++"')
 
 
 def leaf(kind: str, start: int, end: int, named: bool = False) -> Node:
@@ -80,9 +80,11 @@ class Words:
         if self.words > self.max_words:
             self.too_many("words")
         s, i, n = self.s, self.i, self.n
-        m = WORD.match(s, i)
+        m = PLAIN.match(s, i)
         if m is not None:  # most words: plain text up to a blank or an operator
             end = m.end()
+            if end < n and s[end] == "\\":
+                end = WORD.match(s, i).end()
             if end >= n or s[end] in WORD_END:
                 self.i = end
                 if s[i] in _NUMBER_START and NUMBER.fullmatch(s, i, end):
@@ -95,7 +97,7 @@ class Words:
         i = self.i
         if i < n and s[i] == '"':
             # a string standing alone (the common case): no concatenation to check
-            m = _SIMPLE_STRING.match(s, i)
+            m = SIMPLE_STRING.match(s, i)
             if m is not None:
                 end = m.end()
                 if (end >= n or s[end] in WORD_END) and s[i + 1 : end - 1].strip(" \t\v\f"):
