@@ -351,3 +351,21 @@ def test_a_command_given_arguments_from_standard_input_is_dynamic(text):
     commands = parse_shell(text)
     assert any(c.dynamic for c in commands if c.program in ("rm", "parallel"))
     assert sample(text) != "allow"
+
+
+# --- 10. a substitution inside an expansion's pattern runs --------------------------------------
+
+@pytest.mark.parametrize("text", ["echo ${x%$(rm -rf /)}", "echo ${x,,$(rm -rf /)}", "echo ${x#`rm -rf /`}",
+                                  "echo ${x/$(rm -rf /)/b}", "echo \"${x%%$(rm -rf /)}\""])
+def test_a_substitution_in_an_expansion_s_pattern_is_read(text):
+    # bash runs it (`x=a; echo ${x%$(echo a)}` prints nothing); tree-sitter-bash read the pattern
+    # of `%`, `#`, `,,` ... as one token, and shell() did not see `rm` (allowed under the docs'
+    # deny with `default allow`)
+    assert "rm" in [c.program for c in parse_shell(text)]
+    assert docs(text) == "deny"
+
+
+@needs_bash
+def test_bash_runs_a_substitution_in_an_expansion_s_pattern():
+    run = subprocess.run([BASH, "-c", "x=ab; echo ${x%$(echo b)}"], capture_output=True, timeout=10)
+    assert run.stdout == b"a\n"
