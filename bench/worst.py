@@ -37,7 +37,7 @@ from dsl import Policy
 from dsl.compiler import clear_caches
 from dsl.subjects import MAX_PATH_TEXT, MAX_SHELL_TEXT, MAX_URL_TEXT
 from dsl.subjects.secrets import _MAX_GLOB_PATTERN as MAX_GLOB_PATTERN
-from dsl.subjects.shell import MAX_COMMANDS, MAX_RUNNERS, MAX_WORDS
+from dsl.subjects.shell import MAX_COMMANDS, MAX_PROGRAMS, MAX_RUNNERS, MAX_WORDS
 
 TARGET_MS = 10.0
 MAX_STRING = 100_000  # characters of a string matched by glob, contains, startswith (as tests/test_linear_time.py)
@@ -102,8 +102,8 @@ _RUNNER_WORDS = len(_RUNNERS.split())
 
 MATCHERS = [
     # The largest texts within shell()'s limits (dsl.subjects.shell: MAX_COMMANDS simple commands,
-    # MAX_WORDS words, MAX_RUNNERS programs read a simple command), where a longer text is
-    # refused at once: each of them is read to its end.
+    # MAX_WORDS words and word parts, MAX_RUNNERS programs read a simple command and MAX_PROGRAMS
+    # the whole text), where a longer text is refused at once: each of them is read to its end.
     Matcher("shell() at its limits", SHELL_POLICY, "Bash", "command", MAX_SHELL_TEXT, {
         f"a;a;… ({C} simple commands)": _at_limits("a;", C),
         f"ls -l a b; … ({C} commands, {4 * C} words)": _at_limits("ls -l a b; ", C),
@@ -112,9 +112,12 @@ MATCHERS = [
         f"echo a a … ({W} words)": _at_limits(" a", W - 1, "echo"),
         f"cat ../a/b … ({W} paths)": _at_limits(" ../a/b", W - 1, "cat"),
         f"cat -x ../a/b … ({W} words)": _at_limits(" -x ../a/b", (W - 1) // 2, "cat"),
-        f"echo {{a,b}} … ({W} words once expanded)": _at_limits(" {a,b}", (W - 1) // 2, "echo"),
-        f"sudo env … sudo rm a; … ({MAX_RUNNERS} programs each, {W} words)":
-            _at_limits(_RUNNERS + " a; ", W // (_RUNNER_WORDS + 1)),
+        # `{a,b}`: a word of three parts ({, a,b and }) that makes two words: 4 of the 1,024
+        f"echo {{a,b}} … ({W} words and parts, expanded)": _at_limits(" {a,b}", (W - 1) // 4, "echo"),
+        f"sudo env … sudo rm a; … ({MAX_RUNNERS} programs each, {MAX_PROGRAMS} in all)":
+            _at_limits(_RUNNERS + " a; ", MAX_PROGRAMS // MAX_RUNNERS),
+        f"sudo rm a; … ({MAX_PROGRAMS // 2} commands of 2 programs, {MAX_PROGRAMS} in all)":
+            _at_limits("sudo rm a; ", C),
         f"sudo env … sudo rm a a … ({MAX_RUNNERS} programs, {W} words)": _at_limits(" a", W - _RUNNER_WORDS, _RUNNERS),
         f"sudo -E -E … rm ({W} words)": _at_limits(" -E", W - 2, "sudo", " rm"),
         f"find . -exec a x … \\; … ({MAX_RUNNERS - 1} -exec, {W} words)":
@@ -123,8 +126,8 @@ MATCHERS = [
         f"bash -c 'a;a;…' ({C} commands nested)": _at_limits("a;", C - 2, "bash -c '", "'"),
         f"bash <<EOF a;a;… EOF ({C} commands on stdin)": _at_limits("a;", C - 2, "bash <<EOF\n", "\nEOF\n"),
         f"cat <<EOF a$(b) … EOF ({C} substitutions)": _at_limits("a$(b)\n", C - 2, "cat <<EOF\n", "EOF\n"),
-        f"echo $((1+x)) … ({W} words)": _at_limits(" $((1+x))", W // 2 - 1, "echo"),
-        f"echo ${{x:-y}} … ({W} words)": _at_limits(" ${x:-y}", W // 2 - 1, "echo"),
+        f"echo $((1+x)) … ({W} words and atoms)": _at_limits(" $((1+x))", (W - 1) // 4, "echo"),
+        f"echo ${{x:-y}} … ({W} words and parts)": _at_limits(" ${x:-y}", (W - 1) // 2, "echo"),
         f"case x in a) b;; … esac ({C} commands)": _at_limits("a) b;; ", C - 1, "case x in ", "esac"),
         f"[[ -f a ]] && … ({C} tests)": _at_limits("[[ -f a ]] && ", C - 1, "", "ls"),
     }, alphabet="a $(){},;|&-x\"'=", prefix="echo "),

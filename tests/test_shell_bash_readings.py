@@ -292,10 +292,11 @@ def test_the_report_s_arithmetic_calls_are_asked():
     lambda n: "cat " + ("{a,b,c,d}" + "x" * 1500 + " ") * n,  # few long words: the 200,000 characters
 ])
 def test_brace_expansion_is_bounded_for_the_whole_text(make):
-    # 60 of each: within the text's limits of 128 simple commands and 1,024 words as written
-    # (dsl.subjects.shell.MAX_COMMANDS, MAX_WORDS), past what brace expansion may make of them:
-    # 1,024 words together with the text's own, and 200,000 characters (MAX_BRACE_TEXT)
-    text = make(60)
+    # 40 of each: within the text's limits of 128 simple commands and 1,024 words and word parts
+    # as written (dsl.subjects.shell.MAX_COMMANDS, MAX_WORDS: `{a,b}` x 8 is 24 parts), past what
+    # brace expansion may make of them: 1,024 together with the text's own, and 200,000
+    # characters (MAX_BRACE_TEXT)
+    text = make(40)
     start = time.perf_counter()
     with pytest.raises(EvalError, match="brace expansion"):
         parse_shell(text)
@@ -369,3 +370,25 @@ def test_a_substitution_in_an_expansion_s_pattern_is_read(text):
 def test_bash_runs_a_substitution_in_an_expansion_s_pattern():
     run = subprocess.run([BASH, "-c", "x=ab; echo ${x%$(echo b)}"], capture_output=True, timeout=10)
     assert run.stdout == b"a\n"
+
+
+# --- 11. a text past shell()'s limits is an error, one within them is read ---------------------
+
+def test_a_text_past_its_limits_is_an_error_and_one_within_them_is_read():
+    from dsl.subjects.shell import MAX_COMMANDS, MAX_PROGRAMS, MAX_RUNNERS, MAX_WORDS
+
+    assert len(parse_shell("a;" * MAX_COMMANDS)) == MAX_COMMANDS
+    with pytest.raises(EvalError, match="simple commands"):
+        parse_shell("a;" * (MAX_COMMANDS + 1))
+    with pytest.raises(EvalError, match="simple commands"):  # a nested script counts with its text
+        parse_shell("a;" * (MAX_COMMANDS - 1) + "bash -c 'b; c'")
+    assert parse_shell("echo" + " a" * (MAX_WORDS - 1))
+    with pytest.raises(EvalError, match="words"):
+        parse_shell("echo" + " a" * MAX_WORDS)
+    with pytest.raises(EvalError, match="words"):  # one word of many parts counts each part
+        parse_shell("echo " + "a'b'" * (MAX_WORDS // 2))
+    per_command = "sudo " * (MAX_RUNNERS - 1) + "ls; "
+    assert parse_shell(per_command * (MAX_PROGRAMS // MAX_RUNNERS))
+    with pytest.raises(EvalError, match="programs in all"):
+        parse_shell(per_command * (MAX_PROGRAMS // MAX_RUNNERS + 1))
+    assert docs("a;" * MAX_COMMANDS + "rm -rf /") == "deny"  # past a limit: an error, which denies

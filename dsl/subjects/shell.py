@@ -34,6 +34,10 @@ MAX_SHELL_TEXT = 100_000  # characters; a longer string is an error (its parse w
 # programs read for a text times its words bounds that work: MAX_RUNNERS * MAX_WORDS word readings,
 # about 6 ms. The corpus's commands run through at most 3.
 MAX_RUNNERS = 16
+# The programs read for a whole text (each simple command's, each program a wrapper runs, each
+# reading of an unknown option; nested scripts included): each costs 10-15 µs however short its
+# words, so 128 commands of 16 programs took 25 ms. The corpus's texts read at most 19.
+MAX_PROGRAMS = 256
 # The limits of one text, nested scripts included (`sh -c '...'`, `eval`, an alias, a heredoc
 # fed to a shell, the words brace expansion makes): past them the text is an error (fails closed).
 # Reading a simple command costs 20-60 µs in Python and a word 3-8 µs (wrappers and options read,
@@ -132,13 +136,15 @@ class _Shared:
       read: when the text also assigns, every command is dynamic.
     - `posix`: the text names POSIXLY_CORRECT, under which GNU getopt stops at the first operand.
     - `commands`, `words`: the simple commands and words the parser may still read (MAX_COMMANDS,
-      MAX_WORDS for the whole text, nested scripts included)."""
+      MAX_WORDS for the whole text, nested scripts included); `programs`: the programs the
+      walkers may still read (MAX_PROGRAMS)."""
 
-    __slots__ = ("brace", "assigned", "ever", "defers", "posix", "commands", "words")
+    __slots__ = ("brace", "assigned", "ever", "defers", "posix", "commands", "words", "programs")
 
     def __init__(self, text: str = ""):
         self.brace = [MAX_BRACE_TEXT]
         self.commands, self.words = MAX_COMMANDS, MAX_WORDS  # what the parser may still read
+        self.programs = MAX_PROGRAMS  # the programs the walkers may still read
         self.assigned = self.ever = self.defers = False
         self.posix = "POSIXLY_CORRECT" in text
 
@@ -645,21 +651,17 @@ class _Walker:
         self.fed |= sub.fed
 
     def expanded_text(self, body: str) -> None:
-        """The commands that expanding an unquoted heredoc's body runs. The parser misses a `$(...)`
-        at the start of an indented line, so the body is read again as the double-quoted string
-        it expands like: a backslash quotes only $ ` \\ and newline in both; a `"` is quoted."""
-        out, i = [], 0
-        while i < len(body):
-            ch = body[i]
-            if ch == "\\" and i + 1 < len(body) and body[i + 1] in "$`\\\n":
-                out.append(body[i : i + 2])
-                i += 2
-                continue
-            out.append({"\\": "\\\\", '"': '\\"'}.get(ch, ch))
-            i += 1
+        """The commands that expanding an unquoted heredoc's body runs: the body (which the
+        parser leaves as text) is read as the double-quoted string it expands like: a backslash
+        quotes only $ ` \\ and newline in both; a `"` is quoted."""
+        # the pairs a backslash quotes in both stay; between them every other backslash and
+        # every `"` is quoted (one pass: the text between pairs is escaped by str.replace)
+        parts = _HEREDOC_QUOTED_PAIR.split(body)
+        for k in range(0, len(parts), 2):
+            parts[k] = parts[k].replace("\\", "\\\\").replace('"', '\\"')
         if self.depth >= 8:
             raise EvalError("the command nests shells more than 8 deep")
-        self.commands.extend(_parse(': "' + "".join(out) + '"', self.depth + 1, True, cwd=self.cwd, names=self.names,
+        self.commands.extend(_parse(': "' + "".join(parts) + '"', self.depth + 1, True, cwd=self.cwd, names=self.names,
                                     shared=self.shared, fill=self.fill)[1:])  # all but `:`
 
     def runs_strings(self, program: str, rest: list[_Word]) -> None:
@@ -788,11 +790,16 @@ class _Walker:
         """The command `words` and what it runs. `dynamic`: it is only one reading of an outer
         command line whose options were not all understood, so it is marked dynamic. `fill`: a
         runner (xargs, find -exec, parallel) replaces or appends words of it at run time. Raises
-        EvalError past MAX_RUNNERS programs read for one simple command."""
+        EvalError past MAX_RUNNERS programs read for one simple command, or MAX_PROGRAMS for the
+        whole text."""
         self.programs += 1
         if self.programs > MAX_RUNNERS:
             raise EvalError(f"the command runs through more than {MAX_RUNNERS} programs that run others "
                             "(sudo, env, xargs, find -exec, ..., each reading of an unknown option counted)")
+        self.shared.programs -= 1
+        if self.shared.programs < 0:
+            raise EvalError(f"the command runs more than {MAX_PROGRAMS} programs in all (its nested scripts included, "
+                            "each program a wrapper runs and each reading of an unknown option counted): too many to read")
         # after an assignment, under POSIXLY_CORRECT, or given arguments from standard input
         # (GNU parallel, like xargs whose table says so): what it runs is not known from the text
         dynamic = dynamic or self.shared.assigned or self.shared.posix or (
@@ -932,6 +939,11 @@ class _Walker:
                 self.commands[k] = Command(**{**_as_dict(reader), "code": reader.code + (body,),
                                               "dynamic": reader.dynamic or dynamic})
                 break
+
+
+# a backslash and what it quotes both in an unquoted heredoc's body and in double quotes (bash(1),
+# Here Documents): $ ` \ and newline
+_HEREDOC_QUOTED_PAIR = re.compile(r"(\\[$`\\\n])")
 
 
 def _in_double_quotes(node) -> bool:

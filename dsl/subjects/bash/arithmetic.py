@@ -70,6 +70,7 @@ class Arithmetic:
                 continue
             if open_parens == 0 and c in stops:
                 return
+            self.count_word()  # each atom and operator (see Words.count_word)
             if c == "(":
                 open_parens += 1
                 self.enter()

@@ -270,6 +270,7 @@ class _Parser(Words, Arithmetic):
         return count
 
     def comment(self) -> Node:
+        self.count_word()
         start = self.i
         end = self.s.find("\n", start)
         self.i = self.n if end < 0 else end

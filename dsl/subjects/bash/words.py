@@ -67,6 +67,9 @@ class Words:
         return end
 
     def count_word(self) -> None:
+        """One more word, or part of a word (each part of a concatenation or of a double-quoted
+        string, each atom of arithmetic, each comment): the work of reading a text grows with
+        them, so they count towards the parser's `max_words` alike."""
         self.words += 1
         if self.words > self.max_words:
             self.too_many("words")
@@ -119,6 +122,8 @@ class Words:
                 self.fail("a parenthesis inside a word")
             if c == "#" and not parts:
                 break
+            if parts:
+                self.count_word()
             if c == '"':
                 parts.append(self.string())
             elif c == "'":
@@ -229,6 +234,7 @@ class Words:
                 piece = leaf('"', i, i + 1)
                 self.i = i + 1
             elif c == "$":
+                self.count_word()
                 nxt = s[i + 1] if i + 1 < n else ""
                 if nxt in NAME_CHAR or nxt in SPECIAL_PARAMETERS or nxt in ("{", "("):
                     piece = self.dollar("string")
@@ -238,10 +244,12 @@ class Words:
                     piece = leaf("$", i, i + 1)
                     self.i = i + 1
             elif c == "`":
+                self.count_word()
                 if self.backticks:
                     self.fail("a backquote inside a string inside backquotes")
                 piece = self.backtick()
             else:
+                self.count_word()
                 j = STRING_TEXT.match(s, i).end()
                 if j < n and s[j] == "\\":
                     self.fail("a backslash before a newline in a string", j)
@@ -432,6 +440,7 @@ class Words:
             c = s[i]
             if c in stop:
                 break
+            self.count_word()
             if c == '"':
                 parts.append(self.string())
             elif c == "'":
@@ -487,6 +496,7 @@ class Words:
             c = s[i]
             if c == "]":
                 break
+            self.count_word()
             if c == '"':
                 parts.append(self.string())
             elif c == "'":
