@@ -218,6 +218,79 @@ def test_removing_quoted_parts_gives_what_the_regex_gave(text):
     assert remove_quoted_parts(text) == re.sub(r"\$?'[^']*'|\"(?:[^\"\\]|\\.)*\"|\\.", "", text, flags=re.DOTALL)
 
 
+def _heredoc_end_by_lines(text, begin, delimiter, quoted, strip, stop):
+    """dsl.subjects.quoting.heredoc_end as it read a body before, one line at a time in Python
+    (30 ms for a 100 KB body): the reference its search must agree with."""
+    nl, bs, tab = ("\n", "\\", "\t") if isinstance(text, str) else (b"\n", b"\\", b"\t")
+    n, i = len(text), begin
+    while i < n:
+        if stop is not None and i > stop:
+            raise EvalError("a heredoc ends elsewhere for bash than for the parser")
+        start, logical = i, []
+        while True:
+            end = text.find(nl, i)
+            line = text[i:] if end < 0 else text[i:end]
+            i = n if end < 0 else end + 1
+            if not quoted and (len(line) - len(line.rstrip(bs))) % 2 == 1:
+                if strip:
+                    raise EvalError("a line continuation in a `<<-` heredoc cannot be read as bash would")
+                logical.append(line[:-1])
+                if end >= 0:
+                    continue
+            else:
+                logical.append(line)
+            break
+        if (text[:0].join(logical).lstrip(tab) if strip else text[:0].join(logical)) == delimiter:
+            return start, i
+    return None
+
+
+@given(st.lists(st.sampled_from(["E", "EOF", "\n", "\t", "x", " ", "\\", "EOF\n", "\n\tEOF", "\nEOF", "E.F"]), max_size=8),
+       st.integers(0, 40), st.one_of(st.none(), st.integers(0, 40)), st.booleans(), st.booleans(), st.booleans())
+@settings(max_examples=2000, deadline=None)
+def test_the_heredoc_end_search_finds_what_the_line_by_line_reading_found(pieces, begin, stop, quoted, strip, as_bytes):
+    from dsl.subjects.quoting import heredoc_end
+
+    text = "".join(pieces)
+    text, delimiter = (text.encode(), b"EOF") if as_bytes else (text, "EOF")
+    begin = min(begin, len(text))
+
+    def outcome(f):
+        try:
+            return f(text, begin, delimiter, quoted, strip, stop)
+        except EvalError as exc:
+            return exc.message
+
+    assert outcome(heredoc_end) == outcome(_heredoc_end_by_lines)
+
+
+@given(st.lists(st.sampled_from(["\\\n", "\\", "\n", "'", '"', "$", "$(", "$'", "(", ")", "`", "#", " ", "a", "<", "<<",
+                                 "<<<", "<<-", "EOF", "\t", ";", "|", "x#", "\\'", '\\"']), max_size=14))
+@settings(max_examples=3000, deadline=None)
+def test_joining_continuations_run_by_run_gives_what_one_character_at_a_time_gave(pieces):
+    text = "".join(pieces)
+
+    def outcome(runs: bool):
+        try:
+            return splice_continuations(text, _runs=runs)
+        except EvalError as exc:
+            return exc.message
+
+    assert outcome(True) == outcome(False)
+
+
+@pytest.mark.parametrize("unit", ["a", "'a'", '"a"', "<", "$(a)", "\\\n", "#a\n", "$'a'", "\\a"])
+def test_joining_continuations_takes_time_linear_in_the_text(unit):
+    make = lambda n: repeat(unit, n, "echo \\\n")  # noqa: E731
+    assert ratio(splice_continuations, make, MAX_SHELL_TEXT) <= MAX_RATIO
+
+
+def test_a_heredoc_s_end_is_found_in_time_linear_in_its_body():
+    for unit in ("a$(b)\n", "x\n", "EOF x\n"):
+        make = lambda n, u=unit: repeat(u, n, "cat <<EOF\n", "\nEOF\n")  # noqa: E731
+        assert ratio(parse_shell_uncached, make, MAX_SHELL_TEXT) <= MAX_RATIO
+
+
 # --- glob patterns read for secrets (Grep's and Glob's patterns) --------------------------------
 
 @SLOW

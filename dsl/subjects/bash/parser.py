@@ -50,6 +50,7 @@ from dsl.subjects.bash.lexer import (
 )
 from dsl.subjects.bash.node import Node
 from dsl.subjects.bash.words import SIMPLE_STRING, Words, leaf, node
+from dsl.subjects.quoting import MAX_HEREDOC_DELIMITER
 
 MAX_NESTING = 48  # levels of nested statements, substitutions, expansions and parentheses
 MAX_COMMANDS = 128  # simple commands (and declaration/unset commands) of one text
@@ -73,7 +74,8 @@ _NOT_PLAIN_NAME = RESERVED | DECLARATIONS | UNSETS  # words unit() does not read
 _COMMAND_WORD_END = frozenset(" \t\n;&|)\0")  # what may follow a command's name read at once (unit)
 _NUMBER_START = frozenset("-0123456789")
 _ARGUMENT_SPECIAL = frozenset("<>&0123456789=($")  # what arguments() reads with more care
-_HEREDOC_BAD_DOLLAR = frozenset("*@?!#-$[\n\r")  # after a `$` in an unquoted heredoc body
+# a `$` no backslash quotes in an unquoted heredoc body before what tree-sitter-bash errs on
+_HEREDOC_BAD_DOLLAR = re.compile(r"(?<!\\)\$(?:[*@?!#\-$\[\n\r]|\(\(|\Z)")
 _AFTER_UNIT = frozenset("&|<>0123456789")  # what may go on after a pipeline's element (and_or)
 # a redirection starts here (its descriptor, an operator; not a process substitution `<(`)
 _REDIRECT_AHEAD = re.compile(r"[0-9]*+(?:[<>](?!\()|&>)")
@@ -757,6 +759,7 @@ class _Parser(Words, Arithmetic):
         return -1
 
     def assignment(self, name_end: int) -> Node:
+        self.count_word()  # `NAME=` (its value, when there is one, counts as a word too)
         start = self.i
         if self.s.startswith("[", name_end):
             name = self.subscript(name_end)
@@ -822,9 +825,13 @@ class _Parser(Words, Arithmetic):
         self.blanks()
         c = self.char()
         if c in ("\0", "\n", ";", "&", "|", ")", "#", "<") or (c == "`" and self.backticks) or self.at(">("):
+            # a statement of assignments or of redirections alone: dsl.subjects.shell lists it as
+            # a command with no program, so it counts as a simple command
             if kids and all(f is None for f in fields) and c != "<" and not self.at(">("):
+                self.count_command()
                 return kids[0] if len(kids) == 1 else node("variable_assignments", kids)
             if kids and all(f == "redirect" for f in fields) and c != "<":
+                self.count_command()
                 return node("redirected_statement", kids, fields)
             self.fail("a command without a name")
         word = self.keyword()
@@ -1083,25 +1090,16 @@ class _Parser(Words, Arithmetic):
         self.heredoc_line = False
         if self.i != line_end:
             self.fail("text after a heredoc's start this parser does not read")
-        # the body: the lines up to one that is the delimiter (after its tabs, for <<-)
+        # the body: the lines up to one that is the delimiter (after its tabs, for <<-); the first
+        # line that is the delimiter with blanks around it is that one, or refused: tree-sitter-bash
+        # may end the body there, bash does not
         body_start = line_end + 1
-        k = body_start
-        end_line = -1
-        while k <= self.n:
-            eol = s.find("\n", k)
-            stop = self.n if eol < 0 else eol
-            line = s[k:stop]
-            bare = line.lstrip("\t") if strip else line
-            if bare == delimiter:
-                end_line = k
-                break
-            if bare.strip(" \t\r\v\f") == delimiter:  # tree-sitter-bash may end it there, bash does not
-                self.fail("a heredoc line that is its delimiter and blanks", k)
-            if eol < 0:
-                break
-            k = eol + 1
-        if end_line < 0:
+        m = re.compile(r"^[ \t\r\v\f]*" + re.escape(delimiter) + r"[ \t\r\v\f]*$", re.M).search(s, body_start)
+        if m is None:
             self.fail("a heredoc that does not end")
+        end_line = m.start()
+        if (m.group().lstrip("\t") if strip else m.group()) != delimiter:
+            self.fail("a heredoc line that is its delimiter and blanks", end_line)
         tabs = 0
         if strip:
             while s.startswith("\t", end_line + tabs):
@@ -1156,6 +1154,8 @@ class _Parser(Words, Arithmetic):
             word = s[start:end]
             quoted = "\\" in word
             delimiter = re.sub(r"\\(.)", r"\1", word) if quoted else word
+        if end - start > MAX_HEREDOC_DELIMITER:  # (its body is searched for a line of it)
+            self.fail(f"a heredoc delimiter longer than {MAX_HEREDOC_DELIMITER:,} characters")
         if not delimiter or any(ch not in NAME_CHAR and ch not in "-.@%+:,/!^~ $" for ch in delimiter) or (
                 end < n and (s[end] not in SPACE and s[end] not in ";&|)<>")):
             self.fail("a heredoc delimiter this parser does not read")
@@ -1165,14 +1165,9 @@ class _Parser(Words, Arithmetic):
         """Refuses an unquoted heredoc body where tree-sitter-bash reads a `$` with an error: before
         a newline or the end, a special parameter, `[` or `((` (dsl.subjects.shell reads the body
         as bash expands it; where the two parsers disagree, the text is refused)."""
-        s = self.s
-        k = s.find("$", start, end)
-        while k >= 0:
-            if k == 0 or s[k - 1] != "\\":
-                nxt = s[k + 1] if k + 1 < end else ""
-                if nxt == "" or nxt in _HEREDOC_BAD_DOLLAR or s.startswith("((", k + 1):
-                    self.fail("a `$` in a heredoc that tree-sitter-bash reads with an error", k)
-            k = s.find("$", k + 1, end)
+        m = _HEREDOC_BAD_DOLLAR.search(self.s, start, end)
+        if m is not None:
+            self.fail("a `$` in a heredoc that tree-sitter-bash reads with an error", m.start())
 
     # tests
 
