@@ -30,10 +30,11 @@ MAX_SHELL_TEXT = 100_000  # characters; a longer string is an error (its parse w
 # env nice xargs find -exec ... rm`), nested or under another reading of an option a table does not
 # know, counts once; past it the text is an error (fails closed). Each program reads the rest of
 # the command line again, so without a bound `nice nice ... ls` and `find . -exec find . -exec ...`
-# took seconds (quadratic, then Python's recursion limit); the count bounds the depth too. The
-# programs read for a text times its words bounds that work: MAX_RUNNERS * MAX_WORDS word readings,
-# about 6 ms. The corpus's commands run through at most 3.
-MAX_RUNNERS = 16
+# took seconds (quadratic, then Python's recursion limit); the count bounds the depth too. A
+# chain of N programs costs about N * N readings of its words (each wrapper reads what it runs
+# again): 16 commands of 16 took 9.6 ms, of 12 about 6. The corpus's commands run through at
+# most 3 (`sudo -u u env A=1 timeout 5 nice -n 5 ionice -c3 nohup cmd` is 7).
+MAX_RUNNERS = 12
 # The programs read for a whole text (each simple command's, each program a wrapper runs, each
 # reading of an unknown option; nested scripts included): each costs 10-15 µs however short its
 # words, so 128 commands of 16 programs took 25 ms. The corpus's texts read at most 19.
