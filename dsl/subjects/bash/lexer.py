@@ -19,8 +19,6 @@ import re
 # refused where it would end one), then with newlines
 BLANK = frozenset(" \t\r\v\f")
 SPACE = BLANK | {"\n"}
-# tree-sitter-bash's SPECIAL_CHARACTERS: what ends an unquoted word
-WORD_STOP = frozenset("'\"<>{}[]()`$|&;") | SPACE
 SPECIAL_WORD = frozenset("{}[]")  # each a word of its own (tree-sitter-bash's _special_character)
 NAME_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 NAME_CHAR = NAME_START | frozenset("0123456789")
@@ -50,8 +48,6 @@ WORD_HASH = re.compile(rf"(?:[^{_SPECIAL}]|\\[^ \t\n\r\v\f])(?:[^{_SPECIAL}]|\\[
 # tree-sitter-bash's number token: -?(0x)?[0-9]+(#[0-9A-Za-z@_]+)?
 NUMBER = re.compile(r"-?(?:0x)?[0-9]++(?:#[0-9A-Za-z@_]++)?+")
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*+")
-NAME_CHARS = re.compile(r"[A-Za-z0-9_]*+")
-DIGIT_RUN = re.compile(r"[0-9]*+")
 # `NAME=` / `NAME+=` (bash(1), PARAMETERS); `NAME[` starts a subscript
 ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*+(?:\+?=|\[)")
 # a double-quoted string's literal text: up to what ends it or starts an expansion, a newline or
