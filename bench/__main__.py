@@ -5,7 +5,8 @@ sample policies on the real calls they were written for (bench/real_policies.py;
 one decision on adversarial arguments at each matcher's largest size (bench/worst.py; `--only worst`,
 not part of the full run); and eight hook processes each opening a Gate per call on a ledger growing
 to 100,000 events (bench/hooks.py; `--only hooks`); and the shared Gate's opening, catch-up, syncs,
-propose cost, review queue and wait (bench/gate.py; `--only gate`).
+propose cost, review queue and wait (bench/gate.py; `--only gate`); and the shell parser on the
+corpus's commands against tree-sitter-bash (bench/parser.py; `--only parser`).
 
     python -m bench                       # the full run (about 5 minutes), results in bench/results/
     python -m bench --quick               # 100 and 1,000 rules, fewer rounds (about a minute)
@@ -14,6 +15,7 @@ propose cost, review queue and wait (bench/gate.py; `--only gate`).
     python -m bench --only worst          # worst cases: each matcher at its largest input (about 3 minutes)
     python -m bench --only hooks          # 8 processes, a Gate opened per call, ledger growing to 100,000 events
     python -m bench --only gate           # open at 1 M events, catch-up, syncs, propose, review list, wait
+    python -m bench --only parser         # the shell parser on the corpus's commands, ours and tree-sitter-bash
 
 Skips with a message (exit 0) when the shared corpus is absent; runs without the Cedar side (and
 says so) when cedarpy is not installed (`pip install -e '.[bench]'`).
@@ -61,11 +63,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="100 and 1,000 rules, 5 rounds, 2 s of Cedar")
     ap.add_argument("--label", default="run", help="name of the results file: bench/results/<date>-<label>.json")
     ap.add_argument("--no-write", action="store_true", help="print only")
-    ap.add_argument("--only", choices=("all", "policy", "ledger", "real", "worst", "hooks", "gate"), default="all",
+    ap.add_argument("--only", choices=("all", "policy", "ledger", "real", "worst", "hooks", "gate", "parser"), default="all",
                     help="the policy language's benchmarks, the ledger's (issue 4: append, verify, stats), "
                     "the sample policies on the real corpus calls (issue 9), the worst cases of every matcher "
                     "(issue 9; not part of all), the hook-shaped Gate benchmark and the shared Gate's "
-                    "(issue 10), or all")
+                    "(issue 10), the shell parser on the corpus's commands against tree-sitter-bash "
+                    "(not part of all), or all")
     ap.add_argument("--search-seconds", type=float, default=None,
                     help="--only worst: seconds of random search, all matchers together (default 60)")
     ap.add_argument("--ledger", action="store_const", const="ledger", dest="only", help="same as --only ledger")
@@ -101,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
         return real_only(opts)
     if opts.only == "worst":
         return worst_only(opts)
+    if opts.only == "parser":
+        return parser_only(opts)
     sizes = [int(s) for s in opts.sizes.split(",") if s.strip()]
 
     try:
@@ -217,6 +222,26 @@ def worst_only(opts) -> int:
     print(worst.table(out["worst"]))
     if not opts.no_write:
         write(out, f"{opts.label}-worst")
+    return 0
+
+
+def parser_only(opts) -> int:
+    """`--only parser`: the shell parser on the corpus's distinct commands, ours and tree-sitter-bash."""
+    from bench import parser
+
+    try:
+        corpus.corpus_dir()
+    except corpus.CorpusMissing as exc:
+        print(f"bench: skipped: {exc}")
+        return 0
+    out = environment()
+    out["settings"] = {"rounds": parser.ROUNDS, "corpus": str(corpus.CORPUS)}
+    out["timer_overhead_ns"] = timer_overhead_ns()
+    out["parser"] = parser.run()
+    out["loadavg_after"] = loadavg()
+    print(parser.table(out["parser"]))
+    if not opts.no_write:
+        write(out, f"{opts.label}-parser")
     return 0
 
 

@@ -5,9 +5,12 @@ and SWE-agent's tools, each call with its recorded cwd); `samples/retail.policy`
 `samples/airline.policy` decide the calls of `tau_bench_actions.jsonl` whose source is that
 tau-bench domain. Timing is as in bench/decisions.py: a first untimed pass (it warms the per-tool
 plans and the parsed-shell cache, and counts the effects), then `rounds` passes in a new shuffled
-order, each call timed on its own with `perf_counter_ns`; then one pass with the parsed-shell
-caches emptied before each call (a command text seen for the first time). Reported per policy and
-per tool: p50, p90, p99 (nanoseconds, timer pair included, see `timer_overhead_ns`).
+order, each call timed on its own with `perf_counter_ns`; then COLD_RUNS passes with the
+parsed-shell caches emptied before each call (a command text seen for the first time), a call's
+time the best of them (one pass let a moment of the machine's other work decide the p99: 0.9 ms
+in one run, 4 ms in the next, same code). Reported per policy and per tool: p50, p90, p99
+(nanoseconds, timer pair included, see `timer_overhead_ns`); the caches-emptied pass also for
+the Bash calls alone (`bash_cold`), where the shell parser's work is.
 
     python -m bench --only real            # this section alone, results in bench/results/
 """
@@ -38,6 +41,7 @@ PAIRS = {
 TARGETS = {"coding-agent.policy": {"p50_ns": 5000, "p99_ns": 40000}}
 
 MAIN_TOOLS = 6  # tools shown per policy in the table (the most called)
+COLD_RUNS = 3  # passes with the caches emptied; a call's time is its best
 
 
 def calls_for(corpus_file: str, source: str | None) -> list[tuple[str, dict, dict]]:
@@ -82,15 +86,18 @@ def run_one(policy: Policy, calls: list[tuple[str, dict, dict]], rounds: int, se
             t1 = pc()
             by_tool[tool].append(t1 - t0)
             every.append(t1 - t0)
-    cold: list[int] = []
-    rng.shuffle(order)
-    for i in order:
-        tool, args, ctx = calls[i]
-        clear_caches()
-        t0 = pc()
-        evaluate(tool, args, ctx)
-        t1 = pc()
-        cold.append(t1 - t0)
+    best_cold = [None] * len(calls)
+    for _ in range(COLD_RUNS):
+        rng.shuffle(order)
+        for i in order:
+            tool, args, ctx = calls[i]
+            clear_caches()
+            t0 = pc()
+            evaluate(tool, args, ctx)
+            t1 = pc()
+            best_cold[i] = t1 - t0 if best_cold[i] is None else min(best_cold[i], t1 - t0)
+    cold = list(best_cold)
+    bash_cold = [t for (tool, _, _), t in zip(calls, best_cold) if tool == "Bash"]
     tools = sorted(by_tool, key=lambda t: (-len(by_tool[t]), t))
     return {
         "calls": len(calls),
@@ -99,6 +106,8 @@ def run_one(policy: Policy, calls: list[tuple[str, dict, dict]], rounds: int, se
         "calls_with_an_error": errored,
         "all": summary_ns(every),
         "shell_cache_cold": summary_ns(cold),
+        "cold_runs": COLD_RUNS,
+        **({"bash_cold": summary_ns(bash_cold)} if bash_cold else {}),
         "tools": {t: {"calls": len(by_tool[t]) // rounds, **summary_ns(by_tool[t])} for t in tools},
     }
 
@@ -124,7 +133,7 @@ def _us(ns) -> str:
 def table(results: dict) -> str:
     """A Markdown table: per policy, all calls and its most called tools, p50 / p99 µs."""
     lines = [
-        "| policy (calls) | all calls p50 / p99 µs | command not seen before p50 / p99 µs | main tools: p50 / p99 µs (calls) |",
+        "| policy (calls) | all calls p50 / p99 µs | command not seen before p50 / p99 µs (Bash alone) | main tools: p50 / p99 µs (calls) |",
         "|---|---|---|---|",
     ]
     for name, e in results.items():
@@ -135,6 +144,8 @@ def table(results: dict) -> str:
             mark = f" {'PASS' if e['target']['pass'] else 'FAIL'} (target ≤ {_us(e['target']['p50_ns'])} / {_us(e['target']['p99_ns'])})"
         lines.append(
             f"| {name} ({e['calls']:,}) | {_us(e['all']['p50_ns'])} / {_us(e['all']['p99_ns'])}{mark} "
-            f"| {_us(e['shell_cache_cold']['p50_ns'])} / {_us(e['shell_cache_cold']['p99_ns'])} | {shown} |"
+            f"| {_us(e['shell_cache_cold']['p50_ns'])} / {_us(e['shell_cache_cold']['p99_ns'])}"
+            + (f" ({_us(e['bash_cold']['p50_ns'])} / {_us(e['bash_cold']['p99_ns'])})" if "bash_cold" in e else "")
+            + f" | {shown} |"
         )
     return "\n".join(lines)

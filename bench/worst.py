@@ -4,7 +4,10 @@ adversarial argument at the largest size each matcher accepts.
 For each matcher of dsl/ (the shell parser and its scanners, brace expansion, heredocs, ANSI-C
 quoting, the wrapper and getopt tables, path() and path globs, Windows paths, the secrets list and glob patterns read for it,
 string globs and tool selectors, contains/startswith, url()), a small policy that uses it decides
-`Policy.evaluate(tool, args, context)` on:
+`Policy.evaluate(tool, args, context)` on the texts below. shell() refuses a text past its limits
+of simple commands, words and programs read (dsl.subjects.shell.MAX_COMMANDS, MAX_WORDS,
+MAX_RUNNERS) as soon as its parser meets them, so its slowest decisions are on the largest texts
+within them: the first row ("shell() at its limits") times those, each read to its end.
 
 * hand-written inputs: the known bad ones (tests/test_linear_time.py and issue 9) and the longest
   runs of what each matcher treats specially, at MAX_SHELL_TEXT, MAX_PATH_TEXT, MAX_URL_TEXT or
@@ -34,6 +37,7 @@ from dsl import Policy
 from dsl.compiler import clear_caches
 from dsl.subjects import MAX_PATH_TEXT, MAX_SHELL_TEXT, MAX_URL_TEXT
 from dsl.subjects.secrets import _MAX_GLOB_PATTERN as MAX_GLOB_PATTERN
+from dsl.subjects.shell import MAX_COMMANDS, MAX_PROGRAMS, MAX_RUNNERS, MAX_WORDS
 
 TARGET_MS = 10.0
 MAX_STRING = 100_000  # characters of a string matched by glob, contains, startswith (as tests/test_linear_time.py)
@@ -86,7 +90,47 @@ def _eval_chain(n: int) -> str:
     return head + repeat("a;", n - len(head) - 1) + "'"
 
 
+def _at_limits(unit: str, count: int, prefix: str = "", suffix: str = "") -> Callable[[int], str]:
+    """A text of `count` units, whatever the size asked: the texts of the limits' row are as long
+    as the limits of simple commands and words (MAX_COMMANDS, MAX_WORDS) let them be, not longer."""
+    return lambda n: prefix + unit * count + suffix
+
+
+C, W = MAX_COMMANDS, MAX_WORDS
+_RUNNERS = "sudo env " * (MAX_RUNNERS // 2 - 1) + "sudo rm"  # MAX_RUNNERS programs for one simple command
+_RUNNER_WORDS = len(_RUNNERS.split())
+
 MATCHERS = [
+    # The largest texts within shell()'s limits (dsl.subjects.shell: MAX_COMMANDS simple commands,
+    # MAX_WORDS words and word parts, MAX_RUNNERS programs read a simple command and MAX_PROGRAMS
+    # the whole text), where a longer text is refused at once: each of them is read to its end.
+    Matcher("shell() at its limits", SHELL_POLICY, "Bash", "command", MAX_SHELL_TEXT, {
+        f"a;a;… ({C} simple commands)": _at_limits("a;", C),
+        f"ls -l a b; … ({C} commands, {4 * C} words)": _at_limits("ls -l a b; ", C),
+        f"git status && … ({C} commands)": _at_limits("git status && ", C - 1, "", "ls"),
+        f"cd ../x && cat y; … ({C} commands)": _at_limits("cd ../x && cat y; ", C // 2),
+        f"echo a a … ({W} words)": _at_limits(" a", W - 1, "echo"),
+        f"cat ../a/b … ({W} paths)": _at_limits(" ../a/b", W - 1, "cat"),
+        f"cat -x ../a/b … ({W} words)": _at_limits(" -x ../a/b", (W - 1) // 2, "cat"),
+        # `{a,b}`: a word of three parts ({, a,b and }) that makes two words: 4 of the 1,024
+        f"echo {{a,b}} … ({W} words and parts, expanded)": _at_limits(" {a,b}", (W - 1) // 4, "echo"),
+        f"sudo env … sudo rm a; … ({MAX_RUNNERS} programs each, {MAX_PROGRAMS} in all)":
+            _at_limits(_RUNNERS + " a; ", MAX_PROGRAMS // MAX_RUNNERS),
+        f"sudo rm a; … ({MAX_PROGRAMS // 2} commands of 2 programs, {MAX_PROGRAMS} in all)":
+            _at_limits("sudo rm a; ", C),
+        f"sudo env … sudo rm a a … ({MAX_RUNNERS} programs, {W} words)": _at_limits(" a", W - _RUNNER_WORDS, _RUNNERS),
+        f"sudo -E -E … rm ({W} words)": _at_limits(" -E", W - 2, "sudo", " rm"),
+        f"find . -exec a x … \\; … ({MAX_RUNNERS - 1} -exec, {W} words)":
+            _at_limits(" -exec a" + " x" * ((W - 2) // (MAX_RUNNERS - 1) - 3) + " \\;", MAX_RUNNERS - 1, "find ."),
+        f"echo $(a) $(a) … ({C} substitutions)": _at_limits(" $(a)", C - 1, "echo"),
+        f"bash -c 'a;a;…' ({C} commands nested)": _at_limits("a;", C - 2, "bash -c '", "'"),
+        f"bash <<EOF a;a;… EOF ({C} commands on stdin)": _at_limits("a;", C - 2, "bash <<EOF\n", "\nEOF\n"),
+        f"cat <<EOF a$(b) … EOF ({C} substitutions)": _at_limits("a$(b)\n", C - 2, "cat <<EOF\n", "EOF\n"),
+        f"echo $((1+x)) … ({W} words and atoms)": _at_limits(" $((1+x))", (W - 1) // 4, "echo"),
+        f"echo ${{x:-y}} … ({W} words and parts)": _at_limits(" ${x:-y}", (W - 1) // 2, "echo"),
+        f"case x in a) b;; … esac ({C} commands)": _at_limits("a) b;; ", C - 1, "case x in ", "esac"),
+        f"[[ -f a ]] && … ({C} tests)": _at_limits("[[ -f a ]] && ", C - 1, "", "ls"),
+    }, alphabet="a $(){},;|&-x\"'=", prefix="echo "),
     Matcher("shell() parse", SHELL_POLICY, "Bash", "command", MAX_SHELL_TEXT, {
         "echo 'a[$(a[$(…'": lambda n: repeat("a[$(", n, "echo '", "'"),
         "echo a[$(a[$(…": lambda n: repeat("a[$(", n, "echo "),
@@ -100,9 +144,10 @@ MATCHERS = [
         "eval ×7 'a;a;…' (nested parses)": _eval_chain,
         "a=$(a=$(…": lambda n: repeat("a=$(", n),
         "echo `a `a `…": lambda n: repeat("`a ", n, "echo "),
-        # tree-sitter's GLR parse keeps two versions where the grammar declares a conflict
-        # (a redirect beside a command substitution, `=`) and picks one by comparing their whole
-        # subtrees: quadratic on a run of such conflicts in one statement, invisible to the budget
+        # tree-sitter-bash's GLR parse kept two versions where its grammar declares a conflict
+        # (a redirect beside a command substitution, `=`) and picked one by comparing their whole
+        # subtrees: quadratic on a run of such conflicts in one statement (before shell() had a
+        # parser of its own, dsl.subjects.bash)
         "echo `<]`<]… (conflicting versions compared whole)": lambda n: repeat("`<]", n, "echo "),
         "echo )$(=}<)$(=}<…": lambda n: repeat(")$(=}<", n, "echo "),
         "echo {|a{|a… (a long pipeline)": lambda n: repeat("{|a", n, "echo "),
@@ -272,8 +317,8 @@ def time_sized(policy: Policy, m: Matcher, make: Callable[[int], str]) -> dict:
     """`time_input` of `make(m.size)`, reached from a twentieth of the size: when a tenth took
     over SUPERLINEAR_MS, the size grows (1/10, 1/5, 2/5, 4/5, all) only while the growth seen so
     far (`exponent`: time ~ size ** exponent, 1 linear, 2 quadratic) keeps the next decision under
-    GROWTH_LIMIT_MS: tree-sitter's error recovery is quadratic on some texts, minutes at the full
-    size. `chars` is the size timed last, `full_size` whether it is the matcher's largest."""
+    GROWTH_LIMIT_MS (tree-sitter-bash's error recovery, before shell() had a parser of its own,
+    took minutes at the full size on some texts). `chars` is the size timed last, `full_size` whether it is the matcher's largest."""
     sizes = [m.size // 20, m.size // 10, m.size // 5, 2 * m.size // 5, 4 * m.size // 5, m.size]
     prev = time_input(policy, _call(m, make(sizes[0])), runs=1)["best_ms"]
     r = time_input(policy, _call(m, make(sizes[1])), runs=1)

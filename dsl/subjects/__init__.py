@@ -23,11 +23,12 @@ misses `cd x && cat y`. Three functions of the policy language normalize instead
 All three are pure (the same input always gives the same value) and fail closed: input they
 cannot understand raises `EvalError`, which makes the condition error, and an error never allows.
 
-The shell parser is tree-sitter-bash (MIT, maintained by the tree-sitter project, the grammar GitHub
-uses for highlighting and navigation). It was chosen over bashlex (GPL-3.0, a port of bash 4's
-parser, little maintained) and over shlex (a tokenizer, not a parser: it knows nothing of `&&`,
-`$(...)` or heredocs). tree-sitter is error-tolerant by design; any ERROR or MISSING node in the
-tree is treated as "cannot parse" here.
+The shell parser is our own (dsl.subjects.bash): a recursive-descent parser, linear in the text,
+that builds tree-sitter-bash's tree (the grammar GitHub uses) for the bash it reads and refuses
+the rest. tree-sitter-bash itself was the parser until its parse proved quadratic on some texts;
+it is now the oracle of the parser's differential tests. bashlex (GPL-3.0, a port of bash 4's
+parser, little maintained) and shlex (a tokenizer, not a parser: it knows nothing of `&&`,
+`$(...)` or heredocs) were not usable (docs/policy-language.md, "Why a parser of our own").
 """
 
 from __future__ import annotations

@@ -94,6 +94,6 @@ def split_command_words(program: str, words: list[str]) -> tuple[tuple[str, ...]
                 name = known[0] if len(known) == 1 else name
             flags |= names(name)
         else:
-            for ch in short_letters(program, word):
+            for ch in dict.fromkeys(short_letters(program, word)):  # each letter once (a set is made)
                 flags |= names(ch)
     return tuple(sorted(flags)), tuple(args), tuple(v for _, v in values), paths(program, args, values, options)

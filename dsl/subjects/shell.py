@@ -1,5 +1,6 @@
-"""`shell(x)`: the simple commands of a shell string, read from tree-sitter-bash's parse tree
-(see dsl.subjects for what is unwrapped and why this parser)."""
+"""`shell(x)`: the simple commands of a shell string, read from the parse tree of
+dsl.subjects.bash (tree-sitter-bash's tree, built by a linear-time parser of our own; see
+dsl.subjects for what is unwrapped)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ import bisect
 import dataclasses
 import posixpath
 import re
-import threading
 from dataclasses import dataclass
 
+from dsl.subjects import bash as _bash
 from dsl.subjects import cwd as _cwd
 from dsl.subjects import gitconfig as _git
 from dsl.cache import BUDGETS, BoundedCache
@@ -29,11 +30,23 @@ MAX_SHELL_TEXT = 100_000  # characters; a longer string is an error (its parse w
 # env nice xargs find -exec ... rm`), nested or under another reading of an option a table does not
 # know, counts once; past it the text is an error (fails closed). Each program reads the rest of
 # the command line again, so without a bound `nice nice ... ls` and `find . -exec find . -exec ...`
-# took seconds (quadratic, then Python's recursion limit); the count bounds the depth too.
-MAX_RUNNERS = 32
-
-
-_local = threading.local()
+# took seconds (quadratic, then Python's recursion limit); the count bounds the depth too. A
+# chain of N programs costs about N * N readings of its words (each wrapper reads what it runs
+# again): 16 commands of 16 took 9.6 ms, of 12 about 6. The corpus's commands run through at
+# most 3 (`sudo -u u env A=1 timeout 5 nice -n 5 ionice -c3 nohup cmd` is 7).
+MAX_RUNNERS = 12
+# The programs read for a whole text (each simple command's, each program a wrapper runs, each
+# reading of an unknown option; nested scripts included): each costs 10-15 µs however short its
+# words, so 128 commands of 16 programs took 25 ms. The corpus's texts read at most 19.
+MAX_PROGRAMS = 256
+# The limits of one text, nested scripts included (`sh -c '...'`, `eval`, an alias, a heredoc
+# fed to a shell, the words brace expansion makes): past them the text is an error (fails closed).
+# Reading a simple command costs 20-60 µs in Python and a word 3-8 µs (wrappers and options read,
+# paths made), so these keep the slowest decision under 10 ms (bench/worst.py); the real commands
+# of the corpus stay far below (at most 15 simple commands, 53 words and 9 levels of nesting in
+# one text). See docs/policy-language.md, "Limits of shell()".
+MAX_COMMANDS = _bash.MAX_COMMANDS
+MAX_WORDS = _bash.MAX_WORDS
 
 
 @dataclass(frozen=True)
@@ -74,48 +87,26 @@ _FIND_FILL = _Fill("find", re.compile(re.escape("{}")), tail=False)
 _GIT_FILL = _Fill("git", None, tail=True)
 
 
-def _parser():
-    """This thread's tree-sitter parser: a Parser is not meant to be shared between threads, and
-    a policy may be evaluated from several at once."""
-    parser = getattr(_local, "parser", None)
-    if parser is None:
-        import tree_sitter_bash
-        from tree_sitter import Language, Parser
-
-        parser = _local.parser = Parser(Language(tree_sitter_bash.language()))
-    return parser
-
-
-# tree-sitter reads the text through a callback, chunk by chunk, and reads parts of it again when
-# it recovers from an error. On valid shell it reads each byte about once (at most 8 times, 4.3 KB
-# more than the text, over the corpus's 1,645 commands); on some invalid texts (`echo {&{&...`,
-# `cat $<$<...`) its error recovery reads the text again at every position, a time quadratic in
-# the length: seconds at 20 KB, a minute at 100 KB. The bytes it is given are a measure of its
-# work that depends on the text alone, so the parse is stopped past PARSE_REREAD times the text's
-# length plus PARSE_SLACK bytes, and the text refused: linear, and the same answer on every machine.
-PARSE_REREAD = 8
-PARSE_SLACK = 65_536
-_PARSE_CHUNK = 64  # bytes a read gives (a small chunk keeps the count close to what is lexed)
-
-
-def _bounded_parse(data: bytes):
-    """tree-sitter's tree of `data`; raises EvalError when the parser reads more than the budget
-    above (the tree of the part read would not be the text's)."""
-    budget = PARSE_REREAD * len(data) + PARSE_SLACK
-    served = 0
-
-    def read(offset: int, _point) -> bytes:
-        nonlocal served
-        if served > budget:
-            return b""
-        chunk = data[offset : offset + _PARSE_CHUNK]
-        served += len(chunk)
-        return chunk if served <= budget else b""
-
-    tree = _parser().parse(read)
-    if served > budget:
-        raise EvalError(f"the shell parser gave up on this text: it read it more than {PARSE_REREAD} times over "
-                        "(an irregular text it cannot recover from)")
+def _syntax_tree(source: bytes, shared: _Shared):
+    """The parse tree of `source` (dsl.subjects.bash), within what is left of the text's budgets
+    of simple commands and words (`shared`, which it spends). Raises EvalError for a text the
+    parser does not read: not valid shell, or valid but read differently by bash and
+    tree-sitter-bash, or past a limit."""
+    try:
+        tree = _bash.parse(source, shared.commands, shared.words)
+    except _bash.BashSyntaxError as exc:
+        if exc.limit == "commands":
+            raise EvalError(f"the command has more than {MAX_COMMANDS:,} simple commands (its nested scripts and heredocs "
+                            "included): too many to read") from None
+        if exc.limit == "nesting":
+            raise EvalError(f"the command nests too deeply to read (more than {_bash.MAX_NESTING} levels of statements, "
+                            "substitutions and expansions)") from None
+        if exc.limit == "words":
+            raise EvalError(f"the command has more than {MAX_WORDS:,} words (its nested scripts and heredocs and the "
+                            "words brace expansion makes included): too many to read") from None
+        raise EvalError(f"the command is not valid shell syntax at {_line_col(source, exc.offset)}: {exc.message}") from None
+    shared.commands -= tree.commands
+    shared.words -= tree.words
     return tree
 
 
@@ -144,12 +135,17 @@ class _Shared:
       GIT_DIR, LD_PRELOAD, BASH_ENV and the like change what it does. `ever`: anywhere in the text.
     - `defers`: the text defines a function or sets a trap, whose commands run later than they are
       read: when the text also assigns, every command is dynamic.
-    - `posix`: the text names POSIXLY_CORRECT, under which GNU getopt stops at the first operand."""
+    - `posix`: the text names POSIXLY_CORRECT, under which GNU getopt stops at the first operand.
+    - `commands`, `words`: the simple commands and words the parser may still read (MAX_COMMANDS,
+      MAX_WORDS for the whole text, nested scripts included); `programs`: the programs the
+      walkers may still read (MAX_PROGRAMS)."""
 
-    __slots__ = ("brace", "assigned", "ever", "defers", "posix")
+    __slots__ = ("brace", "assigned", "ever", "defers", "posix", "commands", "words", "programs")
 
     def __init__(self, text: str = ""):
         self.brace = [MAX_BRACE_TEXT]
+        self.commands, self.words = MAX_COMMANDS, MAX_WORDS  # what the parser may still read
+        self.programs = MAX_PROGRAMS  # the programs the walkers may still read
         self.assigned = self.ever = self.defers = False
         self.posix = "POSIXLY_CORRECT" in text
 
@@ -183,6 +179,8 @@ class _Walker:
     def __init__(self, source: bytes, depth: int, cwd: str | None = ".", names: tuple[bool, bool] = (False, False),
                  shared: _Shared | None = None, fill: _Fill | None = None):
         self.source = source
+        # most texts are ASCII: their words are sliced from a str, not decoded from the bytes
+        self.ascii = source.decode("ascii") if source.isascii() else None
         self.depth = depth
         self.shared = shared if shared is not None else _Shared(source.decode("utf-8", "replace"))
         self.evaluated = False  # nested_in met arithmetic or an expansion that evaluates a string as code
@@ -206,6 +204,8 @@ class _Walker:
         self.heredoc_ends: list[int] | None = None
 
     def text(self, node) -> str:
+        if self.ascii is not None:
+            return self.ascii[node.start_byte : node.end_byte]
         return self.source[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
     # words
@@ -305,7 +305,12 @@ class _Walker:
             # quoting mixed with braces (`r{m,}''`): which braces are live is not worked out here
             unquoted = remove_quoted_parts(raw)
             return [_Word(word.value, True)] if ("{" in unquoted and "}" in unquoted) else [word]
-        return [_Word(value, False) for value in brace_expand(word.value, _budget=self.shared.brace)]
+        values = brace_expand(word.value, _budget=self.shared.brace)
+        self.shared.words -= len(values) - 1  # the words it makes count towards the text's MAX_WORDS
+        if self.shared.words < 0:
+            raise EvalError(f"brace expansion makes the command more than {MAX_WORDS:,} words (its nested scripts and "
+                            "heredocs included): too many to read")
+        return [_Word(value, False) for value in values]
 
     def nested_in(self, node) -> None:
         """Collect the commands inside substitutions found under `node`; note (`evaluated`, and
@@ -451,7 +456,7 @@ class _Walker:
                 if body is None or body.type != "command":
                     raise EvalError(f"the command is not valid shell syntax at {_line_col(self.source, extra[0].start_byte)}: "
                                     "a word after a redirection belongs to no simple command")
-                self.trailing[body.id] = extra
+                self.trailing[id(body)] = extra
             for child in [*node.children, *nested_redirects]:
                 if child.type == "file_redirect":
                     destination = child.child_by_field_name("destination")
@@ -474,7 +479,7 @@ class _Walker:
             first = self.commands[before] if len(self.commands) > before else None
             reader = first if first is not None and id(first) in self.stdin_readers else None
             for child in node.children:
-                if body is not None and child.id == body.id:
+                if child is body:
                     continue
                 if child.type == "heredoc_redirect":
                     self.heredoc(child, nested, [reader] if reader is not None else [])
@@ -637,10 +642,7 @@ class _Walker:
         """The commands after `<<EOF` on its line (`| sh`), when the parser read the heredoc's first
         line into them (it does when that line starts with a backslash): parsed again alone."""
         text = text.lstrip().lstrip(b"|&;").lstrip()
-        tree = _bounded_parse(text.translate(_ASCII_MASK))
-        if _has_error(tree.root_node):
-            raise EvalError("the command is not valid shell syntax (after a heredoc's start)")
-        _check_blanks(text, tree.root_node)
+        tree = _syntax_tree(text.translate(_ASCII_MASK), self.shared)
         sub = _Walker(text, self.depth, self.cwd, self.names, self.shared, self.fill)
         sub.root = tree.root_node
         sub.walk(tree.root_node, nested)
@@ -650,21 +652,17 @@ class _Walker:
         self.fed |= sub.fed
 
     def expanded_text(self, body: str) -> None:
-        """The commands that expanding an unquoted heredoc's body runs. The parser misses a `$(...)`
-        at the start of an indented line, so the body is read again as the double-quoted string
-        it expands like: a backslash quotes only $ ` \\ and newline in both; a `"` is quoted."""
-        out, i = [], 0
-        while i < len(body):
-            ch = body[i]
-            if ch == "\\" and i + 1 < len(body) and body[i + 1] in "$`\\\n":
-                out.append(body[i : i + 2])
-                i += 2
-                continue
-            out.append({"\\": "\\\\", '"': '\\"'}.get(ch, ch))
-            i += 1
+        """The commands that expanding an unquoted heredoc's body runs: the body (which the
+        parser leaves as text) is read as the double-quoted string it expands like: a backslash
+        quotes only $ ` \\ and newline in both; a `"` is quoted."""
+        # the pairs a backslash quotes in both stay; between them every other backslash and
+        # every `"` is quoted (one pass: the text between pairs is escaped by str.replace)
+        parts = _HEREDOC_QUOTED_PAIR.split(body)
+        for k in range(0, len(parts), 2):
+            parts[k] = parts[k].replace("\\", "\\\\").replace('"', '\\"')
         if self.depth >= 8:
             raise EvalError("the command nests shells more than 8 deep")
-        self.commands.extend(_parse(': "' + "".join(out) + '"', self.depth + 1, True, cwd=self.cwd, names=self.names,
+        self.commands.extend(_parse(': "' + "".join(parts) + '"', self.depth + 1, True, cwd=self.cwd, names=self.names,
                                     shared=self.shared, fill=self.fill)[1:])  # all but `:`
 
     def runs_strings(self, program: str, rest: list[_Word]) -> None:
@@ -721,9 +719,9 @@ class _Walker:
         words: list[_Word] = []
         herestrings: list[_Word] = []
         dollar = None  # a `$` tree-sitter-bash split off a translated string `$"..."` before it
-        descriptors = _descriptor_words(node)
+        descriptors = _descriptor_words(node, self.source)
         for child in node.children:
-            if child.id in descriptors:
+            if id(child) in descriptors:
                 continue
             if child.type == "$" and not child.is_named:
                 dollar = child
@@ -753,10 +751,9 @@ class _Walker:
                 words.extend(self.braced(child))
         if dollar is not None:
             words.append(_Word("$", False))
-        trailing = self.trailing.pop(node.id, ())
+        trailing = self.trailing.pop(id(node), ())
         for extra in trailing:
             words.extend(self.braced(extra))
-        _check_adjacent(node, trailing, self.source)
         inner = self.commands[start:]
         del self.commands[start:]
         if words:
@@ -794,11 +791,16 @@ class _Walker:
         """The command `words` and what it runs. `dynamic`: it is only one reading of an outer
         command line whose options were not all understood, so it is marked dynamic. `fill`: a
         runner (xargs, find -exec, parallel) replaces or appends words of it at run time. Raises
-        EvalError past MAX_RUNNERS programs read for one simple command."""
+        EvalError past MAX_RUNNERS programs read for one simple command, or MAX_PROGRAMS for the
+        whole text."""
         self.programs += 1
         if self.programs > MAX_RUNNERS:
             raise EvalError(f"the command runs through more than {MAX_RUNNERS} programs that run others "
                             "(sudo, env, xargs, find -exec, ..., each reading of an unknown option counted)")
+        self.shared.programs -= 1
+        if self.shared.programs < 0:
+            raise EvalError(f"the command runs more than {MAX_PROGRAMS} programs in all (its nested scripts included, "
+                            "each program a wrapper runs and each reading of an unknown option counted): too many to read")
         # after an assignment, under POSIXLY_CORRECT, or given arguments from standard input
         # (GNU parallel, like xargs whose table says so): what it runs is not known from the text
         dynamic = dynamic or self.shared.assigned or self.shared.posix or (
@@ -940,6 +942,11 @@ class _Walker:
                 break
 
 
+# a backslash and what it quotes both in an unquoted heredoc's body and in double quotes (bash(1),
+# Here Documents): $ ` \ and newline
+_HEREDOC_QUOTED_PAIR = re.compile(r"(\\[$`\\\n])")
+
+
 def _in_double_quotes(node) -> bool:
     """Whether `node` is inside a "..." of the script it belongs to."""
     parent = node.parent
@@ -959,46 +966,29 @@ def _line_col(source: bytes, at: int) -> str:
     return f"line {line}, column {column}"
 
 
-def _check_adjacent(node, trailing, source: bytes) -> None:
-    """Raises EvalError when two words of a command touch: bash reads one word where the parser read
-    two (`'r'\\m -rf /` is bash's `rm -rf /`, tree-sitter-bash's `r` given `m`)."""
-    spans = []
-    for child in node.children:
-        if child.type in ("file_redirect", "herestring_redirect"):
-            spans.extend((d.start_byte, d.end_byte) for d in child.children if d.is_named)
-        elif child.is_named:
-            spans.append((child.start_byte, child.end_byte))
-    spans.extend((d.start_byte, d.end_byte) for d in trailing)
-    spans.sort()
-    for (_, end), (begin, _) in zip(spans, spans[1:]):
-        if end == begin:
-            raise EvalError(f"the command is not read as bash would at {_line_col(source, begin)}: two words the parser "
-                            "reads apart touch, and bash reads them as one")
-
-
 _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 _VARNAME_FD = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")  # bash(1), REDIRECTION: `{varname}<file`
 
 
-def _descriptor_words(command) -> set[int]:
+def _descriptor_words(command, source: bytes) -> set[int]:
     """The ids of the words of a command node that are a redirection's descriptor, which
     tree-sitter-bash misreads as words: `0` right before `<` or `>` (`sh 0</dev/stdin` is sh reading
     standard input, not the script file `0`; `0<x cat` runs cat) and a `{varname}` right before one
     (bash allocates a descriptor and names it so). Only a word that touches the redirection is one."""
-    siblings = list(command.children)
-    if command.parent is not None and command.parent.type == "redirected_statement":
-        siblings += command.parent.children
-    starts = {c.start_byte for c in siblings if c.type in _REDIRECTS}
+    starts = {c.start_byte for c in command.children if c.type in _REDIRECTS}
+    parent = command.parent
+    if parent is not None and parent.type == "redirected_statement":
+        starts.update(c.start_byte for c in parent.children if c.type in _REDIRECTS)
     if not starts:
-        return set()
+        return starts
     out = set()
     for child in command.children:
         word = child.children[0] if child.type == "command_name" and child.children else child
         if word.end_byte not in starts:
             continue
-        text = word.text.decode("utf-8", "replace") if word.text is not None else ""
+        text = source[word.start_byte : word.end_byte].decode("utf-8", "replace")
         if (word.type == "number" and text.isdigit()) or (word.type == "concatenation" and _VARNAME_FD.fullmatch(text)):
-            out.add(child.id)
+            out.add(id(child))
     return out
 
 
@@ -1047,56 +1037,7 @@ def _stream(word: _Word) -> str | None:
     return "elsewhere" if normal.startswith(("/dev/", "/proc/")) else None
 
 
-def _has_error(node) -> bool:
-    return node.has_error
-
-
-def _first_error(node):
-    if node.type == "ERROR" or node.is_missing:
-        return node
-    for child in node.children:
-        if child.has_error or child.is_missing:
-            found = _first_error(child)
-            if found is not None:
-                return found
-    return None
-
-
-# CR, VT and FF: blanks to tree-sitter-bash (it splits words and starts comments at them: `ls \r# ; rm`
-# was `ls` alone), ordinary word characters to bash, whose blanks are only space and tab. And a
-# backslash before a blank, which tree-sitter-bash skips as a blank where a word would start
-# (`ls \ #; rm` was `ls` and a comment), while to bash it quotes the blank, in a word. And a newline
-# the parser reads inside a word (`ls \n\\ls`), where bash ends the command.
-_NOT_BLANKS = re.compile(rb"[\r\v\f\\\n]")
-# The tokens whose text holds such a character as bash does: quoted strings (a "..." when the
-# character is between its pieces, which _Walker.word keeps), heredoc bodies and comments.
-_HOLDS_ANY = frozenset({"string", "string_content", "raw_string", "ansi_c_string", "comment", "heredoc_body",
-                        "heredoc_content"})
-
-
-def _check_blanks(source: bytes, root) -> None:
-    """Raises EvalError when a CR, VT, FF or backslash stands where tree-sitter-bash read a blank:
-    bash reads a word character there, and the two read different commands. A backslash must be
-    inside some token (`\\;` is a word), the others inside one of _HOLDS_ANY. One lookup per such
-    character."""
-    for m in _NOT_BLANKS.finditer(source):
-        at = m.start()
-        node = root.descendant_for_byte_range(at, at + 1)
-        if m.group() == b"\n":
-            if node is None or node.type != "word" or not node.start_byte <= at < node.end_byte:
-                continue  # a newline must not be inside an unquoted word, where bash ends the command
-        elif node is not None and node.start_byte <= at < node.end_byte and (
-            node.type in _HOLDS_ANY or (m.group() == b"\\" and node.child_count == 0)
-        ):
-            continue
-        if m.group() == b"\n":
-            raise EvalError(f"the parser reads the newline at {_line_col(source, at)} as part of a word: bash ends the command there")
-        hint = " (a Windows line ending: send the command with LF line endings)" if m.group() == b"\r" else ""
-        raise EvalError(f"the command holds a {m.group().decode()!r} at {_line_col(source, at)} that the parser read as a "
-                        f"blank: bash reads it as part of a word{hint}")
-
-
-# Every byte of a non-ASCII character, for the copy tree-sitter parses (see _parse).
+# Every byte of a non-ASCII character, for the copy the parser reads (see _parse).
 _ASCII_MASK = bytes(range(128)) + b"x" * 128
 
 
@@ -1107,22 +1048,16 @@ def _parse(text: str, depth: int, nested: bool, check_stdin: bool = True, cwd: s
         raise EvalError(f"the command is longer than {MAX_SHELL_TEXT:,} characters")
     text = splice_continuations(text)
     source = text.encode("utf-8", "surrogatepass")
-    # tree-sitter-bash's scanner can read out of bounds on some characters outside the Basic
-    # Multilingual Plane (`{` followed by U+108712 crashes the process). Bash's syntax is all
-    # ASCII and any byte >= 0x80 is an ordinary word character to it, so the parser is given a copy
-    # with each such byte replaced by "x": the same tree at the same byte offsets, while every word
-    # is still read from the original bytes.
-    tree = _bounded_parse(source.translate(_ASCII_MASK))
-    if _has_error(tree.root_node):
-        bad = _first_error(tree.root_node)
-        where = f" at {_line_col(source, bad.start_byte)}" if bad is not None else ""
-        raise EvalError(f"the command is not valid shell syntax{where}")
-    _check_blanks(source, tree.root_node)
     top = shared is None
     if top:
         shared = _Shared(text)
     elif "POSIXLY_CORRECT" in text:
         shared.posix = True
+    # Bash's syntax is all ASCII and any byte >= 0x80 is an ordinary word character to it, so the
+    # parser is given a copy with each such byte replaced by "x" (the same tree at the same byte
+    # offsets, as tree-sitter-bash, which crashed on some characters outside the Basic
+    # Multilingual Plane, was), while every word is still read from the original bytes.
+    tree = _syntax_tree(source.translate(_ASCII_MASK), shared)
     walker = _Walker(source, depth, cwd, names, shared, fill)
     walker.root = tree.root_node
     walker.walk(tree.root_node, nested)
