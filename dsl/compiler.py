@@ -2556,11 +2556,11 @@ def _path_value(raw: Any, cwd: str | None, home: str | None, memo: dict | None =
     if type(raw) is not str:  # a field's JSON value: path() refuses all but a string
         return _MISSING
     if (cwd is None or type(cwd) is str) and (home is None or type(home) is str):
-        key = (raw, cwd, home)
-        hit = _FIND_PATH(key)
+        found = (raw, cwd, home)  # make_path's key (`key` is the memo's)
+        hit = _FIND_PATH(found)
         if hit is not None:
             try:
-                _TOUCH_PATH(key)
+                _TOUCH_PATH(found)
             except KeyError:  # evicted by another thread meanwhile: still the right value
                 pass
             return hit if type(hit) is not paths.Refused else _Err(hit.message)

@@ -510,19 +510,20 @@ def test_folding_by_upper_agrees_with_the_table_of_simple_mappings(text):
 
 
 @settings(max_examples=1500, deadline=None)
-@given(st.lists(_PIECE, min_size=1, max_size=6), st.sampled_from(["C:\\", "c:/", "C:\\\\", "C:/\\"]), st.sampled_from(["", "\\", "/"]))
-def test_a_drive_path_read_at_once_is_the_one_read_segment_by_segment(pieces, root, end):
-    """The fast reading of `C:\\a\\b` (no cwd, no `..`: nothing but checks) gives what `_parse`
-    gives segment by segment, its refusal included."""
+@given(st.lists(_PIECE, min_size=1, max_size=6), st.sampled_from(["C:\\", "c:/", "C:\\\\", "C:/\\"]), st.sampled_from(["", "\\", "/", "\\/"]),
+       st.sampled_from(["\\", "/", "\\\\", "/\\/", "//"]))
+def test_a_drive_path_read_at_once_is_the_one_read_segment_by_segment(pieces, root, end, sep):
+    """The fast reading of `C:\\a\\b` (no cwd, no `..`: nothing but checks, separators in a row
+    read as one) gives what `_parse` gives segment by segment, its refusal included."""
     from dsl.subjects import winpaths
 
-    raw = root + "\\".join(pieces) + end
+    raw = root + sep.join(pieces) + end
     if "$" in raw or "`" in raw or "%" in raw:
         return
     fast = _outcome(lambda: (lambda v: (str(v.drive), list(v._names), v.key))(winpaths.make_windows_path(raw, None, None)))
 
     def one_by_one():
-        drive, parts = winpaths._parse(raw, None, None, "the path", pattern=False)
+        drive, parts = winpaths._parse(raw, None, None, "the path", pattern=False, plain_tried=True)  # _segments
         keys = winpaths.fold("\\".join(parts)).split("\\") if parts else []
         return drive, parts, (winpaths.fold(drive), *keys)
 

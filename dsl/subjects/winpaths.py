@@ -234,15 +234,20 @@ class WinPathValue:
     style = "windows"
 
     @classmethod
-    def of(cls, drive: str, parts: list[str], keys: list[str]) -> "WinPathValue":
-        """The value of normalized `parts` below `drive`, their folds `keys` known."""
+    def of(cls, drive: str, parts: list[str], keys: list[str], joined: str | None = None,
+           folded_joined: str | None = None) -> "WinPathValue":
+        """The value of normalized `parts` below `drive`, their folds `keys` known; `joined` and
+        `folded_joined`, when the caller has them, are the parts and the keys joined by `\\`
+        (not joined again: a path may have 50,000 parts)."""
         self = object.__new__(cls)
         put = object.__setattr__
         drive_key = fold(drive)
+        if joined is None or folded_joined is None:
+            joined, folded_joined = "\\".join(parts), "\\".join(keys)
         put(self, "drive", WinStr.keyed(drive, drive_key))
-        put(self, "text", WinStr.keyed(drive + "\\" + "\\".join(parts), drive_key + "\\" + "\\".join(keys)))
+        put(self, "text", WinStr.keyed(drive + "\\" + joined, drive_key + "\\" + folded_joined))
         put(self, "key", (drive_key, *keys))
-        put(self, "folded", "/" + "/".join(keys))
+        put(self, "folded", "/" + folded_joined.replace("\\", "/"))
         put(self, "_names", tuple(parts))
         put(self, "_pattern", None)
         put(self, "_parts", None)
@@ -349,27 +354,30 @@ def make_windows_path(raw: Any, cwd: str | None, home: str | None, what: str = "
     hit = _PLAIN_CACHE.get(raw) if type(raw) is str else None
     if hit is not None:
         return hit
+    tried = False
     if (type(raw) is str and raw[1:3] in (":\\", ":/") and raw[0] in _LETTERS
             and "$" not in raw and "`" not in raw and "%" not in raw):
+        tried = True
         # the common case, `C:\\dir\\name` already in normal form: one fold, one split; it
         # depends on nothing else, so it is kept (a call's cwd is read for every path it has)
-        parts = _plain_parts(raw[2:])
-        folded = fold(raw[2:]) if parts is not None else ""
-        if parts is not None and not _reserved_in(folded):
-            keys = folded.split("\\")  # the same pieces, folded (fold maps one character to one)
-            if keys[0] == "":
-                del keys[0]
-            if len(keys) > len(parts):
-                del keys[-1]
-            hit = WinPathValue.of(raw[0].upper() + ":", parts, keys)
+        text = _plain_text(raw[2:])
+        folded = fold(text) if text is not None else ""
+        if text is not None and not _reserved_in(folded):
+            # the same pieces, folded (fold maps one character to one)
+            parts, keys = (text.split("\\"), folded.split("\\")) if text else ([], [])
+            hit = WinPathValue.of(raw[0].upper() + ":", parts, keys, text, folded)
+            if text != raw[3:]:  # written otherwise (`/`, separators in a row): as _parse keeps it
+                object.__setattr__(hit, "_pattern", raw)
             if len(raw) <= _PLAIN_CACHE_TEXT:
                 if len(_PLAIN_CACHE) >= _PLAIN_CACHE_ENTRIES:
                     _PLAIN_CACHE.clear()
                 _PLAIN_CACHE[raw] = hit
             return hit
-    drive, parts = _parse(raw, cwd, home, what, pattern=False)
-    keys = fold("\\".join(parts)).split("\\") if parts else []  # one fold: no part holds a separator
-    value = WinPathValue.of(drive, parts, keys)
+    drive, parts = _parse(raw, cwd, home, what, pattern=False, plain_tried=tried)
+    joined = "\\".join(parts)
+    folded_joined = fold(joined)  # one fold: no part holds a separator
+    keys = folded_joined.split("\\") if parts else []
+    value = WinPathValue.of(drive, parts, keys, joined, folded_joined)
     if type(raw) is str:
         object.__setattr__(value, "_pattern", raw)  # what glob_secret reads beside the folded text
     return value
@@ -436,8 +444,11 @@ def string_glob(text: str, pattern: str) -> bool:
 # --- parsing ------------------------------------------------------------------------------
 
 
-def _parse(raw: Any, cwd: str | None, home: str | None, what: str, pattern: bool) -> tuple[str, list[str]]:
-    """(drive, parts) of `raw` made absolute and normalized. Raises EvalError."""
+def _parse(raw: Any, cwd: str | None, home: str | None, what: str, pattern: bool,
+           plain_tried: bool = False) -> tuple[str, list[str]]:
+    """(drive, parts) of `raw` made absolute and normalized. Raises EvalError. `plain_tried`:
+    the caller found that the text after a drive is not in normal form (`_plain_parts`), so
+    that scan of up to MAX_PATH_TEXT characters is not made twice."""
     check_text(raw, what)
     if _CMD_VARIABLE.search(raw):
         raise EvalError(f"{what} {raw!r} holds a %VARIABLE% that is not expanded here")
@@ -457,7 +468,7 @@ def _parse(raw: Any, cwd: str | None, home: str | None, what: str, pattern: bool
         drive = raw[0].upper() + ":"
         rest = raw[2:]
         if rest[:1] in ("\\", "/"):
-            plain = None if pattern else _plain(rest, [])
+            plain = None if pattern or plain_tried else _plain(rest, [])
             return drive, plain if plain is not None else _segments(_split(rest), [], raw, what, pattern, clamp=True)
         base = _cwd(cwd, home, raw, what)
         if base.key[0] != drive:
@@ -482,7 +493,7 @@ def _parse(raw: Any, cwd: str | None, home: str | None, what: str, pattern: bool
 
 # A segment in normal form holds none of these (what a name may not hold, `:` for a stream, `~`
 # for a short name) and ends in neither a period nor a space; a text holding none of them anywhere
-# needs no check segment by segment (`_plain_parts`, `_segments`): a few scans of the whole text
+# needs no check segment by segment (`_plain_text`, `_segments`): a few scans of the whole text
 # in C, where a regex per segment (or one tried at every position) cost 50-120 ns a character.
 _NOT_IN_A_NAME = re.compile(r'[\x00-\x1f<>"|?*:~]')
 _REFUSED_CHARS = re.compile(r'[\x00-\x1f<>"|?*:]')  # the same but `~` (a short name is read per segment)
@@ -507,31 +518,39 @@ def _reserved_in(folded: str) -> bool:
     return False
 
 
-def _plain_parts(rest: str) -> list[str] | None:
-    """The segments of `rest` when it is a run of segments already in normal form: at most one
-    separator before, between and after them, no empty, `.` or `..` segment, none ending in a
-    period or a space, nothing a name may not hold, no `~`. Else None."""
+def _plain_text(rest: str) -> str | None:
+    """`rest` with its separators as `\\`, a run of them read as one and none at either end (how
+    Win32 normalization joins the segments), when its segments need nothing else: no `.` or
+    `..`, none ending in a period or a space, nothing a name may not hold, no `~`. Else None.
+    "" for no segment at all. A few scans of the text in C."""
     if _NOT_IN_A_NAME.search(rest):
         return None
-    ended = rest.replace("/", "\\") + "\\"
+    text = rest.replace("/", "\\")
+    if "\\\\" in text:
+        text = _SEPARATOR_RUN.sub("\\\\", text)
+    ended = text + "\\"
     if ".\\" in ended or " \\" in ended:  # a segment ending in a period or a space ("." and ".." too)
         return None
-    pieces = ended.split("\\")
-    del pieces[-1]  # the separator added above
-    if len(pieces) > 1 and pieces[0] == "":
-        del pieces[0]
-    if len(pieces) > 1 and pieces[-1] == "":
-        del pieces[-1]
-    if "" in pieces:
+    return text.strip("\\")  # (at most one at each end, after the runs were made one)
+
+
+_SEPARATOR_RUN = re.compile(r"\\{2,}")
+
+
+def _plain_parts(rest: str) -> list[str] | None:
+    """The segments of `rest` when they need no normalization or check but their separators
+    (`_plain_text`), else None."""
+    text = _plain_text(rest)
+    if text is None:
         return None
-    return pieces
+    return text.split("\\") if text else []
 
 
 def _plain(rest: str, base: list[str]) -> list[str] | None:
     """`base` and the segments of `rest` when they need no normalization or check, else None."""
-    parts = _plain_parts(rest)
-    if parts is not None and not _reserved_in(fold(rest)):
-        return base + parts
+    text = _plain_text(rest)
+    if text is not None and not _reserved_in(fold(text)):
+        return base + (text.split("\\") if text else [])
     return None
 
 
@@ -602,8 +621,12 @@ def _segments(pieces: list[str], base: list[str], raw: str, what: str, pattern: 
     last = len(pieces) - 1
     joined = "\\".join(pieces)
     clean = not pattern and _REFUSED_CHARS.search(joined) is None  # no character a name may not hold, no `:`
-    folded = fold(joined) if not pattern else ""
-    reserved = any(stem in folded for stem in _RESERVED_STEMS)  # some segment may name a device
+    # some segment may name a device. `str.upper` finds every stem `fold` would show (fold is
+    # upper but where upper gives several characters, or outside the BMP: never for a letter of
+    # a stem) and a few more (`ŉ` is `ʼN`): a false alarm costs `_name`'s own check, in a third
+    # of fold's time on a text that is not ASCII
+    upper = joined.upper() if not pattern else ""
+    reserved = any(stem in upper for stem in _RESERVED_STEMS)
     if clean and not reserved and "~" not in joined:
         # nothing to resolve or trim either (no `..`, no segment ending in a period or a space;
         # empty pieces and `.` dropped): the pieces are the segments, checked in a few scans
@@ -684,15 +707,5 @@ def _name(seg: str, final: bool, raw: str, what: str, clean: bool = False, reser
     if reserved and fold(name.split(".", 1)[0].rstrip(" ")) in _RESERVED:
         raise EvalError(f"{what} {raw!r} names the Windows device {name!r}")
     if "~" in name and _SHORT_NAME.match(name):
-        raise EvalError(f"{what} {raw!r} has {name!r}, which may be an 8.3 short name: an alias of a long name that only the file system knows")
-    return name
-    if ":" in name:
-        raise EvalError(f"{what} {raw!r} names an NTFS alternate data stream or holds ':' in {seg!r}")
-    bad = _FORBIDDEN.search(name)
-    if bad:
-        raise EvalError(f"{what} {raw!r} holds {bad.group()!r}, which Windows does not allow in a name")
-    if fold(name.split(".", 1)[0].rstrip(" ")) in _RESERVED:
-        raise EvalError(f"{what} {raw!r} names the Windows device {name!r}")
-    if _SHORT_NAME.match(name):
         raise EvalError(f"{what} {raw!r} has {name!r}, which may be an 8.3 short name: an alias of a long name that only the file system knows")
     return name
