@@ -173,3 +173,85 @@ def test_bash_expands_a_heredoc_before_its_reader(command):
 def test_an_unquoted_heredoc_fed_to_a_reader_is_expanded_first(command):
     assert lists_rm_or_refuses(command), command
     assert decide(command).effect == "deny", command
+
+
+# --- 5. quotes and backslashes inside $(...) in an unquoted heredoc body ------------------------------
+# bash(1), Here Documents: the body is expanded like a double-quoted string, but inside `$(...)`
+# (and `${x:-$(...)}`) the text is a new command line with its own quoting: `$("rm" -rf /)` runs
+# rm. shell() reads the body as one double-quoted string after escaping every `"` and `\` in it
+# (dsl.subjects.shell._Walker.expanded_text), those inside the substitution too, so the program
+# is read as `"rm"` or `r\m` and its arguments keep their quotes.
+
+HEREDOC_SUBSTITUTION_QUOTES = [
+    'cat <<EOF\n$("rm" -rf /)\nEOF',
+    'cat <<EOF\n$(rm -rf "/")\nEOF',
+    'cat <<EOF\n$(rm "-rf" /)\nEOF',
+    "cat <<EOF\n$(r\\m -rf /)\nEOF",
+    "cat <<EOF\n${x:-$(r\\m -rf /)}\nEOF",
+    'cat > notes.txt <<EOF\nsee $(echo x; "rm" -rf /)\nEOF',
+]
+
+
+@needs_bash
+def test_bash_reads_quotes_inside_a_heredoc_substitution():
+    run = subprocess.run(["bash", "-c", 'cat <<EOF\n$("echo" "a b" \\x)\nEOF'], capture_output=True, timeout=10)
+    assert run.stdout == b"a b x\n"
+
+
+@pytest.mark.xfail(strict=True, reason="quotes and backslashes inside $(...) of an unquoted heredoc body are escaped as if outside it")
+@pytest.mark.parametrize("command", HEREDOC_SUBSTITUTION_QUOTES)
+def test_quotes_inside_a_heredoc_substitution_are_read_as_bash_reads_them(command):
+    assert lists_rm_or_refuses(command), command
+    assert decide(command).effect == "deny", command
+
+
+# --- 6. `N>& -WORD` / `N<& -WORD`: a lone `-` closes, the rest is the next word ----------------------
+# bash 5.2 parse.y (read_token: "Hack <&- (close stdin) case"): a `-` right after a `<&` or `>&`
+# token, blanks between, is read as a token of its own, and what follows it starts a new word:
+# `rm / 2>& --rf` closes stderr and runs `rm / -rf`. shell() refuses `2>&-rf` (no blank: "a word
+# after a closed descriptor") but reads `2>& --rf` as a redirection to the file `--rf`.
+
+CLOSE_THEN_WORD = [
+    "rm / 2>& --rf",
+    "rm / >& --rf",
+    "rm / 1>& --rf",
+    "rm / <& --rf",
+    "rm / 0<& --rf",
+    "rm -f / 2>&\t--r",
+]
+
+
+@needs_bash
+def test_bash_reads_a_word_after_a_spaced_close():
+    run = subprocess.run(["bash", "-c", "printf '<%s>' a 2>& -b"], capture_output=True, timeout=10)
+    assert run.stdout == b"<a><b>"
+
+
+@pytest.mark.xfail(strict=True, reason="`>& -WORD` (with a blank) is read as a file redirection; bash closes and reads WORD's rest as an argument")
+@pytest.mark.parametrize("command", CLOSE_THEN_WORD)
+def test_a_word_after_a_spaced_close_is_an_argument(command):
+    try:
+        commands = parse_shell(command)
+    except EvalError:
+        return  # refused: fails closed
+    rm = [c for c in commands if c.program == "rm"]
+    assert rm and "recursive" in rm[0].flags, (command, rm)
+    assert decide(command).effect == "deny", command
+
+
+# --- 7. time: a long cluster of short options is read in quadratic time -------------------------------
+# dsl.subjects.getopt._short slices the rest of the word (`rest = w[st.j + 1:]`) at every letter of
+# a cluster, so `ssh -aaaa...` of 99,000 characters (1 command, 2 words: within every limit of
+# docs/policy-language.md, "Limits of shell()") costs about 200 ms to decide, 20 times the 10 ms
+# target; `bash -`, `sudo -E...`, `env -i...`, `python3 -E...`, `perl -n...`, `timeout -v...` too.
+
+
+@pytest.mark.xfail(strict=True, reason="getopt._short copies the rest of a short-option cluster at each letter: quadratic")
+@pytest.mark.parametrize("prefix", ["ssh -", "sudo -", "python3 -"])
+def test_a_long_short_option_cluster_is_read_in_linear_time(prefix):
+    from test_linear_time import MAX_RATIO, ratio, repeat
+
+    from dsl.subjects import MAX_SHELL_TEXT, parse_shell_uncached
+
+    letter = {"ssh -": "a", "sudo -": "E", "python3 -": "B"}[prefix]
+    assert ratio(parse_shell_uncached, lambda n: repeat(letter, n, prefix), MAX_SHELL_TEXT - 1_000) <= MAX_RATIO
