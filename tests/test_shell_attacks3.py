@@ -247,11 +247,18 @@ def test_a_word_after_a_spaced_close_is_an_argument(command):
 
 
 @pytest.mark.xfail(strict=True, reason="getopt._short copies the rest of a short-option cluster at each letter: quadratic")
-@pytest.mark.parametrize("prefix", ["ssh -", "sudo -", "python3 -"])
-def test_a_long_short_option_cluster_is_read_in_linear_time(prefix):
-    from test_linear_time import MAX_RATIO, ratio, repeat
+@pytest.mark.parametrize("prefix, letter", [("ssh -", "a"), ("sudo -", "E"), ("python3 -", "B")])
+def test_a_long_short_option_cluster_is_read_in_linear_time(prefix, letter):
+    # sizes 20 times apart (test_linear_time's ratio is of 10): a linear reading measures about
+    # 17-20 (`ls -aaa...` 17), this one 53-64; the bound is twice the linear ratio
+    from test_linear_time import _best, repeat
 
     from dsl.subjects import MAX_SHELL_TEXT, parse_shell_uncached
 
-    letter = {"ssh -": "a", "sudo -": "E", "python3 -": "B"}[prefix]
-    assert ratio(parse_shell_uncached, lambda n: repeat(letter, n, prefix), MAX_SHELL_TEXT - 1_000) <= MAX_RATIO
+    n = MAX_SHELL_TEXT - 1_000
+    _best(parse_shell_uncached, repeat(letter, n // 20, prefix), 1)  # warm
+    for _ in range(3):
+        r = _best(parse_shell_uncached, repeat(letter, n, prefix), 3) / _best(parse_shell_uncached, repeat(letter, n // 20, prefix), 9)
+        if r <= 40:
+            break
+    assert r <= 40
