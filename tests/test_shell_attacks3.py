@@ -262,3 +262,27 @@ def test_a_long_short_option_cluster_is_read_in_linear_time(prefix, letter):
         if r <= 40:
             break
     assert r <= 40
+
+
+# --- 8. time: a long name after read/eval/export/... is searched for a subscript in quadratic time -----
+# dsl.subjects.shell._SUBSCRIPTED (`[A-Za-z_][A-Za-z0-9_]*\[(?!...)`) is searched in every argument
+# of a builtin that assigns (read, eval, export, declare, local, unset, set, source, mapfile,
+# getopts, printf -v, wait -p, test) and of declaration commands: on a word of N name characters
+# and no `[`, each start position scans to the word's end, N*N/2 steps. `read aaaa...` of 99,000
+# characters (one command, two words) takes 9.6 s to decide under the docs' deny; 20,000 take 0.4 s.
+
+
+@pytest.mark.xfail(strict=True, reason="_SUBSCRIPTED.search backtracks over a long name: quadratic in the word")
+@pytest.mark.parametrize("prefix", ["read ", "eval ", "export a=", "unset ", "test "])
+def test_a_long_name_after_an_assigning_builtin_is_read_in_linear_time(prefix):
+    from test_linear_time import _best, repeat
+
+    from dsl.subjects import parse_shell_uncached
+
+    n = 20_000  # 99,000 would take seconds a run; the ratio shows the growth (linear ~10, this ~100)
+    _best(parse_shell_uncached, repeat("a", n // 10, prefix), 1)  # warm
+    for _ in range(3):
+        r = _best(parse_shell_uncached, repeat("a", n, prefix), 2) / _best(parse_shell_uncached, repeat("a", n // 10, prefix), 5)
+        if r <= 20:
+            break
+    assert r <= 20
