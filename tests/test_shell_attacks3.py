@@ -286,3 +286,30 @@ def test_a_long_name_after_an_assigning_builtin_is_read_in_linear_time(prefix):
         if r <= 20:
             break
     assert r <= 20
+
+
+# --- 9. a `#` inside backquotes hides the next backquoted substitution -----------------------------
+# bash(1), Command Substitution: in the old-style form the text up to the first backquote no
+# backslash quotes is the command: `echo \`: #\` \`rm -rf /<newline>\`` runs `:` and then `rm -rf /`.
+# shell() reads the `#` as a comment running to the end of the line, over the closing backquote
+# and the next opening one: one substitution `: # ...` and no rm.
+
+BACKQUOTE_COMMENT = [
+    "echo `: #` `rm -rf /\n`",
+    "ls `a #``rm -rf /\n`",
+    "echo `: #`x`rm -rf /\n`",
+    'echo "`: #``rm -rf /\n`"',
+    "echo `: #` `(rm -rf /)\n`",
+]
+
+
+@needs_bash
+def test_bash_ends_a_backquote_at_the_first_backquote():
+    assert bash_runs_substitution(BACKQUOTE_COMMENT[0])
+
+
+@pytest.mark.xfail(strict=True, reason="a # inside `...` is read as a comment past the closing backquote")
+@pytest.mark.parametrize("command", BACKQUOTE_COMMENT)
+def test_a_comment_inside_backquotes_ends_at_the_backquote(command):
+    assert lists_rm_or_refuses(command), command
+    assert decide(command).effect == "deny", command
