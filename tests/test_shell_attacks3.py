@@ -313,3 +313,36 @@ def test_bash_ends_a_backquote_at_the_first_backquote():
 def test_a_comment_inside_backquotes_ends_at_the_backquote(command):
     assert lists_rm_or_refuses(command), command
     assert decide(command).effect == "deny", command
+
+
+# --- 10. `$"..."#...` is read as two words --------------------------------------------------------
+# bash: `$"x"#y` is one word, `x#y` (a `#` inside a word starts no comment). shell() reads a `$`
+# word and then `x#y` (and not as dynamic, though `$"..."` is): one word more, so the value of an
+# option moves onto the next word and a wrapper's program is misread (`sudo -u $"x"#y rm -rf /`:
+# the program is read as `x#y`).
+
+TRANSLATED_HASH = [
+    'sudo -u $"x"#y rm -rf /',
+    'env -u $"X"#y rm -rf /',
+    'sudo -g $"a"#b rm -rf /',
+    'ionice -c $"3"#x rm -rf /',
+]
+
+
+@needs_bash
+def test_bash_reads_a_translated_string_and_a_hash_as_one_word():
+    run = subprocess.run(["bash", "-c", 'printf "<%s>" $"x"#y z'], capture_output=True, timeout=10)
+    assert run.stdout == b"<x#y><z>"
+
+
+@pytest.mark.xfail(strict=True, reason='$"..."# is split into a `$` word and the rest')
+def test_a_translated_string_and_a_hash_are_one_word():
+    command = parse_shell('echo $"x"#y z')[0]
+    assert command.argv == ("echo", "x#y", "z") and command.dynamic
+
+
+@pytest.mark.xfail(strict=True, reason='$"..."# is split into a `$` word and the rest: an option value moves')
+@pytest.mark.parametrize("command", TRANSLATED_HASH)
+def test_a_wrapper_option_value_written_as_a_translated_string_keeps_its_place(command):
+    assert lists_rm_or_refuses(command), command
+    assert decide(command).effect == "deny", command
