@@ -346,3 +346,29 @@ def test_a_translated_string_and_a_hash_are_one_word():
 def test_a_wrapper_option_value_written_as_a_translated_string_keeps_its_place(command):
     assert lists_rm_or_refuses(command), command
     assert decide(command).effect == "deny", command
+
+
+# --- 11. `{NAME}>FILE` after another redirection is read as a word ------------------------------------
+# bash(1), REDIRECTION: `{varname}>file` allocates a descriptor wherever it stands among the words.
+# shell() reads it as one when it follows a word, but after another redirection it reads `{fd}` as
+# a word: `sudo >/dev/null {fd}>/dev/null rm -rf /` is read as sudo running the program `{fd}`.
+
+VARNAME_AFTER_REDIRECT = [
+    "sudo >/dev/null {fd}>/dev/null rm -rf /",
+    "env 2>x {fd}>x rm -rf /",
+    "nice >x {a}>x rm -rf /",
+    "sudo -u x >y {fd}>x rm -rf /",
+]
+
+
+@needs_bash
+def test_bash_reads_a_varname_redirection_after_a_redirection():
+    run = subprocess.run(["bash", "-c", 'printf "<%s>" a >/dev/stdout {fd}>/dev/null b'], capture_output=True, timeout=10)
+    assert run.stdout == b"<a><b>"
+
+
+@pytest.mark.xfail(strict=True, reason="{NAME}> after a redirection is read as a word {NAME}")
+@pytest.mark.parametrize("command", VARNAME_AFTER_REDIRECT)
+def test_a_varname_redirection_after_a_redirection_is_no_word(command):
+    assert lists_rm_or_refuses(command), command
+    assert decide(command).effect == "deny", command
