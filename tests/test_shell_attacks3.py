@@ -372,3 +372,37 @@ def test_bash_reads_a_varname_redirection_after_a_redirection():
 def test_a_varname_redirection_after_a_redirection_is_no_word(command):
     assert lists_rm_or_refuses(command), command
     assert decide(command).effect == "deny", command
+
+
+# --- 12. GNU env: every word with `=` after its options is an assignment; a lone `-` is -i ---------
+# GNU coreutils 9.1 env.c: after the options, a `-` operand means -i, and then every operand that
+# holds a `=` (strchr, whatever precedes it) is put in the environment; the command is the first
+# operand without one. shell() takes only NAME=VALUE words (a shell variable's name) as env's
+# assignments: `env 1=2 rm -rf /`, `env a.b=c rm -rf /`, `env A=1 --x=y rm -rf /` and
+# `env -- - rm -rf /` are read as running the programs `1=2`, `a.b=c`, `--x=y` and `-`.
+
+ENV_OPERANDS = [
+    "env -- - rm -rf /",
+    "env 1=2 rm -rf /",
+    "env a.b=c rm -rf /",
+    "env A=1 --x=y rm -rf /",
+    "env =x rm -rf /",
+    "env 'A B=1' rm -rf /",
+    "env -i -- a-b=1 rm -rf /",
+    "env -- -x=1 rm -rf /",
+    "sudo env x.y=1 rm -rf /",
+]
+
+
+@pytest.mark.skipif(shutil.which("env") is None or shutil.which("bash") is None, reason="env or bash missing")
+@pytest.mark.parametrize("command", ENV_OPERANDS[:4])
+def test_gnu_env_runs_the_first_word_without_an_equals_sign(command):
+    run = subprocess.run(["bash", "-c", command.replace("rm -rf /", "echo RAN")], capture_output=True, timeout=10)
+    assert run.stdout == b"RAN\n", run
+
+
+@pytest.mark.xfail(strict=True, reason="env's assignments are read as NAME=VALUE only, and `-` after -- as the program")
+@pytest.mark.parametrize("command", ENV_OPERANDS)
+def test_env_operands_with_an_equals_sign_are_assignments(command):
+    assert lists_rm_or_refuses(command), command
+    assert decide(command).effect == "deny", command
