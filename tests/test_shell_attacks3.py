@@ -272,7 +272,6 @@ def test_a_long_short_option_cluster_is_read_in_linear_time(prefix, letter):
 # characters (one command, two words) takes 9.6 s to decide under the docs' deny; 20,000 take 0.4 s.
 
 
-@pytest.mark.xfail(strict=True, reason="_SUBSCRIPTED.search backtracks over a long name: quadratic in the word")
 @pytest.mark.parametrize("prefix", ["read ", "eval ", "export a=", "unset ", "test "])
 def test_a_long_name_after_an_assigning_builtin_is_read_in_linear_time(prefix):
     from test_linear_time import _best, repeat
