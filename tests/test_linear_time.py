@@ -454,6 +454,16 @@ def test_a_chain_of_programs_running_programs_is_read_in_linear_time(unit):
 
 
 @pytest.mark.parametrize("prefix, unit", [
+    ("ssh -", "a"), ("sudo -", "E"), ("python3 -", "B"), ("env -", "i"), ("perl -", "n"),  # letters that do nothing
+    ("sudo -", "l"), ("python3 -", "i"), ("bash -", "s"), ("sudo -", "Ek"), ("sudo -", "lE"), ("ls -", "a"),
+])
+def test_a_long_cluster_of_short_options_is_read_in_linear_time(prefix, unit):
+    # hostile review 3: getopt._short copied the rest of the cluster at each letter (`ssh -aaa...`
+    # of 99,000 characters: 200 ms)
+    assert ratio(parse_shell_uncached, lambda n: repeat(unit, n, prefix), MAX_SHELL_TEXT) <= MAX_RATIO
+
+
+@pytest.mark.parametrize("prefix, unit", [
     ("read ", "a"), ("unset ", "a"), ("export a=", "a"), ("declare ", "a"), ("local ", "a"), ("test ", "a"),
     ("read ", "a1_"), ("unset ", "a[0]"), ("read ", "a["), ("read ", "9["),
 ])

@@ -246,7 +246,6 @@ def test_a_word_after_a_spaced_close_is_an_argument(command):
 # target; `bash -`, `sudo -E...`, `env -i...`, `python3 -E...`, `perl -n...`, `timeout -v...` too.
 
 
-@pytest.mark.xfail(strict=True, reason="getopt._short copies the rest of a short-option cluster at each letter: quadratic")
 @pytest.mark.parametrize("prefix, letter", [("ssh -", "a"), ("sudo -", "E"), ("python3 -", "B")])
 def test_a_long_short_option_cluster_is_read_in_linear_time(prefix, letter):
     # sizes 20 times apart (test_linear_time's ratio is of 10): a linear reading measures about

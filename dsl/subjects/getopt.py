@@ -252,12 +252,21 @@ def _long(spec: Spec, st: _State, word: _Word, body: str, pending: list[_State])
 
 def _short(spec: Spec, st: _State, word: _Word, pending: list[_State]) -> bool:
     """The cluster of short options at st.words[st.i], from position st.j. Returns whether options
-    end after it."""
+    end after it. Linear in the cluster's length: the rest of the word after a letter is copied
+    only where it becomes a value (which ends the cluster)."""
     w = word.value
     after = 1  # words this cluster takes: itself and the values of NEXT options (`-co posix`)
     ends = False
+    plain = spec.plain_run
     while st.j < len(w):
-        ch, rest = w[st.j], w[st.j + 1 :]
+        if plain is not None:  # letters that do nothing (`ssh -aaaa`): skipped at C speed
+            run = plain.match(w, st.j)
+            if run is not None:
+                st.j = run.end()
+                if st.j == len(w):
+                    break
+        ch = w[st.j]
+        rest = st.j + 1 < len(w)  # letters follow this one in the word
         opt = spec.short.get(ch)
         if opt is not None and not spec.clusters and opt.value == NONE and rest:
             opt = None  # `lua -iv`: not an option of a program that does not cluster
@@ -272,7 +281,7 @@ def _short(spec: Spec, st: _State, word: _Word, pending: list[_State]) -> bool:
             st.j += 1
             continue
         if opt.value == OPTIONAL and opt.attached:
-            taken = re.match(opt.attached, rest).group(0)  # a pattern that may match "": always a match
+            taken = re.compile(opt.attached).match(w, st.j + 1).group(0)  # may match "": always a match
             _apply(st, opt, _Word(taken, word.dynamic) if taken else None, st.i + after)
             ends = ends or opt.ends
             st.j += 1 + len(taken)
@@ -282,7 +291,7 @@ def _short(spec: Spec, st: _State, word: _Word, pending: list[_State]) -> bool:
         if opt.value in (TWO, THREE):  # `hyperfine -P VAR MIN MAX`: the first kept as the value
             count = 2 if opt.value == TWO else 3
             if rest:  # `-PVAR MIN MAX`: the rest of the word is the first
-                value, count = _Word(rest, word.dynamic), count - 1
+                value, count = _Word(w[st.j + 1 :], word.dynamic), count - 1
             else:
                 value = st.words[st.i + after] if st.i + after < len(st.words) else None
             after += count
@@ -291,7 +300,7 @@ def _short(spec: Spec, st: _State, word: _Word, pending: list[_State]) -> bool:
             break
         if opt.value in (REQUIRED, OPTIONAL):
             if rest:
-                value = _Word(rest, word.dynamic)
+                value = _Word(w[st.j + 1 :], word.dynamic)
             elif opt.value == REQUIRED and st.i + after < len(st.words):
                 value = st.words[st.i + after]
                 after += 1

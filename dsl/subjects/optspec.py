@@ -8,6 +8,7 @@ operands stand before the command, and what the operands after them are (a comma
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 # How an option takes its value (getopt(3) and getopt_long(3) of glibc, unless a table says otherwise).
@@ -123,6 +124,16 @@ class Spec:
     listed: bool = False
     remote: bool = False
     opaque: bool = False
+    # computed: a regex of a run of short options that take no value, do nothing and end nothing
+    # (`-aaaa`), which dsl.subjects.getopt skips in one step; None when there is none or the
+    # program does not cluster its options
+    plain_run: re.Pattern[str] | None = field(init=False, default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        letters = "".join(sorted(ch for ch, opt in self.short.items()
+                                 if opt.value == NONE and not opt.does and not opt.ends and not opt.hides))
+        if letters and self.clusters:
+            object.__setattr__(self, "plain_run", re.compile("[" + re.escape(letters) + "]+"))
 
 
 def spec(manual: str, short: str = "", long: str = "", does: dict[str, str] | None = None,

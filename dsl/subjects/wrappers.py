@@ -12,6 +12,8 @@ is installed, and runs the program with a harmless command to check the same pro
 
 from __future__ import annotations
 
+import dataclasses
+
 from dsl.subjects.devrunners import DEV_RUNNERS, DEV_WRAPPERS
 from dsl.subjects.launchers import LAUNCHERS, SETARCH_NAMES
 from dsl.subjects.optspec import (
@@ -106,8 +108,7 @@ _UTIL_LINUX = {
 }
 # Called by another name (a symbolic link: linux32, linux64, i386, x86_64, ...), setarch takes that
 # name for the arch: no ARCH operand (dsl.subjects.launchers.SETARCH_NAMES, from setarch.c).
-_SETARCH_AS_NAME = Spec(**{**{name: getattr(_UTIL_LINUX["setarch"], name) for name in Spec.__dataclass_fields__},
-                           "leading": 0})
+_SETARCH_AS_NAME = dataclasses.replace(_UTIL_LINUX["setarch"], leading=0)
 _UTIL_LINUX.update({name: _SETARCH_AS_NAME for name in SETARCH_NAMES})
 
 # --- privilege and identity ---
