@@ -481,6 +481,15 @@ def test_the_arithmetic_subscript_scanner_is_linear(unit):
     assert ratio(has_arithmetic_subscript, lambda n: repeat(unit, n), MAX_SHELL_TEXT) <= MAX_RATIO
 
 
+@pytest.mark.parametrize("prefix, unit", [
+    ("env ", "A=1 "), ("env ", "1=2 "), ("sudo ", "A=1 "), ("sudo ", "A=1 -E "), ("sudo ", "a.b=1 "), ("env ", '"$X=1" '),
+    ("env ", "- "),
+])
+def test_assignments_before_a_wrapper_s_command_are_read_in_linear_time(prefix, unit):
+    # every word may be an assignment (env, sudo); one known only at run time forks a reading
+    assert ratio(parse_shell_uncached, lambda n: repeat(unit, n, prefix, " rm"), MAX_SHELL_TEXT) <= MAX_RATIO
+
+
 def test_a_chain_past_the_limit_is_refused_and_a_short_one_read():
     from dsl.subjects.shell import MAX_RUNNERS
 

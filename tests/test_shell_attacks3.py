@@ -399,7 +399,6 @@ def test_gnu_env_runs_the_first_word_without_an_equals_sign(command):
     assert run.stdout == b"RAN\n", run
 
 
-@pytest.mark.xfail(strict=True, reason="env's assignments are read as NAME=VALUE only, and `-` after -- as the program")
 @pytest.mark.parametrize("command", ENV_OPERANDS)
 def test_env_operands_with_an_equals_sign_are_assignments(command):
     assert lists_rm_or_refuses(command), command
