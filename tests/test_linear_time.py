@@ -26,7 +26,8 @@ from dsl.compiler import clear_caches
 from dsl.subjects import MAX_PATH_TEXT, MAX_SHELL_TEXT, MAX_URL_TEXT, make_path, parse_shell_uncached, parse_url, path_glob
 from dsl.subjects.bash import MAX_COMMANDS
 from dsl.subjects.quoting import (
-    _ansi_c, brace_expand, has_brace_group, remove_quoted_parts, splice_continuations, subscript_substitution,
+    _ansi_c, brace_expand, has_arithmetic_subscript, has_brace_group, remove_quoted_parts, splice_continuations,
+    subscript_substitution,
 )
 from dsl.subjects.secrets import _MAX_GLOB_PATTERN, _glob_may_be_secret
 from dsl.values import EvalError
@@ -200,6 +201,14 @@ def test_the_subscript_scanner_finds_what_the_regex_found(text):
     found = [m.group(1) for m in re.finditer(r"[A-Za-z_][A-Za-z0-9_]*\[(.*(?:\$\(|`).*)\]", text, re.DOTALL)]
     got = subscript_substitution(text)
     assert found == ([got] if got is not None else [])
+
+
+@given(st.text(alphabet="ab_9[]$(", max_size=12))
+@settings(max_examples=500, deadline=None)
+def test_the_arithmetic_subscript_scanner_finds_what_the_regex_found(text):
+    import re
+
+    assert has_arithmetic_subscript(text) == (re.search(r"[A-Za-z_][A-Za-z0-9_]*\[(?![0-9]*\])", text) is not None)
 
 
 @given(st.text(alphabet="{},.a", max_size=12))
@@ -442,6 +451,43 @@ def test_a_chain_of_programs_running_programs_is_read_in_linear_time(unit):
     # issue 9: each level read the rest of the line again (quadratic) until Python's recursion
     # limit: `find . -exec find . -exec ...` took 42 s at 100 KB, `xargs xargs ...` 7 s
     assert ratio(parse_shell_uncached, lambda n: repeat(unit, n, "", " rm"), MAX_SHELL_TEXT) <= MAX_RATIO
+
+
+@pytest.mark.parametrize("prefix, unit", [
+    ("ssh -", "a"), ("sudo -", "E"), ("python3 -", "B"), ("env -", "i"), ("perl -", "n"),  # letters that do nothing
+    ("sudo -", "l"), ("python3 -", "i"), ("bash -", "s"), ("sudo -", "Ek"), ("sudo -", "lE"), ("ls -", "a"),
+])
+def test_a_long_cluster_of_short_options_is_read_in_linear_time(prefix, unit):
+    # hostile review 3: getopt._short copied the rest of the cluster at each letter (`ssh -aaa...`
+    # of 99,000 characters: 200 ms)
+    assert ratio(parse_shell_uncached, lambda n: repeat(unit, n, prefix), MAX_SHELL_TEXT) <= MAX_RATIO
+
+
+@pytest.mark.parametrize("prefix, unit", [
+    ("read ", "a"), ("unset ", "a"), ("export a=", "a"), ("declare ", "a"), ("local ", "a"), ("test ", "a"),
+    ("read ", "a1_"), ("unset ", "a[0]"), ("read ", "a["), ("read ", "9["),
+])
+def test_a_long_name_after_an_assigning_builtin_is_read_in_linear_time(prefix, unit):
+    # hostile review 3: a regex searched for `NAME[` from each character of a long name (`read
+    # aaa...` of 99,000 characters: 9.6 s)
+    assert ratio(parse_shell_uncached, lambda n: repeat(unit, n, prefix), MAX_SHELL_TEXT) <= MAX_RATIO
+
+
+@SLOW
+@given(st.text(alphabet="a_9[]$(", min_size=1, max_size=5))
+@example("a")
+@example("a[")
+def test_the_arithmetic_subscript_scanner_is_linear(unit):
+    assert ratio(has_arithmetic_subscript, lambda n: repeat(unit, n), MAX_SHELL_TEXT) <= MAX_RATIO
+
+
+@pytest.mark.parametrize("prefix, unit", [
+    ("env ", "A=1 "), ("env ", "1=2 "), ("sudo ", "A=1 "), ("sudo ", "A=1 -E "), ("sudo ", "a.b=1 "), ("env ", '"$X=1" '),
+    ("env ", "- "),
+])
+def test_assignments_before_a_wrapper_s_command_are_read_in_linear_time(prefix, unit):
+    # every word may be an assignment (env, sudo); one known only at run time forks a reading
+    assert ratio(parse_shell_uncached, lambda n: repeat(unit, n, prefix, " rm"), MAX_SHELL_TEXT) <= MAX_RATIO
 
 
 def test_a_chain_past_the_limit_is_refused_and_a_short_one_read():

@@ -20,8 +20,8 @@ from dsl import Policy
 from dsl.subjects import SHELLS, WRAPPERS, Command, parse_shell
 from dsl.subjects.getopt import read
 from dsl.subjects.optspec import (
-    ARGV, ARGV_MODE, CODE, EXIT, EXIT_BARE, HIDDEN, MODULE, NEXT, NONE, OPTIONAL, REQUIRED, SCRIPT, SCRIPT_OPERAND, SHELL_MODE, SPLIT,
-    STDIN, TWO, Spec,
+    ARGV, ARGV_MODE, CODE, ENV_ASSIGNMENTS, EXIT, EXIT_BARE, HIDDEN, MODULE, NEXT, NONE, OPTIONAL, REQUIRED, SCRIPT, SCRIPT_OPERAND, SHELL_MODE, SPLIT,
+    STDIN, SUDO_ASSIGNMENTS, TWO, Spec,
 )
 from dsl.subjects.command import _Word
 from dsl.subjects.wrappers import INTERPRETERS, SHELL_SPECS, TABLE
@@ -464,11 +464,14 @@ def wrapped_rm(draw):
         words += _spellings(spec, draw)
     if spec.numeric and draw(st.booleans()):
         words.append("-5")
+    # sudo takes NAME=VALUE among its options, not after `--` (parse_args.c: `sudo -- A=1 CMD` runs A=1)
+    if spec.assignments == SUDO_ASSIGNMENTS and draw(st.booleans()):
+        words.append("A=1")
     if draw(st.booleans()):
         words.append("--")
     words += ["op"] * spec.skip
-    if spec.assignments and draw(st.booleans()):
-        words.append("A=1")
+    if spec.assignments == ENV_ASSIGNMENTS and draw(st.booleans()):
+        words.append(draw(st.sampled_from(["A=1", "1=2", "a.b=c", "=x", "-x=1"])))
     return " ".join(shlex.quote(w) for w in words + ["rm", "-rf", "/"])
 
 
@@ -524,6 +527,74 @@ def test_perl_reads_the_rest_of_a_hex_0_option_as_its_value():
 def test_sudo_h_followed_by_a_word_names_a_host_and_runs_the_command(command, program):
     # sudo 1.9 parse_args.c: a bare -h then a non-option word is the remote host (CVE-2025-32462)
     assert parse_shell(command)[0].program == program
+
+
+@pytest.mark.parametrize("command, assignments", [
+    ("sudo A=1 -u bob rm -rf /", ("A=1",)), ("sudo -u bob A=1 -E B=2 rm -rf /", ("A=1", "B=2")),
+    ("sudo A=$X rm -rf /", ("A=$X",)), ("sudo -iu bob A_1=x rm -rf /", ("A_1=x",)),
+])
+def test_sudo_reads_assignments_among_its_options(command, assignments):
+    # sudo 1.9.13 parse_args.c: an `is_envar` operand is taken and getopt_long resumes (sudo-rs alike)
+    (first,) = parse_shell(command)
+    assert (first.program, first.args, first.assignments, first.dynamic) == ("rm", ("/",), assignments, False)
+
+
+@pytest.mark.parametrize("command, program", [
+    ("sudo -- A=1 rm -rf /", "A=1"),  # after `--` no assignment: both sudos run `A=1`
+    ("sudo /x=1 rm -rf /", "/x=1"),   # a word starting with `/` is a command to both
+])
+def test_sudo_runs_an_equals_word_it_does_not_take_as_an_assignment(command, program):
+    assert [c.argv[0] for c in parse_shell(command)] == [program]
+
+
+@pytest.mark.parametrize("command", [
+    "sudo a.b=1 rm -rf /",    # sudo 1.9: an assignment; sudo-rs: the command a.b=1
+    "sudo =x rm -rf /",       # sudo 1.9: the command =x; sudo-rs: an assignment
+    "sudo -u -- A=1 rm -rf /",  # sudo 1.9: after a word `--` (here -u's value) none; sudo-rs: one
+    'sudo "$X=1" rm -rf /',   # its `=` may come from $X
+])
+def test_a_word_the_sudos_read_differently_gives_both_readings(command):
+    commands = parse_shell(command)
+    assert commands[0].program == "sudo" and commands[0].dynamic
+    assert any(c.program == "rm" and c.args == ("/",) and c.dynamic for c in commands)
+    assert decide(DOCS_POLICY, command).effect == "deny"
+
+
+@pytest.mark.parametrize("command, programs", [
+    ("env - -u X rm -rf /", {"env", "-u", "rm"}),  # GNU env runs `-u`; BSD env reads -u X and runs rm
+    ("env - - rm -rf /", {"env", "-", "rm"}),
+    ("env ${X:=rm} -rf /", {"env", "-rf", "${X:=rm}"}),  # X unset: rm runs
+    ('env "$X=1" rm -rf /', {"env", "$X=1", "rm"}),
+])
+def test_env_operands_read_differently_give_both_readings(command, programs):
+    commands = parse_shell(command)
+    assert {c.program for c in commands} == programs and all(c.dynamic for c in commands)
+
+
+@pytest.mark.parametrize("command, program", [
+    ("env - rm -rf /", "rm"), ("env - A=1 rm -rf /", "rm"), ("env -i -- - A=1 rm -rf /", "rm"),
+    ("env '${X:=rm}' -rf /", "-rf"),  # quoted: a known word, an assignment
+])
+def test_env_operands_known_here_are_one_reading(command, program):
+    (first,) = parse_shell(command)
+    assert first.program == program and not first.dynamic
+
+
+_ENV_WORDS = ["-", "--", "-i", "-u", "X", "A=1", "1=2", "=x", "-x=1", "a.b=c", "-C", "/", "-S", "A=1 -"]
+
+
+@pytest.mark.skipif(shutil.which("env") is None or b"GNU" not in subprocess.run(
+    ["env", "--version"], capture_output=True).stdout, reason="GNU env is not installed here")
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_ENV_WORDS), max_size=5))
+def test_the_program_gnu_env_runs_is_listed(words):
+    # differential: when GNU env runs `printf` with these words before it, shell() lists printf
+    argv = ["env", *words, "printf", "RAN"]
+    run = subprocess.run(argv, capture_output=True, timeout=10, cwd="/tmp", stdin=subprocess.DEVNULL)
+    if run.stdout != b"RAN":
+        return  # env ran another word as the program (it failed), or exited
+    commands = parse_shell(" ".join(shlex.quote(w) for w in argv))
+    assert any(c.program == "printf" and c.args == ("RAN",) for c in commands), argv
 
 
 @pytest.mark.parametrize("command, argv", [

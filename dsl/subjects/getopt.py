@@ -22,16 +22,22 @@ from dataclasses import dataclass, field, replace
 
 from dsl.subjects.command import _Word
 from dsl.subjects.optspec import (
-    APPLET, ARGV, ARGV_MODE, CODE, EXIT, EXIT_BARE, FILL, HIDDEN, INTERPRETER, MODULE, NEXT, NONE, OPTIONAL, REQUIRED, THREE,
-    TWO, LOGIN_SHELL, SCRIPT, SCRIPT_OPERAND, SCRIPTS, SESSION, SH_WORDS, SHELL, SHELL_MODE, SPLIT, STDIN, Opt, Spec,
+    APPLET, ARGV, ARGV_MODE, CODE, ENV_ASSIGNMENTS, EXIT, EXIT_BARE, FILL, HIDDEN, INTERPRETER, MODULE, NEXT, NONE, OPTIONAL, REQUIRED, THREE,
+    TWO, LOGIN_SHELL, SCRIPT, SCRIPT_OPERAND, SCRIPTS, SESSION, SH_WORDS, SHELL, SHELL_MODE, SPLIT, STDIN,
+    SUDO_ASSIGNMENTS, Opt, Spec,
 )
 from dsl.values import EvalError
 
 MAX_READINGS = 16  # distinct readings of one command line; more is an error (fails closed)
 MAX_UNKNOWN = 4  # options one reading does not know; more is an error (each forks the reading: bounded work)
 _NUMERIC = re.compile(r"-[-+]?[0-9]+")  # nice's old `-10`, `--10`, `-+10`
-ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+# Characters that may start an expansion in a word's text (parameter, command, arithmetic and
+# process substitution, globs, braces): a dynamic word's `=` after one of them may not be there
+# at run time (`${X:=rm}`), nor the word one word (`$X=1`)
+_EXPANDS = frozenset("$`*?[]{}()<>!\\")
 _UNKNOWN = Opt()
+# _State.stage: reading options; past env's options (assignments follow); at the command
+_OPTIONS, _ASSIGNMENTS, _COMMAND = "options", "assignments", "command"
 
 
 @dataclass
@@ -39,7 +45,7 @@ class Reading:
     """What one reading of a command line runs.
 
     - `command`: the words of the command the program runs (ARGV and APPLET programs), or None.
-    - `assignments`: the `NAME=VALUE` words it sets for that command (env, sudo).
+    - `assignments`: the `NAME=VALUE` words it sets for that command (env, sudo; Spec.assignments).
     - `scripts`: shell scripts it runs (`su -c`, `bash -c`, watch's joined words).
     - `code`: code in another language it runs (`python -c`, `perl -e`).
     - `stdin`: it reads a script (or code) from standard input.
@@ -82,17 +88,24 @@ class _State:
     shell: _Word | None = None  # the program su -s names as the shell
     fills: list[str] = field(default_factory=list)  # xargs -I R: R
     reopened: int = 0  # operands read past among the options (Spec.reopen)
+    # where the reading is: OPTIONS; ASSIGNMENTS once env's options ended at a lone `-` (GNU env:
+    # -i, and options end); COMMAND once a word that may be an assignment or the command was
+    # taken for the command (the other reading takes it for an assignment)
+    stage: str = _OPTIONS
+    assignments: list[_Word] = field(default_factory=list)  # `NAME=VALUE` words (Spec.assignments)
 
     def key(self) -> tuple:
         """Where the reading is and what it has found (not which options it did not know)."""
         values = lambda ws: tuple(w.value for w in ws)  # noqa: E731
         return (self.i, self.j, len(self.words), values(self.operands), values(self.scripts), values(self.code),
                 self.exits, self.script_operand, self.stdin, self.module, self.argv_mode, self.shell_mode,
-                None if self.shell is None else self.shell.value, tuple(self.fills))
+                None if self.shell is None else self.shell.value, tuple(self.fills), self.stage,
+                values(self.assignments))
 
     def copy(self) -> _State:
         return replace(self, words=list(self.words), operands=list(self.operands), scripts=list(self.scripts),
-                       code=list(self.code), unknown=list(self.unknown), fills=list(self.fills))
+                       code=list(self.code), unknown=list(self.unknown), fills=list(self.fills),
+                       assignments=list(self.assignments))
 
 
 def read(spec: Spec, words: list[_Word]) -> list[Reading]:
@@ -122,7 +135,7 @@ def read(spec: Spec, words: list[_Word]) -> list[Reading]:
         steps += 1
         if steps > 8 * MAX_READINGS:
             raise EvalError("the command has too many options countersign does not know to tell what it runs")
-        reading = _finish(spec, _options(spec, state, pending))
+        reading = _finish(spec, _env_operands(spec, _options(spec, state, pending), pending))
         if first is None:
             first = reading
             continue
@@ -170,6 +183,8 @@ def _resolve(spec: Spec, name: str) -> Opt | None:
 def _options(spec: Spec, st: _State, pending: list[_State]) -> _State:
     """Read options from st.i on; a fork for each unknown option goes on `pending`. Returns the
     state where the options end (st.i at the first word that is not an option's)."""
+    if st.stage != _OPTIONS:
+        return st
     words = st.words
     while st.i < len(words):
         word = words[st.i]
@@ -190,10 +205,17 @@ def _options(spec: Spec, st: _State, pending: list[_State]) -> _State:
                     continue
                 _apply(st, spec.lone_dash, None)
                 st.i += 1
+                if spec.assignments == ENV_ASSIGNMENTS and st.i < len(words) and words[st.i].value.startswith("-"):
+                    # GNU env ends its options at `-` (BSD env reads on): a reading where they end
+                    fork = st.copy()
+                    fork.stage = _ASSIGNMENTS
+                    pending.append(fork)
                 if spec.lone_dash.ends:
                     return st
                 continue
             if not (w.startswith("-") or (spec.plus and w.startswith("+"))) or len(w) == 1:
+                if spec.assignments == SUDO_ASSIGNMENTS and _sudo_assignment(st, word, pending):
+                    continue
                 if not spec.permute and st.reopened >= spec.reopen:
                     return st
                 st.reopened += 1
@@ -215,6 +237,70 @@ def _note_unknown(st: _State, name: str) -> None:
     st.unknown.append(name)
     if len(st.unknown) > MAX_UNKNOWN:
         raise EvalError("the command has too many options countersign does not know to tell what it runs")
+
+
+def _unsure(st: _State, word: _Word, pending: list[_State]) -> None:
+    """`word` may be an assignment or the command: a reading (on `pending`) takes it for the
+    command, this one for an assignment; both are unsure."""
+    _note_unknown(st, f"{word.value} (an assignment or the command)")
+    fork = st.copy()
+    fork.stage = _COMMAND
+    pending.append(fork)
+
+
+def _literal_name(word: _Word) -> bool:
+    """Whether the text before the first `=` of `word` (which has one) is there at run time as it
+    reads here: a word known now, or one whose expansions all follow that `=` (`A=$X`)."""
+    if word.translated:  # `$"A=1"`: the locale's catalog may translate all of it
+        return False
+    return not word.dynamic or not _EXPANDS.intersection(word.value.partition("=")[0])
+
+
+def _sudo_assignment(st: _State, word: _Word, pending: list[_State]) -> bool:
+    """Whether the operand `word`, met among sudo's options, is a `NAME=VALUE` assignment: then
+    it is taken (st.i moves past it) and sudo reads options on. sudo 1.9.13 parse_args.c
+    (`is_envar`): a word holding a `=` that starts with neither `/` nor `=`, unless the word before
+    it is `--` (`got_end_of_args`); sudo-rs 0.2 (src/sudo/cli/mod.rs, `try_to_env_var`): a word
+    whose text before its first `=` is letters, digits and `_` only (or nothing). Where the two
+    differ (`a.b=1`, `=x`), or the word is known only at run time, both readings."""
+    w = word.value
+    name, eq, _ = w.partition("=")
+    if not eq:
+        return False
+    if _literal_name(word) and name.isascii():
+        c_sudo = w[0] not in "/=" and not (st.i > 0 and st.words[st.i - 1].value == "--")
+        sudo_rs = all(ch.isalnum() or ch == "_" for ch in name)
+        if c_sudo == sudo_rs:
+            if not c_sudo:
+                return False
+        else:
+            _unsure(st, word, pending)
+    else:
+        _unsure(st, word, pending)
+    st.assignments.append(word)
+    st.i += 1
+    return True
+
+
+def _env_operands(spec: Spec, st: _State, pending: list[_State]) -> _State:
+    """env's assignments, from st.i where its options ended (a no-op for other programs). GNU
+    coreutils 9.1 env.c takes a first operand `-` for -i, then every operand that holds a `=`
+    (`strchr`: whatever stands before it, `1=2`, `a.b=c`, `=x`, `-x=1`) as an assignment, and the
+    first without one as the command; FreeBSD's env.c and BusyBox 1.36's read their assignments
+    so too. A word known only at run time whose `=` may come from an expansion (`"$X=1"`,
+    `${X:=rm}`: either way) is read both ways."""
+    if spec.assignments != ENV_ASSIGNMENTS or st.stage == _COMMAND:
+        return st
+    words = st.words
+    if st.stage == _OPTIONS and st.i < len(words) and words[st.i].value == "-":
+        st.i += 1
+    while st.i < len(words) and "=" in words[st.i].value:
+        if not _literal_name(words[st.i]):
+            _unsure(st, words[st.i], pending)
+        st.assignments.append(words[st.i])
+        st.i += 1
+    st.stage = _COMMAND
+    return st
 
 
 def _long(spec: Spec, st: _State, word: _Word, body: str, pending: list[_State]) -> bool:
@@ -252,12 +338,21 @@ def _long(spec: Spec, st: _State, word: _Word, body: str, pending: list[_State])
 
 def _short(spec: Spec, st: _State, word: _Word, pending: list[_State]) -> bool:
     """The cluster of short options at st.words[st.i], from position st.j. Returns whether options
-    end after it."""
+    end after it. Linear in the cluster's length: the rest of the word after a letter is copied
+    only where it becomes a value (which ends the cluster)."""
     w = word.value
     after = 1  # words this cluster takes: itself and the values of NEXT options (`-co posix`)
     ends = False
+    plain = spec.plain_run
     while st.j < len(w):
-        ch, rest = w[st.j], w[st.j + 1 :]
+        if plain is not None:  # letters that do nothing (`ssh -aaaa`): skipped at C speed
+            run = plain.match(w, st.j)
+            if run is not None:
+                st.j = run.end()
+                if st.j == len(w):
+                    break
+        ch = w[st.j]
+        rest = st.j + 1 < len(w)  # letters follow this one in the word
         opt = spec.short.get(ch)
         if opt is not None and not spec.clusters and opt.value == NONE and rest:
             opt = None  # `lua -iv`: not an option of a program that does not cluster
@@ -272,7 +367,7 @@ def _short(spec: Spec, st: _State, word: _Word, pending: list[_State]) -> bool:
             st.j += 1
             continue
         if opt.value == OPTIONAL and opt.attached:
-            taken = re.match(opt.attached, rest).group(0)  # a pattern that may match "": always a match
+            taken = re.compile(opt.attached).match(w, st.j + 1).group(0)  # may match "": always a match
             _apply(st, opt, _Word(taken, word.dynamic) if taken else None, st.i + after)
             ends = ends or opt.ends
             st.j += 1 + len(taken)
@@ -282,7 +377,7 @@ def _short(spec: Spec, st: _State, word: _Word, pending: list[_State]) -> bool:
         if opt.value in (TWO, THREE):  # `hyperfine -P VAR MIN MAX`: the first kept as the value
             count = 2 if opt.value == TWO else 3
             if rest:  # `-PVAR MIN MAX`: the rest of the word is the first
-                value, count = _Word(rest, word.dynamic), count - 1
+                value, count = _Word(w[st.j + 1 :], word.dynamic), count - 1
             else:
                 value = st.words[st.i + after] if st.i + after < len(st.words) else None
             after += count
@@ -291,7 +386,7 @@ def _short(spec: Spec, st: _State, word: _Word, pending: list[_State]) -> bool:
             break
         if opt.value in (REQUIRED, OPTIONAL):
             if rest:
-                value = _Word(rest, word.dynamic)
+                value = _Word(w[st.j + 1 :], word.dynamic)
             elif opt.value == REQUIRED and st.i + after < len(st.words):
                 value = st.words[st.i + after]
                 after += 1
@@ -384,12 +479,7 @@ def _finish(spec: Spec, st: _State) -> Reading:
         if spec.dash_c_after_skip and rest and rest[0].value in ("-c", "--command"):
             reading.scripts = [*reading.scripts, *rest[1:2]]
             rest = []
-        if spec.assignments:
-            k = 0
-            while k < len(rest) and ASSIGNMENT.match(rest[k].value):
-                k += 1
-            reading.assignments.extend(w.value for w in rest[:k])
-            rest = rest[k:]
+        reading.assignments.extend(w.value for w in st.assignments)
         if not rest and spec.default and len(operands) >= skip:
             rest = [_Word(word, False) for word in spec.default]
         if st.exits:

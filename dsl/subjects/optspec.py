@@ -8,6 +8,7 @@ operands stand before the command, and what the operands after them are (a comma
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 # How an option takes its value (getopt(3) and getopt_long(3) of glibc, unless a table says otherwise).
@@ -43,6 +44,10 @@ SH_WORDS = "sh-words"  # the operands after `skip` joined with spaces and run by
 SCRIPTS = "scripts"    # each operand after `skip` is a script of its own, run by `sh -c` (hyperfine)
 APPLET = "applet"      # the first operand names the program (busybox)
 
+# Which words before the command are NAME=VALUE assignments for it (Spec.assignments).
+ENV_ASSIGNMENTS = "env"    # env(1): after its options, a first operand `-` (-i), then every operand with a `=`
+SUDO_ASSIGNMENTS = "sudo"  # sudo(8): `NAME=VALUE` words among its options, until `--`
+
 
 @dataclass(frozen=True, slots=True)
 class Opt:
@@ -68,7 +73,8 @@ class Spec:
       (timeout's duration, chroot's directory); `leading`: operands that may stand before the
       options, each only when it does not start with `-` (setarch's optional arch: `setarch -R CMD`).
     - `permute`: options may follow operands (GNU getopt without `+`: su, script); else options end
-      at the first operand. `assignments`: `NAME=VALUE` operands come before the command (env, sudo).
+      at the first operand. `assignments`: which words before the command are `NAME=VALUE`
+      assignments (ENV_ASSIGNMENTS, SUDO_ASSIGNMENTS; "": none, the first operand is the command).
     - `abbreviations`: a unique prefix of a long option is that option (getopt_long); `single_dash_long`:
       a long option may be written with one dash (bash's `-rcfile`, getopt_long_only).
     - `lone_dash`: what a lone `-` does (None: it is an operand).
@@ -103,7 +109,7 @@ class Spec:
     skip: int = 0
     leading: int = 0
     permute: bool = False
-    assignments: bool = False
+    assignments: str = ""
     abbreviations: bool = True
     single_dash_long: bool = False
     lone_dash: Opt | None = None
@@ -123,6 +129,16 @@ class Spec:
     listed: bool = False
     remote: bool = False
     opaque: bool = False
+    # computed: a regex of a run of short options that take no value, do nothing and end nothing
+    # (`-aaaa`), which dsl.subjects.getopt skips in one step; None when there is none or the
+    # program does not cluster its options
+    plain_run: re.Pattern[str] | None = field(init=False, default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        letters = "".join(sorted(ch for ch, opt in self.short.items()
+                                 if opt.value == NONE and not opt.does and not opt.ends and not opt.hides))
+        if letters and self.clusters:
+            object.__setattr__(self, "plain_run", re.compile("[" + re.escape(letters) + "]+"))
 
 
 def spec(manual: str, short: str = "", long: str = "", does: dict[str, str] | None = None,

@@ -91,6 +91,28 @@ def subscript_substitution(text: str) -> str | None:
     return None
 
 
+def has_arithmetic_subscript(text: str) -> bool:
+    """Whether `text` holds `NAME[` (NAME a shell name, bash manual "Definitions", anywhere in the
+    text) whose index is not a plain number `[0-9]*]`: arithmetic bash evaluates when a builtin
+    takes the text as a name (`read 'a[i]'`, `unset 'a[$(cmd)]'`). One pass: O(n), each name
+    character read back for one `[` only and each digit after a `[` read once (a regex searched
+    for the same scans the whole name again from each of its characters: O(n^2))."""
+    i = text.find("[")
+    while i >= 0:
+        j, named = i, False
+        while j > 0 and text[j - 1] in _NAME:
+            j -= 1
+            named = named or text[j] in _NAME_START
+        if named:
+            k = i + 1
+            while k < len(text) and "0" <= text[k] <= "9":
+                k += 1
+            if k == len(text) or text[k] != "]":
+                return True
+        i = text.find("[", i + 1)
+    return False
+
+
 def has_brace_group(text: str) -> bool:
     """Whether `text` has a `{...}` with no brace inside and a `,` or `..` in it (a brace
     expansion bash may perform). One pass over the braces: O(n)."""

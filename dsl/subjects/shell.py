@@ -20,7 +20,7 @@ from dsl.subjects.optspec import INTERPRETER
 from dsl.subjects.programs import _RESERVED, _find_exec_commands, split_command_words
 from dsl.subjects.wrappers import CALLBACK_BUILTINS, TABLE, WRAPPERS
 from dsl.subjects.quoting import (
-    MAX_BRACE_TEXT, _ansi_c, _unescape_double, _unescape_unquoted, brace_expand, has_brace_group, heredoc_delimiter, heredoc_end,
+    MAX_BRACE_TEXT, _ansi_c, _unescape_double, _unescape_unquoted, brace_expand, has_arithmetic_subscript, has_brace_group, heredoc_delimiter, heredoc_end,
     remove_quoted_parts, splice_continuations, subscript_substitution,
 )
 from dsl.values import EvalError, unparseable_command
@@ -169,8 +169,6 @@ _ARITH_LITERAL = re.compile(r"[\s0-9+\-*/%<>!~&|^()?:,]*")
 _ARITH_ASSIGN = re.compile(r"(?<![=!<>])=(?!=)|\+\+|--")
 _ARITH_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 _NUMBER = re.compile(r"[+-]?[0-9]+")
-# `NAME[INDEX]` with an index that is not a number: arithmetic, evaluated by builtins taking a name
-_SUBSCRIPTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[(?![0-9]*\])")
 
 
 class _Walker:
@@ -493,7 +491,7 @@ class _Walker:
             self.commands.insert(
                 start,
                 Command(program=words[0], path=words[0], argv=tuple(words), args=tuple(words[1:]), flags=(),
-                        nested=nested, dynamic=self.shared.assigned or any("$" in w or "`" in w or _SUBSCRIPTED.search(w) for w in words),
+                        nested=nested, dynamic=self.shared.assigned or any("$" in w or "`" in w or has_arithmetic_subscript(w) for w in words),
                         text=self.text(node), cwd=self.here())
             )
             self.shared.assign()  # `export HOME=0`, `declare -n`, `local`: later commands see it
@@ -826,7 +824,7 @@ class _Walker:
         if assigns or program in ("test", "["):
             # `let x`, `read 'a[i]'`, `test -v 'a[i]'`: names with a subscript, and let's expressions,
             # are arithmetic bash evaluates
-            dynamic = dynamic or program == "let" or any(_SUBSCRIPTED.search(w.value) for w in rest)
+            dynamic = dynamic or program == "let" or any(has_arithmetic_subscript(w.value) for w in rest)
         self.commands.append(_command(words, assignments, redirects, nested, text, wrappers, dynamic,
                                       cwd=self.cwd_for(wrappers)))
         if assigns:

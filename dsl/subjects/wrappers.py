@@ -12,11 +12,13 @@ is installed, and runs the program with a harmless command to check the same pro
 
 from __future__ import annotations
 
+import dataclasses
+
 from dsl.subjects.devrunners import DEV_RUNNERS, DEV_WRAPPERS
 from dsl.subjects.launchers import LAUNCHERS, SETARCH_NAMES
 from dsl.subjects.optspec import (
-    APPLET, ARGV_MODE, CODE, END, EXIT, EXIT_BARE, FILL, INTERPRETER, LOGIN_SHELL, MODULE, NEXT, NONE, SCRIPT, SCRIPT_OPERAND, SESSION,
-    SH_WORDS, SHELL, SHELL_MODE, SPLIT, STDIN, Opt, Spec, spec,
+    APPLET, ARGV_MODE, CODE, END, ENV_ASSIGNMENTS, EXIT, EXIT_BARE, FILL, INTERPRETER, LOGIN_SHELL, MODULE, NEXT, NONE, SCRIPT, SCRIPT_OPERAND, SESSION,
+    SH_WORDS, SHELL, SHELL_MODE, SPLIT, STDIN, SUDO_ASSIGNMENTS, Opt, Spec, spec,
 )
 
 _HELP = {"help": EXIT, "version": EXIT}
@@ -28,7 +30,10 @@ _COREUTILS = {
         "GNU coreutils 9.1 env(1)", "C:iS:u:v0",
         "chdir=C ignore-environment=i split-string=S unset=u debug=v null=0 block-signal:: default-signal:: "
         "ignore-signal:: list-signal-handling help version",
-        does={"S": SPLIT, **_HELP}, assignments=True, lone_dash=Opt(),  # `env -` is `env -i`
+        # `env -` is `env -i`: GNU env (env.c) takes it only as its first operand, after the
+        # options; BSD env (macOS) as an option, reading options on after it (dsl.subjects.getopt
+        # follows both). Every operand with a `=` then is an assignment, whatever its name.
+        does={"S": SPLIT, **_HELP}, assignments=ENV_ASSIGNMENTS, lone_dash=Opt(),
     ),
     "timeout": spec("GNU coreutils 9.1 timeout(1)", "k:s:v",
                     "kill-after=k signal=s verbose=v preserve-status foreground help version", does=_HELP, skip=1),
@@ -106,8 +111,7 @@ _UTIL_LINUX = {
 }
 # Called by another name (a symbolic link: linux32, linux64, i386, x86_64, ...), setarch takes that
 # name for the arch: no ARCH operand (dsl.subjects.launchers.SETARCH_NAMES, from setarch.c).
-_SETARCH_AS_NAME = Spec(**{**{name: getattr(_UTIL_LINUX["setarch"], name) for name in Spec.__dataclass_fields__},
-                           "leading": 0})
+_SETARCH_AS_NAME = dataclasses.replace(_UTIL_LINUX["setarch"], leading=0)
 _UTIL_LINUX.update({name: _SETARCH_AS_NAME for name in SETARCH_NAMES})
 
 # --- privilege and identity ---
@@ -122,7 +126,8 @@ _PRIVILEGE = {
         "command-timeout=T other-user=U user=u version=V validate=v",
         does={"e": EXIT, "K": EXIT, "l": EXIT, "V": EXIT, "v": EXIT, "help": EXIT, "h": EXIT_BARE, "i": SHELL_MODE,
               "s": SHELL_MODE},
-        assignments=True,
+        # NAME=VALUE words may stand among the options (parse_args.c, `is_envar`; sudo-rs 0.2 too)
+        assignments=SUDO_ASSIGNMENTS,
     ),
     # OpenBSD doas(1) (7.4) and OpenDoas 6.8: "+a:C:Lnsu:"; -C checks a config and runs nothing
     "doas": spec("OpenBSD 7.4 doas(1)", "a:C:Lnsu:", does={"C": EXIT, "L": EXIT, "s": SHELL_MODE}),
