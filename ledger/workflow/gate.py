@@ -199,13 +199,13 @@ class Gate(CatchUp, Reading):
         try:
             self._open(full_verify)
             if roster is not None:
-                self._record_roster(roster, operator)
+                self.record_roster(roster, operator)
         except BaseException:
             if not isinstance(ledger, Ledger):
                 self.ledger.close()  # the share this Gate took of the process's writer
             raise
 
-    def _record_roster(self, roster: Roster, operator: str) -> None:
+    def record_roster(self, roster: Roster, operator: str) -> None:
         """Append a `roster` event with the roster's digest, unless the last one has it."""
         _text("operator", operator)
         with self._lock:
