@@ -252,3 +252,23 @@ def test_keygen_roster_review_approve_with_a_key_then_verify_with_the_roster(tmp
     assert runner.invoke(app, ["ledger", "verify", ledger]).exit_code == 0
     failed = runner.invoke(app, ["ledger", "verify", ledger, "--roster", str(rpath)])
     assert failed.exit_code == 1 and f"FAILED at seq {seq}: signature" in failed.output, failed.output
+
+
+def test_the_documented_example_of_a_signed_approval():
+    """docs/ledger-format.md 11.4: the statement and the signature, byte for byte."""
+    from pathlib import Path
+
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from ledger.proof.keys import SigningKey
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "ledger-format.md").read_text()
+    key = SigningKey("sup-1", Ed25519PrivateKey.from_private_bytes(bytes(32)))
+    assert key.public.text() in doc
+    event = ev.Approved(ts="2026-01-01T00:00:00.000000Z", request=2, approver="sup-1", args_digest="adfe8981009c9a1337abc841aa8b8bafd716d945cf8925ed4989c7b9068b57ae", comment=None)
+    signed = decisions.sign(event, key, signer="reviewer", ledger_id="0123456789abcdef0123456789abcdef", basis=2, args=event.args_digest)
+    body = ev.encode_event(msgspec.structs.replace(signed, seq=4, prev="c" * 64))
+    shown = body.decode().replace('"prev":"' + "c" * 64 + '"', '"prev":"…"')
+    assert "    " + shown + "\n" in doc
+    assert "    " + decisions.content(body).decode() + "\n" in doc
+    assert hashlib.sha256(decisions.content(body)).hexdigest() in doc
