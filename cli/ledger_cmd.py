@@ -1,6 +1,6 @@
 """`countersign ledger ...`: commands for auditors."""
 
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -22,8 +22,16 @@ def verify(
     reference: bool = typer.Option(
         False, "--reference", help="Use only the reference (Python) verifier, about 20 times slower than the compiled one."
     ),
+    rosters: List[str] = typer.Option(
+        [], "--roster", help="Check every decision's signature against this roster (TOML); repeatable: each decision "
+        "against the roster the ledger recorded before it, the first one given where none was recorded."
+    ),
 ) -> None:
     """Check every link of the hash chain and every workflow rule.
+
+    With --roster, also check that every decision is signed by its decider's key as the roster
+    lists it (docs/ledger-format.md section 11): an unsigned, wrongly signed or foreign-signed
+    decision is a problem at its seq.
 
     The compiled verifier (when it was built) checks an intact, lawful ledger of the common shape;
     everything else, and every problem, goes to the reference verifier, which words the report.
@@ -39,6 +47,17 @@ def verify(
     """
     if expect_head is not None:
         expect_head = _hash_option(expect_head, "--expect-head")
+    loaded = []
+    if rosters:
+        from ledger.proof.roster import RosterError, load_roster
+
+        if checkpoint is not None or pubkey is not None or from_checkpoint:
+            fail("--roster is not combined with --checkpoint yet: run `ledger verify DIR --roster R` as a second command",
+                 EXIT_USAGE)
+        try:
+            loaded = [load_roster(r) for r in rosters]
+        except RosterError as exc:
+            fail(str(exc), EXIT_USAGE)
     if checkpoint is not None or pubkey is not None or from_checkpoint:
         from cli.checkpoint_cmd import verify_with_checkpoint
 
@@ -46,7 +65,7 @@ def verify(
         return
     from ledger.proof.verify import verify as run_verify
 
-    report = run_verify(directory, expect_head=expect_head, engine="python" if reference else "auto")
+    report = run_verify(directory, expect_head=expect_head, engine="python" if reference else "auto", rosters=loaded)
     if report.unreadable is None:
         _stored_checkpoint_warning(directory, report)
     if as_json:
@@ -68,6 +87,8 @@ def verify(
         raise typer.Exit(report.exit_code)
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(report.statuses.items()))
     say(f"{directory}: intact: {report.count} events, head {report.head}")
+    if loaded:
+        say(f"  every decision is signed as {_count(len(loaded), 'roster')} given says")
     if statuses:
         say(f"  requests: {statuses}")
     if report.redactions:

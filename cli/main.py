@@ -2,7 +2,7 @@
 
 import typer
 
-from cli import checkpoint_cmd, import_cmd, ledger_cmd, policy_cmd, review_cmd, simulate_cmd
+from cli import checkpoint_cmd, import_cmd, ledger_cmd, policy_cmd, review_cmd, roster_cmd, simulate_cmd
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -16,6 +16,7 @@ app.add_typer(policy_cmd.app, name="policy")
 policy_cmd.app.add_typer(import_cmd.app, name="import")  # policy import claude-settings
 app.add_typer(ledger_cmd.app, name="ledger")
 app.add_typer(review_cmd.app, name="review")
+app.add_typer(roster_cmd.app, name="roster")
 app.command("simulate")(simulate_cmd.simulate)
 ledger_cmd.app.command("keygen")(checkpoint_cmd.keygen)
 ledger_cmd.app.command("checkpoint")(checkpoint_cmd.checkpoint)

@@ -27,6 +27,10 @@ _LEDGER = typer.Option(None, "--ledger", "-l", envvar=LEDGER_ENV, help=f"The led
 _DIGEST = typer.Option(None, "--digest", help="The argument digest `review show` printed: the command refuses if the arguments changed since.")
 _JSON = typer.Option(False, "--json", help="Print JSON.")
 _AS = typer.Option(None, "--as", hidden=True)
+_KEY = typer.Option(None, "--key", help="Sign the decision with this private key (`ledger keygen`'s .key file); "
+                    "`ledger verify --roster` checks it against your name's keys.")
+_ROSTER = typer.Option(None, "--roster", help="Record this roster's digest in the ledger first (when it is not the last "
+                       "one recorded): the roster `ledger verify --roster` checks the decisions after it against.")
 
 
 def reviewer() -> str:
@@ -338,15 +342,41 @@ def _decided(state, as_json: bool) -> None:
     say(f"request {state.request}: {state.status}{extra}")
 
 
-def _step(ledger: Optional[str], fn, *, policy: Optional[str] = None, as_json: bool = False) -> None:
-    """Run one decision on a fresh Gate. A refusal is exit 1 with its rule's code and message;
-    a request that does not exist, or an edit with another policy than the call's, exit 2."""
+def _signing(key: Optional[str], as_json: bool):
+    """The Signing of `--key FILE` (None without one); exit 2 when the file is not a private key."""
+    if key is None:
+        return None
+    from ledger.proof.decisions import Signing
+    from ledger.proof.keys import CheckpointError, load_signing_key
+
+    try:
+        return Signing(load_signing_key(key), "reviewer")
+    except CheckpointError as exc:
+        _fail(str(exc), as_json=as_json, error="key")
+
+
+def _step(ledger: Optional[str], fn, *, policy: Optional[str] = None, as_json: bool = False, key: Optional[str] = None,
+          roster: Optional[str] = None) -> None:
+    """Run one decision on a fresh Gate, signed with `key` when given (`fn(gate, signing)`), after
+    recording `roster`. A refusal is exit 1 with its rule's code and message; a request that does
+    not exist, or an edit with another policy than the call's, exit 2."""
     from ledger.workflow.gate import GateError, PolicyMismatch
     from ledger.workflow.machine import UnknownRequest, Violation
 
+    signing = _signing(key, as_json)
+    loaded_roster = None
+    if roster is not None:
+        from ledger.proof.roster import RosterError, load_roster
+
+        try:
+            loaded_roster = load_roster(roster)
+        except RosterError as exc:
+            _fail(str(exc), as_json=as_json, error="roster")
     with _open(ledger, policy, as_json=as_json) as gate:
         try:
-            state = fn(gate)
+            if loaded_roster is not None:
+                gate.record_roster(loaded_roster, reviewer())
+            state = fn(gate, signing)
         except UnknownRequest as exc:
             _fail(exc.message, as_json=as_json, error=exc.code)
         except Violation as exc:
@@ -380,6 +410,8 @@ def approve(
     digest: Optional[str] = _DIGEST,
     comment: Optional[str] = typer.Option(None, "--comment", help="A note kept with the approval."),
     ledger: Optional[str] = _LEDGER,
+    key: Optional[str] = _KEY,
+    roster: Optional[str] = _ROSTER,
     as_name: Optional[str] = _AS,
     as_json: bool = _JSON,
 ) -> None:
@@ -389,7 +421,8 @@ def approve(
     """
     _refuse_as(as_name)
     digest = _need_digest(digest)
-    _step(ledger, lambda g: g.approve(request, approver=reviewer(), digest=digest, comment=comment), as_json=as_json)
+    _step(ledger, lambda g, s: g.approve(request, approver=reviewer(), digest=digest, comment=comment, signing=s),
+          as_json=as_json, key=key, roster=roster)
 
 
 @app.command()
@@ -398,6 +431,8 @@ def reject(
     reason: str = typer.Option(..., "--reason", help="What the agent should do instead: it is told this."),
     digest: Optional[str] = _DIGEST,
     ledger: Optional[str] = _LEDGER,
+    key: Optional[str] = _KEY,
+    roster: Optional[str] = _ROSTER,
     as_name: Optional[str] = _AS,
     as_json: bool = _JSON,
 ) -> None:
@@ -407,7 +442,8 @@ def reject(
     """
     _refuse_as(as_name)
     digest = _need_digest(digest)
-    _step(ledger, lambda g: g.reject(request, approver=reviewer(), reason=reason, digest=digest), as_json=as_json)
+    _step(ledger, lambda g, s: g.reject(request, approver=reviewer(), reason=reason, digest=digest, signing=s),
+          as_json=as_json, key=key, roster=roster)
 
 
 @app.command()
@@ -416,13 +452,16 @@ def respond(
     message: str = typer.Option(..., "--message", help="The answer the agent gets in place of the tool's result."),
     digest: Optional[str] = _DIGEST,
     ledger: Optional[str] = _LEDGER,
+    key: Optional[str] = _KEY,
+    roster: Optional[str] = _ROSTER,
     as_name: Optional[str] = _AS,
     as_json: bool = _JSON,
 ) -> None:
     """Answer in place of the tool: the call does not run; the agent gets the message."""
     _refuse_as(as_name)
     digest = _need_digest(digest)
-    _step(ledger, lambda g: g.respond(request, approver=reviewer(), message=message, digest=digest), as_json=as_json)
+    _step(ledger, lambda g, s: g.respond(request, approver=reviewer(), message=message, digest=digest, signing=s),
+          as_json=as_json, key=key, roster=roster)
 
 
 @app.command()
@@ -431,13 +470,16 @@ def cancel(
     reason: Optional[str] = typer.Option(None, "--reason", help="Why it was withdrawn."),
     digest: Optional[str] = _DIGEST,
     ledger: Optional[str] = _LEDGER,
+    key: Optional[str] = _KEY,
+    roster: Optional[str] = _ROSTER,
     as_name: Optional[str] = _AS,
     as_json: bool = _JSON,
 ) -> None:
     """Withdraw a call that has not started running."""
     _refuse_as(as_name)
     digest = _need_digest(digest)
-    _step(ledger, lambda g: g.cancel(request, by=reviewer(), reason=reason, digest=digest), as_json=as_json)
+    _step(ledger, lambda g, s: g.cancel(request, by=reviewer(), reason=reason, digest=digest, signing=s),
+          as_json=as_json, key=key, roster=roster)
 
 
 @app.command()
@@ -449,6 +491,8 @@ def edit(
     reason: Optional[str] = typer.Option(None, "--reason", help="Why the arguments were changed."),
     digest: Optional[str] = _DIGEST,
     ledger: Optional[str] = _LEDGER,
+    key: Optional[str] = _KEY,
+    roster: Optional[str] = _ROSTER,
     as_name: Optional[str] = _AS,
     as_json: bool = _JSON,
 ) -> None:
@@ -465,7 +509,7 @@ def edit(
     if args is None and not sets:
         fail("give the new arguments with --args JSON or one or more --set path=value")
 
-    def run(gate):
+    def run(gate, signing):
         if args is not None:
             try:
                 new = msgspec.json.decode(args)
@@ -475,9 +519,9 @@ def edit(
             new = _apply_sets(gate.arguments(request), sets)
         if not isinstance(new, dict):
             fail("the arguments must be a JSON object")
-        return gate.edit(request, editor=reviewer(), args=new, reason=reason, digest=digest)
+        return gate.edit(request, editor=reviewer(), args=new, reason=reason, digest=digest, signing=signing)
 
-    _step(ledger, run, policy=policy, as_json=as_json)
+    _step(ledger, run, policy=policy, as_json=as_json, key=key, roster=roster)
 
 
 def _apply_sets(current: dict, sets: List[str]) -> dict:

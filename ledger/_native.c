@@ -816,7 +816,10 @@ static int body_members(Scratch *v, Cur *c, Event *e) {
     Ptr ignored;
     switch (e->kind) {
     case K_GENESIS:
-        return LIT(c, ",\"format\":\"countersign-ledger/1\",\"ledger_id\":") && str(c, &s);
+        /* Both versions open a ledger the same way; what version 2 adds (a decision's
+         * `signature`, the `roster` event) is declined below and left to the reference. */
+        return LIT(c, ",\"format\":\"countersign-ledger/") && (LIT(c, "1") || LIT(c, "2"))
+            && LIT(c, "\",\"ledger_id\":") && str(c, &s);
     case K_PROPOSED:
         return LIT(c, ",\"run\":") && str_or_null(c, &s, &is_null)
             && LIT(c, ",\"proposer\":") && str(c, &e->proposer)

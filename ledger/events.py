@@ -30,7 +30,12 @@ import msgspec
 from dsl.requirements import Requirements
 from ledger.fieldpath import CANONICAL_PATTERN
 
-FORMAT = "countersign-ledger/1"
+FORMAT_V1 = "countersign-ledger/1"
+FORMAT = "countersign-ledger/2"
+"""The format a new ledger is written in. Version 2 is version 1 plus signed decisions (the
+optional `signature` member of approved, edited, rejected, responded and cancelled events) and
+the `roster` event; a version 1 ledger may hold neither (docs/ledger-format.md, section 11)."""
+FORMATS = (FORMAT_V1, FORMAT)
 GENESIS_PREV = "0" * 64
 
 # Field types with their rules, so that decoding a body validates it (docs/ledger-format.md, 3).
@@ -64,6 +69,26 @@ class Event(msgspec.Struct, tag_field="kind", kw_only=True, frozen=True, forbid_
     key: Key | msgspec.UnsetType = msgspec.UNSET
 
 
+KeyName = Annotated[str, msgspec.Meta(min_length=1, max_length=KEY_MAX_LENGTH)]
+KeyId = Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{8}$", min_length=8, max_length=8)]
+# An Ed25519 signature (64 bytes) in standard base64 with its padding: 88 characters.
+SignatureText = Annotated[str, msgspec.Meta(pattern="^[A-Za-z0-9+/]{86}==$", min_length=88, max_length=88)]
+
+
+class Signature(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The signature of a decision (docs/ledger-format.md, section 11): who signed (`signer`:
+    "reviewer", the decider's own key, or "service", the approval service's key attesting a
+    session it authenticated), with which key (its signed-note name and 8-hex key id), when
+    (`time`, spelled like `ts`, never later than the event's `ts`) and the Ed25519 signature
+    `sig` (base64) of the decision statement (ledger.proof.decisions)."""
+
+    signer: Literal["reviewer", "service"]
+    key: KeyName
+    key_id: KeyId
+    time: Timestamp
+    sig: SignatureText
+
+
 class RuleRef(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A rule that decided: its id and the line it starts on in the policy source."""
 
@@ -73,9 +98,9 @@ class RuleRef(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 class Genesis(Event, tag="genesis", kw_only=True, frozen=True):
     """The first event of every ledger (seq 1): the format and a random ledger id, so that
-    two ledgers never share a chain."""
+    two ledgers never share a chain. New ledgers are `countersign-ledger/2` (FORMAT)."""
 
-    format: Literal["countersign-ledger/1"]
+    format: Literal["countersign-ledger/1", "countersign-ledger/2"]
     ledger_id: str
 
 
@@ -116,6 +141,7 @@ class Approved(Event, tag="approved", kw_only=True, frozen=True):
     approver: str
     args_digest: Hex64
     comment: str | None
+    signature: Signature | msgspec.UnsetType = msgspec.UNSET
 
 
 class Edited(Event, tag="edited", kw_only=True, frozen=True):
@@ -132,6 +158,7 @@ class Edited(Event, tag="edited", kw_only=True, frozen=True):
     rules: tuple[RuleRef, ...]
     requirements: Requirements
     reason: str | None
+    signature: Signature | msgspec.UnsetType = msgspec.UNSET
 
 
 class Rejected(Event, tag="rejected", kw_only=True, frozen=True):
@@ -140,6 +167,7 @@ class Rejected(Event, tag="rejected", kw_only=True, frozen=True):
     request: Seq
     approver: str
     reason: str
+    signature: Signature | msgspec.UnsetType = msgspec.UNSET
 
 
 class Responded(Event, tag="responded", kw_only=True, frozen=True):
@@ -148,6 +176,7 @@ class Responded(Event, tag="responded", kw_only=True, frozen=True):
     request: Seq
     approver: str
     message: str
+    signature: Signature | msgspec.UnsetType = msgspec.UNSET
 
 
 class Expired(Event, tag="expired", kw_only=True, frozen=True):
@@ -164,6 +193,7 @@ class Cancelled(Event, tag="cancelled", kw_only=True, frozen=True):
     request: Seq
     by: str
     reason: str | None
+    signature: Signature | msgspec.UnsetType = msgspec.UNSET
 
 
 class ExecutionStarted(Event, tag="execution_started", kw_only=True, frozen=True):
@@ -198,6 +228,16 @@ class Recovered(Event, tag="recovered", kw_only=True, frozen=True):
     quarantine: str
 
 
+class RosterRecorded(Event, tag="roster", kw_only=True, frozen=True):
+    """A Gate started (or reloaded) with a roster of principals (ledger.proof.roster): its
+    digest. The roster in force for a decision is the one the last such event before it names;
+    `ledger verify --roster` checks each decision's signature against it. `by` is who started
+    the Gate (an operating system account, or the service's principal). Version 2 only."""
+
+    digest: Hex64
+    by: str
+
+
 class Redacted(Event, tag="redacted", kw_only=True, frozen=True):
     """Personal data removed from the data beside an earlier event: at `path` (`args.card_number`,
     `args.items[0].cc`, `context.cwd`) of the data of event `target`, the value whose structural
@@ -226,10 +266,21 @@ AnyEvent = Union[
     Executed,
     Recovered,
     Redacted,
+    RosterRecorded,
 ]
 
 KINDS = tuple(cls.__struct_config__.tag for cls in AnyEvent.__args__)
 WITH_DATA = (Proposed, Edited)  # the events whose line carries data (arguments, context)
+SIGNABLE = (Approved, Edited, Rejected, Responded, Cancelled)  # the decisions that may carry a `signature`
+
+
+def decider(event: Event) -> str:
+    """The identity an event of SIGNABLE records as its author: approver, editor, or `by`."""
+    if isinstance(event, Edited):
+        return event.editor
+    if isinstance(event, Cancelled):
+        return event.by
+    return event.approver
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(AnyEvent)

@@ -1,8 +1,12 @@
-r"""An independent verifier for countersign-ledger/1, written only from docs/ledger-format.md.
+r"""An independent verifier for countersign-ledger/1 and /2, written only from docs/ledger-format.md.
 
-Standard library only; it imports nothing from the project. Entry point:
+Standard library only, and `cryptography`'s Ed25519 for signatures (a primitive not to write
+again); it imports nothing from the project. Entry point:
 
-    verify_dir(path) -> (ok, count, head, first_bad_seq, message)
+    verify_dir(path, rosters=()) -> (ok, count, head, first_bad_seq, message)
+
+With `rosters` (paths of roster files, section 11.2), every decision's signature is checked
+against the roster in force (section 11.3).
 
 `count` and `head` describe the intact prefix (all lines when `ok`); `first_bad_seq` is the
 expected seq of the first failing line, or None when the ledger is intact or is unreadable as a
@@ -47,6 +51,10 @@ from pathlib import Path
 
 ZERO = "0" * 64
 FORMAT = "countersign-ledger/1"
+FORMAT_2 = "countersign-ledger/2"
+SIGNABLE = ("approved", "edited", "rejected", "responded", "cancelled")
+DECIDER = {"approved": "approver", "edited": "editor", "rejected": "approver", "responded": "approver",
+           "cancelled": "by"}
 SEGMENT = re.compile(r"events-(\d{8})\.jsonl")
 HEX64 = re.compile(rb"[0-9a-f]{64}")
 TS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z")
@@ -306,10 +314,15 @@ REQUIREMENTS = _obj({
     "decisions": lambda v: _strs(v) and set(v) <= set(DECISIONS), "timeout_seconds": _pos,
     "on_timeout": _one_of("reject"), "timeout_message": _opt})
 EFFECT = _one_of("allow", "deny", "ask")
+SIGNATURE = _obj({
+    "signer": _one_of("reviewer", "service"), "key": lambda v: isinstance(v, str) and 1 <= len(v) <= 256,
+    "key_id": lambda v: isinstance(v, str) and re.fullmatch(r"[0-9a-f]{8}", v) is not None, "time": _ts,
+    "sig": lambda v: isinstance(v, str) and re.fullmatch(r"[A-Za-z0-9+/]{86}==", v) is not None})
 COMMON = {"kind": _str, "seq": _int, "ts": _ts, "prev": _str}
 KEY = {"key": lambda v: isinstance(v, str) and 1 <= len(v) <= 256}  # optional, right after prev
 KINDS = {
-    "genesis": {"format": _one_of(FORMAT), "ledger_id": _str},
+    "genesis": {"format": _one_of(FORMAT, FORMAT_2), "ledger_id": _str},
+    "roster": {"digest": _hex, "by": _str},
     "proposed": {"run": _opt, "proposer": _str, "call_id": _opt, "tool": _str,
                  "args_digest": _hex, "context_digest": _hex, "policy": _str,
                  "policy_digest": _hex, "effect": EFFECT, "rules": RULES, "reasons": _strs},
@@ -360,6 +373,8 @@ def parse_line(line: bytes):
     if not isinstance(body, _Obj) or body.get("kind") not in KINDS:
         raise Bad("body is not an event of a known kind")
     spec = {**COMMON, **(KEY if "key" in body.names else {}), **KINDS[body["kind"]]}
+    if body["kind"] in SIGNABLE and body.names[-1:] == ["signature"]:  # section 11.1: optional, last
+        spec["signature"] = SIGNATURE
     if not _members(body, spec):
         raise Bad(f"members of {body['kind']} are {body.names}, expected {list(spec)}")
     for k, t in spec.items():
@@ -422,7 +437,7 @@ class Workflow:
             self.req[seq] = dict(
                 proposer=e["proposer"], effect=e["effect"], digest=e["args_digest"],
                 final=e["effect"] == "deny", interrupted=False, requirements=None,
-                deadline=None, votes=set(), approved=False, started=None)
+                deadline=None, votes=set(), approved=False, started=None, basis=seq)
             self.with_data[seq] = ("proposed", seq)
             return
         if kind == "redacted":
@@ -443,7 +458,7 @@ class Workflow:
             earlier.append(path)
             return
         if "request" not in e:
-            return  # genesis, recovered
+            return  # genesis, recovered, roster
         r = self.req.get(e["request"])
         if r is None:
             raise Bad(f"request {e['request']} names no earlier proposed event")
@@ -472,7 +487,7 @@ class Workflow:
             elif kind == "edited":
                 if e["replaces"] != r["digest"] or e["effect"] == "deny":
                     raise Bad("edit must replace the current digest with a non-deny effect")
-                r.update(digest=e["args_digest"], requirements=e["requirements"], votes=set())
+                r.update(digest=e["args_digest"], requirements=e["requirements"], votes=set(), basis=seq)
                 self.with_data[seq] = ("edited", e["request"])
                 if self.admits(r, e["requirements"], who):
                     self.vote(r, who, r["digest"])
@@ -510,6 +525,71 @@ class Workflow:
         if all(len([v for v in r["votes"] if q["approvers"] is None or v in q["approvers"]]) >= q["count"]
                for q in r["requirements"]["quorums"]):
             r["approved"] = True
+
+
+# ---- section 11: rosters and signed decisions ---------------------------------------------------
+
+def read_roster(path):
+    """Section 11.2: (digest, {(key name, key id): (principal, kind, 32-byte key)}, {name: kind})."""
+    import base64
+    import tomllib
+
+    doc = tomllib.loads(Path(path).read_text("utf-8"))
+    principals, keys = [], {}
+    for p in doc.get("principal", []):
+        texts = sorted(p.get("keys", []))
+        for text in texts:
+            name, kid, data = text.split("+", 2)  # the name has no "+"; base64 may
+            raw = base64.b64decode(data, validate=True)
+            if len(raw) != 33 or raw[0] != 1 or _H(name.encode() + b"\n" + raw)[:4].hex() != kid:
+                raise Bad(f"roster {path}: bad key {text}")
+            keys[(name, kid)] = (p["name"], p["kind"], raw[1:])
+        principals.append({"name": p["name"], "kind": p["kind"], "groups": sorted(p.get("groups", [])),
+                           "token_sha256": sorted(p.get("token_sha256", [])), "keys": texts})
+    principals.sort(key=lambda x: x["name"])
+    digest = D({"format": "countersign-roster/1", "principals": principals}).hex()
+    return digest, keys, {x["name"]: x["kind"] for x in principals}
+
+
+BODY_START = re.compile(rb'\{"kind":"([a-z_]+)","seq":[0-9]+,"ts":"[^"]*","prev":"[0-9a-f]*"')
+
+
+def check_signature(body, raw, ledger_id, before, roster):
+    """Section 11.3 for the decision `body` (stored as `raw`), its request's (basis, digest,
+    proposer, interrupting) `before` it, against `roster` (read_roster's). Raises Bad."""
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+    import base64
+
+    kind, basis, current, proposer, interrupting = body["kind"], *before
+    who = body[DECIDER[kind]]
+    sig = body.get("signature")
+    if sig is None:
+        if kind == "cancelled" and who == "countersign" and interrupting:
+            return
+        raise Bad(f"signature: the {kind} by {who} is not signed")
+    _digest, keys, kinds = roster
+    holder = keys.get((sig["key"], sig["key_id"]))
+    if holder is None:
+        raise Bad(f"signature: key {sig['key']}+{sig['key_id']} is not in the roster")
+    if sig["time"] > body["ts"]:
+        raise Bad("signature: signed after the event's time")
+    start = BODY_START.match(raw)
+    end = raw.rfind(b',"signature":{')
+    content = b'{"kind":"' + start.group(1) + b'"' + raw[start.end():end] + b"}"
+    statement = (f"countersign-decision/1\nledger {ledger_id}\nrequest {body['request']}\nbasis {basis}\n"
+                 f"args {current}\nkind {kind}\nsigner {sig['signer']}\ntime {sig['time']}\n"
+                 f"content {hashlib.sha256(content).hexdigest()}\n").encode()
+    try:
+        Ed25519PublicKey.from_public_bytes(holder[2]).verify(base64.b64decode(sig["sig"]), statement)
+    except InvalidSignature:
+        raise Bad("signature: does not verify")
+    allowed = ("reviewer", "agent") if kind == "cancelled" and who == proposer else ("reviewer",)
+    if sig["signer"] == "reviewer":
+        if holder[0] != who or holder[1] not in allowed:
+            raise Bad(f"signature: by {holder[0]} ({holder[1]}), the decision is {who}'s")
+    elif holder[1] != "service" or kinds.get(who) not in allowed:
+        raise Bad(f"signature: the service attests {who}, who is not a reviewer of the roster")
 
 
 # ---- sections 1 and 6: the directory ---------------------------------------------------------------
@@ -551,7 +631,7 @@ def announcements(contents):
     return found
 
 
-def verify_dir(path):
+def verify_dir(path, rosters=()):
     root = Path(path)
     if not root.is_dir():
         return False, 0, ZERO, None, f"unreadable: {root} is not a directory"
@@ -561,10 +641,10 @@ def verify_dir(path):
     contents = [seg.read_bytes() for seg in segs]
     found = announcements(contents)
     keep = {target for target, *_ in found}  # the DATA that announcement checks read
-    return _verify(segs, contents, found, keep)
+    return _verify(segs, contents, found, keep, [read_roster(r) for r in rosters])
 
 
-def _verify(segs, contents, found, keep):
+def _verify(segs, contents, found, keep, rosters=()):
     """One pass over the ledger with R(T) made of `found`, keeping the DATA of the seqs in `keep`."""
     marks = {}
     for target, p, d in found:
@@ -572,8 +652,26 @@ def _verify(segs, contents, found, keep):
     kept = {}
     count, head, flow, warn, last_ts = 0, ZERO, Workflow(), "", ""
 
-    def step(body, data):
+    signed = {"format": None, "ledger_id": None, "roster": rosters[0] if rosters else None}
+
+    def step(body, data, line=b""):
+        kind = body["kind"]
+        if kind == "genesis":
+            signed.update(format=body["format"], ledger_id=body["ledger_id"])
+        if signed["format"] == FORMAT and (kind == "roster" or "signature" in body):
+            raise Bad(f"a {kind} event with what only {FORMAT_2} allows")
+        before = None
+        if rosters and kind in SIGNABLE and body["request"] in flow.req:
+            r = flow.req[body["request"]]
+            before = (r["basis"], r["digest"], r["proposer"], r["effect"] == "ask" and not r["interrupted"])
         flow.apply(body)
+        if kind == "roster" and rosters:
+            signed["roster"] = next((x for x in rosters if x[0] == body["digest"]), "missing")
+        if before is not None:
+            if signed["roster"] == "missing":
+                raise Bad("signature: the roster in force was not given")
+            raw = line[len(HEAD):line.find(MID, len(HEAD))]
+            check_signature(body, raw, signed["ledger_id"], before, signed["roster"])
         if body["seq"] in keep:
             kept[body["seq"]] = data
         if body["kind"] == "redacted":  # section 10.3: after the workflow rules
@@ -590,7 +688,7 @@ def _verify(segs, contents, found, keep):
                 body, h, d = check_line(line, count + 1, head, marks.get(count + 1, NO_MARKS))
                 if body["ts"] < last_ts:  # section 6, step 5: time never goes backwards
                     raise Bad("ts is earlier than the previous line's")
-                step(body, d)
+                step(body, d, line)
             except Bad as e:
                 return False, count, head, count + 1, f"seq {count + 1}: {e}"
             count, head, last_ts = count + 1, h, body["ts"]
@@ -603,7 +701,7 @@ def _verify(segs, contents, found, keep):
                 body, h, d = check_line(tail, count + 1, head, marks.get(count + 1, NO_MARKS))
                 if body["ts"] < last_ts:
                     raise Bad("ts is earlier than the previous line's")
-                step(body, d)
+                step(body, d, tail)
             except Bad as e:
                 return False, count, head, count + 1, f"seq {count + 1}: {e}"
             count, head = count + 1, h

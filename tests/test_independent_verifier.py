@@ -568,7 +568,7 @@ def test_cli_rejects_unlisted_effect_at_its_seq(tmp_path):
 
 
 def test_cli_rejects_other_format(tmp_path):
-    led = rewrite(build(tmp_path / "l", [P]), 1, lambda b, d: (b.replace("ledger/1", "ledger/2"), d))
+    led = rewrite(build(tmp_path / "l", [P]), 1, lambda b, d: (b.replace("ledger/1", "ledger/3"), d))
     assert cli_verify(led)[3] == mine(led)[3] == 1
 
 

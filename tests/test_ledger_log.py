@@ -51,7 +51,7 @@ def test_a_new_ledger_starts_with_its_genesis_event(tmp_path):
         assert led.head[0] == 1
     [record] = list(LedgerReader(tmp_path / "l").records())
     assert isinstance(record.event, ev.Genesis)
-    assert record.event.prev == "0" * 64 and record.event.format == "countersign-ledger/1"
+    assert record.event.prev == "0" * 64 and record.event.format == "countersign-ledger/2"
 
 
 def test_reopening_continues_the_chain(tmp_path):

@@ -12,7 +12,7 @@ EXIT_OK, EXIT_BAD, EXIT_UNREADABLE = 0, 1, 2
 
 class Problem(msgspec.Struct, frozen=True):
     """The first thing wrong: the seq where it is, the kind (`format`, `chain`, `data`,
-    `workflow`, `head`), a rule code for workflow problems, and a message."""
+    `workflow`, `signature`, `head`), a rule code for workflow problems, and a message."""
 
     seq: int | None
     kind: str

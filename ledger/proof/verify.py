@@ -11,7 +11,9 @@ For every line, in order, it checks:
    earlier than the previous event's;
 6. the data beside the body: present exactly for proposed and edited events, its arguments'
    and context's digests equal those in the body, and it is spelled canonically;
-7. the workflow rules (ledger.workflow.machine), through the same fold the Gate uses.
+7. the workflow rules (ledger.workflow.machine), through the same fold the Gate uses;
+8. with `rosters`: every decision is signed, by a key the roster in force lists, of the principal
+   the event names (ledger.proof.decisions; docs/ledger-format.md section 11).
 It stops at the first problem and names its seq. `expect_head` additionally requires a hash an
 auditor saved earlier to be in the chain, which detects truncation and rewrites behind that point.
 """
@@ -19,6 +21,7 @@ auditor saved earlier to be in the chain, which detects truncation and rewrites 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
@@ -28,7 +31,8 @@ from ledger.clock import is_ts
 from ledger.digest import MAX_NESTING, ArgumentsError, canonical_spelling, is_marker, redacted_digest, value_digest
 from ledger.events import encode_event
 from ledger.fieldpath import FieldPathError, format_field_path, parse_field_path, resolve
-from ledger.proof import fast
+from ledger.proof import decisions, fast
+from ledger.proof.roster import Roster
 from ledger.proof.report import EXIT_BAD, EXIT_OK, EXIT_UNREADABLE, Problem, Report, close_report  # noqa: F401 (re-exported)
 from ledger.store.lines import LineError
 from ledger.store.lines import split as lines_split
@@ -37,15 +41,21 @@ from ledger.store.scan import read_lines
 from ledger.workflow.machine import Violation, Workflow
 
 
-def verify(path: str | Path, expect_head: str | None = None, *, engine: str = "auto") -> Report:
+def verify(path: str | Path, expect_head: str | None = None, *, engine: str = "auto",
+           rosters: Sequence[Roster] = ()) -> Report:
     """Verify the ledger at `path`. Never raises for a bad ledger; the Report says what is wrong.
 
     `engine` "auto" first tries the compiled verifier (ledger.proof.fast), which returns the same
     Report for an intact, lawful ledger of the common shape and otherwise declines; then, or with
-    `engine` "python", this module's reference verifier decides."""
+    `engine` "python", this module's reference verifier decides.
+
+    `rosters` (ledger.proof.roster): also check every decision's signature against the roster in
+    force at that point: the one whose digest the last `roster` event before it records, or,
+    before any such event, the first roster given. A decision whose roster was not given is a
+    problem (kind `signature`), like an unsigned, wrongly signed or foreign-signed one."""
     if engine not in ("auto", "python"):
         raise ValueError(f"engine must be 'auto' or 'python', not {engine!r}")
-    if engine == "auto":
+    if engine == "auto" and not rosters:  # the compiled verifier does not read signatures
         report = fast.verify_fast(path, expect_head)
         if report is not None:
             return report
@@ -59,6 +69,7 @@ def verify(path: str | Path, expect_head: str | None = None, *, engine: str = "a
     workflow = Workflow(keep_final=False, edit_targets=redactions.paths)  # memory: one byte per closed request
     prev, expected, prev_ts = ev.GENESIS_PREV, 1, ""
     head_seen_at: int | None = None
+    signatures = Signatures(rosters) if rosters else None
     try:
         for raw in reader.lines():  # raises LedgerCorrupt for a gap between segments
             try:
@@ -77,10 +88,14 @@ def verify(path: str | Path, expect_head: str | None = None, *, engine: str = "a
                     f"seq {record.seq}: a torn line of {e.fragment_bytes} bytes (never acknowledged) was moved from "
                     f"{e.segment} to {e.quarantine}"
                 )
+            before = signatures.before(record, workflow) if signatures is not None else None
             try:
                 workflow.step(record.seq, record.event)
             except Violation as exc:
                 report.problem = Problem(record.seq, "workflow", exc.message, exc.code, record.segment, record.line)
+                return report
+            if signatures is not None and (problem := signatures.check(record, before)) is not None:
+                report.problem = problem
                 return report
             if isinstance(record.event, ev.Redacted):
                 e = record.event
@@ -171,6 +186,46 @@ def complete_torn_tail(torn, expected: int, prev: str, prev_ts: str, workflow: W
     if isinstance(record.event, ev.Redacted):
         return redactions.announcement_problem(record) or record
     return record
+
+
+class Signatures:
+    """The signature check of `verify` with rosters: which roster is in force (the `roster`
+    events seen so far), and each decision checked against it (ledger.proof.decisions)."""
+
+    def __init__(self, rosters: Sequence[Roster]):
+        self.by_digest = {r.digest: r for r in rosters}
+        self.in_force: Roster | None = rosters[0]
+        self.recorded: tuple[int, str] | None = None  # (seq, digest) of the last roster event
+        self.ledger_id = ""
+
+    def before(self, record, workflow: Workflow) -> tuple[int, str, str, str] | None:
+        """For a decision: its request's (basis, args digest, proposer, status) before it."""
+        event = record.event
+        if isinstance(event, ev.Genesis):
+            self.ledger_id = event.ledger_id
+        elif isinstance(event, ev.RosterRecorded):
+            self.recorded = (record.seq, event.digest)
+            self.in_force = self.by_digest.get(event.digest)
+        elif isinstance(event, ev.SIGNABLE):
+            state = workflow.get(event.request)
+            if state is not None:
+                return state.data_seq, state.digest, state.proposer, state.status
+        return None
+
+    def check(self, record, before) -> Problem | None:
+        if before is None:
+            return None
+        basis, args, proposer, status = before
+        if self.in_force is None:
+            seq, digest = self.recorded
+            message = (f"the roster in force for this decision (recorded at seq {seq}, digest {digest[:12]}…) is not "
+                       "among the rosters given")
+        else:
+            message = decisions.problem(record.event, record.body, ledger_id=self.ledger_id, basis=basis, args=args,
+                                        proposer=proposer, status=status, roster=self.in_force)
+        if message is None:
+            return None
+        return Problem(record.seq, "signature", message, segment=record.segment, line=record.line)
 
 
 class Redactions:

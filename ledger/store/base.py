@@ -16,7 +16,8 @@ tests/store_contract.py. What a Store must do:
   order, without taking the lock; reading from a seq costs what is read, not the ledger before it.
 - `record_at(seq, hint=None)`: one stored event (`hint` is an opaque place a Store may return as
   `locate(seq)`, to skip the search).
-- `ledger_id`: the genesis event's identity of the ledger.
+- `ledger_id`: the genesis event's identity of the ledger; `format` the format it names (None
+  when a Store does not say: the Workflow then learns it from the genesis, if it folds it).
 - `cache_dir()`: a local directory for data derived from the ledger (a Gate's snapshot), or None.
 - `grew()`: whether other writers may have appended since this Store last looked, cheaply and
   without the lock; `wait_for_growth(timeout)` blocks until it is true (what `Gate.wait` uses:
@@ -65,6 +66,10 @@ class Store(ABC):
     @property
     @abstractmethod
     def ledger_id(self) -> str: ...
+
+    @property
+    def format(self) -> "str | None":
+        return None
 
     def cache_dir(self) -> "Path | None":
         return None

@@ -523,6 +523,7 @@ class Ledger(Store):
         self._keys: dict[str, tuple[int, int, int]] | None = None  # key → (seq, segment number, offset)
         self._first_seqs: dict[int, int] = {}  # segment number → the seq of its first line (ledger.store.seek)
         self._ledger_id: str | None = None
+        self._format: str | None = None
         if not self.path.exists():
             if not create:
                 raise LedgerUnreadable(f"{self.path}: no such ledger directory")
@@ -1452,8 +1453,15 @@ class Ledger(Store):
             record = self.record_at(1, (1, 0))
             if not isinstance(record.event, Genesis):
                 raise LedgerCorrupt(1, "the first event is not a genesis", record.segment)
-            self._ledger_id = record.event.ledger_id
+            self._ledger_id, self._format = record.event.ledger_id, record.event.format
         return self._ledger_id
+
+    @property
+    def format(self) -> str:
+        """The format its genesis names (ledger.events.FORMATS). Raises as `ledger_id`."""
+        if self._format is None:
+            self.ledger_id
+        return self._format
 
     def cache_dir(self) -> Path:
         """Where data derived from this ledger may be kept (a Gate's snapshot): the directory

@@ -77,6 +77,7 @@ class CatchUp:
                 self._snapshot = None
         archive = Archive(self._snapshot, self, loaded.call_ids if loaded else None) if self._snapshot is not None else None
         self.workflow = Workflow(archive=archive)
+        self.workflow.format = self.ledger.format  # what the genesis allows, when it is not folded again
         if loaded is not None:
             # The events up to the snapshot's seq were verified by the Gate that wrote it.
             self._seen = (loaded.seq, loaded.hash)  # seq and hash of the last event folded

@@ -43,6 +43,9 @@ if TYPE_CHECKING:  # the compiler is imported by whoever loads a policy, not by 
 from ledger import events as ev
 from ledger.clock import Clock, add_seconds, format_ts, utc_now
 from ledger.digest import ArgumentsError, encode_arguments, value_digest
+from ledger.proof import decisions
+from ledger.proof.decisions import RECOVERY, Signing
+from ledger.proof.roster import Roster
 from ledger.store.log import Ledger, LedgerCorrupt, LineTooLong, Record
 from ledger.workflow.catchup import CatchUp
 from ledger.workflow.errors import (  # noqa: F401 (the Gate's errors, named here as before)
@@ -76,7 +79,7 @@ SAVE_EVERY = 1_000
 """A Gate writes its snapshot (ledger.workflow.snapshot) when it has folded this many events since
 its last save, and on close."""
 
-RECOVERY = "countersign"  # who cancels an ask whose write was cut short: the Gate itself, not a person
+# RECOVERY (ledger.proof.decisions): who cancels an ask whose write was cut short, the Gate itself
 CUT_SHORT = ("The call's interrupt was never recorded (the write that proposed it was cut short); it was not run "
              "and no one was asked. Propose it again, with a new call id.")
 
@@ -170,10 +173,16 @@ class Gate(CatchUp, Reading):
     Many Gates may be open on one ledger, in one process or many: each step catches up under the
     ledger's commit lock (module docstring). A Ledger opened with `exclusive=True` still works,
     and keeps every other writer out.
+
+    `roster` (ledger.proof.roster): the Gate records its digest in a `roster` event when it opens,
+    unless the last one recorded is the same (`operator` is who started it). `ledger verify
+    --roster` checks each later decision's signature against it. The decision methods take
+    `signing` (ledger.proof.decisions.Signing) to sign the decision they record.
     """
 
     def __init__(self, policy: Policy | None, ledger: Ledger | str | Path, *, clock: Clock = utc_now,
-                 snapshot: bool = True, full_verify: bool = False):
+                 snapshot: bool = True, full_verify: bool = False, roster: Roster | None = None,
+                 operator: str = RECOVERY):
         self.policy = policy
         self.clock = clock
         # Gates of one process opened by path share one writer, and so its commits (group commit)
@@ -189,10 +198,29 @@ class Gate(CatchUp, Reading):
             self._snapshot = Snapshot(where)
         try:
             self._open(full_verify)
+            if roster is not None:
+                self.record_roster(roster, operator)
         except BaseException:
             if not isinstance(ledger, Ledger):
                 self.ledger.close()  # the share this Gate took of the process's writer
             raise
+
+    def record_roster(self, roster: Roster, operator: str) -> None:
+        """Append a `roster` event with the roster's digest, unless the last one has it."""
+        _text("operator", operator)
+        with self._lock:
+            def step() -> list[tuple[ev.Event, Any]]:
+                last = None
+                for record in self.ledger.records(1, kind="roster"):
+                    last = record.event.digest
+                if last == roster.digest:
+                    return []
+                event = ev.RosterRecorded(ts=self._now(), digest=roster.digest, by=operator)
+                self.workflow.check(event)
+                return [(event, None)]
+
+            self._commit(step)
+        self.roster = roster
 
     def _commit(self, step: Callable[[], list[tuple[ev.Event, Any]]]) -> list[Record]:
         """One step: under the ledger's commit lock, fold what other writers appended, expire what
@@ -416,9 +444,11 @@ class Gate(CatchUp, Reading):
     # --- deciding -----------------------------------------------------------------------------
 
     def _decide_one(self, request: int, make: Callable[[], ev.Event], digest: str | None = None,
-                    data: bytes | None = None) -> RequestState:
+                    data: bytes | None = None, signing: Signing | None = None) -> RequestState:
         """Commit the event `make()` builds against the current state; `digest`, when given, must
-        be the request's current argument digest (what the decider saw)."""
+        be the request's current argument digest (what the decider saw). With `signing`, the event
+        is signed as composed (ledger.proof.decisions): its time is the event's, which the ledger
+        keeps or moves later, never earlier."""
         with self._lock:
             def step() -> list[tuple[ev.Event, Any]]:
                 if digest is not None:
@@ -427,6 +457,9 @@ class Gate(CatchUp, Reading):
                         raise StaleDigest(f"the decision is for arguments {digest[:12]}…, the request's are now "
                                           f"{state.digest[:12]}…", request)
                 event = make()
+                if signing is not None and (state := self.workflow.get(request)) is not None:
+                    event = decisions.sign(event, signing.key, signer=signing.signer, ledger_id=self._ledger_id,
+                                           basis=state.data_seq, args=state.digest)
                 self.workflow.check(event)
                 return [(event, data)]
 
@@ -440,7 +473,8 @@ class Gate(CatchUp, Reading):
                 raise type(exc)(exc.message + said, request) from None
             return self._copy_of(request)
 
-    def approve(self, request: int, *, approver: str, digest: str, comment: str | None = None) -> RequestState:
+    def approve(self, request: int, *, approver: str, digest: str, comment: str | None = None,
+                signing: Signing | None = None) -> RequestState:
         """Record one approval of the arguments whose digest the approver saw.
 
         Raises a Violation: StaleDigest (the arguments changed), SelfApproval, NotAnApprover,
@@ -453,10 +487,10 @@ class Gate(CatchUp, Reading):
         _text("digest", digest)
         _text("comment", comment, optional=True, empty_ok=True)
         return self._decide_one(request, lambda: ev.Approved(ts=self._now(), request=request, approver=approver,
-                                                             args_digest=digest, comment=comment))
+                                                             args_digest=digest, comment=comment), signing=signing)
 
     def edit(self, request: int, *, editor: str, args: dict, reason: str | None = None,
-             digest: str | None = None) -> RequestState:
+             digest: str | None = None, signing: Signing | None = None) -> RequestState:
         """Replace the arguments. The edited call re-enters the policy: a deny refuses the edit
         (EditDenied, nothing appended); otherwise the edit counts as the editor's approval of the
         new arguments, under requirements never weaker than before. `digest`, when given, must be
@@ -504,9 +538,10 @@ class Gate(CatchUp, Reading):
                 reason=reason,
             )
 
-        return self._decide_one(request, make, digest, b'{"args":' + args_json + b"}")
+        return self._decide_one(request, make, digest, b'{"args":' + args_json + b"}", signing)
 
-    def reject(self, request: int, *, approver: str, reason: str, digest: str | None = None) -> RequestState:
+    def reject(self, request: int, *, approver: str, reason: str, digest: str | None = None,
+               signing: Signing | None = None) -> RequestState:
         """Reject the call. `reason` is returned to the agent as an instruction, so it is required.
         `digest`, when given, must be the arguments the approver saw (StaleDigest)."""
         _request_id(request)
@@ -515,17 +550,19 @@ class Gate(CatchUp, Reading):
             raise InvalidCall("a rejection needs a reason: it tells the agent what to do instead")
         _text("reason", reason)
         return self._decide_one(request, lambda: ev.Rejected(ts=self._now(), request=request, approver=approver,
-                                                             reason=reason), digest)
+                                                             reason=reason), digest, signing=signing)
 
-    def respond(self, request: int, *, approver: str, message: str, digest: str | None = None) -> RequestState:
+    def respond(self, request: int, *, approver: str, message: str, digest: str | None = None,
+                signing: Signing | None = None) -> RequestState:
         """Answer in place of the tool; `message` goes back to the agent as the call's result."""
         _request_id(request)
         _text("approver", approver)
         _text("the response", message, empty_ok=True)
         return self._decide_one(request, lambda: ev.Responded(ts=self._now(), request=request, approver=approver,
-                                                              message=message), digest)
+                                                              message=message), digest, signing=signing)
 
-    def cancel(self, request: int, *, by: str, reason: str | None = None, digest: str | None = None) -> RequestState:
+    def cancel(self, request: int, *, by: str, reason: str | None = None, digest: str | None = None,
+               signing: Signing | None = None) -> RequestState:
         """Withdraw a call that has not started running: by its proposer, or by someone its
         requirements would let decide it (a cancel stops the call as a rejection does, so no one
         else may). Raises NotAllowedToCancel, and the Violations of the workflow."""
@@ -539,27 +576,28 @@ class Gate(CatchUp, Reading):
                 raise NotAllowedToCancel(f"{by} neither proposed request {request} nor may decide it, so cannot cancel it", request)
             return ev.Cancelled(ts=self._now(), request=request, by=by, reason=reason)
 
-        return self._decide_one(request, make, digest)
+        return self._decide_one(request, make, digest, signing=signing)
 
     def decide(self, request: int, decision: str, *, by: str, digest: str | None = None, args: dict | None = None,
-               reason: str | None = None, message: str | None = None, comment: str | None = None) -> RequestState:
+               reason: str | None = None, message: str | None = None, comment: str | None = None,
+               signing: Signing | None = None) -> RequestState:
         """One entry point for a decision: "approve" (needs `digest`), "edit" (`args`), "reject"
         (`reason`), "respond" (`message`), by the authenticated `by`. Raises InvalidCall for an
         unknown decision or a missing part; otherwise as the named method."""
         if decision == "approve":
             if digest is None:
                 raise InvalidCall("an approval names the argument digest the approver saw")
-            return self.approve(request, approver=by, digest=digest, comment=comment)
+            return self.approve(request, approver=by, digest=digest, comment=comment, signing=signing)
         if decision == "edit":
             if args is None:
                 raise InvalidCall("an edit needs the new arguments")
-            return self.edit(request, editor=by, args=args, reason=reason, digest=digest)
+            return self.edit(request, editor=by, args=args, reason=reason, digest=digest, signing=signing)
         if decision == "reject":
-            return self.reject(request, approver=by, reason=reason or "", digest=digest)
+            return self.reject(request, approver=by, reason=reason or "", digest=digest, signing=signing)
         if decision == "respond":
             if message is None:
                 raise InvalidCall("a response needs the message the agent gets in place of the tool's result")
-            return self.respond(request, approver=by, message=message, digest=digest)
+            return self.respond(request, approver=by, message=message, digest=digest, signing=signing)
         raise InvalidCall(f"unknown decision {decision!r}: one of {', '.join(DECISIONS)}")
 
     def expire(self) -> list[int]:

@@ -27,7 +27,10 @@ The rules (each a Violation subclass, `code` in parentheses):
 - a redaction names an earlier event that stores data, a proposal or an edit (redaction-target),
   of a request that is final, so its arguments are no longer needed (redaction-too-early), and a
   field neither redacted before nor inside a field redacted before (already-redacted);
-  `context.…` only for a proposal.
+  `context.…` only for a proposal;
+- a decision's `signature` and a `roster` event only in a countersign-ledger/2 ledger
+  (format-version). Signatures themselves are checked against a roster by ledger verify
+  (ledger.proof.decisions), not here: the workflow has no roster.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ import heapq
 from collections.abc import Collection, Iterable
 from typing import Protocol
 from dataclasses import dataclass, field
+
+import msgspec
 
 from dsl.requirements import Requirements, strictest
 from ledger import events as ev
@@ -133,6 +138,13 @@ class RedactionTooEarly(Violation):
 
 class AlreadyRedacted(Violation):
     code = "already-redacted"
+
+
+class FormatVersion(Violation):
+    """What version 2 of the format adds (a signed decision, a `roster` event) in a ledger whose
+    genesis says version 1."""
+
+    code = "format-version"
 
 
 class Tally:
@@ -302,6 +314,9 @@ class Workflow:
         self.interrupting: dict[int, RequestState] = {}
         self._deadlines: list[tuple[str, int]] = []  # (deadline, request) of pending requests: a heap, stale entries skipped
         self.archive = archive
+        # The genesis's format, once folded (a Gate opened from its snapshot is told it): a
+        # version 1 ledger holds no signature and no roster event. None: not known, not checked.
+        self.format: str | None = None
 
     def get(self, request: int) -> RequestState | None:
         """The state of a request (from memory, else the archive, then kept in memory), or None
@@ -430,11 +445,16 @@ class Workflow:
 
     def check(self, event: ev.Event) -> None:
         """Raise the Violation `event` would commit; change nothing."""
+        if self.format == ev.FORMAT_V1 and (
+            isinstance(event, ev.RosterRecorded) or getattr(event, "signature", msgspec.UNSET) is not msgspec.UNSET
+        ):
+            what = "a roster event" if isinstance(event, ev.RosterRecorded) else "a signed decision"
+            raise FormatVersion(f"{what} needs a {ev.FORMAT} ledger; this one is {ev.FORMAT_V1}", getattr(event, "request", None))
         if isinstance(event, ev.Genesis):
             if self.seen_genesis or self.requests or self._closed:
                 raise MisplacedGenesis("a genesis event may only open the ledger")
             return
-        if isinstance(event, (ev.Proposed, ev.Recovered)):
+        if isinstance(event, (ev.Proposed, ev.Recovered, ev.RosterRecorded)):
             return
         if isinstance(event, ev.Redacted):
             self._check_redaction(event)
@@ -512,8 +532,9 @@ class Workflow:
         """Record an event that passed `check`. `seq` is the event's seq in the ledger."""
         if isinstance(event, ev.Genesis):
             self.seen_genesis = True
+            self.format = event.format
             return
-        if isinstance(event, ev.Recovered):  # about the log, not about a request
+        if isinstance(event, (ev.Recovered, ev.RosterRecorded)):  # about the log, not about a request
             return
         if isinstance(event, ev.Redacted):
             if event.target not in self.redacted:
