@@ -20,6 +20,7 @@ app = typer.Typer(no_args_is_help=True, help="List, inspect and answer the reque
 
 LEDGER_ENV = "COUNTERSIGN_LEDGER"
 EXIT_WAITING = 3  # `review wait`: the timeout passed and the request still waits
+TABLE_ROWS = 50  # `review list` shows the oldest this many unless told otherwise: a queue is read from its head
 MAY_RUN = frozenset({"allowed", "approved", "executing", "executed"})
 
 _LEDGER = typer.Option(None, "--ledger", "-l", envvar=LEDGER_ENV, help=f"The ledger directory (or ${LEDGER_ENV}).")
@@ -168,6 +169,9 @@ def list_requests(
     ledger: Optional[str] = _LEDGER,
     tool: Optional[str] = typer.Option(None, "--tool", help="Only requests for this tool."),
     run: Optional[str] = typer.Option(None, "--run", help="Only requests of this run."),
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1,
+                                        help="At most this many, oldest first (default: 50 in the table, all with --json or -q)."),
+    show_all: bool = typer.Option(False, "--all", help="Every waiting request in the table."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the ids, one a line (for scripts)."),
     as_json: bool = _JSON,
 ) -> None:
@@ -178,8 +182,11 @@ def list_requests(
 
     Example: countersign review list --ledger build/ledger
     """
+    if limit is None and not (show_all or quiet or as_json):
+        limit = TABLE_ROWS
     with _open(ledger, as_json=as_json) as gate:
-        rows = [s for s in gate.pending() if (tool is None or s.tool == tool) and (run is None or s.run == run)]
+        rows = gate.pending(limit=limit, tool=tool, run=run)
+        waiting = gate.pending_count() if tool is None and run is None else None
         arguments = {} if quiet else gate.arguments_of(rows, checked=False)  # a summary; `show` checks what it shows
     if quiet:
         for s in rows:
@@ -192,7 +199,8 @@ def list_requests(
         say("no requests are waiting for a decision")
         return
     now = _now()
-    say(f"{len(rows)} waiting (oldest first; `countersign review show ID` for one in full)")
+    more = f", the oldest {len(rows)} shown (--all for every one)" if waiting is not None and waiting > len(rows) else ""
+    say(f"{waiting if waiting is not None else len(rows)} waiting{more}; `countersign review show ID` for one in full")
     columns(["id", "tool", "arguments", "approvals", "left"],
             [[s.request, s.tool, _summary(arguments.get(s.request), 34), _progress(_quorum(s)), _left(s.deadline, now)]
              for s in rows],

@@ -149,9 +149,9 @@ class CatchUp:
             raise
         self._folded(record)
 
-    def _folded(self, record: Record, own: bool = False) -> None:
-        """What follows an event's fold: its request marked changed, the head moved; the data of
-        a call this Gate proposed (`own`) kept for its execution (others' are read when needed)."""
+    def _folded(self, record: Record) -> None:
+        """What follows an event's fold: its request marked changed, the head moved. (The Gate
+        keeps the arguments of a call it proposed itself; others' are read when needed.)"""
         event, seq = record.event, record.seq
         request = seq if isinstance(event, ev.Proposed) else getattr(event, "request", None)
         if request is not None:
@@ -160,8 +160,6 @@ class CatchUp:
         if isinstance(event, ev.Proposed):
             if event.call_id is not None and self.workflow.archive is not None:
                 self.workflow.archive.call_ids.add(event.call_id)
-            if own and event.effect != "deny":
-                self._data.put(seq, record.data_value(), 4 * len(record.data) + 200)
         elif isinstance(event, ev.Redacted):
             self._redacted_new.append((event.target, seq, event.path))
         elif request is not None:

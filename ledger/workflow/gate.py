@@ -232,7 +232,7 @@ class Gate(CatchUp, Reading):
                 if expired and isinstance(record.event, ev.Expired):
                     self._expired.append(record.event.request)
                 self.workflow.apply(record.seq, record.event)
-                self._folded(record, own=True)
+                self._folded(record)
             if self._seen[0] - self._base >= SAVE_EVERY:
                 self._save()
             if not expired:
@@ -367,6 +367,9 @@ class Gate(CatchUp, Reading):
                 return repeat[0], None
             request = records[0].seq
             state = self._open_state(request)
+            if decision.effect != "deny":  # kept for its execution (read again from the ledger if evicted)
+                self._data.put(request, {"args": stored_args, "context": msgspec.json.decode(context_json)},
+                               4 * len(data) + 200)
             started = None
             if len(records) > 1 and isinstance(records[1].event, ev.ExecutionStarted):
                 self._running.add(request)

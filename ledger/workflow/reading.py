@@ -51,12 +51,24 @@ class Reading:
                 self._commit(lambda: [])
             return self._copy_of(request)
 
-    def pending(self) -> list[RequestState]:
+    def pending(self, *, limit: int | None = None, tool: str | None = None, run: str | None = None) -> list[RequestState]:
         """Snapshots of the requests waiting for a human decision, oldest first (after catching up
-        and expiring what is due)."""
+        and expiring what is due): the first `limit` of them (None: all), of `tool` and of `run`
+        when given."""
         with self._lock:
             self._commit(lambda: [])
-            return [self._copy_of(r) for r in sorted(self.workflow.pending)]
+            chosen = []
+            for request in sorted(self.workflow.pending):
+                state = self.workflow.pending[request]
+                if (tool is None or state.tool == tool) and (run is None or state.run == run):
+                    if limit is not None and len(chosen) >= limit:
+                        break
+                    chosen.append(request)
+            return [self._copy_of(r) for r in chosen]
+
+    def pending_count(self) -> int:
+        """How many requests wait for a human decision, as of this Gate's last catch-up."""
+        return len(self.workflow.pending)
 
     def find(self, *, call_id: str) -> RequestState | None:
         """The request proposed with this call id, or None (after catching up)."""
