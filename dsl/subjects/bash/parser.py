@@ -97,6 +97,8 @@ class _Parser(Words, Arithmetic):
         self.max_commands = max_commands
         self.max_words = max_words
         self.backticks = False  # inside `...`
+        self.backtick_open = False  # inside `...`, maybe within a `$(...)` inside it
+        self.quoted = 0  # inside "..." (or an unquoted heredoc's body) of the current command line
         self.heredoc_line = False  # reading the rest of a heredoc's first line
         self.newline_end = -1  # the end of the newline that ended the last statement read, if one did
 
@@ -999,6 +1001,13 @@ class _Parser(Words, Arithmetic):
             kids = [Node(op, i, end, False)]
             fields = [None]
         self.i = end
+        if op in (">&", "<&"):
+            # bash 5.2 parse.y (read_token, "Hack <&- (close stdin) case"): a `-` right after `<&`
+            # or `>&`, blanks between, is a token of its own (close) and what follows it starts a
+            # new word: `rm / 2>& --rf` runs `rm / -rf`. tree-sitter-bash reads a file `--rf`.
+            k = BLANKS.match(s, end).end()
+            if s.startswith("-", k) and k + 1 < n and s[k + 1] not in WORD_END:
+                self.fail("a word after a closed descriptor", k + 1)
         if op == ">&-" or op == "<&-":
             if many:  # after a command tree-sitter-bash would take the next word as its destination
                 self.blanks()
