@@ -99,7 +99,6 @@ def test_bash_runs_a_process_substitution_in_an_expansion_word(command):
     assert bash_runs_substitution(command), command
 
 
-@pytest.mark.xfail(strict=True, reason="<(...) inside an unquoted ${x:-WORD} is run by bash; shell() does not list it")
 @pytest.mark.parametrize("command", PROCSUB_IN_EXPANSION)
 def test_a_process_substitution_in_an_expansion_word_is_listed(command):
     assert lists_rm_or_refuses(command), command
@@ -227,7 +226,6 @@ def test_bash_reads_a_word_after_a_spaced_close():
     assert run.stdout == b"<a><b>"
 
 
-@pytest.mark.xfail(strict=True, reason="`>& -WORD` (with a blank) is read as a file redirection; bash closes and reads WORD's rest as an argument")
 @pytest.mark.parametrize("command", CLOSE_THEN_WORD)
 def test_a_word_after_a_spaced_close_is_an_argument(command):
     try:
@@ -308,7 +306,6 @@ def test_bash_ends_a_backquote_at_the_first_backquote():
     assert bash_runs_substitution(BACKQUOTE_COMMENT[0])
 
 
-@pytest.mark.xfail(strict=True, reason="a # inside `...` is read as a comment past the closing backquote")
 @pytest.mark.parametrize("command", BACKQUOTE_COMMENT)
 def test_a_comment_inside_backquotes_ends_at_the_backquote(command):
     assert lists_rm_or_refuses(command), command
@@ -335,13 +332,11 @@ def test_bash_reads_a_translated_string_and_a_hash_as_one_word():
     assert run.stdout == b"<x#y><z>"
 
 
-@pytest.mark.xfail(strict=True, reason='$"..."# is split into a `$` word and the rest')
 def test_a_translated_string_and_a_hash_are_one_word():
     command = parse_shell('echo $"x"#y z')[0]
     assert command.argv == ("echo", "x#y", "z") and command.dynamic
 
 
-@pytest.mark.xfail(strict=True, reason='$"..."# is split into a `$` word and the rest: an option value moves')
 @pytest.mark.parametrize("command", TRANSLATED_HASH)
 def test_a_wrapper_option_value_written_as_a_translated_string_keeps_its_place(command):
     assert lists_rm_or_refuses(command), command

@@ -267,8 +267,8 @@ class _Walker:
             if child.type == "$" and not child.is_named:
                 dollar = child
                 continue
-            if dollar is not None and child.type == "string" and child.start_byte == dollar.end_byte:
-                out.append(_translated([self.word(child)]))
+            if dollar is not None and _translates(dollar, child):
+                out.append(self.translated_word(child))
             elif dollar is not None:
                 out.append(_Word("$", True))  # a lone `$` the parser split off: read as unknown
                 out.append(self.word(child))
@@ -278,6 +278,15 @@ class _Walker:
         if dollar is not None:
             out.append(_Word("$", True))
         return out
+
+    def translated_word(self, node) -> _Word:
+        """The word `$` + `node` (see _translates): `$"x"`, or `$"x"#y` whose string starts a
+        concatenation (`$"x"#y` is the one word `x#y` to bash, translated)."""
+        if node.type == "string":
+            return _translated([self.word(node)])
+        parts = [_translated([self.word(node.children[0])]), *self.words_of(node.children[1:])]
+        return _Word("".join(p.value for p in parts), True,
+                     translated=not any(p.dynamic and not p.translated for p in parts))
 
     def quoted_substitutions(self, node) -> None:
         """Single quotes that do not quote: inside `$(( ))`, `(( ))`, `${...}` and an array
@@ -726,12 +735,12 @@ class _Walker:
             if child.type == "$" and not child.is_named:
                 dollar = child
                 continue
-            translated = dollar is not None and child.type == "string" and child.start_byte == dollar.end_byte
+            translated = dollar is not None and _translates(dollar, child)
             if dollar is not None and not translated:
                 words.append(_Word("$", False))  # `echo $ x`: a `$` before a blank is itself
             dollar = None
             if translated:
-                words.append(_translated([self.word(child)]))
+                words.append(self.translated_word(child))
             elif child.type == "variable_assignment":
                 self.nested_in(child)
                 assignments.append(self.text(child))
@@ -990,6 +999,16 @@ def _descriptor_words(command, source: bytes) -> set[int]:
         if (word.type == "number" and text.isdigit()) or (word.type == "concatenation" and _VARNAME_FD.fullmatch(text)):
             out.add(id(child))
     return out
+
+
+def _translates(dollar, node) -> bool:
+    """Whether `node` right after a `$` the parser split off (tree-sitter-bash's bare `$`) makes a
+    translated string with it: a string touching it, or a concatenation that starts with one
+    (`$"x"#y`, `$"x"'y'`: one word to bash)."""
+    if node.start_byte != dollar.end_byte:
+        return False
+    return node.type == "string" or (node.type == "concatenation" and bool(node.children)
+                                     and node.children[0].type == "string")
 
 
 def _translated(inner: list[_Word]) -> _Word:
