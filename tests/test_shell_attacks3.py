@@ -65,7 +65,6 @@ def test_bash_expands_a_dup_word_twice(command):
     assert bash_runs_substitution(command), command
 
 
-@pytest.mark.xfail(strict=True, reason="`>& WORD` with a non-numeric WORD is expanded twice by bash; shell() reads WORD once")
 @pytest.mark.parametrize("command", DUP_WORD)
 def test_a_quoted_substitution_after_dup_is_run(command):
     assert lists_rm_or_refuses(command), command
@@ -362,7 +361,6 @@ def test_bash_reads_a_varname_redirection_after_a_redirection():
     assert run.stdout == b"<a><b>"
 
 
-@pytest.mark.xfail(strict=True, reason="{NAME}> after a redirection is read as a word {NAME}")
 @pytest.mark.parametrize("command", VARNAME_AFTER_REDIRECT)
 def test_a_varname_redirection_after_a_redirection_is_no_word(command):
     assert lists_rm_or_refuses(command), command

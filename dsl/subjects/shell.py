@@ -279,6 +279,32 @@ class _Walker:
             out.append(_Word("$", True))
         return out
 
+    def redirect_target(self, redirect) -> _Word | None:
+        """The word a file redirection names (None for `>&-`, `<&-`). bash 5.2 (redir.c,
+        r_duplicating_output_word) makes `>& WORD` and `1>& WORD` whose WORD expands to neither
+        digits nor `-` into `&> WORD` and expands WORD a second time: what quotes hid the first
+        time runs then (`>& '$(cmd)'` runs cmd). That second reading is read here as a script's
+        word; a WORD known only at run time is an error (what it expands to may run anything).
+        (`2>& WORD`, `<& WORD` with such a WORD are an ambiguous redirect: nothing runs.)"""
+        destination = redirect.child_by_field_name("destination")
+        if destination is None:
+            return None
+        target = self.word(destination)
+        kids = redirect.children
+        descriptor = self.text(kids[0]) if kids[0].type == "file_descriptor" else ""
+        op = kids[1].type if descriptor else kids[0].type
+        if op != ">&" or descriptor not in ("", "1") or (not target.dynamic and _descriptor_value(target.value)):
+            return target
+        if target.dynamic:
+            raise EvalError("`>&` is given a word known only at run time, which bash expands a second time when it "
+                            "is not a descriptor: what it runs cannot be read")
+        if any(mark in target.value for mark in ("$", "`", "<(", ">(")):
+            if self.depth >= 8:
+                raise EvalError("the command nests shells more than 8 deep")
+            self.commands.extend(_parse(": " + target.value, self.depth + 1, True, cwd=self.cwd, names=self.names,
+                                        shared=self.shared, fill=self.fill)[1:])  # all but `:`
+        return target
+
     def translated_word(self, node) -> _Word:
         """The word `$` + `node` (see _translates): `$"x"`, or `$"x"#y` whose string starts a
         concatenation (`$"x"#y` is the one word `x#y` to bash, translated)."""
@@ -460,32 +486,39 @@ class _Walker:
             # `cat <<EOF > out` nests the file redirection inside the heredoc's node
             nested_redirects = [g for c in node.children if c.type == "heredoc_redirect" for g in c.children if g.type == "file_redirect"]
             body = node.child_by_field_name("body")
-            extra = [w for c in [*node.children, *nested_redirects] if c.type == "file_redirect" for w in _destinations(c)[1:]]
+            starts = {c.start_byte for c in [*node.children, *nested_redirects] if c.type in _REDIRECTS}
+            if body is not None and body.type == "command":
+                starts.update(c.start_byte for c in body.children if c.type in _REDIRECTS)
+            extra = [w for c in [*node.children, *nested_redirects] if c.type == "file_redirect" for w in _destinations(c)[1:]
+                     if not _varname_descriptor(w, starts, self.source)]
             if extra:
                 if body is None or body.type != "command":
                     raise EvalError(f"the command is not valid shell syntax at {_line_col(self.source, extra[0].start_byte)}: "
                                     "a word after a redirection belongs to no simple command")
                 self.trailing[id(body)] = extra
+            mark = len(self.commands)
             for child in [*node.children, *nested_redirects]:
                 if child.type == "file_redirect":
-                    destination = child.child_by_field_name("destination")
-                    if destination is None:
+                    target = self.redirect_target(child)
+                    if target is None:
                         continue
                     duplicates = child.children[0].type in (">&", "<&") or (
                         len(child.children) > 1 and child.children[1].type in (">&", "<&")
                     )
-                    target = self.word(destination)
                     # `2>&1` and `>&-` copy or close a descriptor; `>& FILE` writes FILE (and stderr)
-                    if not duplicates or target.dynamic or not ((target.value.isascii() and target.value.isdigit()) or target.value == "-"):
+                    if not duplicates or target.dynamic or not _descriptor_value(target.value):
                         targets.append(target.value)
+            expanded_again = self.commands[mark:]  # run by a `>& WORD` (redirect_target): listed after the body's
+            del self.commands[mark:]
             before = len(self.commands)
             if body is not None:
                 self.walk(body, nested, redirects + tuple(targets))
                 if targets and len(self.commands) == before:  # `[[ -f x ]] > f` still writes f
                     self.commands.append(Command(program="", path="", argv=(), args=(), flags=(), redirects=redirects + tuple(targets),
                                                  nested=nested, text=self.text(node), cwd=self.here()))
-            # `sh <<EOF`: a shell with no -c reads its script from the heredoc
             first = self.commands[before] if len(self.commands) > before else None
+            self.commands.extend(expanded_again)
+            # `sh <<EOF`: a shell with no -c reads its script from the heredoc
             reader = first if first is not None and id(first) in self.stdin_readers else None
             for child in node.children:
                 if child is body:
@@ -729,6 +762,7 @@ class _Walker:
         herestrings: list[_Word] = []
         dollar = None  # a `$` tree-sitter-bash split off a translated string `$"..."` before it
         descriptors = _descriptor_words(node, self.source)
+        starts = _redirect_starts(node)
         for child in node.children:
             if id(child) in descriptors:
                 continue
@@ -747,11 +781,12 @@ class _Walker:
             elif child.type == "command_name":
                 words.extend(self.braced(child.children[0]) if child.children else [_Word(self.text(child), True)])
             elif child.type == "file_redirect":
-                destination = child.child_by_field_name("destination")
-                if destination is not None:
-                    redirects = redirects + (self.word(destination).value,)
+                target = self.redirect_target(child)
+                if target is not None:
+                    redirects = redirects + (target.value,)
                 for extra in _destinations(child)[1:]:  # `rm 2>/dev/null -rf /`: the words go on
-                    words.extend(self.braced(extra))
+                    if not _varname_descriptor(extra, starts, self.source):
+                        words.extend(self.braced(extra))
             elif child.type == "herestring_redirect":
                 # `<<< WORD`: WORD is expanded (its substitutions run) and fed to the command
                 fed = [self.word(c) for c in child.children if c.is_named]
@@ -984,10 +1019,7 @@ def _descriptor_words(command, source: bytes) -> set[int]:
     tree-sitter-bash misreads as words: `0` right before `<` or `>` (`sh 0</dev/stdin` is sh reading
     standard input, not the script file `0`; `0<x cat` runs cat) and a `{varname}` right before one
     (bash allocates a descriptor and names it so). Only a word that touches the redirection is one."""
-    starts = {c.start_byte for c in command.children if c.type in _REDIRECTS}
-    parent = command.parent
-    if parent is not None and parent.type == "redirected_statement":
-        starts.update(c.start_byte for c in parent.children if c.type in _REDIRECTS)
+    starts = _redirect_starts(command)
     if not starts:
         return starts
     out = set()
@@ -996,9 +1028,33 @@ def _descriptor_words(command, source: bytes) -> set[int]:
         if word.end_byte not in starts:
             continue
         text = source[word.start_byte : word.end_byte].decode("utf-8", "replace")
-        if (word.type == "number" and text.isdigit()) or (word.type == "concatenation" and _VARNAME_FD.fullmatch(text)):
+        if (word.type == "number" and text.isdigit()) or _varname_descriptor(word, starts, source):
             out.add(id(child))
     return out
+
+
+def _redirect_starts(command) -> set[int]:
+    """Where the redirections of a command node (and of the redirected statement around it) start."""
+    starts = {c.start_byte for c in command.children if c.type in _REDIRECTS}
+    parent = command.parent
+    if parent is not None and parent.type == "redirected_statement":
+        starts.update(c.start_byte for c in parent.children if c.type in _REDIRECTS)
+        starts.update(g.start_byte for c in parent.children if c.type == "heredoc_redirect"
+                      for g in c.children if g.type == "file_redirect")
+    return starts
+
+
+def _varname_descriptor(word, starts: set[int], source: bytes) -> bool:
+    """Whether `word` is `{NAME}` right before a redirection (bash(1), REDIRECTION: `{varname}>file`
+    allocates a descriptor, wherever it stands among the words: after a word, or after another
+    redirection, where tree-sitter-bash makes it one more destination of that redirection)."""
+    return word.type == "concatenation" and word.end_byte in starts and _VARNAME_FD.fullmatch(
+        source[word.start_byte : word.end_byte].decode("utf-8", "replace")) is not None
+
+
+def _descriptor_value(value: str) -> bool:
+    """Whether the word of `>&` / `<&` names a descriptor to copy (digits) or close (`-`)."""
+    return (value.isascii() and value.isdigit()) or value == "-"
 
 
 def _translates(dollar, node) -> bool:
