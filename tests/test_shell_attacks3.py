@@ -127,7 +127,6 @@ TIME_ASSIGN = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="the word after `time`/`coproc` is read as the program even when it is an assignment")
 @pytest.mark.parametrize("command", TIME_ASSIGN)
 def test_time_and_coproc_before_an_assignment_run_the_command(command):
     assert lists_rm_or_refuses(command), command

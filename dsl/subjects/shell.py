@@ -200,6 +200,7 @@ class _Walker:
         # them as the command's own words, and so does command()
         self.trailing: dict[int, list] = {}
         self.programs = 0  # programs read for the simple command walked last (MAX_RUNNERS)
+        self.keyword_assignments: set[int] = _NONE  # see command(): ids of words after time/coproc that assign
         self.root = None  # the parse tree's root, and the ends of its heredocs (check_heredoc_end)
         self.heredoc_ends: list[int] | None = None
 
@@ -763,6 +764,14 @@ class _Walker:
         dollar = None  # a `$` tree-sitter-bash split off a translated string `$"..."` before it
         descriptors = _descriptor_words(node, self.source)
         starts = _redirect_starts(node)
+        # `time` at the start of a pipeline and `coproc` are reserved words that take a whole simple
+        # command, assignments included (bash(1), SHELL GRAMMAR): `time A=1 rm` runs rm; the ids of
+        # its words written as an assignment (NAME= unquoted) are noted for _emit
+        name = node.child_by_field_name("name")
+        keyword = name is not None and self.text(name) in ("time", "coproc") and (
+            self.text(name) == "coproc" or node.parent is None or node.parent.type != "pipeline"
+            or node.parent.children[0] is node)
+        assigning: set[int] = set()
         for child in node.children:
             if id(child) in descriptors:
                 continue
@@ -792,7 +801,10 @@ class _Walker:
                 fed = [self.word(c) for c in child.children if c.is_named]
                 herestrings.append(_Word(" ".join(w.value for w in fed), any(w.dynamic for w in fed)))
             elif child.is_named:
-                words.extend(self.braced(child))
+                made = self.braced(child)
+                if keyword and _ASSIGNMENT_WORD.match(self.text(child)):
+                    assigning.update(id(w) for w in made)
+                words.extend(made)
         if dollar is not None:
             words.append(_Word("$", False))
         trailing = self.trailing.pop(id(node), ())
@@ -803,7 +815,9 @@ class _Walker:
         if words:
             before = len(self.commands)
             self.programs = 0
+            self.keyword_assignments = assigning
             self.emit(words, tuple(assignments), redirects, nested, self.text(node), (), fill=self.fill)
+            self.keyword_assignments = _NONE
             first = self.commands[before] if len(self.commands) > before else None
             self.moves(first)
             if herestrings and first is not None and id(first) in self.stdin_readers:
@@ -853,6 +867,20 @@ class _Walker:
 
     def _emit(self, words: list[_Word], assignments, redirects, nested, text, wrappers, dynamic: bool,
               fill: _Fill | None) -> None:
+        if self.keyword_assignments and wrappers and all(w in ("time", "coproc") for w in wrappers):
+            # what the reserved word `time` / `coproc` runs starts with its assignments (see command())
+            k = 0
+            while k < len(words) and id(words[k]) in self.keyword_assignments:
+                k += 1
+            if k:
+                assignments = assignments + tuple(w.value for w in words[:k])
+                words = words[k:]
+            if not words:  # `time A=1`: an assignment statement, timed
+                self.commands.append(Command(program="", path="", argv=(), args=(), flags=(), assignments=assignments,
+                                             redirects=redirects, wrappers=wrappers, nested=nested, dynamic=True,
+                                             text=text, cwd=self.here()))
+                self.shared.assign()
+                return
         program_word = words[0]
         program = program_word.value.rsplit("/", 1)[-1]
         rest = words[1:]
@@ -1011,6 +1039,9 @@ def _line_col(source: bytes, at: int) -> str:
 
 
 _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
+# a word written as an assignment (bash(1), PARAMETERS: NAME=, NAME+=, NAME[INDEX]=, the name unquoted)
+_ASSIGNMENT_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*+(?:\[[^\]]*+\])?+\+?=")
+_NONE: frozenset = frozenset()
 _VARNAME_FD = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")  # bash(1), REDIRECTION: `{varname}<file`
 
 
