@@ -165,7 +165,6 @@ def test_bash_expands_a_heredoc_before_its_reader(command):
     assert bash_runs_substitution(command), command
 
 
-@pytest.mark.xfail(strict=True, reason="an unquoted heredoc fed to a shell or interpreter is not expanded by shell() first")
 @pytest.mark.parametrize("command", HEREDOC_READ)
 def test_an_unquoted_heredoc_fed_to_a_reader_is_expanded_first(command):
     assert lists_rm_or_refuses(command), command
@@ -195,7 +194,6 @@ def test_bash_reads_quotes_inside_a_heredoc_substitution():
     assert run.stdout == b"a b x\n"
 
 
-@pytest.mark.xfail(strict=True, reason="quotes and backslashes inside $(...) of an unquoted heredoc body are escaped as if outside it")
 @pytest.mark.parametrize("command", HEREDOC_SUBSTITUTION_QUOTES)
 def test_quotes_inside_a_heredoc_substitution_are_read_as_bash_reads_them(command):
     assert lists_rm_or_refuses(command), command

@@ -92,8 +92,18 @@ def _syntax_tree(source: bytes, shared: _Shared):
     of simple commands and words (`shared`, which it spends). Raises EvalError for a text the
     parser does not read: not valid shell, or valid but read differently by bash and
     tree-sitter-bash, or past a limit."""
+    return _within_limits(_bash.parse, source, shared)
+
+
+def _expanded_tree(source: bytes, shared: _Shared):
+    """The tree of `source` read as an unquoted heredoc's body (dsl.subjects.bash.parse_expanded),
+    as _syntax_tree reads a script."""
+    return _within_limits(_bash.parse_expanded, source, shared)
+
+
+def _within_limits(parse, source: bytes, shared: _Shared):
     try:
-        tree = _bash.parse(source, shared.commands, shared.words)
+        tree = parse(source, shared.commands, shared.words)
     except _bash.BashSyntaxError as exc:
         if exc.limit == "commands":
             raise EvalError(f"the command has more than {MAX_COMMANDS:,} simple commands (its nested scripts and heredocs "
@@ -635,11 +645,18 @@ class _Walker:
             body_text = self.text(body_node) if body_node is not None else None
         if body_text is None:
             return
+        expands = False
+        if not quoted and ("$" in body_text or "`" in body_text):
+            # the shell that holds an unquoted heredoc expands it before any reader sees it: its
+            # substitutions run here, whatever quotes or comments hold them in the reader's language
+            expands = self.expanded_text(body_text)
         if readers:
-            for reader in readers:  # its substitutions are in the script too: read once
-                self.feed(reader, body_text, False)
-        elif not quoted and ("$" in body_text or "`" in body_text):
-            self.expanded_text(body_text)
+            # what a reader gets: the body expanded; known as far as it holds no expansion (its
+            # backslashes before \ $ ` and newline removed), else read with its expansions as written
+            # and every command it runs dynamic (their output is code to the reader)
+            script = body_text if quoted else _HEREDOC_UNESCAPE.sub(lambda m: m.group(1) or "", body_text)
+            for reader in readers:
+                self.feed(reader, body_text, expands, script=script)
 
     def check_heredoc_end(self, node, start_node, end_node) -> None:
         """Raises EvalError unless the parser ends the heredoc on the line where bash does
@@ -694,19 +711,31 @@ class _Walker:
         self.stdin_readers.update(sub.stdin_readers)
         self.fed |= sub.fed
 
-    def expanded_text(self, body: str) -> None:
-        """The commands that expanding an unquoted heredoc's body runs: the body (which the
-        parser leaves as text) is read as the double-quoted string it expands like: a backslash
-        quotes only $ ` \\ and newline in both; a `"` is quoted."""
-        # the pairs a backslash quotes in both stay; between them every other backslash and
-        # every `"` is quoted (one pass: the text between pairs is escaped by str.replace)
-        parts = _HEREDOC_QUOTED_PAIR.split(body)
-        for k in range(0, len(parts), 2):
-            parts[k] = parts[k].replace("\\", "\\\\").replace('"', '\\"')
+    def expanded_text(self, body: str) -> bool:
+        """The commands that expanding an unquoted heredoc's body runs (bash(1), Here Documents:
+        the body undergoes parameter expansion, command substitution and arithmetic expansion, as
+        in double quotes but for `"`, which is text; its continued lines are joined first): read by
+        dsl.subjects.bash.parse_expanded, each substitution a command line with its own quoting.
+        Returns whether the body expands anything (what it becomes is then known at run time only)."""
         if self.depth >= 8:
             raise EvalError("the command nests shells more than 8 deep")
-        self.commands.extend(_parse(': "' + "".join(parts) + '"', self.depth + 1, True, cwd=self.cwd, names=self.names,
-                                    shared=self.shared, fill=self.fill)[1:])  # all but `:`
+        text = _HEREDOC_CONTINUATION.sub(lambda m: m.group(1) or "", body)
+        if len(text) > MAX_SHELL_TEXT:
+            raise EvalError(f"the command is longer than {MAX_SHELL_TEXT:,} characters")
+        source = text.encode("utf-8", "surrogatepass")
+        tree = _expanded_tree(source.translate(_ASCII_MASK), self.shared)
+        walker = _Walker(source, self.depth + 1, self.cwd, self.names, self.shared, self.fill)
+        walker.root = tree.root_node
+        for piece in tree.root_node.children:
+            walker.nested_in(piece)
+        for shell in walker.stdin_shells:
+            if id(shell) not in walker.fed:
+                raise EvalError(f"{shell.program} reads its script from standard input (a pipe or a file), which this "
+                                "command does not show")
+        if walker.evaluated:
+            self.evaluated = True
+        self.commands.extend(walker.commands)
+        return bool(tree.root_node.children)
 
     def runs_strings(self, program: str, rest: list[_Word]) -> None:
         """Builtins that run a string or a file this text may not show: `trap 'CMD' SIG`,
@@ -772,6 +801,13 @@ class _Walker:
             self.text(name) == "coproc" or node.parent is None or node.parent.type != "pipeline"
             or node.parent.children[0] is node)
         assigning: set[int] = set()
+
+        def argument(child) -> list[_Word]:
+            made = self.braced(child)
+            if keyword and _ASSIGNMENT_WORD.match(self.text(child)):
+                assigning.update(id(w) for w in made)
+            return made
+
         for child in node.children:
             if id(child) in descriptors:
                 continue
@@ -795,21 +831,18 @@ class _Walker:
                     redirects = redirects + (target.value,)
                 for extra in _destinations(child)[1:]:  # `rm 2>/dev/null -rf /`: the words go on
                     if not _varname_descriptor(extra, starts, self.source):
-                        words.extend(self.braced(extra))
+                        words.extend(argument(extra))
             elif child.type == "herestring_redirect":
                 # `<<< WORD`: WORD is expanded (its substitutions run) and fed to the command
                 fed = [self.word(c) for c in child.children if c.is_named]
                 herestrings.append(_Word(" ".join(w.value for w in fed), any(w.dynamic for w in fed)))
             elif child.is_named:
-                made = self.braced(child)
-                if keyword and _ASSIGNMENT_WORD.match(self.text(child)):
-                    assigning.update(id(w) for w in made)
-                words.extend(made)
+                words.extend(argument(child))
         if dollar is not None:
             words.append(_Word("$", False))
         trailing = self.trailing.pop(id(node), ())
         for extra in trailing:
-            words.extend(self.braced(extra))
+            words.extend(argument(extra))
         inner = self.commands[start:]
         del self.commands[start:]
         if words:
@@ -999,14 +1032,18 @@ class _Walker:
                     self.stdin_via[id(own)] = via
                 self.stdin_shells.append(own)
 
-    def feed(self, reader: Command, body: str, dynamic: bool) -> None:
+    def feed(self, reader: Command, body: str, dynamic: bool, script: str | None = None) -> None:
         """A heredoc or here-string `body` is the script `reader` reads from standard input: a shell's
-        is read as a script; either way it is kept in the reader's `code`."""
+        is read as a script; either way it is kept in the reader's `code`. `dynamic`: it is only
+        known at run time (an error for a shell's), unless `script` is given: the text the shell
+        reads as far as it is known (an unquoted heredoc's body, its expansions as written), read
+        with every command dynamic."""
         self.fed.add(id(reader))
         if self.stdin_readers.get(id(reader)) == "sh":
-            if dynamic:
+            if dynamic and script is None:
                 raise EvalError(f"{reader.program} reads a script that is only known at run time")
-            self.script(body, nested=True, via=self.stdin_via.get(id(reader), ()))
+            self.script(body if script is None else script, nested=True, dynamic=dynamic,
+                        via=self.stdin_via.get(id(reader), ()))
         for k in range(len(self.commands) - 1, -1, -1):
             if self.commands[k] is reader:
                 self.commands[k] = Command(**{**_as_dict(reader), "code": reader.code + (body,),
@@ -1014,9 +1051,12 @@ class _Walker:
                 break
 
 
-# a backslash and what it quotes both in an unquoted heredoc's body and in double quotes (bash(1),
-# Here Documents): $ ` \ and newline
-_HEREDOC_QUOTED_PAIR = re.compile(r"(\\[$`\\\n])")
+# bash(1), Here Documents: in an unquoted heredoc's body a backslash quotes \ $ ` and newline (a
+# backslash and newline are removed: a continued line); before any other character it is itself.
+# _HEREDOC_CONTINUATION joins continued lines, _HEREDOC_UNESCAPE removes every quoting backslash
+# (each pair read at once, so `\\<newline>` is a backslash and a newline).
+_HEREDOC_CONTINUATION = re.compile(r"(\\[^\n])|\\\n")
+_HEREDOC_UNESCAPE = re.compile(r"\\([$`\\])|\\\n")
 
 
 def _in_double_quotes(node) -> bool:

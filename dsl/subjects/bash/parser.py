@@ -8,7 +8,9 @@ are built on purpose unlike tree-sitter-bash's, where dsl.subjects.shell reads o
 the substitutions inside them: arithmetic (flat, see .arithmetic), the expressions inside `[ ]` and
 `[[ ]]` (tree-sitter-bash's precedences only for unary and binary tests, `!`, `&&`, `||` and
 parentheses, the rest refused), the words inside `${...}` (read as bash reads them, see .words)
-and a heredoc's body (one node: dsl.subjects.shell reads it from the text).
+and a heredoc's body (one node: dsl.subjects.shell reads it from the text, an unquoted one
+through `parse_expanded`, which reads the expansions and substitutions of the body as bash
+expands it).
 
 The rules followed are bash(1) (SHELL GRAMMAR, QUOTING, PARAMETERS, EXPANSION, REDIRECTION,
 ARITHMETIC EVALUATION, CONDITIONAL EXPRESSIONS) and POSIX Shell Command Language (XCU 2.3 Token
@@ -1342,6 +1344,16 @@ class _Parser(Words, Arithmetic):
                 ch.type == "word" and self.s[ch.start_byte] in SPECIAL_WORD for ch in result.children):
             self.fail("a test this parser does not read")
         return result
+
+
+def parse_expanded(source: bytes, max_commands: int = MAX_COMMANDS, max_words: int = MAX_WORDS) -> Tree:
+    """The expansions and substitutions of `source` (UTF-8 bytes) read as the body of an unquoted
+    heredoc, which bash expands (see _Parser.expanded_body): a tree whose root is a `heredoc_body`
+    node over them. Raises BashSyntaxError as `parse` does (a substitution it does not read, past
+    the limits)."""
+    parser = _Parser(source.decode("latin-1"), max_commands, max_words)
+    root = parser.expanded_body()
+    return Tree(root, parser.commands, parser.words)
 
 
 class Tree:

@@ -35,6 +35,10 @@ _BACKTICK_PAIR = re.compile(r"[ \t\n\r\v\f]*+`")
 # backquote no backslash quotes, whatever quotes, comments or `$(` come before (bash 5.2 parse.y,
 # parse_matched_pair with open == close == '`': nothing nests in it)
 _BACKTICK_TEXT = re.compile(r"(?:[^`\\]|\\.)*+`", re.S)
+# an unquoted heredoc body's text up to a `$` or a backquote: a backslash quotes the character
+# after it (bash(1), Here Documents: it quotes \\ $ ` and newline; before another character both
+# are text, so reading the pair at once is the same)
+_HEREDOC_TEXT = re.compile(r"(?:[^`$\\]|\\[\s\S])*+")
 # a double-quoted string of text alone on one line (no expansion, substitution or escaped newline)
 SIMPLE_STRING = re.compile(r'"(?:[^"`$\\\n\r]|\\[^\n\r])++"')
 
@@ -279,6 +283,37 @@ class Words:
         self.depth -= 1
         self.quoted -= 1
         return node("string", kids)
+
+    def expanded_body(self) -> Node:
+        """The whole text as the body of an unquoted heredoc, which bash expands like a
+        double-quoted string where `"` and `'` are text (bash(1), Here Documents: parameter
+        expansion, command substitution and arithmetic; a backslash quotes only \\ $ ` and
+        newline): a `heredoc_body` node over the expansions and substitutions in it, in order
+        (its text is not kept). Inside `$(...)` or backquotes the text is a command line again,
+        with its own quotes (`$("rm" -rf /)` runs rm)."""
+        s, n = self.s, self.n
+        kids: list = []
+        self.quoted += 1
+        while True:
+            i = _HEREDOC_TEXT.match(s, self.i).end()
+            if i >= n:
+                break
+            self.i = i
+            c = s[i]
+            if c == "`":
+                self.count_word()
+                kids.append(self.backtick())
+            elif c == "$" and i + 1 < n and (s[i + 1] in NAME_CHAR or s[i + 1] in SPECIAL_PARAMETERS or s[i + 1] in "{("):
+                self.count_word()
+                kids.append(self.dollar("string"))
+            else:  # a `$` bash leaves as it is (`$"`, `$'`, `$.`), a backslash that ends the text
+                self.i = i + 1
+        self.quoted -= 1
+        self.i = n
+        made = Node("heredoc_body", 0, n, True, kids, None)
+        for kid in kids:
+            kid.parent = made
+        return made
 
     # $
 
