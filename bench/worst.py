@@ -149,6 +149,9 @@ MATCHERS = [
         # subtrees: quadratic on a run of such conflicts in one statement (before shell() had a
         # parser of its own, dsl.subjects.bash)
         "echo `<]`<]… (conflicting versions compared whole)": lambda n: repeat("`<]", n, "echo "),
+        "echo `a '#…` (one backquote's text, scanned for its end)": lambda n: repeat("'#", n, "echo `a ", "`"),
+        "echo x >& '$(a)' >& '$(a)' … (words expanded twice)": lambda n: repeat(" >& '$(a)'", n, "echo x"),
+        "time A=1 A=1 … a": lambda n: repeat("A=1 ", n, "time ", "a"),
         "echo )$(=}<)$(=}<…": lambda n: repeat(")$(=}<", n, "echo "),
         "echo {|a{|a… (a long pipeline)": lambda n: repeat("{|a", n, "echo "),
         "echo $($(…a)…) (balanced)": lambda n: _balanced("$(", "a", ")", n, "echo "),
@@ -168,6 +171,9 @@ MATCHERS = [
         "cat <<A\\nx\\nA\\n …": lambda n: repeat("cat <<A\nx\nA\n", n),
         "cat <<EOF, 100 KB body": lambda n: repeat("a$(b)\n", n, "cat <<EOF\n", "\nEOF\n"),
         "bash <<EOF a;a;… EOF (a script on stdin)": lambda n: repeat("a;", n, "bash <<EOF\n", "\nEOF\n"),
+        # an unquoted body fed to a reader is read twice: expanded, then as the reader's script
+        "bash <<EOF '$(a)'$(a)… EOF (expanded, then read)": lambda n: repeat("'$(a)'$(a)", n, "bash <<EOF\n", "\nEOF\n"),
+        "python3 <<EOF '$(a)\\$x… EOF": lambda n: repeat("'$(a)\\$x", n, "python3 <<EOF\n", "\nEOF\n"),
         '<<"\\\\\\n …': lambda n: repeat('<<"\\\\\n', n),
         "<<a\"$(<<\\\\\\n …": lambda n: repeat('<<a"$(<<\\\n', n),
     }, alphabet="<\"'\\\nEOFa$( -", prefix="cat "),

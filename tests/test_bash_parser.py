@@ -150,7 +150,7 @@ def _misread_patterns(theirs, source: bytes) -> bool:
         top = stack.pop()
         if top.type in ("regex", "word") and top.parent is not None and top.parent.type == "expansion":
             text = source[top.start_byte : top.end_byte]
-            if b"$" in text or b"`" in text:
+            if b"$" in text or b"`" in text or b"<(" in text or b">(" in text:
                 return True
         stack.extend(top.children)
     return False
@@ -360,7 +360,9 @@ def test_arithmetic_tests_and_expansions_read_alike_loosely(text):
     assert compare(text) in ("agree", "agree-loosely")
 
 
-@pytest.mark.parametrize("text", ["echo ${x%$(rm -rf /)}", "echo ${x,,$(rm)}", "echo ${x#`rm`}"])
+@pytest.mark.parametrize("text", ["echo ${x%$(rm -rf /)}", "echo ${x,,$(rm)}", "echo ${x#`rm`}",
+                                  # bash runs a process substitution in an unquoted ${x:-WORD}
+                                  "ls ${x:-<(rm -rf /)}", "ls ${x:+<(rm)}", "echo ${x/a/<(rm)}"])
 def test_substitutions_in_a_pattern_are_read_where_tree_sitter_missed_them(text):
     assert compare(text) == "reads-more"
     assert "rm" in [c.program for c in shell.parse_shell_uncached(text)]
@@ -370,6 +372,8 @@ def test_substitutions_in_a_pattern_are_read_where_tree_sitter_missed_them(text)
     "echo ${x/a/$(", "$[1+2]", "echo @(a|b)", "case x in @(a|b)) c;; esac", "[ a = b -a c = d ]",
     "[[ $x =~ $(rm) ]]", "echo { }", "a <<A <<B\nA\nB", "echo $ x" + "\\", "cat <<E'O'F\nE'O'F\nzz",
     "cat <<EOF\n EOF\nls\nEOF", "'r'\\m -rf /", "cat 00<x", "case x in a) b;& esac", "echo \"${x:-'}\"",
+    # a backquote ends at the first one no backslash quotes; `-WORD` after `>&` and a blank
+    "echo `: #` `rm -rf /\n`", "echo `echo '`'", "echo `$(echo `a`)`", "rm / 2>& --rf", "rm / <& -x",
 ])
 def test_what_this_parser_does_not_read_is_refused(text):
     with pytest.raises(BashSyntaxError):

@@ -65,7 +65,6 @@ def test_bash_expands_a_dup_word_twice(command):
     assert bash_runs_substitution(command), command
 
 
-@pytest.mark.xfail(strict=True, reason="`>& WORD` with a non-numeric WORD is expanded twice by bash; shell() reads WORD once")
 @pytest.mark.parametrize("command", DUP_WORD)
 def test_a_quoted_substitution_after_dup_is_run(command):
     assert lists_rm_or_refuses(command), command
@@ -99,7 +98,6 @@ def test_bash_runs_a_process_substitution_in_an_expansion_word(command):
     assert bash_runs_substitution(command), command
 
 
-@pytest.mark.xfail(strict=True, reason="<(...) inside an unquoted ${x:-WORD} is run by bash; shell() does not list it")
 @pytest.mark.parametrize("command", PROCSUB_IN_EXPANSION)
 def test_a_process_substitution_in_an_expansion_word_is_listed(command):
     assert lists_rm_or_refuses(command), command
@@ -129,7 +127,6 @@ TIME_ASSIGN = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="the word after `time`/`coproc` is read as the program even when it is an assignment")
 @pytest.mark.parametrize("command", TIME_ASSIGN)
 def test_time_and_coproc_before_an_assignment_run_the_command(command):
     assert lists_rm_or_refuses(command), command
@@ -168,7 +165,6 @@ def test_bash_expands_a_heredoc_before_its_reader(command):
     assert bash_runs_substitution(command), command
 
 
-@pytest.mark.xfail(strict=True, reason="an unquoted heredoc fed to a shell or interpreter is not expanded by shell() first")
 @pytest.mark.parametrize("command", HEREDOC_READ)
 def test_an_unquoted_heredoc_fed_to_a_reader_is_expanded_first(command):
     assert lists_rm_or_refuses(command), command
@@ -198,7 +194,6 @@ def test_bash_reads_quotes_inside_a_heredoc_substitution():
     assert run.stdout == b"a b x\n"
 
 
-@pytest.mark.xfail(strict=True, reason="quotes and backslashes inside $(...) of an unquoted heredoc body are escaped as if outside it")
 @pytest.mark.parametrize("command", HEREDOC_SUBSTITUTION_QUOTES)
 def test_quotes_inside_a_heredoc_substitution_are_read_as_bash_reads_them(command):
     assert lists_rm_or_refuses(command), command
@@ -227,7 +222,6 @@ def test_bash_reads_a_word_after_a_spaced_close():
     assert run.stdout == b"<a><b>"
 
 
-@pytest.mark.xfail(strict=True, reason="`>& -WORD` (with a blank) is read as a file redirection; bash closes and reads WORD's rest as an argument")
 @pytest.mark.parametrize("command", CLOSE_THEN_WORD)
 def test_a_word_after_a_spaced_close_is_an_argument(command):
     try:
@@ -306,7 +300,6 @@ def test_bash_ends_a_backquote_at_the_first_backquote():
     assert bash_runs_substitution(BACKQUOTE_COMMENT[0])
 
 
-@pytest.mark.xfail(strict=True, reason="a # inside `...` is read as a comment past the closing backquote")
 @pytest.mark.parametrize("command", BACKQUOTE_COMMENT)
 def test_a_comment_inside_backquotes_ends_at_the_backquote(command):
     assert lists_rm_or_refuses(command), command
@@ -333,13 +326,11 @@ def test_bash_reads_a_translated_string_and_a_hash_as_one_word():
     assert run.stdout == b"<x#y><z>"
 
 
-@pytest.mark.xfail(strict=True, reason='$"..."# is split into a `$` word and the rest')
 def test_a_translated_string_and_a_hash_are_one_word():
     command = parse_shell('echo $"x"#y z')[0]
     assert command.argv == ("echo", "x#y", "z") and command.dynamic
 
 
-@pytest.mark.xfail(strict=True, reason='$"..."# is split into a `$` word and the rest: an option value moves')
 @pytest.mark.parametrize("command", TRANSLATED_HASH)
 def test_a_wrapper_option_value_written_as_a_translated_string_keeps_its_place(command):
     assert lists_rm_or_refuses(command), command
@@ -365,7 +356,6 @@ def test_bash_reads_a_varname_redirection_after_a_redirection():
     assert run.stdout == b"<a><b>"
 
 
-@pytest.mark.xfail(strict=True, reason="{NAME}> after a redirection is read as a word {NAME}")
 @pytest.mark.parametrize("command", VARNAME_AFTER_REDIRECT)
 def test_a_varname_redirection_after_a_redirection_is_no_word(command):
     assert lists_rm_or_refuses(command), command

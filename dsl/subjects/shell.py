@@ -92,8 +92,18 @@ def _syntax_tree(source: bytes, shared: _Shared):
     of simple commands and words (`shared`, which it spends). Raises EvalError for a text the
     parser does not read: not valid shell, or valid but read differently by bash and
     tree-sitter-bash, or past a limit."""
+    return _within_limits(_bash.parse, source, shared)
+
+
+def _expanded_tree(source: bytes, shared: _Shared):
+    """The tree of `source` read as an unquoted heredoc's body (dsl.subjects.bash.parse_expanded),
+    as _syntax_tree reads a script."""
+    return _within_limits(_bash.parse_expanded, source, shared)
+
+
+def _within_limits(parse, source: bytes, shared: _Shared):
     try:
-        tree = _bash.parse(source, shared.commands, shared.words)
+        tree = parse(source, shared.commands, shared.words)
     except _bash.BashSyntaxError as exc:
         if exc.limit == "commands":
             raise EvalError(f"the command has more than {MAX_COMMANDS:,} simple commands (its nested scripts and heredocs "
@@ -198,6 +208,7 @@ class _Walker:
         # them as the command's own words, and so does command()
         self.trailing: dict[int, list] = {}
         self.programs = 0  # programs read for the simple command walked last (MAX_RUNNERS)
+        self.keyword_assignments: set[int] = _NONE  # see command(): ids of words after time/coproc that assign
         self.root = None  # the parse tree's root, and the ends of its heredocs (check_heredoc_end)
         self.heredoc_ends: list[int] | None = None
 
@@ -265,8 +276,8 @@ class _Walker:
             if child.type == "$" and not child.is_named:
                 dollar = child
                 continue
-            if dollar is not None and child.type == "string" and child.start_byte == dollar.end_byte:
-                out.append(_translated([self.word(child)]))
+            if dollar is not None and _translates(dollar, child):
+                out.append(self.translated_word(child))
             elif dollar is not None:
                 out.append(_Word("$", True))  # a lone `$` the parser split off: read as unknown
                 out.append(self.word(child))
@@ -276,6 +287,41 @@ class _Walker:
         if dollar is not None:
             out.append(_Word("$", True))
         return out
+
+    def redirect_target(self, redirect) -> _Word | None:
+        """The word a file redirection names (None for `>&-`, `<&-`). bash 5.2 (redir.c,
+        r_duplicating_output_word) makes `>& WORD` and `1>& WORD` whose WORD expands to neither
+        digits nor `-` into `&> WORD` and expands WORD a second time: what quotes hid the first
+        time runs then (`>& '$(cmd)'` runs cmd). That second reading is read here as a script's
+        word; a WORD known only at run time is an error (what it expands to may run anything).
+        (`2>& WORD`, `<& WORD` with such a WORD are an ambiguous redirect: nothing runs.)"""
+        destination = redirect.child_by_field_name("destination")
+        if destination is None:
+            return None
+        target = self.word(destination)
+        kids = redirect.children
+        descriptor = self.text(kids[0]) if kids[0].type == "file_descriptor" else ""
+        op = kids[1].type if descriptor else kids[0].type
+        if op != ">&" or descriptor not in ("", "1") or (not target.dynamic and _descriptor_value(target.value)):
+            return target
+        if target.dynamic:
+            raise EvalError("`>&` is given a word known only at run time, which bash expands a second time when it "
+                            "is not a descriptor: what it runs cannot be read")
+        if any(mark in target.value for mark in ("$", "`", "<(", ">(")):
+            if self.depth >= 8:
+                raise EvalError("the command nests shells more than 8 deep")
+            self.commands.extend(_parse(": " + target.value, self.depth + 1, True, cwd=self.cwd, names=self.names,
+                                        shared=self.shared, fill=self.fill)[1:])  # all but `:`
+        return target
+
+    def translated_word(self, node) -> _Word:
+        """The word `$` + `node` (see _translates): `$"x"`, or `$"x"#y` whose string starts a
+        concatenation (`$"x"#y` is the one word `x#y` to bash, translated)."""
+        if node.type == "string":
+            return _translated([self.word(node)])
+        parts = [_translated([self.word(node.children[0])]), *self.words_of(node.children[1:])]
+        return _Word("".join(p.value for p in parts), True,
+                     translated=not any(p.dynamic and not p.translated for p in parts))
 
     def quoted_substitutions(self, node) -> None:
         """Single quotes that do not quote: inside `$(( ))`, `(( ))`, `${...}` and an array
@@ -449,32 +495,39 @@ class _Walker:
             # `cat <<EOF > out` nests the file redirection inside the heredoc's node
             nested_redirects = [g for c in node.children if c.type == "heredoc_redirect" for g in c.children if g.type == "file_redirect"]
             body = node.child_by_field_name("body")
-            extra = [w for c in [*node.children, *nested_redirects] if c.type == "file_redirect" for w in _destinations(c)[1:]]
+            starts = {c.start_byte for c in [*node.children, *nested_redirects] if c.type in _REDIRECTS}
+            if body is not None and body.type == "command":
+                starts.update(c.start_byte for c in body.children if c.type in _REDIRECTS)
+            extra = [w for c in [*node.children, *nested_redirects] if c.type == "file_redirect" for w in _destinations(c)[1:]
+                     if not _varname_descriptor(w, starts, self.source)]
             if extra:
                 if body is None or body.type != "command":
                     raise EvalError(f"the command is not valid shell syntax at {_line_col(self.source, extra[0].start_byte)}: "
                                     "a word after a redirection belongs to no simple command")
                 self.trailing[id(body)] = extra
+            mark = len(self.commands)
             for child in [*node.children, *nested_redirects]:
                 if child.type == "file_redirect":
-                    destination = child.child_by_field_name("destination")
-                    if destination is None:
+                    target = self.redirect_target(child)
+                    if target is None:
                         continue
                     duplicates = child.children[0].type in (">&", "<&") or (
                         len(child.children) > 1 and child.children[1].type in (">&", "<&")
                     )
-                    target = self.word(destination)
                     # `2>&1` and `>&-` copy or close a descriptor; `>& FILE` writes FILE (and stderr)
-                    if not duplicates or target.dynamic or not ((target.value.isascii() and target.value.isdigit()) or target.value == "-"):
+                    if not duplicates or target.dynamic or not _descriptor_value(target.value):
                         targets.append(target.value)
+            expanded_again = self.commands[mark:]  # run by a `>& WORD` (redirect_target): listed after the body's
+            del self.commands[mark:]
             before = len(self.commands)
             if body is not None:
                 self.walk(body, nested, redirects + tuple(targets))
                 if targets and len(self.commands) == before:  # `[[ -f x ]] > f` still writes f
                     self.commands.append(Command(program="", path="", argv=(), args=(), flags=(), redirects=redirects + tuple(targets),
                                                  nested=nested, text=self.text(node), cwd=self.here()))
-            # `sh <<EOF`: a shell with no -c reads its script from the heredoc
             first = self.commands[before] if len(self.commands) > before else None
+            self.commands.extend(expanded_again)
+            # `sh <<EOF`: a shell with no -c reads its script from the heredoc
             reader = first if first is not None and id(first) in self.stdin_readers else None
             for child in node.children:
                 if child is body:
@@ -590,11 +643,18 @@ class _Walker:
             body_text = self.text(body_node) if body_node is not None else None
         if body_text is None:
             return
+        expands = False
+        if not quoted and ("$" in body_text or "`" in body_text):
+            # the shell that holds an unquoted heredoc expands it before any reader sees it: its
+            # substitutions run here, whatever quotes or comments hold them in the reader's language
+            expands = self.expanded_text(body_text)
         if readers:
-            for reader in readers:  # its substitutions are in the script too: read once
-                self.feed(reader, body_text, False)
-        elif not quoted and ("$" in body_text or "`" in body_text):
-            self.expanded_text(body_text)
+            # what a reader gets: the body expanded; known as far as it holds no expansion (its
+            # backslashes before \ $ ` and newline removed), else read with its expansions as written
+            # and every command it runs dynamic (their output is code to the reader)
+            script = body_text if quoted else _HEREDOC_UNESCAPE.sub(lambda m: m.group(1) or "", body_text)
+            for reader in readers:
+                self.feed(reader, body_text, expands, script=script)
 
     def check_heredoc_end(self, node, start_node, end_node) -> None:
         """Raises EvalError unless the parser ends the heredoc on the line where bash does
@@ -649,19 +709,31 @@ class _Walker:
         self.stdin_readers.update(sub.stdin_readers)
         self.fed |= sub.fed
 
-    def expanded_text(self, body: str) -> None:
-        """The commands that expanding an unquoted heredoc's body runs: the body (which the
-        parser leaves as text) is read as the double-quoted string it expands like: a backslash
-        quotes only $ ` \\ and newline in both; a `"` is quoted."""
-        # the pairs a backslash quotes in both stay; between them every other backslash and
-        # every `"` is quoted (one pass: the text between pairs is escaped by str.replace)
-        parts = _HEREDOC_QUOTED_PAIR.split(body)
-        for k in range(0, len(parts), 2):
-            parts[k] = parts[k].replace("\\", "\\\\").replace('"', '\\"')
+    def expanded_text(self, body: str) -> bool:
+        """The commands that expanding an unquoted heredoc's body runs (bash(1), Here Documents:
+        the body undergoes parameter expansion, command substitution and arithmetic expansion, as
+        in double quotes but for `"`, which is text; its continued lines are joined first): read by
+        dsl.subjects.bash.parse_expanded, each substitution a command line with its own quoting.
+        Returns whether the body expands anything (what it becomes is then known at run time only)."""
         if self.depth >= 8:
             raise EvalError("the command nests shells more than 8 deep")
-        self.commands.extend(_parse(': "' + "".join(parts) + '"', self.depth + 1, True, cwd=self.cwd, names=self.names,
-                                    shared=self.shared, fill=self.fill)[1:])  # all but `:`
+        text = _HEREDOC_CONTINUATION.sub(lambda m: m.group(1) or "", body)
+        if len(text) > MAX_SHELL_TEXT:
+            raise EvalError(f"the command is longer than {MAX_SHELL_TEXT:,} characters")
+        source = text.encode("utf-8", "surrogatepass")
+        tree = _expanded_tree(source.translate(_ASCII_MASK), self.shared)
+        walker = _Walker(source, self.depth + 1, self.cwd, self.names, self.shared, self.fill)
+        walker.root = tree.root_node
+        for piece in tree.root_node.children:
+            walker.nested_in(piece)
+        for shell in walker.stdin_shells:
+            if id(shell) not in walker.fed:
+                raise EvalError(f"{shell.program} reads its script from standard input (a pipe or a file), which this "
+                                "command does not show")
+        if walker.evaluated:
+            self.evaluated = True
+        self.commands.extend(walker.commands)
+        return bool(tree.root_node.children)
 
     def runs_strings(self, program: str, rest: list[_Word]) -> None:
         """Builtins that run a string or a file this text may not show: `trap 'CMD' SIG`,
@@ -718,46 +790,65 @@ class _Walker:
         herestrings: list[_Word] = []
         dollar = None  # a `$` tree-sitter-bash split off a translated string `$"..."` before it
         descriptors = _descriptor_words(node, self.source)
+        starts = _redirect_starts(node)
+        # `time` at the start of a pipeline and `coproc` are reserved words that take a whole simple
+        # command, assignments included (bash(1), SHELL GRAMMAR): `time A=1 rm` runs rm; the ids of
+        # its words written as an assignment (NAME= unquoted) are noted for _emit
+        name = node.child_by_field_name("name")
+        keyword = name is not None and self.text(name) in ("time", "coproc") and (
+            self.text(name) == "coproc" or node.parent is None or node.parent.type != "pipeline"
+            or node.parent.children[0] is node)
+        assigning: set[int] = set()
+
+        def argument(child) -> list[_Word]:
+            made = self.braced(child)
+            if keyword and _ASSIGNMENT_WORD.match(self.text(child)):
+                assigning.update(id(w) for w in made)
+            return made
+
         for child in node.children:
             if id(child) in descriptors:
                 continue
             if child.type == "$" and not child.is_named:
                 dollar = child
                 continue
-            translated = dollar is not None and child.type == "string" and child.start_byte == dollar.end_byte
+            translated = dollar is not None and _translates(dollar, child)
             if dollar is not None and not translated:
                 words.append(_Word("$", False))  # `echo $ x`: a `$` before a blank is itself
             dollar = None
             if translated:
-                words.append(_translated([self.word(child)]))
+                words.append(self.translated_word(child))
             elif child.type == "variable_assignment":
                 self.nested_in(child)
                 assignments.append(self.text(child))
             elif child.type == "command_name":
                 words.extend(self.braced(child.children[0]) if child.children else [_Word(self.text(child), True)])
             elif child.type == "file_redirect":
-                destination = child.child_by_field_name("destination")
-                if destination is not None:
-                    redirects = redirects + (self.word(destination).value,)
+                target = self.redirect_target(child)
+                if target is not None:
+                    redirects = redirects + (target.value,)
                 for extra in _destinations(child)[1:]:  # `rm 2>/dev/null -rf /`: the words go on
-                    words.extend(self.braced(extra))
+                    if not _varname_descriptor(extra, starts, self.source):
+                        words.extend(argument(extra))
             elif child.type == "herestring_redirect":
                 # `<<< WORD`: WORD is expanded (its substitutions run) and fed to the command
                 fed = [self.word(c) for c in child.children if c.is_named]
                 herestrings.append(_Word(" ".join(w.value for w in fed), any(w.dynamic for w in fed)))
             elif child.is_named:
-                words.extend(self.braced(child))
+                words.extend(argument(child))
         if dollar is not None:
             words.append(_Word("$", False))
         trailing = self.trailing.pop(id(node), ())
         for extra in trailing:
-            words.extend(self.braced(extra))
+            words.extend(argument(extra))
         inner = self.commands[start:]
         del self.commands[start:]
         if words:
             before = len(self.commands)
             self.programs = 0
+            self.keyword_assignments = assigning
             self.emit(words, tuple(assignments), redirects, nested, self.text(node), (), fill=self.fill)
+            self.keyword_assignments = _NONE
             first = self.commands[before] if len(self.commands) > before else None
             self.moves(first)
             if herestrings and first is not None and id(first) in self.stdin_readers:
@@ -807,6 +898,20 @@ class _Walker:
 
     def _emit(self, words: list[_Word], assignments, redirects, nested, text, wrappers, dynamic: bool,
               fill: _Fill | None) -> None:
+        if self.keyword_assignments and wrappers and all(w in ("time", "coproc") for w in wrappers):
+            # what the reserved word `time` / `coproc` runs starts with its assignments (see command())
+            k = 0
+            while k < len(words) and id(words[k]) in self.keyword_assignments:
+                k += 1
+            if k:
+                assignments = assignments + tuple(w.value for w in words[:k])
+                words = words[k:]
+            if not words:  # `time A=1`: an assignment statement, timed
+                self.commands.append(Command(program="", path="", argv=(), args=(), flags=(), assignments=assignments,
+                                             redirects=redirects, wrappers=wrappers, nested=nested, dynamic=True,
+                                             text=text, cwd=self.here()))
+                self.shared.assign()
+                return
         program_word = words[0]
         program = program_word.value.rsplit("/", 1)[-1]
         rest = words[1:]
@@ -925,14 +1030,18 @@ class _Walker:
                     self.stdin_via[id(own)] = via
                 self.stdin_shells.append(own)
 
-    def feed(self, reader: Command, body: str, dynamic: bool) -> None:
+    def feed(self, reader: Command, body: str, dynamic: bool, script: str | None = None) -> None:
         """A heredoc or here-string `body` is the script `reader` reads from standard input: a shell's
-        is read as a script; either way it is kept in the reader's `code`."""
+        is read as a script; either way it is kept in the reader's `code`. `dynamic`: it is only
+        known at run time (an error for a shell's), unless `script` is given: the text the shell
+        reads as far as it is known (an unquoted heredoc's body, its expansions as written), read
+        with every command dynamic."""
         self.fed.add(id(reader))
         if self.stdin_readers.get(id(reader)) == "sh":
-            if dynamic:
+            if dynamic and script is None:
                 raise EvalError(f"{reader.program} reads a script that is only known at run time")
-            self.script(body, nested=True, via=self.stdin_via.get(id(reader), ()))
+            self.script(body if script is None else script, nested=True, dynamic=dynamic,
+                        via=self.stdin_via.get(id(reader), ()))
         for k in range(len(self.commands) - 1, -1, -1):
             if self.commands[k] is reader:
                 self.commands[k] = Command(**{**_as_dict(reader), "code": reader.code + (body,),
@@ -940,9 +1049,12 @@ class _Walker:
                 break
 
 
-# a backslash and what it quotes both in an unquoted heredoc's body and in double quotes (bash(1),
-# Here Documents): $ ` \ and newline
-_HEREDOC_QUOTED_PAIR = re.compile(r"(\\[$`\\\n])")
+# bash(1), Here Documents: in an unquoted heredoc's body a backslash quotes \ $ ` and newline (a
+# backslash and newline are removed: a continued line); before any other character it is itself.
+# _HEREDOC_CONTINUATION joins continued lines, _HEREDOC_UNESCAPE removes every quoting backslash
+# (each pair read at once, so `\\<newline>` is a backslash and a newline).
+_HEREDOC_CONTINUATION = re.compile(r"(\\[^\n])|\\\n")
+_HEREDOC_UNESCAPE = re.compile(r"\\([$`\\])|\\\n")
 
 
 def _in_double_quotes(node) -> bool:
@@ -965,6 +1077,9 @@ def _line_col(source: bytes, at: int) -> str:
 
 
 _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
+# a word written as an assignment (bash(1), PARAMETERS: NAME=, NAME+=, NAME[INDEX]=, the name unquoted)
+_ASSIGNMENT_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*+(?:\[[^\]]*+\])?+\+?=")
+_NONE: frozenset = frozenset()
 _VARNAME_FD = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")  # bash(1), REDIRECTION: `{varname}<file`
 
 
@@ -973,10 +1088,7 @@ def _descriptor_words(command, source: bytes) -> set[int]:
     tree-sitter-bash misreads as words: `0` right before `<` or `>` (`sh 0</dev/stdin` is sh reading
     standard input, not the script file `0`; `0<x cat` runs cat) and a `{varname}` right before one
     (bash allocates a descriptor and names it so). Only a word that touches the redirection is one."""
-    starts = {c.start_byte for c in command.children if c.type in _REDIRECTS}
-    parent = command.parent
-    if parent is not None and parent.type == "redirected_statement":
-        starts.update(c.start_byte for c in parent.children if c.type in _REDIRECTS)
+    starts = _redirect_starts(command)
     if not starts:
         return starts
     out = set()
@@ -985,9 +1097,43 @@ def _descriptor_words(command, source: bytes) -> set[int]:
         if word.end_byte not in starts:
             continue
         text = source[word.start_byte : word.end_byte].decode("utf-8", "replace")
-        if (word.type == "number" and text.isdigit()) or (word.type == "concatenation" and _VARNAME_FD.fullmatch(text)):
+        if (word.type == "number" and text.isdigit()) or _varname_descriptor(word, starts, source):
             out.add(id(child))
     return out
+
+
+def _redirect_starts(command) -> set[int]:
+    """Where the redirections of a command node (and of the redirected statement around it) start."""
+    starts = {c.start_byte for c in command.children if c.type in _REDIRECTS}
+    parent = command.parent
+    if parent is not None and parent.type == "redirected_statement":
+        starts.update(c.start_byte for c in parent.children if c.type in _REDIRECTS)
+        starts.update(g.start_byte for c in parent.children if c.type == "heredoc_redirect"
+                      for g in c.children if g.type == "file_redirect")
+    return starts
+
+
+def _varname_descriptor(word, starts: set[int], source: bytes) -> bool:
+    """Whether `word` is `{NAME}` right before a redirection (bash(1), REDIRECTION: `{varname}>file`
+    allocates a descriptor, wherever it stands among the words: after a word, or after another
+    redirection, where tree-sitter-bash makes it one more destination of that redirection)."""
+    return word.type == "concatenation" and word.end_byte in starts and _VARNAME_FD.fullmatch(
+        source[word.start_byte : word.end_byte].decode("utf-8", "replace")) is not None
+
+
+def _descriptor_value(value: str) -> bool:
+    """Whether the word of `>&` / `<&` names a descriptor to copy (digits) or close (`-`)."""
+    return (value.isascii() and value.isdigit()) or value == "-"
+
+
+def _translates(dollar, node) -> bool:
+    """Whether `node` right after a `$` the parser split off (tree-sitter-bash's bare `$`) makes a
+    translated string with it: a string touching it, or a concatenation that starts with one
+    (`$"x"#y`, `$"x"'y'`: one word to bash)."""
+    if node.start_byte != dollar.end_byte:
+        return False
+    return node.type == "string" or (node.type == "concatenation" and bool(node.children)
+                                     and node.children[0].type == "string")
 
 
 def _translated(inner: list[_Word]) -> _Word:

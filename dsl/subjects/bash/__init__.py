@@ -4,6 +4,6 @@ purpose). dsl.subjects.shell reads commands from its tree; tree-sitter-bash is t
 tests' oracle only (tests/test_bash_parser.py), no longer a dependency of countersign.
 """
 
-from dsl.subjects.bash.parser import MAX_COMMANDS, MAX_NESTING, MAX_WORDS, BashSyntaxError, Tree, parse
+from dsl.subjects.bash.parser import MAX_COMMANDS, MAX_NESTING, MAX_WORDS, BashSyntaxError, Tree, parse, parse_expanded
 
-__all__ = ["MAX_COMMANDS", "MAX_NESTING", "MAX_WORDS", "BashSyntaxError", "Tree", "parse"]
+__all__ = ["MAX_COMMANDS", "MAX_NESTING", "MAX_WORDS", "BashSyntaxError", "Tree", "parse", "parse_expanded"]

@@ -8,7 +8,9 @@ are built on purpose unlike tree-sitter-bash's, where dsl.subjects.shell reads o
 the substitutions inside them: arithmetic (flat, see .arithmetic), the expressions inside `[ ]` and
 `[[ ]]` (tree-sitter-bash's precedences only for unary and binary tests, `!`, `&&`, `||` and
 parentheses, the rest refused), the words inside `${...}` (read as bash reads them, see .words)
-and a heredoc's body (one node: dsl.subjects.shell reads it from the text).
+and a heredoc's body (one node: dsl.subjects.shell reads it from the text, an unquoted one
+through `parse_expanded`, which reads the expansions and substitutions of the body as bash
+expands it).
 
 The rules followed are bash(1) (SHELL GRAMMAR, QUOTING, PARAMETERS, EXPANSION, REDIRECTION,
 ARITHMETIC EVALUATION, CONDITIONAL EXPRESSIONS) and POSIX Shell Command Language (XCU 2.3 Token
@@ -97,6 +99,8 @@ class _Parser(Words, Arithmetic):
         self.max_commands = max_commands
         self.max_words = max_words
         self.backticks = False  # inside `...`
+        self.backtick_open = False  # inside `...`, maybe within a `$(...)` inside it
+        self.quoted = 0  # inside "..." (or an unquoted heredoc's body) of the current command line
         self.heredoc_line = False  # reading the rest of a heredoc's first line
         self.newline_end = -1  # the end of the newline that ended the last statement read, if one did
 
@@ -999,6 +1003,13 @@ class _Parser(Words, Arithmetic):
             kids = [Node(op, i, end, False)]
             fields = [None]
         self.i = end
+        if op in (">&", "<&"):
+            # bash 5.2 parse.y (read_token, "Hack <&- (close stdin) case"): a `-` right after `<&`
+            # or `>&`, blanks between, is a token of its own (close) and what follows it starts a
+            # new word: `rm / 2>& --rf` runs `rm / -rf`. tree-sitter-bash reads a file `--rf`.
+            k = BLANKS.match(s, end).end()
+            if s.startswith("-", k) and k + 1 < n and s[k + 1] not in WORD_END:
+                self.fail("a word after a closed descriptor", k + 1)
         if op == ">&-" or op == "<&-":
             if many:  # after a command tree-sitter-bash would take the next word as its destination
                 self.blanks()
@@ -1333,6 +1344,16 @@ class _Parser(Words, Arithmetic):
                 ch.type == "word" and self.s[ch.start_byte] in SPECIAL_WORD for ch in result.children):
             self.fail("a test this parser does not read")
         return result
+
+
+def parse_expanded(source: bytes, max_commands: int = MAX_COMMANDS, max_words: int = MAX_WORDS) -> Tree:
+    """The expansions and substitutions of `source` (UTF-8 bytes) read as the body of an unquoted
+    heredoc, which bash expands (see _Parser.expanded_body): a tree whose root is a `heredoc_body`
+    node over them. Raises BashSyntaxError as `parse` does (a substitution it does not read, past
+    the limits)."""
+    parser = _Parser(source.decode("latin-1"), max_commands, max_words)
+    root = parser.expanded_body()
+    return Tree(root, parser.commands, parser.words)
 
 
 class Tree:

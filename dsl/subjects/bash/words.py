@@ -31,6 +31,14 @@ _EXPANSION_PATTERN_OPERATORS = ("##", "#", "%%", "%", ",,", ",", "^^", "^")
 _EXPANSION_REPLACE_OPERATORS = ("//", "/#", "/%", "/")
 _TRANSFORMS = frozenset("UuLQEPAKak")  # bash(1), Parameter transformation: ${x@OP}
 _BACKTICK_PAIR = re.compile(r"[ \t\n\r\v\f]*+`")
+# the text of an old-style substitution and the backquote that ends it: bash ends it at the first
+# backquote no backslash quotes, whatever quotes, comments or `$(` come before (bash 5.2 parse.y,
+# parse_matched_pair with open == close == '`': nothing nests in it)
+_BACKTICK_TEXT = re.compile(r"(?:[^`\\]|\\.)*+`", re.S)
+# an unquoted heredoc body's text up to a `$` or a backquote: a backslash quotes the character
+# after it (bash(1), Here Documents: it quotes \\ $ ` and newline; before another character both
+# are text, so reading the pair at once is the same)
+_HEREDOC_TEXT = re.compile(r"(?:[^`$\\]|\\[\s\S])*+")
 # a double-quoted string of text alone on one line (no expansion, substitution or escaped newline)
 SIMPLE_STRING = re.compile(r'"(?:[^"`$\\\n\r]|\\[^\n\r])++"')
 
@@ -220,6 +228,7 @@ class Words:
         (shell._Walker.word puts them back), and content that is only blanks belongs to no piece:
         the token after it starts where the blanks do."""
         self.enter()
+        self.quoted += 1
         s, n = self.s, self.n
         start = self.i
         kids = [leaf('"', start, start + 1)]
@@ -272,7 +281,39 @@ class Words:
             if c == '"':
                 break
         self.depth -= 1
+        self.quoted -= 1
         return node("string", kids)
+
+    def expanded_body(self) -> Node:
+        """The whole text as the body of an unquoted heredoc, which bash expands like a
+        double-quoted string where `"` and `'` are text (bash(1), Here Documents: parameter
+        expansion, command substitution and arithmetic; a backslash quotes only \\ $ ` and
+        newline): a `heredoc_body` node over the expansions and substitutions in it, in order
+        (its text is not kept). Inside `$(...)` or backquotes the text is a command line again,
+        with its own quotes (`$("rm" -rf /)` runs rm)."""
+        s, n = self.s, self.n
+        kids: list = []
+        self.quoted += 1
+        while True:
+            i = _HEREDOC_TEXT.match(s, self.i).end()
+            if i >= n:
+                break
+            self.i = i
+            c = s[i]
+            if c == "`":
+                self.count_word()
+                kids.append(self.backtick())
+            elif c == "$" and i + 1 < n and (s[i + 1] in NAME_CHAR or s[i + 1] in SPECIAL_PARAMETERS or s[i + 1] in "{("):
+                self.count_word()
+                kids.append(self.dollar("string"))
+            else:  # a `$` bash leaves as it is (`$"`, `$'`, `$.`), a backslash that ends the text
+                self.i = i + 1
+        self.quoted -= 1
+        self.i = n
+        made = Node("heredoc_body", 0, n, True, kids, None)
+        for kid in kids:
+            kid.parent = made
+        return made
 
     # $
 
@@ -433,6 +474,9 @@ class Words:
         s, n = self.s, self.n
         parts: list = []
         start = self.i
+        # bash 5.2 runs a process substitution in the word of an unquoted `${x:-WORD}` (and the
+        # other value operators) and in a replacement `${x/P/WORD}`, not in a pattern
+        procsub = text_kind == "word" and not self.quoted
         while True:
             i = self.i
             if i >= n:
@@ -457,9 +501,13 @@ class Words:
                 if self.backticks:
                     self.fail("backquotes inside `${...}` inside backquotes")
                 parts.append(self.backtick())
+            elif procsub and c in "<>" and s.startswith("(", i + 1):
+                parts.append(self.substitution(c + "(", "process_substitution"))
             else:
                 j = i
                 while j < n and s[j] not in stop and s[j] not in "\"'$`":
+                    if procsub and s[j] in "<>" and s.startswith("(", j + 1) and j > i:
+                        break
                     if s[j] == "\\":
                         j += 1
                         if j < n and s[j] in "\n\r":
@@ -536,9 +584,10 @@ class Words:
         self.i = start + len(opener)
         saved, self.backticks = self.backticks, False
         line, self.heredoc_line = self.heredoc_line, False
+        quoted, self.quoted = self.quoted, 0  # a new command line: its `${x:-<(...)}` runs
         if not self.statements(kids, fields, stops=(")",), terminated=False):
             self.fail("an empty substitution")
-        self.backticks, self.heredoc_line = saved, line
+        self.backticks, self.heredoc_line, self.quoted = saved, line, quoted
         if not self.s.startswith(")", self.i):
             self.fail("expected ')'")
         kids.append(leaf(")", self.i, self.i + 1))
@@ -547,16 +596,35 @@ class Words:
         return node(kind, kids, fields)
 
     def backtick(self) -> Node:
+        """`` `...` ``: statements up to the closing backquote, which must be the first backquote no
+        backslash quotes (bash reads no quote, comment or substitution inside: `` `: #` `` ends at
+        its second backquote, `` `echo '`' `` at its second). A text whose statements run past it
+        (a `#`, a quote or a `$(...)` holding a backquote) is refused, and so is a backquote inside
+        a substitution inside backquotes (its opening backquote ends the outer one)."""
         if self.backticks:
             self.fail("backquotes inside backquotes")
+        if self.backtick_open:
+            self.fail("backquotes inside a substitution inside backquotes")
         start = self.i
+        m = _BACKTICK_TEXT.match(self.s, start + 1)
+        if m is None:
+            self.fail("an unterminated backquote", start)
+        close = m.end() - 1
         kids = [leaf("`", start, start + 1)]
         fields: list = [None]
         self.i = start + 1
         self.backticks = True
+        self.backtick_open = True
+        quoted, self.quoted = self.quoted, 0  # a new command line: its `${x:-<(...)}` runs
         if not self.statements(kids, fields, stops=("`",), terminated=False):
             self.fail("empty backquotes")
-        self.backticks = False
+        self.backticks = self.backtick_open = False
+        self.quoted = quoted
+        if self.i != close:
+            # bash's substitution ends at `close`: a comment, a quote or a substitution read here
+            # ran past it (or ended before it)
+            self.fail("a backquote inside a comment, a quote or a substitution inside backquotes (bash ends "
+                      "the substitution there)", close)
         if not self.s.startswith("`", self.i):
             self.fail("expected '`'")
         kids.append(leaf("`", self.i, self.i + 1))
