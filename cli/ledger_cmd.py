@@ -88,7 +88,7 @@ def verify(
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(report.statuses.items()))
     say(f"{directory}: intact: {report.count} events, head {report.head}")
     if loaded:
-        say(f"  every decision is signed as {_count(len(loaded), 'roster')} given says")
+        say(f"  every decision is signed by its decider, by a key the roster in force gives them ({_count(len(loaded), 'roster')} given)")
     if statuses:
         say(f"  requests: {statuses}")
     if report.redactions:
