@@ -21,9 +21,12 @@ def keygen(
     out: str = typer.Option(..., "--out", help="Writes OUT.key (the private key, mode 0600) and OUT.pub."),
     name: str = typer.Option("countersign.example/signer", "--name", help="The key's name (no spaces, no '+')."),
 ) -> None:
-    """Make an Ed25519 key pair for signing checkpoints.
+    """Make an Ed25519 key pair for signing checkpoints, or a reviewer's decisions.
 
-    OUT.key is a PEM private key (keep it secret); OUT.pub is the verifier key to give auditors.
+    OUT.key is a PEM private key (keep it secret); OUT.pub is the verifier key to give auditors,
+    or to put in a reviewer's `keys` in the roster (`review approve ... --key OUT.key`). A
+    reviewer's key is best named after the account (`--name "$(id -un)"`): the roster, not the
+    name, says whose it is.
 
     Example: countersign ledger keygen --out keys/ledger
     """

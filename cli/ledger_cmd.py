@@ -26,6 +26,10 @@ def verify(
         [], "--roster", help="Check every decision's signature against this roster (TOML); repeatable: each decision "
         "against the roster the ledger recorded before it, the first one given where none was recorded."
     ),
+    signed_from: int = typer.Option(
+        1, "--signed-from", min=1, metavar="SEQ", help="With --roster: check the decisions from this seq on (a ledger "
+        "that began signing after its first decisions); the ones before it are counted, not checked."
+    ),
 ) -> None:
     """Check every link of the hash chain and every workflow rule.
 
@@ -65,7 +69,10 @@ def verify(
         return
     from ledger.proof.verify import verify as run_verify
 
-    report = run_verify(directory, expect_head=expect_head, engine="python" if reference else "auto", rosters=loaded)
+    if signed_from != 1 and not loaded:
+        fail("--signed-from needs --roster: it says from where decisions must be signed", EXIT_USAGE)
+    report = run_verify(directory, expect_head=expect_head, engine="python" if reference else "auto", rosters=loaded,
+                        signed_from=signed_from)
     if report.unreadable is None:
         _stored_checkpoint_warning(directory, report)
     if as_json:
@@ -88,7 +95,9 @@ def verify(
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(report.statuses.items()))
     say(f"{directory}: intact: {report.count} events, head {report.head}")
     if loaded:
-        say(f"  every decision is signed by its decider, by a key the roster in force gives them ({_count(len(loaded), 'roster')} given)")
+        say(f"  every decision is signed by its decider, by a key the roster in force gives them ({_count(len(loaded), 'roster')} given)"
+            + (f"; from seq {signed_from} on: {_count(report.unchecked_decisions, 'decision')} before it not checked"
+               if signed_from > 1 else ""))
     if statuses:
         say(f"  requests: {statuses}")
     if report.redactions:

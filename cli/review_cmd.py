@@ -355,6 +355,27 @@ def _signing(key: Optional[str], as_json: bool):
         _fail(str(exc), as_json=as_json, error="key")
 
 
+def _check_signer(signing, roster, as_json: bool) -> None:
+    """Refuse, before anything is written, a key the roster does not give to the account running
+    the command as a reviewer (`ledger verify --roster` would report the decision); without a
+    roster, warn when the key's name is not the account's. Exit 2."""
+    if signing is None:
+        return
+    me, public = reviewer(), signing.key.public
+    if roster is None:
+        if public.name != me:
+            say(f"warning: the key is named {public.name!r} and you are {me!r}: `ledger verify --roster` accepts "
+                f"the decision only if the roster gives this key to {me}", err=True)
+        return
+    found = roster.key(public.name, public.id.hex())
+    if found is None:
+        _fail(f"{roster.source} gives the key {public.name}+{public.id.hex()} to no one: add its public key (the "
+              f".pub file's line) to {me}'s `keys`", as_json=as_json, error="key")
+    elif found[0].name != me or found[0].kind != "reviewer":
+        _fail(f"{roster.source} gives this key to {found[0].name} ({found[0].kind}); you are {me}: a decision is "
+              "signed with the decider's own key, as a reviewer", as_json=as_json, error="key")
+
+
 def _step(ledger: Optional[str], fn, *, policy: Optional[str] = None, as_json: bool = False, key: Optional[str] = None,
           roster: Optional[str] = None) -> None:
     """Run one decision on a fresh Gate, signed with `key` when given (`fn(gate, signing)`), after
@@ -372,10 +393,14 @@ def _step(ledger: Optional[str], fn, *, policy: Optional[str] = None, as_json: b
             loaded_roster = load_roster(roster)
         except RosterError as exc:
             _fail(str(exc), as_json=as_json, error="roster")
+    _check_signer(signing, loaded_roster, as_json)
     with _open(ledger, policy, as_json=as_json) as gate:
         try:
             if loaded_roster is not None:
                 gate.record_roster(loaded_roster, reviewer())
+            elif signing is None and gate.workflow.roster is not None:
+                say("warning: this decision is not signed, and the ledger records a roster (its decisions are signed): "
+                    "`ledger verify --roster` will report it; decide with --key", err=True)
             state = fn(gate, signing)
         except UnknownRequest as exc:
             _fail(exc.message, as_json=as_json, error=exc.code)

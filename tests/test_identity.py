@@ -272,3 +272,77 @@ def test_the_documented_example_of_a_signed_approval():
     assert "    " + shown + "\n" in doc
     assert "    " + decisions.content(body).decode() + "\n" in doc
     assert hashlib.sha256(decisions.content(body)).hexdigest() in doc
+
+
+# --- adopting signing, and the command line's refusals -------------------------------------------
+
+
+def test_a_gate_knows_the_roster_in_force_from_its_snapshot_and_records_it_once(tmp_path):
+    roster = Roster([Principal("sup-1", "reviewer", keys=(generate_key("sup-1").public,))])
+    other = Roster([Principal("sup-2", "reviewer", keys=(generate_key("sup-2").public,))])
+    g, _p = _pending(tmp_path, roster)
+    g.close()
+    for _ in range(2):  # opened from the snapshot: the roster is known without reading the ledger again
+        with make_gate(tmp_path / "l") as again:
+            assert again.workflow.roster == roster.digest
+            again.record_roster(roster, "ops")
+    with make_gate(tmp_path / "l") as again:
+        again.record_roster(other, "ops")
+        assert again.workflow.roster == other.digest
+    assert _kinds(tmp_path / "l").count("roster") == 2
+
+
+def _kinds(ledger) -> list[str]:
+    return [msgspec.json.decode(line)["body"]["kind"] for seg in sorted(ledger.glob("events-*.jsonl"))
+            for line in seg.read_bytes().splitlines()]
+
+
+def test_verify_checks_decisions_from_the_seq_signing_began(tmp_path):
+    key = generate_key("sup-1")
+    roster = Roster([Principal("sup-1", "reviewer", keys=(key.public,))])
+    g, p = _pending(tmp_path)
+    g.approve(p.request, approver="sup-1", digest=p.args_digest)  # before signing began
+    g.record_roster(roster, "ops")
+    began = g.ledger.head[0] + 1
+    q = g.propose("small_change", {"id": 8}, proposer="agent-7")
+    g.approve(q.request, approver="sup-1", digest=q.args_digest, signing=Signing(key))
+    g.close()
+    assert verify(tmp_path / "l", rosters=[roster]).problem.seq < began  # everything, by default
+    report = verify(tmp_path / "l", rosters=[roster], signed_from=began)
+    assert report.ok and report.unchecked_decisions == 1
+    runner = CliRunner()
+    r = _write(tmp_path, roster_text(("sup-1", "reviewer", [key.public.text()])))
+    out = runner.invoke(app, ["ledger", "verify", str(tmp_path / "l"), "--roster", str(r), "--signed-from", str(began)])
+    assert out.exit_code == 0 and "1 decision before it not checked" in out.output, out.output
+    assert runner.invoke(app, ["ledger", "verify", str(tmp_path / "l"), "--signed-from", "3"]).exit_code == 2
+
+
+def test_review_refuses_a_key_the_roster_gives_to_someone_else_and_warns_when_unsigned(tmp_path):
+    runner = CliRunner()
+    g, p = _pending(tmp_path, real_clock=True)
+    g.close()
+    ledger = str(tmp_path / "l")
+    assert runner.invoke(app, ["ledger", "keygen", "--out", str(tmp_path / "alice"), "--name", "alice"]).exit_code == 0
+    assert runner.invoke(app, ["ledger", "keygen", "--out", str(tmp_path / "me"), "--name", ME]).exit_code == 0
+    r = _write(tmp_path, roster_text(("alice", "reviewer", [(tmp_path / "alice.pub").read_text().strip()]),
+                                     (ME, "reviewer", [(tmp_path / "me.pub").read_text().strip()])))
+    base = ["review", "approve", str(p.request), "--digest", p.args_digest, "--ledger", ledger, "--roster", str(r)]
+    refused = runner.invoke(app, base + ["--key", str(tmp_path / "alice.key")])
+    assert refused.exit_code == 2 and "gives this key to alice" in refused.output, refused.output
+    assert "approved" not in _kinds(tmp_path / "l") and "roster" not in _kinds(tmp_path / "l")  # nothing written
+    stranger = generate_key("stranger")
+    from ledger.proof.keys import write_keypair
+    write_keypair(tmp_path / "stranger", stranger)
+    unknown = runner.invoke(app, base + ["--key", str(tmp_path / "stranger.key")])
+    assert unknown.exit_code == 2 and "to no one" in unknown.output, unknown.output
+    q = Gate(policy(), ledger)
+    second = q.propose("small_change", {"id": 9}, proposer="agent-7")
+    q.close()
+    unsigned = runner.invoke(app, ["review", "approve", str(second.request), "--digest", second.args_digest, "--ledger", ledger])
+    assert unsigned.exit_code == 0 and "not signed" not in unsigned.output  # no roster recorded yet: no warning
+    assert runner.invoke(app, base + ["--key", str(tmp_path / "me.key")]).exit_code == 0
+    q = Gate(policy(), ledger)
+    third = q.propose("small_change", {"id": 10}, proposer="agent-7")
+    q.close()
+    warned = runner.invoke(app, ["review", "approve", str(third.request), "--digest", third.args_digest, "--ledger", ledger])
+    assert warned.exit_code == 0 and "this decision is not signed" in warned.output, warned.output

@@ -34,6 +34,7 @@ class Report(msgspec.Struct):
     warnings: list[str] = []
     statuses: dict[str, int] = {}
     redactions: list[str] = []
+    unchecked_decisions: int = 0  # with rosters and signed_from: the decisions before it, not checked
 
     @property
     def ok(self) -> bool:

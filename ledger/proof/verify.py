@@ -42,7 +42,7 @@ from ledger.workflow.machine import Violation, Workflow
 
 
 def verify(path: str | Path, expect_head: str | None = None, *, engine: str = "auto",
-           rosters: Sequence[Roster] = ()) -> Report:
+           rosters: Sequence[Roster] = (), signed_from: int = 1) -> Report:
     """Verify the ledger at `path`. Never raises for a bad ledger; the Report says what is wrong.
 
     `engine` "auto" first tries the compiled verifier (ledger.proof.fast), which returns the same
@@ -52,7 +52,10 @@ def verify(path: str | Path, expect_head: str | None = None, *, engine: str = "a
     `rosters` (ledger.proof.roster): also check every decision's signature against the roster in
     force at that point: the one whose digest the last `roster` event before it records, or,
     before any such event, the first roster given. A decision whose roster was not given is a
-    problem (kind `signature`), like an unsigned, wrongly signed or foreign-signed one."""
+    problem (kind `signature`), like an unsigned, wrongly signed or foreign-signed one.
+    `signed_from`: the seq from which decisions are checked (a ledger that began signing after its
+    first decisions; the caller says where, not the ledger, which a writer of its files could
+    extend); the decisions before it are counted in `Report.unchecked_decisions`."""
     if engine not in ("auto", "python"):
         raise ValueError(f"engine must be 'auto' or 'python', not {engine!r}")
     if engine == "auto" and not rosters:  # the compiled verifier does not read signatures
@@ -69,7 +72,7 @@ def verify(path: str | Path, expect_head: str | None = None, *, engine: str = "a
     workflow = Workflow(keep_final=False, edit_targets=redactions.paths)  # memory: one byte per closed request
     prev, expected, prev_ts = ev.GENESIS_PREV, 1, ""
     head_seen_at: int | None = None
-    signatures = Signatures(rosters) if rosters else None
+    signatures = Signatures(rosters, signed_from) if rosters else None
     try:
         for raw in reader.lines():  # raises LedgerCorrupt for a gap between segments
             try:
@@ -97,6 +100,8 @@ def verify(path: str | Path, expect_head: str | None = None, *, engine: str = "a
             if signatures is not None and (problem := signatures.check(record, before)) is not None:
                 report.problem = problem
                 return report
+            if signatures is not None:
+                report.unchecked_decisions = signatures.unchecked
             if isinstance(record.event, ev.Redacted):
                 e = record.event
                 problem = redactions.announcement_problem(record)
@@ -192,8 +197,10 @@ class Signatures:
     """The signature check of `verify` with rosters: which roster is in force (the `roster`
     events seen so far), and each decision checked against it (ledger.proof.decisions)."""
 
-    def __init__(self, rosters: Sequence[Roster]):
+    def __init__(self, rosters: Sequence[Roster], signed_from: int = 1):
         self.by_digest = {r.digest: r for r in rosters}
+        self.signed_from = signed_from
+        self.unchecked = 0  # decisions before signed_from
         self.in_force: Roster | None = rosters[0]
         self.recorded: tuple[int, str] | None = None  # (seq, digest) of the last roster event
         self.ledger_id = ""
@@ -214,6 +221,9 @@ class Signatures:
 
     def check(self, record, before) -> Problem | None:
         if before is None:
+            return None
+        if record.seq < self.signed_from:
+            self.unchecked += 1
             return None
         basis, args, proposer, status = before
         if self.in_force is None:

@@ -83,6 +83,7 @@ class CatchUp:
             self._seen = (loaded.seq, loaded.hash)  # seq and hash of the last event folded
             self._base = self._floor = loaded.seq  # every change after _base is in memory; the snapshot holds _floor
             self._last_ts = loaded.ts
+            self.workflow.roster = loaded.roster
             for state in loaded.pending:
                 self.workflow.requests[state.request] = state
                 if state.status == "pending":
@@ -185,7 +186,8 @@ class CatchUp:
             at = self._snapshot.save(
                 ledger_id=self._ledger_id, base=self._base, seq=self._seen[0], hash=self._seen[1], ts=self._last_ts,
                 place=self.ledger.locate(self._seen[0]), states=states, call_ids=dict(self.workflow.by_call_id),
-                edits=dict(self.workflow.edits), redacted=self._redacted_new, call_id_filter=self.workflow.archive.call_ids)
+                edits=dict(self.workflow.edits), redacted=self._redacted_new, call_id_filter=self.workflow.archive.call_ids,
+                roster=self.workflow.roster)
         except Unusable:
             return
         if at != self._seen[0]:

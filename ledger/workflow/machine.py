@@ -317,6 +317,9 @@ class Workflow:
         # The genesis's format, once folded (a Gate opened from its snapshot is told it): a
         # version 1 ledger holds no signature and no roster event. None: not known, not checked.
         self.format: str | None = None
+        # The digest the last `roster` event names (a Gate opened from its snapshot is told it):
+        # the roster a later decision is checked against. None: no roster event yet.
+        self.roster: str | None = None
 
     def get(self, request: int) -> RequestState | None:
         """The state of a request (from memory, else the archive, then kept in memory), or None
@@ -534,7 +537,10 @@ class Workflow:
             self.seen_genesis = True
             self.format = event.format
             return
-        if isinstance(event, (ev.Recovered, ev.RosterRecorded)):  # about the log, not about a request
+        if isinstance(event, ev.RosterRecorded):  # about the log, not about a request
+            self.roster = event.digest
+            return
+        if isinstance(event, ev.Recovered):
             return
         if isinstance(event, ev.Redacted):
             if event.target not in self.redacted:
