@@ -1,9 +1,10 @@
-"""The policy examples of docs/policy-language.md, checked against what the code does.
+"""The policy examples of docs/policy-language.md and README.md, checked against what the code does.
 
 The shell example of docs/policy-language.md, saved as one policy: its three rules (a deny of
 `rm -rf /`, an ask on `git push`, an allow of read-only commands) hold against the spellings that
 slip past a raw match (issue 9, section 4), even under `default allow`; what they do with words
-known only at run time is what the page says."""
+known only at run time is what the page says. Every policy example of the two pages is written as
+`countersign policy fmt` writes it."""
 
 from __future__ import annotations
 
@@ -13,19 +14,33 @@ from pathlib import Path
 import pytest
 
 from dsl import Policy
+from dsl.fmt import format_policy
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = (ROOT / "docs" / "policy-language.md").read_text(encoding="utf-8")
+README = (ROOT / "README.md").read_text(encoding="utf-8")
 PROJECT = {"cwd": "/home/u/proj", "home": "/home/u"}
 
 # A fenced block; policy-language.md writes shell commands as ```sh and output as ```text, so a
 # block without an info string is a policy (or a part of one).
 _FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```", re.DOTALL | re.MULTILINE)
+# The README's tour writes policies with a heredoc, in an indented code block.
+_HEREDOC = re.compile(r"^( *)cat > (\S+\.policy) <<'EOF'\n(.*?)^\1EOF\n", re.DOTALL | re.MULTILINE)
 
 
 def policy_blocks(text: str) -> list[tuple[int, str]]:
     """(line of the opening fence, text) of each fenced block without an info string."""
     return [(text[: m.start()].count("\n") + 1, m.group(2)) for m in _FENCE.finditer(text) if not m.group(1)]
+
+
+def readme_policies() -> list[tuple[int, str]]:
+    """(line, text) of each policy the README writes with `cat > NAME.policy <<'EOF'`, unindented."""
+    found = []
+    for m in _HEREDOC.finditer(README):
+        indent = m.group(1)
+        body = "".join(line[len(indent):] for line in m.group(3).splitlines(keepends=True))
+        found.append((README[: m.start()].count("\n") + 1, body))
+    return found
 
 
 def block_after(marker: str) -> str:
@@ -42,6 +57,21 @@ def shell_example() -> str:
 def said(text: str) -> bool:
     """Whether the page says `text`, line breaks and indentation read as one space."""
     return " ".join(text.split()) in " ".join(DOC.split())
+
+
+EXAMPLES = [pytest.param(body, id=f"policy-language.md:{line}") for line, body in policy_blocks(DOC)] + [
+    pytest.param(body, id=f"README.md:{line}") for line, body in readme_policies()]
+
+
+def test_the_examples_are_found():
+    assert len(policy_blocks(DOC)) >= 12 and len(readme_policies()) >= 1
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_every_policy_example_is_written_as_fmt_writes_it(example):
+    # `countersign policy fmt --check` on the example saved as a file: a reader who copies it and
+    # runs fmt gets no diff (format_policy raises PolicyError if it does not even parse)
+    assert format_policy(example, "example.policy") == example
 
 
 @pytest.fixture(scope="module")
