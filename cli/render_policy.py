@@ -33,12 +33,13 @@ def explanation_lines(e: Any) -> list[str]:
     if p.counted:
         out.append("  counted: " + "; ".join(f"{effect} {', '.join(ids)}" for effect, ids in p.counted.items()))
     out.append("")
-    others = f" ({e.rules_not_covering} other rule{'s' if e.rules_not_covering != 1 else ''} do not cover it)" if e.rules_not_covering else ""
+    m = e.rules_not_covering
+    others = f" ({m} other {'rule does' if m == 1 else 'rules do'} not cover it)" if m else ""
     if not e.rules:
         out.append(f"no rule covers {e.tool}{others}")
         return out
     n = len(e.rules)
-    out.append(f"rules considered: {n} rule{'s' if n != 1 else ''} cover {e.tool}, in file order{others}")
+    out.append(f"rules considered: {n} {'rule covers' if n == 1 else 'rules cover'} {e.tool}, in file order{others}")
     for r in e.rules:
         out.append("")
         mark = "*" if r.deciding else " "

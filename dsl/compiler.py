@@ -775,10 +775,22 @@ def _path_from(raw: Any, base: Any, env: Env) -> subjects.PathValue:
         raise EvalError("the directory the command runs in is not known from the text (after cd $X, cd -, pushd, "
                         "a function or a cd that may have failed, or under a wrapper that may change it: env, sudo, "
                         "su, chroot and the like)")
-    directory = subjects.make_path(base, env.cwd(), env.home_dir()).text
+    try:
+        directory = subjects.make_path(base, env.cwd(), env.home_dir()).text
+    except EvalError as exc:
+        if exc.message.endswith(_RELATIVE_WITHOUT_CWD):
+            # the base is the command's own directory (`c.cwd`: "." for most commands), a word the
+            # author never wrote: say what it is, and what the call lacks
+            raise EvalError(f"the directory the command runs in ({base!r}) is relative and the call has no "
+                            "context.cwd: pass the agent's working directory as context.cwd") from None
+        raise
     if type(directory) is not str:  # a Windows path's text (a WinStr): its plain text reads the same, and is cached
         directory = str.__str__(directory)
     return subjects.make_path(raw, directory, env.home_dir())
+
+
+# how dsl.subjects.paths refuses a relative path when the call has no cwd
+_RELATIVE_WITHOUT_CWD = "is relative and the call has no context.cwd"
 
 
 def _make_path(raw: Any, env: Env) -> subjects.PathValue:

@@ -87,6 +87,19 @@ def test_eval_explains_a_condition_that_could_not_be_evaluated():
     assert "an allow never counts on an error" in result.stdout
 
 
+@pytest.mark.parametrize(("args", "effect"), [('{"amount": 5}', "allow"), ('{"amount": 500}', "ask"), ('{"amount": -1}', "deny"),
+                                              ("{}", "deny")])
+def test_eval_exits_0_whatever_the_effect(tmp_path, args, effect):
+    # docs/policy-tools.md: eval reports a decision; only input it cannot use exits otherwise (2)
+    policy = tmp_path / "refunds.policy"
+    policy.write_text('deny refund when args.amount <= 0 reason "Positive amounts only."\n'
+                      'ask refund when args.amount > 100\nallow refund when args.amount <= 100\n', encoding="utf-8")
+    result = run("policy", "eval", policy, "--tool", "refund", "--args", args)
+    assert result.exit_code == 0 and f"effect: {effect}" in result.stdout
+    policy.write_text("allow refund when\n", encoding="utf-8")
+    assert run("policy", "eval", policy, "--tool", "refund", "--args", args).exit_code == 2
+
+
 def test_eval_json_is_machine_readable():
     result = run("policy", "eval", SAMPLES / "retail.policy", "--tool", "get_user_details", "--args", '{"user_id": "u"}',
                  "--context", '{"run_id": "r"}', "--json")

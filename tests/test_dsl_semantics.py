@@ -413,7 +413,7 @@ def test_the_rule_cache_never_changes_an_answer():
 
 def test_the_examples_in_the_language_reference_load():
     """Every untagged code block in docs/policy-language.md is policy text and must load; a block
-    that starts with '# alternatives' must load line by line."""
+    that starts with '# alternatives' must load paragraph by paragraph (one alternative each)."""
     from pathlib import Path
 
     doc = (Path(__file__).resolve().parent.parent / "docs" / "policy-language.md").read_text(encoding="utf-8")
@@ -431,7 +431,7 @@ def test_the_examples_in_the_language_reference_load():
     assert len(blocks) >= 5
     for block in blocks:
         if block.startswith("# alternatives"):
-            pieces = [line for line in block.splitlines()[1:] if line.strip()]
+            pieces = [piece for piece in block.split("\n", 1)[1].split("\n\n") if piece.strip()]
         else:
             pieces = [block]
         for piece in pieces:

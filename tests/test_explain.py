@@ -264,3 +264,13 @@ def test_explain_command_json_is_the_explanation():
 def test_explain_command_refuses_malformed_input_with_exit_2(extra, message):
     result = run(ROOT / "samples/retail.policy", "--tool", "get_order_details", *extra)
     assert result.exit_code == 2 and message in result.stderr
+
+
+@pytest.mark.parametrize(("others", "tail"), [(1, "(1 other rule does not cover it)"), (2, "(2 other rules do not cover it)")])
+def test_explain_counts_the_rules_in_good_grammar(tmp_path, others, tail):
+    policy = tmp_path / "p.policy"
+    policy.write_text("allow t\n" + "".join(f"allow other{i}\n" for i in range(others)), encoding="utf-8")
+    out = run(policy, "--tool", "t").stdout
+    assert f"rules considered: 1 rule covers t, in file order {tail}" in out
+    out = run(policy, "--tool", "nothing").stdout
+    assert f"no rule covers nothing ({others + 1} other rules do not cover it)" in out

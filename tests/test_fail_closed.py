@@ -37,7 +37,7 @@ PROPERTY = settings(max_examples=250, deadline=None, suppress_health_check=[Heal
 
 def doc_policies() -> list[str]:
     """The policy text of every untagged code block of docs/policy-language.md (a block starting
-    with '# alternatives' line by line), as tests/test_dsl_semantics.py reads them."""
+    with '# alternatives' paragraph by paragraph), as tests/test_dsl_semantics.py reads them."""
     doc = (ROOT / "docs" / "policy-language.md").read_text(encoding="utf-8")
     blocks, current, tag = [], None, None
     for line in doc.splitlines():
@@ -53,7 +53,7 @@ def doc_policies() -> list[str]:
     out = []
     for block in blocks:
         if block.startswith("# alternatives"):
-            out += [line for line in block.splitlines()[1:] if line.strip()]
+            out += [piece for piece in block.split("\n", 1)[1].split("\n\n") if piece.strip()]
         else:
             out.append(block)
     return out

@@ -218,6 +218,31 @@ def test_a_base_that_cannot_be_made_a_path_is_an_error_even_for_an_absolute_path
     assert policy.evaluate("Bash", {"command": "cat /tmp/x"}, PROJECT).by_default  # a cwd: the rule is false
 
 
+@pytest.mark.parametrize(("command", "directory"), [("rm -rf /", "."), ("cd src && rm -rf /", "src")])
+def test_without_a_cwd_the_error_names_the_directory_the_command_runs_in(command, directory):
+    # a new user's trial without --context: the '.' is the command's own directory, not a word they wrote
+    policy = Policy.from_text('default allow\ndeny Bash when any c in shell(args.command): c.program == "rm" and '
+                              '(any a in c.args: path(a, c.cwd) == "/") reason "Deleting / is never run."')
+    for context in ({}, {"home": "/home/u"}, {"cwd": 1}):
+        decision = policy.evaluate("Bash", {"command": command}, context)
+        assert decision.effect == "deny", context
+        assert decision.outcomes[0].error == (
+            f"the directory the command runs in ({directory!r}) is relative and the call has no context.cwd: "
+            "pass the agent's working directory as context.cwd"), context
+
+
+def test_without_a_cwd_a_relative_path_the_call_gave_keeps_its_own_message():
+    policy = Policy.from_text('default allow\ndeny Read when path(args.file_path) under "/etc" reason "no"')
+    decision = policy.evaluate("Read", {"file_path": "rel/x"}, {})
+    assert decision.effect == "deny"
+    assert decision.outcomes[0].error == "the path 'rel/x' is relative and the call has no context.cwd"
+    # and a base the command's directory is not, which fails for another reason, keeps that reason
+    policy = Policy.from_text('default allow\ndeny Bash when any c in shell(args.command): any a in c.args: '
+                              'path(a, "~x") == "/" reason "no"')
+    error = policy.evaluate("Bash", {"command": "rm -rf /"}, {}).outcomes[0].error
+    assert "another user's home" in error and "the command runs in" not in error
+
+
 def test_the_secret_list_is_linear_in_the_path():
     import time
 
