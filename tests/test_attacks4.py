@@ -39,7 +39,7 @@ needs_bash = pytest.mark.skipif(_BASH is None, reason="bash is not installed")
 
 def bash_runs_rm(command: str, tools: tuple[str, ...] = ()) -> bool:
     """Whether `bash -c command` runs `rm` (a harmless script recording it ran), with PATH holding
-    only it and `tools` (links to the real ones). As root bash ignores PS4 from the environment,
+    only it, bash, echo and `tools` (links to the real ones). As root bash ignores PS4 from the environment,
     so the text runs as nobody there (setpriv)."""
     with tempfile.TemporaryDirectory() as tmp:
         os.chmod(tmp, 0o777)
@@ -48,7 +48,7 @@ def bash_runs_rm(command: str, tools: tuple[str, ...] = ()) -> bool:
         with open(os.path.join(bin_dir, "rm"), "w") as f:
             f.write(f"#!/bin/sh\necho \"$@\" >> {log}\n")
         os.chmod(os.path.join(bin_dir, "rm"), 0o755)
-        for tool in tools:
+        for tool in dict.fromkeys(("bash", "echo", *tools)):  # nested shells find bash on PATH
             real = shutil.which(tool)
             if real is None:
                 pytest.skip(f"{tool} is not installed")
