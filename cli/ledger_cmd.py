@@ -23,8 +23,9 @@ def verify(
         False, "--reference", help="Use only the reference (Python) verifier, about 20 times slower than the compiled one."
     ),
     rosters: List[str] = typer.Option(
-        [], "--roster", help="Check every decision's signature against this roster (TOML); repeatable: each decision "
-        "against the roster the ledger recorded before it, the first one given where none was recorded."
+        [], "--roster", help="Check every decision's signature against this roster (TOML); repeatable, in the order the "
+        "ledger used them: each decision against the roster the ledger recorded before it (the first given where none "
+        "was); a roster event may not go back to an earlier one."
     ),
     signed_from: int = typer.Option(
         1, "--signed-from", min=1, metavar="SEQ", help="With --roster: check the decisions from this seq on (a ledger "

@@ -346,3 +346,28 @@ def test_review_refuses_a_key_the_roster_gives_to_someone_else_and_warns_when_un
     q.close()
     warned = runner.invoke(app, ["review", "approve", str(third.request), "--digest", third.args_digest, "--ledger", ledger])
     assert warned.exit_code == 0 and "this decision is not signed" in warned.output, warned.output
+
+
+def test_roster_events_follow_the_order_the_rosters_are_given_in_and_one_used_again_is_given_again(tmp_path):
+    keys = {name: generate_key(name) for name in ("sup-1", "sup-2")}
+    paths = [_write_named(tmp_path, "r1.toml", roster_text(("sup-1", "reviewer", [keys["sup-1"].public.text()]))),
+             _write_named(tmp_path, "r2.toml", roster_text(("sup-2", "reviewer", [keys["sup-2"].public.text()])))]
+    r1, r2 = (load_roster(p) for p in paths)
+    g = make_gate(tmp_path / "l")
+    for roster, who in ((r1, "sup-1"), (r2, "sup-2"), (r1, "sup-1")):  # r1, then r2, then back to r1 on purpose
+        g.record_roster(roster, "ops")
+        p = g.propose("small_change", {"who": who}, proposer="agent-7")
+        g.approve(p.request, approver=who, digest=p.args_digest, signing=Signing(keys[who]))
+    g.close()
+    assert verify(tmp_path / "l", rosters=[r1, r2, r1]).ok
+    assert verify_dir(tmp_path / "l", [paths[0], paths[1], paths[0]])[0]
+    back = verify(tmp_path / "l", rosters=[r1, r2])  # the return to r1 is not in the order given
+    assert back.problem.kind == "signature" and "comes before the roster in force" in back.problem.message
+    assert not verify_dir(tmp_path / "l", paths)[0]
+    assert verify(tmp_path / "l", rosters=[r2, r1]).problem is not None  # r2's decision before r2 was recorded
+
+
+def _write_named(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return path

@@ -100,8 +100,6 @@ def verify(path: str | Path, expect_head: str | None = None, *, engine: str = "a
             if signatures is not None and (problem := signatures.check(record, before)) is not None:
                 report.problem = problem
                 return report
-            if signatures is not None:
-                report.unchecked_decisions = signatures.unchecked
             if isinstance(record.event, ev.Redacted):
                 e = record.event
                 problem = redactions.announcement_problem(record)
@@ -124,21 +122,26 @@ def verify(path: str | Path, expect_head: str | None = None, *, engine: str = "a
     if report.count == 0:
         report.problem = Problem(1, "format", "the ledger has no events")
         return report
-    finish_report(report, reader, expected, prev, prev_ts, workflow, redactions, expect_head, head_seen_at)
+    finish_report(report, reader, expected, prev, prev_ts, workflow, redactions, expect_head, head_seen_at,
+                  signatures=signatures)
+    if signatures is not None:
+        report.unchecked_decisions = signatures.unchecked
     return report
 
 
 def finish_report(report: Report, reader, expected: int, prev: str, prev_ts: str, workflow: Workflow, redactions: "Redactions",
-                  expect_head: str | None, head_seen_at: int | None, complete_tail: bool = True):
+                  expect_head: str | None, head_seen_at: int | None, complete_tail: bool = True,
+                  signatures: "Signatures | None" = None):
     """The end of a verification, after the last complete line (`expected` the next seq, `prev`
     and `prev_ts` the last line's hash and time): the torn tail of section 6 (counted when it is a
     whole line continuing the chain and `complete_tail`, else a warning), the expected head, the
     statuses and the asks never interrupted. Sets `report.problem` on a failure. Returns the Record
-    of a counted tail (the caller may need its hash), else None."""
+    of a counted tail (the caller may need its hash), else None. A counted tail is an event like
+    any other: `signatures` checks it as the lines before it were checked."""
     completed = None
     if reader.torn is not None:
         t = reader.torn
-        completed = complete_torn_tail(t, expected, prev, prev_ts, workflow, redactions) if complete_tail else None
+        completed = complete_torn_tail(t, expected, prev, prev_ts, workflow, redactions, signatures) if complete_tail else None
         if isinstance(completed, Problem):
             report.problem = completed
             return None
@@ -168,7 +171,8 @@ def finish_report(report: Report, reader, expected: int, prev: str, prev_ts: str
     return completed
 
 
-def complete_torn_tail(torn, expected: int, prev: str, prev_ts: str, workflow: Workflow, redactions: Redactions):
+def complete_torn_tail(torn, expected: int, prev: str, prev_ts: str, workflow: Workflow, redactions: Redactions,
+                       signatures: "Signatures | None" = None):
     """A torn tail (ledger.store.log.TornTail) that is a whole line continuing the chain, checked as the
     event `expected` after `prev` and `prev_ts` and applied to `workflow`: its Record; the
     Problem it has under checks 2 to 7; or None when it is not such a line (a real torn write,
@@ -184,10 +188,13 @@ def complete_torn_tail(torn, expected: int, prev: str, prev_ts: str, workflow: W
     problem = check_record(record, expected, prev, prev_ts, redactions)
     if problem is not None:
         return problem
+    before = signatures.before(record, workflow) if signatures is not None else None
     try:
         workflow.step(record.seq, record.event)
     except Violation as exc:
         return Problem(record.seq, "workflow", exc.message, exc.code, record.segment, None)
+    if signatures is not None and (problem := signatures.check(record, before)) is not None:
+        return problem
     if isinstance(record.event, ev.Redacted):
         return redactions.announcement_problem(record) or record
     return record
@@ -195,15 +202,37 @@ def complete_torn_tail(torn, expected: int, prev: str, prev_ts: str, workflow: W
 
 class Signatures:
     """The signature check of `verify` with rosters: which roster is in force (the `roster`
-    events seen so far), and each decision checked against it (ledger.proof.decisions)."""
+    events seen so far), and each decision checked against it (ledger.proof.decisions).
+
+    The rosters are given in the order the ledger used them (a roster used twice is given twice):
+    a `roster` event may keep the roster in force or move to a later one of that order, never back
+    to an earlier one. A `roster` event is a line like any other, which whoever can write the files
+    can append: without the order, one naming an earlier roster would bring back a key it removed."""
 
     def __init__(self, rosters: Sequence[Roster], signed_from: int = 1):
+        self.rosters = list(rosters)
         self.by_digest = {r.digest: r for r in rosters}
         self.signed_from = signed_from
         self.unchecked = 0  # decisions before signed_from
+        self.at: int | None = 0  # the index of the roster in force in `rosters` (None: not given)
         self.in_force: Roster | None = rosters[0]
         self.recorded: tuple[int, str] | None = None  # (seq, digest) of the last roster event
+        self.back: tuple[int, str] | None = None  # (seq, message) of a roster event that went back
         self.ledger_id = ""
+
+    def _recorded(self, seq: int, digest: str) -> None:
+        self.recorded = (seq, digest)
+        if self.at is not None and self.rosters[self.at].digest == digest:
+            return
+        start = 0 if self.at is None else self.at + 1
+        later = next((i for i in range(start, len(self.rosters)) if self.rosters[i].digest == digest), None)
+        if later is None and digest in self.by_digest and seq >= self.signed_from:
+            self.back = (seq, f"this roster event names {self.by_digest[digest].source} (digest {digest[:12]}…), which "
+                              "comes before the roster in force in the order the rosters were given: a roster event may "
+                              "only move to a later roster (give each roster in the order the ledger used them, one used "
+                              "again given again)")
+        self.at = later
+        self.in_force = None if later is None else self.rosters[later]
 
     def before(self, record, workflow: Workflow) -> tuple[int, str, str, str] | None:
         """For a decision: its request's (basis, args digest, proposer, status) before it."""
@@ -211,8 +240,7 @@ class Signatures:
         if isinstance(event, ev.Genesis):
             self.ledger_id = event.ledger_id
         elif isinstance(event, ev.RosterRecorded):
-            self.recorded = (record.seq, event.digest)
-            self.in_force = self.by_digest.get(event.digest)
+            self._recorded(record.seq, event.digest)
         elif isinstance(event, ev.SIGNABLE):
             state = workflow.get(event.request)
             if state is not None:
@@ -220,6 +248,8 @@ class Signatures:
         return None
 
     def check(self, record, before) -> Problem | None:
+        if self.back is not None and self.back[0] == record.seq:
+            return Problem(record.seq, "signature", self.back[1], segment=record.segment, line=record.line)
         if before is None:
             return None
         if record.seq < self.signed_from:
