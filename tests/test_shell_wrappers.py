@@ -13,7 +13,7 @@ import shutil
 import subprocess
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dsl import Policy
@@ -477,9 +477,14 @@ def wrapped_rm(draw):
 
 @settings(max_examples=400, deadline=None)
 @given(wrapped_rm())
+@example("env -C v -C v --c v -C v -x=1 rm -rf /")  # GNU env refuses -x; shell() refuses the readings
 def test_any_wrapper_with_any_known_options_still_yields_rm(command):
-    commands = parse_shell(command)
-    assert any(c.program == "rm" for c in commands) or any(c.dynamic for c in commands), command
+    try:
+        commands = parse_shell(command)
+    except EvalError:  # refused (too many readings to tell what runs): fails closed, checked below
+        commands = None
+    if commands is not None:
+        assert any(c.program == "rm" for c in commands) or any(c.dynamic for c in commands), command
     assert decide(DOCS_POLICY, command).effect == "deny", command
 
 
@@ -587,13 +592,18 @@ _ENV_WORDS = ["-", "--", "-i", "-u", "X", "A=1", "1=2", "=x", "-x=1", "a.b=c", "
     ["env", "--version"], capture_output=True).stdout, reason="GNU env is not installed here")
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(_ENV_WORDS), max_size=5))
+@example(["-", "-x=1", "-x=1"])  # GNU env assigns after -, BSD env reads -x: too many readings, refused
 def test_the_program_gnu_env_runs_is_listed(words):
     # differential: when GNU env runs `printf` with these words before it, shell() lists printf
     argv = ["env", *words, "printf", "RAN"]
     run = subprocess.run(argv, capture_output=True, timeout=10, cwd="/tmp", stdin=subprocess.DEVNULL)
     if run.stdout != b"RAN":
         return  # env ran another word as the program (it failed), or exited
-    commands = parse_shell(" ".join(shlex.quote(w) for w in argv))
+    try:
+        commands = parse_shell(" ".join(shlex.quote(w) for w in argv))
+    except EvalError as exc:  # refused: fails closed (a rule on printf counts the error), but only for this reason
+        assert "too many options countersign does not know" in exc.message, (argv, exc.message)
+        return
     assert any(c.program == "printf" and c.args == ("RAN",) for c in commands), argv
 
 
