@@ -152,7 +152,6 @@ def test_gnu_env_splits_its_string_so(command):
     assert bash_runs_rm(command, ("env",)), command
 
 
-@pytest.mark.xfail(strict=True, reason="env -S is split by shlex: \\c and # comments read otherwise than GNU env")
 @pytest.mark.parametrize("command", ENV_SPLIT)
 def test_env_s_string_is_split_as_env_splits_it(command):
     assert decide(command) != "allow", command
