@@ -751,6 +751,10 @@ class _Walker:
                     if string.dynamic:
                         raise EvalError(f"{program} runs a string that is only known at run time")
                     self.script(string.value, nested=True, dynamic=True)
+                for words in reading.code:  # `compgen -W '$(CMD)'`: its words are expanded as a command's
+                    if words.dynamic:
+                        raise EvalError(f"{program} expands a word list that is only known at run time")
+                    self.script(": " + words.value, nested=True, dynamic=True)
             return
         elif program == "alias":
             strings = [_Word(w.value.split("=", 1)[1], w.dynamic) for w in values if "=" in w.value]
@@ -941,6 +945,14 @@ class _Walker:
                 self.commands[-1] = Command(**{**_as_dict(self.commands[-1]), "dynamic": True})
             for script in scripts:  # git appends arguments (a file, a host): read as a runner's
                 self.script(script, nested=True, dynamic=True, fill=_GIT_FILL)
+            for ext in _git.ext_commands([w.value for w in rest]):  # `git clone 'ext::CMD ARGS'` runs CMD
+                self.emit([_Word(v, d) for v, d in ext], (), (), True, text, (), True)
+        if program in ("fc", "r") and not self.commands[-1].dynamic:
+            # bash(1) `fc`: -s (or -e -) runs a history entry again, and otherwise the editor named by
+            # -e, FCEDIT or EDITOR edits entries that then run: history this text may have filled
+            # (`history -s CMD`, also under bash -c), so what it runs is only known at run time; `r`
+            # is `fc -e -` in zsh(1) and ksh(1)
+            self.commands[-1] = Command(**{**_as_dict(self.commands[-1]), "dynamic": True})
         # Commands that run other commands.
         if program in ("trap", "mapfile", "readarray", "compgen", "complete", "alias", "source", ".", "hash"):
             self.runs_strings(program, rest)
