@@ -467,6 +467,13 @@ _ENV_OUTSIDE = re.compile(r"""(?P<plain>[^'"\\ \t\n\v\f\r#$]+)|(?P<blank>[ \t\n\
 _ENV_SINGLE = re.compile(r"(?P<plain>[^'\\]+|\\(?![\\'])|\\\\|\\')|(?P<quote>')", re.DOTALL)
 _ENV_DOUBLE = re.compile(r"""(?P<plain>[^"\\$]+)|(?P<quote>")|(?P<escape>\\.?)|(?P<var>\$(?:\{[A-Za-z_][A-Za-z0-9_]*\})?)""",
                          re.DOTALL)
+_ENV_SIMPLE = re.compile(r"""(?:[^'"\\$#]|\\[_c])*+""")
+_ENV_SEPARATORS = re.compile(r"(?:[ \t\n\v\f\r]|\\_)+")
+# Parts (a run of plain characters or of blanks, a quote, an escape, a ${VAR}) read one at a time
+# in a string that has quotes, `$` or `#`: beyond it the string is an error, which keeps its
+# reading within a few milliseconds.
+MAX_ENV_SPLIT_PARTS = 8192
+MAX_WORDS = 1024  # as dsl.subjects.bash.parser.MAX_WORDS: the words of one text
 _ENV_ESCAPES = {'"': '"', "#": "#", "$": "$", "'": "'", "\\": "\\", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
                 "v": "\v"}
 
@@ -477,8 +484,14 @@ def split_env_string(string: str) -> list[tuple[str, bool]]:
     error (an unknown escape, `$` without `{NAME}`, an unterminated quote, `\\c` in double quotes)
     and where a word is nothing but `${VAR}`s (whether env makes a word of it at all is known only
     at run time)."""
+    if _ENV_SIMPLE.fullmatch(string):  # no quotes, $ or #, and \_ or \c its only escapes: split at once
+        string = string.split("\\c", 1)[0]
+        # at most MAX_WORDS + 2 pieces: a last one left whole holds one more word than allowed
+        words = [(word, False) for word in _ENV_SEPARATORS.split(string, MAX_WORDS + 1) if word]
+        return _within_words(words)
     words: list[tuple[str, bool]] = []
     parts: list[str] = []
+    budget = MAX_ENV_SPLIT_PARTS
     started = dynamic = literal = False  # a word is open; it holds a ${VAR}; it holds something else
     sep = True  # env.c's `ss.sep`: the next character starts a word
     state = _ENV_OUTSIDE
@@ -489,8 +502,13 @@ def split_env_string(string: str) -> list[tuple[str, bool]]:
             if dynamic and not literal:
                 raise EvalError("env -S holds a word that is only a ${VAR}: whether it is a word is known only at run time")
             words.append(("".join(parts), dynamic))
+            _within_words(words)
 
     while at < end:
+        budget -= 1
+        if budget < 0:
+            raise EvalError(f"env -S holds a string of more than {MAX_ENV_SPLIT_PARTS} quoted or escaped parts: "
+                            "too many to read")
         m = state.match(string, at)
         kind = m.lastgroup
         text = m.group()
@@ -535,6 +553,12 @@ def split_env_string(string: str) -> list[tuple[str, bool]]:
         if state is not _ENV_OUTSIDE:
             raise EvalError("env -S holds a quote it does not close, which env refuses")
     close()
+    return words
+
+
+def _within_words(words: list) -> list:
+    if len(words) > MAX_WORDS:
+        raise EvalError(f"env -S splits its string into more than {MAX_WORDS:,} words: too many to read")
     return words
 
 

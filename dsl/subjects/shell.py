@@ -18,6 +18,7 @@ from dsl.subjects.command import Command, _Word, _as_dict
 from dsl.subjects.getopt import read
 from dsl.subjects.optspec import INTERPRETER
 from dsl.subjects.programs import _RESERVED, _find_exec_commands, split_command_words
+from dsl.subjects import shellenv as _shellenv
 from dsl.subjects.wrappers import CALLBACK_BUILTINS, TABLE, WRAPPERS
 from dsl.subjects.quoting import (
     MAX_BRACE_TEXT, _ansi_c, _unescape_double, _unescape_unquoted, brace_expand, has_arithmetic_subscript, has_brace_group, heredoc_delimiter, heredoc_end,
@@ -930,6 +931,8 @@ class _Walker:
                             "the commands it runs cannot be read reliably")
         assigns = program_word.dynamic or program in _ASSIGNING or (program in ("printf", "wait") and any(
             w.value.startswith("-v" if program == "printf" else "-p") for w in rest)) or (bool(assignments) and program in _SPECIAL)
+        if _shellenv.hands_code(assignments, False):  # `BASH_ENV=F make`: a shell it starts runs F
+            dynamic = True
         if assigns or program in ("test", "["):
             # `let x`, `read 'a[i]'`, `test -v 'a[i]'`: names with a subscript, and let's expressions,
             # are arithmetic bash evaluates
@@ -987,6 +990,12 @@ class _Walker:
             # POSIXLY_CORRECT: GNU getopt stops at the first operand (`runuser -u root rm -rf /` runs
             # `rm -rf /`): both readings
             readings = readings + read(dataclasses.replace(spec, permute=False), words[1:] + tail)
+        # a variable a shell reads as code, given by the environment or set on this command line
+        # (`PS4='$(CMD)' bash -x`, `systemd-run -E BASH_ENV=F`): what it runs is not in the text
+        ran = {id(w) for r in readings for w in (*(r.command or ()), *r.scripts, *r.code, r.script_file)}
+        if _shellenv.hands_code(assignments, True) or _shellenv.sets_in_words(
+                [w.value for w in words[1:] if id(w) not in ran]):
+            dynamic = True
         for reading in readings:
             if reading.command is not None and len(reading.command) > 1 and reading.command[-1] is _TAIL:
                 reading.command = reading.command[:-1]  # the runner still appends them to it
@@ -1052,7 +1061,8 @@ class _Walker:
         if self.stdin_readers.get(id(reader)) == "sh":
             if dynamic and script is None:
                 raise EvalError(f"{reader.program} reads a script that is only known at run time")
-            self.script(body if script is None else script, nested=True, dynamic=dynamic,
+            # a dynamic shell (an unknown option, PS4 in its environment) runs its script dynamic too
+            self.script(body if script is None else script, nested=True, dynamic=dynamic or reader.dynamic,
                         via=self.stdin_via.get(id(reader), ()))
         for k in range(len(self.commands) - 1, -1, -1):
             if self.commands[k] is reader:
