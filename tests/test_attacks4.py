@@ -198,10 +198,7 @@ SLOW = {
 }
 
 
-_SLOW_YET = pytest.mark.xfail(strict=True, reason="takes 15-60 ms to decide at 100,000 characters, 20-80 times a plain word")
-
-
-@pytest.mark.parametrize("what", [pytest.param(w, marks=_SLOW_YET) if "env -S" not in w else w for w in SLOW])
+@pytest.mark.parametrize("what", list(SLOW))
 def test_a_long_text_decides_about_as_fast_as_a_plain_word(what):
     plain = "echo " + "a" * N
     _best(plain, 1)

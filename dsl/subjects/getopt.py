@@ -467,8 +467,8 @@ _ENV_OUTSIDE = re.compile(r"""(?P<plain>[^'"\\ \t\n\v\f\r#$]+)|(?P<blank>[ \t\n\
 _ENV_SINGLE = re.compile(r"(?P<plain>[^'\\]+|\\(?![\\'])|\\\\|\\')|(?P<quote>')", re.DOTALL)
 _ENV_DOUBLE = re.compile(r"""(?P<plain>[^"\\$]+)|(?P<quote>")|(?P<escape>\\.?)|(?P<var>\$(?:\{[A-Za-z_][A-Za-z0-9_]*\})?)""",
                          re.DOTALL)
-_ENV_SIMPLE = re.compile(r"""(?:[^'"\\$#]|\\[_c])*+""")
-_ENV_SEPARATORS = re.compile(r"(?:[ \t\n\v\f\r]|\\_)+")
+_ENV_SIMPLE = re.compile(r"""(?:[^'"\\$#]++|\\[_c])*+""")
+_ENV_SEPARATORS = re.compile(r"[ \t\n\v\f\r]+")
 # Parts (a run of plain characters or of blanks, a quote, an escape, a ${VAR}) read one at a time
 # in a string that has quotes, `$` or `#`: beyond it the string is an error, which keeps its
 # reading within a few milliseconds.
@@ -485,7 +485,7 @@ def split_env_string(string: str) -> list[tuple[str, bool]]:
     and where a word is nothing but `${VAR}`s (whether env makes a word of it at all is known only
     at run time)."""
     if _ENV_SIMPLE.fullmatch(string):  # no quotes, $ or #, and \_ or \c its only escapes: split at once
-        string = string.split("\\c", 1)[0]
+        string = string.split("\\c", 1)[0].replace("\\_", " ")  # every backslash left is a `\_`
         # at most MAX_WORDS + 2 pieces: a last one left whole holds one more word than allowed
         words = [(word, False) for word in _ENV_SEPARATORS.split(string, MAX_WORDS + 1) if word]
         return _within_words(words)

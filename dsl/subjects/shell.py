@@ -429,7 +429,7 @@ class _Walker:
             # double quotes) is removed before the text is read as a script: in `echo \\`cmd\\``
             # the inner pair is a substitution that runs cmd, where the parser reads text
             quotes = _in_double_quotes(node)
-            self.script(re.sub(r'\\([\\`$"])' if quotes else r"\\([\\`$])", r"\1", self.text(node)[1:-1]), nested=True)
+            self.script(_backtick_unescaped(self.text(node)[1:-1], quotes), nested=True)
             self.cwd = self.fail = start
             return
         if kind in ("subshell", "command_substitution", "process_substitution"):
@@ -1075,6 +1075,18 @@ class _Walker:
 # backslash and newline are removed: a continued line); before any other character it is itself.
 # _HEREDOC_CONTINUATION joins continued lines, _HEREDOC_UNESCAPE removes every quoting backslash
 # (each pair read at once, so `\\<newline>` is a backslash and a newline).
+def _backtick_unescaped(text: str, quotes: bool) -> str:
+    """The script bash reads from backquotes holding `text` (bash(1), Command Substitution: a
+    backslash before $, ` or \\, and " within double quotes, is removed; pairs read left to right).
+    str.replace replaces left to right too: each `\\\\` pair is first set aside as a NUL (no text
+    holds one: parse_shell refuses it), so a backslash left over is the last of its run and quotes
+    the character after it. Linear, in C (a re.sub template per pair took 58 ms for 50,000)."""
+    text = text.replace("\\\\", "\0").replace("\\`", "`").replace("\\$", "$")
+    if quotes:
+        text = text.replace('\\"', '"')
+    return text.replace("\0", "\\")
+
+
 _HEREDOC_CONTINUATION = re.compile(r"(\\[^\n])|\\\n")
 _HEREDOC_UNESCAPE = re.compile(r"\\([$`\\])|\\\n")
 

@@ -45,8 +45,10 @@ SHELL_FILES = frozenset({
     "ENV", "HOME", "XDG_CONFIG_HOME",
 })
 
-# a variable set in a word of a wrapper's command line: `VAR=`, `-EVAR=`, `--setenv=VAR=`
-_ASSIGNED_IN_WORD = re.compile(r"(?:^|[=\s]|^-[A-Za-z])([A-Za-z_][A-Za-z0-9_]*+)(?:%%|\(\))?=")
+# a variable set in a word of a wrapper's command line: `VAR=` or `-EVAR=` at its start, `--setenv=VAR=`
+# or `a VAR=` after a `=` or a blank (each led by a character class: a fast scan)
+_ASSIGNED_AT_START = re.compile(r"(?:-[A-Za-z])?([A-Za-z_][A-Za-z0-9_]*+)(?:%%|\(\))?=")
+_ASSIGNED_AFTER = re.compile(r"[=\s]([A-Za-z_][A-Za-z0-9_]*+)(?=(?:%%|\(\))?=)")
 
 
 def _runs_code(name: str, runner: bool) -> bool:
@@ -64,7 +66,11 @@ def sets_in_words(words: list[str]) -> bool:
     PS4=...`, `docker run -e BASH_ENV=...`, `sudo --preserve-env`'s NAME=VALUE): one regex search
     per word, linear."""
     for word in words:
-        for m in _ASSIGNED_IN_WORD.finditer(word):
-            if _runs_code(m.group(1), True):
-                return True
+        if "=" not in word:
+            continue
+        m = _ASSIGNED_AT_START.match(word)
+        if m is not None and _runs_code(m.group(1), True):
+            return True
+        if any(_runs_code(m.group(1), True) for m in _ASSIGNED_AFTER.finditer(word)):
+            return True
     return False
