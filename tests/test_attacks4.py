@@ -106,6 +106,10 @@ HISTORY = [
     "history -s ls; FCEDIT=rm fc",
     "history -s ls; EDITOR=rm fc",
     "bash -ic 'history -s \"rm x\"; fc -s'",
+    # history expansion in a shell that reads its input interactively (-i) or with -H -o history
+    "bash -i <<< $'history -s \"rm x\"\\n!!'",
+    "bash -i <<< $'history -s \"rm y\"\\n^y^x'",
+    "bash -H -o history <<< $'history -s \"rm x\"\\n!!'",
 ]
 
 

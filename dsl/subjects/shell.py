@@ -19,7 +19,7 @@ from dsl.subjects.getopt import read
 from dsl.subjects.optspec import INTERPRETER
 from dsl.subjects.programs import _RESERVED, _find_exec_commands, split_command_words
 from dsl.subjects import shellenv as _shellenv
-from dsl.subjects.wrappers import CALLBACK_BUILTINS, TABLE, WRAPPERS
+from dsl.subjects.wrappers import CALLBACK_BUILTINS, SHELL_SPECS, TABLE, WRAPPERS
 from dsl.subjects.quoting import (
     MAX_BRACE_TEXT, _ansi_c, _unescape_double, _unescape_unquoted, brace_expand, has_arithmetic_subscript, has_brace_group, heredoc_delimiter, heredoc_end,
     remove_quoted_parts, splice_continuations, subscript_substitution,
@@ -204,6 +204,7 @@ class _Walker:
         self.stdin_readers: dict[int, str] = {}  # their ids -> "sh" (a shell's script) or "code" (another language)
         self.stdin_via: dict[int, tuple[str, ...]] = {}  # ids of listed runners among them -> their wrappers (`ssh h`)
         self.fed: set[int] = set()  # ids of those whose input (a heredoc, a here-string) was read here
+        self.history_readers: set[int] = set()  # ids of those that may expand history (bash -i: `!!`)
         # a command node's id -> the words tree-sitter-bash put after its redirection
         # (`cat 2>/dev/null /etc/shadow` gives the redirect three destinations): bash reads
         # them as the command's own words, and so does command()
@@ -993,8 +994,12 @@ class _Walker:
         # a variable a shell reads as code, given by the environment or set on this command line
         # (`PS4='$(CMD)' bash -x`, `systemd-run -E BASH_ENV=F`): what it runs is not in the text
         ran = {id(w) for r in readings for w in (*(r.command or ()), *r.scripts, *r.code, r.script_file)}
-        if _shellenv.hands_code(assignments, True) or _shellenv.sets_in_words(
-                [w.value for w in words[1:] if id(w) not in ran]):
+        options = [w.value for w in words[1:] if id(w) not in ran]
+        if _shellenv.hands_code(assignments, True) or _shellenv.sets_in_words(options):
+            dynamic = True
+        # an interactive shell (or -H) expands `!!` and `^a^b` to commands of its history
+        history = program in SHELL_SPECS and _shellenv.may_expand_history(options)
+        if history and any(_shellenv.expands_history(w.value) for r in readings for w in r.scripts):
             dynamic = True
         for reading in readings:
             if reading.command is not None and len(reading.command) > 1 and reading.command[-1] is _TAIL:
@@ -1047,6 +1052,8 @@ class _Walker:
                                 "does not show")
             if reading.stdin or stream == "stdin":
                 self.stdin_readers[id(own)] = kind  # an error unless a heredoc or here-string here feeds it
+                if history:
+                    self.history_readers.add(id(own))
                 if via:
                     self.stdin_via[id(own)] = via
                 self.stdin_shells.append(own)
@@ -1058,16 +1065,17 @@ class _Walker:
         reads as far as it is known (an unquoted heredoc's body, its expansions as written), read
         with every command dynamic."""
         self.fed.add(id(reader))
+        history = id(reader) in self.history_readers and _shellenv.expands_history(body)
         if self.stdin_readers.get(id(reader)) == "sh":
             if dynamic and script is None:
                 raise EvalError(f"{reader.program} reads a script that is only known at run time")
             # a dynamic shell (an unknown option, PS4 in its environment) runs its script dynamic too
-            self.script(body if script is None else script, nested=True, dynamic=dynamic or reader.dynamic,
+            self.script(body if script is None else script, nested=True, dynamic=dynamic or reader.dynamic or history,
                         via=self.stdin_via.get(id(reader), ()))
         for k in range(len(self.commands) - 1, -1, -1):
             if self.commands[k] is reader:
                 self.commands[k] = Command(**{**_as_dict(reader), "code": reader.code + (body,),
-                                              "dynamic": reader.dynamic or dynamic})
+                                              "dynamic": reader.dynamic or dynamic or history})
                 break
 
 

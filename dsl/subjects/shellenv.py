@@ -58,7 +58,14 @@ def _runs_code(name: str, runner: bool) -> bool:
 def hands_code(assignments, runner: bool) -> bool:
     """Whether the environment `assignments` (NAME=VALUE strings) give a shell code to run:
     `runner` is whether the command is one that runs others (then SHELL_FILES count too)."""
-    return any(_runs_code(a.split("=", 1)[0].removesuffix("%%").removesuffix("()"), runner) for a in assignments)
+    return any(_runs_code(_name(a), runner) for a in assignments)
+
+
+def _name(assignment: str) -> str:
+    """The variable `NAME=VALUE` sets: `NAME+=`, `NAME[I]=` (PROMPT_COMMAND is an array in bash 5.1
+    and later), `BASH_FUNC_NAME%%=` all set NAME."""
+    name = assignment.split("=", 1)[0].split("[", 1)[0]
+    return name.removesuffix("+").removesuffix("%%").removesuffix("()")
 
 
 def sets_in_words(words: list[str]) -> bool:
@@ -74,3 +81,21 @@ def sets_in_words(words: list[str]) -> bool:
         if any(_runs_code(m.group(1), True) for m in _ASSIGNED_AFTER.finditer(word)):
             return True
     return False
+
+
+# bash(1) HISTORY EXPANSION (and zsh(1)'s): an interactive shell (-i), or one given -H / -o histexpand
+# with -o history, expands `!!`, `!N`, `!STRING` and a line's leading `^OLD^NEW` to commands of its
+# history, which `history -s CMD` fills: what a script it reads with a `!` or a `^` runs is known
+# only at run time.
+_HISTORY_OPTION = re.compile(r"-[A-Za-z]*[iH][A-Za-z]*|history|histexpand|--interactive")
+
+
+def may_expand_history(option_words: list[str]) -> bool:
+    """Whether a shell run with `option_words` (its command line but the script) may expand
+    history in what it reads."""
+    return any(_HISTORY_OPTION.fullmatch(w) for w in option_words)
+
+
+def expands_history(script: str) -> bool:
+    """Whether `script` holds what history expansion acts on (a `!` or a `^`)."""
+    return "!" in script or "^" in script
