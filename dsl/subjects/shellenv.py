@@ -75,6 +75,8 @@ def sets_in_words(words: list[str]) -> bool:
     for word in words:
         if "=" not in word:
             continue
+        if any(prefix in word for prefix in _SHELL_CODE_PREFIXES):  # `BASH_FUNC_my-fn%%=`: any name
+            return True
         m = _ASSIGNED_AT_START.match(word)
         if m is not None and _runs_code(m.group(1), True):
             return True
