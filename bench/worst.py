@@ -164,7 +164,7 @@ MATCHERS = [
         "echo ${x//aaa…/b}": lambda n: repeat("a", n, "echo ${x//", "/b}"),
         "a[111…]=1": lambda n: repeat("1", n, "a[", "]=1"),
         "env -S 'aaa…'": lambda n: repeat("a", n, "env -S '", "'"),
-        "env -S ''a' 'a' …' (quoted parts, refused)": lambda n: repeat("\\'a\\' ", n, "env -S '", "'"),
+        "env -S '\\'a\\' …' (quotes and escapes)": lambda n: repeat("\\'a\\' ", n, "env -S '", "'"),
     }, alphabet="a[]$(`'\"{},.\\<\n ;|&#-=x", prefix="echo "),
     Matcher("brace expansion", SHELL_POLICY, "Bash", "command", MAX_SHELL_TEXT, {
         "echo {,,,…": lambda n: repeat("{,,,", n, "echo "),
