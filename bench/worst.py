@@ -157,6 +157,14 @@ MATCHERS = [
         "echo $($(…a)…) (balanced)": lambda n: _balanced("$(", "a", ")", n, "echo "),
         "( ( ( … a ) ) ) (subshells)": lambda n: _balanced("( ", "a", " )", n),
         "if a; then if a; then … fi; fi": lambda n: _balanced("if a; then ", "a", "; fi", n),
+        # the fourth review's: runs read a character at a time, a template per escape, shlex
+        "echo `echo \\\\…` (escaped backslashes in backquotes)": lambda n: repeat("\\\\", n, "echo `echo ", "`"),
+        "echo ${x:-aaa…}": lambda n: repeat("a", n, "echo ${x:-", "}"),
+        "echo ${x#***…}": lambda n: repeat("*", n, "echo ${x#", "}"),
+        "echo ${x//aaa…/b}": lambda n: repeat("a", n, "echo ${x//", "/b}"),
+        "a[111…]=1": lambda n: repeat("1", n, "a[", "]=1"),
+        "env -S 'aaa…'": lambda n: repeat("a", n, "env -S '", "'"),
+        "env -S '\\'a\\' …' (quotes and escapes)": lambda n: repeat("\\'a\\' ", n, "env -S '", "'"),
     }, alphabet="a[]$(`'\"{},.\\<\n ;|&#-=x", prefix="echo "),
     Matcher("brace expansion", SHELL_POLICY, "Bash", "command", MAX_SHELL_TEXT, {
         "echo {,,,…": lambda n: repeat("{,,,", n, "echo "),

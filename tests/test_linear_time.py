@@ -569,3 +569,21 @@ def test_our_bash_parser_is_linear_in_the_length(unit):
 
     for prefix, suffix in (("echo '", "'"), ("echo ", "")):
         assert ratio(parse, lambda n: repeat(unit, n, prefix, suffix), MAX_SHELL_TEXT) <= MAX_RATIO
+
+
+# A fourth hostile review (tests/test_attacks4.py, section 6): texts a loop read a character at a
+# time, or through a re.sub template per escape, or shlex a token at a time (env -S).
+RUNS = [
+    ("echo `echo ", "\\\\", "`"),  # escaped backslashes inside backquotes
+    ("echo ${x:-", "a", "}"), ("echo ${x#", "*", "}"), ("echo ${x//", "a", "/b}"), ("echo ${x/a/", "a", "}"),
+    ("echo ${x:-", "\\a", "}"), ("echo ${x:-", "<", "}"), ("a[", "1", "]=1"), ("echo ${a[", "1", "]}"),
+    ("1", "1", "=1"),
+    ("env -S '", "a", "'"), ("env -S '", "a\\_", "'"), ("env -S '", "'a' ", "'"), ("env -S '", "\\'a\\' ", "'"),
+    ("env -S \"", "a\\t", "\""),
+]
+
+
+@pytest.mark.parametrize("prefix,unit,suffix", RUNS)
+def test_runs_of_plain_text_are_read_in_time_linear_in_their_length(prefix, unit, suffix):
+    make = lambda n: repeat(unit, n, prefix, suffix)  # noqa: E731
+    assert ratio(parse_shell_uncached, make, MAX_SHELL_TEXT) <= MAX_RATIO

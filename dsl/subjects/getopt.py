@@ -17,7 +17,6 @@ MAX_UNKNOWN unknown options in one reading, or more than MAX_READINGS distinct r
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass, field, replace
 
 from dsl.subjects.command import _Word
@@ -450,12 +449,117 @@ def _apply(st: _State, opt: Opt, value: _Word | None, at: int = 0, name: str = "
 
 
 def _split_string(value: _Word) -> list[_Word]:
-    """`env -S STRING`: the words env splits STRING into (its quoting is close to the shell's)."""
-    try:
-        parts = shlex.split(value.value.replace("\\_", " "))  # env's own escape: \_ is a space
-    except ValueError:
-        raise EvalError("env -S holds a string that cannot be split into words") from None
-    return [_Word(part, value.dynamic or "$" in part) for part in parts]
+    """`env -S STRING`: the words GNU env splits STRING into (split_env_string)."""
+    return [_Word(part, value.dynamic or dynamic) for part, dynamic in split_env_string(value.value)]
+
+
+# GNU coreutils 9.1 env(1), "-S/--split-string" (env.c, build_argv): how env splits its string.
+# Outside quotes, blanks (space, \t \n \v \f \r) separate words, and `#` where a word would start
+# begins a comment to the end of the string; '...' takes everything literally but \\ and \';
+# "..." takes everything but \-escapes and ${VAR}; `\_` separates words outside double quotes and
+# is a space inside them; `\c` ends the string (an error inside double quotes); \f \n \r \t \v are
+# those characters, \" \# \$ \' \\ themselves, and any other escape is an error; `${NAME}` is the
+# variable's value from env's own environment (nothing at all, not even an empty word, when it is
+# unset), and any other `$` is an error. Each match below consumes a run at once, so the split is
+# linear in the string.
+_ENV_OUTSIDE = re.compile(r"""(?P<plain>[^'"\\ \t\n\v\f\r#$]+)|(?P<blank>[ \t\n\v\f\r]+)|(?P<quote>['"])"""
+                          r"""|(?P<escape>\\.?)|(?P<hash>\#)|(?P<var>\$(?:\{[A-Za-z_][A-Za-z0-9_]*\})?)""", re.DOTALL)
+_ENV_SINGLE = re.compile(r"(?P<plain>[^'\\]+|\\(?![\\'])|\\\\|\\')|(?P<quote>')", re.DOTALL)
+_ENV_DOUBLE = re.compile(r"""(?P<plain>[^"\\$]+)|(?P<quote>")|(?P<escape>\\.?)|(?P<var>\$(?:\{[A-Za-z_][A-Za-z0-9_]*\})?)""",
+                         re.DOTALL)
+_ENV_SIMPLE = re.compile(r"""(?:[^'"\\$#]++|\\[_c])*+""")
+_ENV_SEPARATORS = re.compile(r"[ \t\n\v\f\r]+")
+# Parts (a run of plain characters or of blanks, a quote, an escape, a ${VAR}) read one at a time
+# in a string that has quotes, `$` or `#`: beyond it the string is an error, which keeps its
+# reading within a few milliseconds.
+MAX_ENV_SPLIT_PARTS = 8192
+MAX_WORDS = 1024  # as dsl.subjects.bash.parser.MAX_WORDS: the words of one text
+_ENV_ESCAPES = {'"': '"', "#": "#", "$": "$", "'": "'", "\\": "\\", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
+                "v": "\v"}
+
+
+def split_env_string(string: str) -> list[tuple[str, bool]]:
+    """The words GNU env 9.1 splits `string` (the value of -S) into, each with whether it holds a
+    `${VAR}` (its value known only at run time). Raises EvalError where env itself stops with an
+    error (an unknown escape, `$` without `{NAME}`, an unterminated quote, `\\c` in double quotes)
+    and where a word is nothing but `${VAR}`s (whether env makes a word of it at all is known only
+    at run time)."""
+    if _ENV_SIMPLE.fullmatch(string):  # no quotes, $ or #, and \_ or \c its only escapes: split at once
+        string = string.split("\\c", 1)[0].replace("\\_", " ")  # every backslash left is a `\_`
+        # at most MAX_WORDS + 2 pieces: a last one left whole holds one more word than allowed
+        words = [(word, False) for word in _ENV_SEPARATORS.split(string, MAX_WORDS + 1) if word]
+        return _within_words(words)
+    words: list[tuple[str, bool]] = []
+    parts: list[str] = []
+    budget = MAX_ENV_SPLIT_PARTS
+    started = dynamic = literal = False  # a word is open; it holds a ${VAR}; it holds something else
+    sep = True  # env.c's `ss.sep`: the next character starts a word
+    state = _ENV_OUTSIDE
+    at, end = 0, len(string)
+
+    def close() -> None:
+        if started:
+            if dynamic and not literal:
+                raise EvalError("env -S holds a word that is only a ${VAR}: whether it is a word is known only at run time")
+            words.append(("".join(parts), dynamic))
+            _within_words(words)
+
+    while at < end:
+        budget -= 1
+        if budget < 0:
+            raise EvalError(f"env -S holds a string of more than {MAX_ENV_SPLIT_PARTS} quoted or escaped parts: "
+                            "too many to read")
+        m = state.match(string, at)
+        kind = m.lastgroup
+        text = m.group()
+        at = m.end()
+        if kind == "blank":
+            sep = True
+            continue
+        if kind == "hash" and sep:
+            break  # a comment: the rest of the string is ignored
+        if kind == "escape":
+            letter = text[1:]
+            if letter == "c":
+                if state is _ENV_DOUBLE:
+                    raise EvalError("env -S holds \\c inside double quotes, which env refuses")
+                break
+            if letter == "_":
+                if state is _ENV_OUTSIDE:
+                    sep = True
+                    continue
+                text = " "
+            elif letter in _ENV_ESCAPES:
+                text = _ENV_ESCAPES[letter]
+            else:
+                raise EvalError(f"env -S holds the escape {text!r}, which env refuses")
+        elif kind == "plain" and state is _ENV_SINGLE and text[0] == "\\" and len(text) == 2:
+            text = text[1]  # \\ and \' inside single quotes
+        if kind == "var" and len(text) == 1:
+            raise EvalError("env -S holds a `$` other than ${NAME}, which env refuses")
+        if sep:  # env.c check_start_new_arg: a quote, or any character, starts a word after a separator
+            close()
+            parts, started, dynamic, literal, sep = [], True, False, False, False
+        if kind == "quote":
+            literal = True  # `''` is a word, even empty
+            state = _ENV_OUTSIDE if state is not _ENV_OUTSIDE else (_ENV_SINGLE if text == "'" else _ENV_DOUBLE)
+            continue
+        if kind == "var":
+            dynamic = True
+            continue
+        literal = True
+        parts.append(text)
+    else:
+        if state is not _ENV_OUTSIDE:
+            raise EvalError("env -S holds a quote it does not close, which env refuses")
+    close()
+    return words
+
+
+def _within_words(words: list) -> list:
+    if len(words) > MAX_WORDS:
+        raise EvalError(f"env -S splits its string into more than {MAX_WORDS:,} words: too many to read")
+    return words
 
 
 def _known_shells() -> frozenset[str]:

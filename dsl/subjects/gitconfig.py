@@ -85,6 +85,9 @@ ENVIRONMENT = frozenset({
     "GIT_WORK_TREE", "GIT_TEMPLATE_DIR", "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES", "GIT_OBJECT_DIRECTORY",
     "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "LESSOPEN", "LESSCLOSE", "LESS",
     "LESSKEY", "LESSKEYIN", "GIT_ATTR_SOURCE",
+    # which transports git may use (git(1) GIT_ALLOW_PROTOCOL, GIT_PROTOCOL_FROM_USER): `ext` runs a
+    # command (git-remote-ext(1)); and where git finds its global configuration (git-config(1), FILES)
+    "GIT_ALLOW_PROTOCOL", "GIT_PROTOCOL_FROM_USER", "HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_NOSYSTEM",
 })
 _ENV_PREFIX = "GIT_CONFIG"
 
@@ -111,6 +114,41 @@ def _runs(key: str) -> bool:
     if section in ("alias", "pager"):
         return True
     return (section, name) in SHELL_KEYS
+
+
+# git-remote-helpers(7): a URL `TRANSPORT::ADDRESS` runs the program git-remote-TRANSPORT, and
+# git-remote-ext(1)'s `ext::CMD ARGS` runs CMD. Any such URL but these makes git dynamic.
+_TRANSPORT_URL = re.compile(r"([A-Za-z0-9][A-Za-z0-9+.-]*)::")
+_BUILTIN_TRANSPORTS = frozenset({"http", "https", "ftp", "ftps", "file", "ssh", "git", "fd"})
+# git-remote-ext(1): words are separated by unescaped spaces; `% ` is a space and `%%` a percent;
+# %s %S %G %V are replaced by git (a service name, a header), so such a word is known only at run time.
+_EXT_ESCAPE = re.compile(r"%(.)|%$", re.DOTALL)
+
+
+def ext_commands(words: list[str]) -> list[list[tuple[str, bool]]]:
+    """The commands the `ext::` URLs among `words` run (git-remote-ext(1)): each a list of words
+    with whether each is known only at run time."""
+    commands = []
+    for word in words:
+        m = _TRANSPORT_URL.match(word)
+        if m is None or m.group(1).lower() != "ext":
+            continue
+        command = []
+        for part in re.split(r"(?<!%) +", word[m.end():]):  # `% ` escapes a space; linear: one split
+            if not part:
+                continue
+            dynamic = False
+
+            def unescape(e: re.Match) -> str:
+                nonlocal dynamic
+                if e.group(1) in (" ", "%"):
+                    return e.group(1)
+                dynamic = True
+                return e.group()
+            command.append((_EXT_ESCAPE.sub(unescape, part), dynamic))
+        if command:
+            commands.append(command)
+    return commands
 
 
 _SUBCOMMAND_OPTIONS = re.compile(r"--exec-path=.*")
@@ -141,6 +179,8 @@ def reading(words: list[str], assignments: tuple[str, ...]) -> tuple[bool, list[
             scripts.append(setting)
     if any(_SUBCOMMAND_OPTIONS.fullmatch(o) for o in options):
         dynamic = True  # `--exec-path=DIR`: git's own programs are taken from DIR
+    if any((m := _TRANSPORT_URL.match(w)) and m.group(1).lower() not in _BUILTIN_TRANSPORTS for w in words[at:]):
+        dynamic = True  # `ext::CMD` runs CMD, `NAME::URL` runs git-remote-NAME (git-remote-helpers(7))
     if at < len(words) and words[at] not in GIT_COMMANDS:
         dynamic = True  # an alias (of the config files or -c) or a git-NAME program on PATH
     return dynamic, scripts

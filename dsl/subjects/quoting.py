@@ -10,9 +10,16 @@ from dsl.values import EvalError
 
 
 def _unescape_unquoted(text: str) -> str:
-    # each `\X` is X: re.split keeps the Xs between the text around them (one pass in C, where
-    # re.sub's template was expanded in Python for each escape: 15 ms for 50,000 of them)
-    return "".join(_ESCAPED.split(text.replace("\\\n", "")))
+    # each `\X` is X. str.replace works left to right as the pairs are read: each `\\` is set
+    # aside as a NUL first, so every backslash left but a last one quotes the character after it
+    # (in C, without the list of 100,000 pieces re.split made: 2 ms for 50,000 pairs). A text
+    # holding a NUL is split by the regex instead.
+    text = text.replace("\\\n", "")
+    if "\0" in text:
+        return "".join(_ESCAPED.split(text))
+    text = text.replace("\\\\", "\0")
+    last = "\\" if text.endswith("\\") else ""
+    return text.replace("\\", "").replace("\0", "\\") + last
 
 
 _ESCAPED = re.compile(r"\\(.)", re.DOTALL)

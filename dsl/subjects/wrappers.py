@@ -177,14 +177,17 @@ _BUILTINS = {
 }
 
 # bash 5.2 builtins whose option is a command they run (bash(1), SHELL BUILTIN COMMANDS; each reads
-# its options with bash's internal_getopt: clusters, attached values, `--`). mapfile's callback is
+# its options with bash's internal_getopt: clusters, attached values, `--`). CODE marks a word list
+# bash expands (compgen -W), read as the words of a command. mapfile's callback is
 # run with the index and the line appended; compgen -C runs at once, complete -C at completion.
 CALLBACK_BUILTINS: dict[str, Spec] = {
     "mapfile": spec("bash 5.2 bash(1) `mapfile`", "d:u:n:O:tC:c:s:", does={"C": SCRIPT}, abbreviations=False),
-    "compgen": spec("bash 5.2 bash(1) `compgen`", "abcdefgjksuvo:A:G:W:F:C:X:P:S:V:", does={"C": SCRIPT},
+    # -W WORDLIST: "each resultant word is expanded" (bash(1), Programmable Completion): its
+    # substitutions run, at once for compgen, at completion for complete (CODE: read as words)
+    "compgen": spec("bash 5.2 bash(1) `compgen`", "abcdefgjksuvo:A:G:W:F:C:X:P:S:V:", does={"C": SCRIPT, "W": CODE},
                     abbreviations=False),
-    "complete": spec("bash 5.2 bash(1) `complete`", "abcdefgjksuvprDEIo:A:G:W:F:C:X:P:S:", does={"C": SCRIPT},
-                     abbreviations=False),
+    "complete": spec("bash 5.2 bash(1) `complete`", "abcdefgjksuvprDEIo:A:G:W:F:C:X:P:S:",
+                     does={"C": SCRIPT, "W": CODE}, abbreviations=False),
 }
 CALLBACK_BUILTINS["readarray"] = CALLBACK_BUILTINS["mapfile"]
 

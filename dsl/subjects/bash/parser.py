@@ -81,6 +81,10 @@ _HEREDOC_BAD_DOLLAR = re.compile(r"(?<!\\)\$(?:[*@?!#\-$\[\n\r]|\(\(|\Z)")
 _AFTER_UNIT = frozenset("&|<>0123456789")  # what may go on after a pipeline's element (and_or)
 # a redirection starts here (its descriptor, an operator; not a process substitution `<(`)
 _REDIRECT_AHEAD = re.compile(r"[0-9]*+(?:[<>](?!\()|&>)")
+# runs read at once (one regex match, not a character at a time): the subscript of `NAME[...]` up to
+# what ends it, and name characters
+_SUBSCRIPT_AHEAD = re.compile(r"[^\]\n;&|<>() \t]*+")
+_NAME_CHARS = re.compile(r"[A-Za-z0-9_]*+")
 _FUNCTION_PARENS = re.compile(r"[ \t]*+\(")  # `NAME (`: a function definition
 # a file redirection's descriptor and operator (longest first)
 _FILE_REDIRECT = re.compile("([0-9]*+)(" + "|".join(re.escape(op) for op in REDIRECT_OPERATORS) + ")")
@@ -745,9 +749,7 @@ class _Parser(Words, Arithmetic):
         m = ASSIGNMENT.match(s, i)
         if m is None:
             if i < self.n and s[i] in DIGITS:
-                j = i
-                while j < self.n and s[j] in NAME_CHAR:
-                    j += 1
+                j = _NAME_CHARS.match(s, i).end()
                 if s.startswith("=", j) or s.startswith("+=", j) or s.startswith("[", j):
                     self.fail("an assignment to a name that starts with a digit")
             return -1
@@ -755,9 +757,7 @@ class _Parser(Words, Arithmetic):
         if s[end - 1] != "[":
             return end - (2 if s[end - 2] == "+" else 1)
         # `NAME[...]`: an assignment only when `=` or `+=` follows the matching `]`
-        k = end
-        while k < self.n and s[k] not in "]\n;&|<>() \t":
-            k += 1
+        k = _SUBSCRIPT_AHEAD.match(s, end).end()
         if s.startswith("]=", k) or s.startswith("]+=", k):
             return end - 1
         return -1

@@ -43,6 +43,20 @@ _HEREDOC_TEXT = re.compile(r"(?:[^`$\\]|\\[\s\S])*+")
 SIMPLE_STRING = re.compile(r'"(?:[^"`$\\\n\r]|\\[^\n\r])++"')
 
 
+# Runs of plain text read at once, by one regex match. In the word of `${x:-WORD}` (by the
+# characters that end it, and whether `<(` starts a process substitution there): anything but a
+# quote, `$`, a backquote, a brace, a newline, CR, VT or FF, a backslash before one of these
+# two or at the end, and the stop characters (a `<(`: not under procsub).
+_EXPANSION_TEXT = {
+    (stop, procsub): re.compile(r"(?:[^%s\"'$`\\{\n\r\v\f<>]|%s|\\[^\n\r])*+"
+                                % (re.escape(stop), r"[<>](?!\()" if procsub else "[<>]"), re.DOTALL)
+    for stop in ("}", "/}") for procsub in (False, True)
+}
+# In a subscript: anything but `]`, a quote, `$`, a backquote, a blank, a newline, an operator
+# character, a bracket, a brace or a backslash.
+_SUBSCRIPT_TEXT = re.compile(r"[^\]\"'$` \t\r\v\f\n\[;&|<>(){}\\]*+")
+
+
 def leaf(kind: str, start: int, end: int, named: bool = False) -> Node:
     return Node(kind, start, end, named)
 
@@ -504,19 +518,22 @@ class Words:
             elif procsub and c in "<>" and s.startswith("(", i + 1):
                 parts.append(self.substitution(c + "(", "process_substitution"))
             else:
+                run = _EXPANSION_TEXT[stop, procsub]
                 j = i
-                while j < n and s[j] not in stop and s[j] not in "\"'$`":
-                    if procsub and s[j] in "<>" and s.startswith("(", j + 1) and j > i:
+                while True:  # runs of plain text (and escaped pairs) read at once
+                    j = run.match(s, j).end()
+                    if j >= n or s[j] in stop or s[j] in "\"'$`":
                         break
-                    if s[j] == "\\":
+                    if s[j] in "<>":  # `<(` under procsub: a process substitution starts
+                        if j > i:
+                            break
                         j += 1
-                        if j < n and s[j] in "\n\r":
-                            self.fail("a backslash before a newline inside `${...}`", j)
-                    elif s[j] == "{" or s[j] in "\n\r\v\f":
+                    elif s[j] == "\\":  # before a newline or CR, or at the end
+                        if j + 1 >= n:
+                            self.fail("an unterminated `${...}`", start)
+                        self.fail("a backslash before a newline inside `${...}`", j + 1)
+                    else:
                         self.fail("a brace, a newline, a CR, VT or FF inside `${...}`'s word", j)
-                    j += 1
-                if j > n:
-                    self.fail("an unterminated `${...}`", start)
                 parts.append(Node(text_kind, i, j))
                 self.i = j
         if not parts:
@@ -556,11 +573,9 @@ class Words:
                     self.fail("backquotes inside a subscript inside backquotes")
                 parts.append(self.backtick())
             else:
-                j = i
-                while j < n and s[j] not in "]\"'$`":
-                    if s[j] in SPACE or s[j] in "[;&|<>(){}\\":
-                        self.fail("a subscript this parser does not read", j)
-                    j += 1
+                j = _SUBSCRIPT_TEXT.match(s, i).end()
+                if j < n and s[j] not in "]\"'$`":  # a blank or an operator character
+                    self.fail("a subscript this parser does not read", j)
                 kind = "number" if NUMBER.fullmatch(s, i, j) else "word"
                 parts.append(Node(kind, i, j))
                 self.i = j
