@@ -80,7 +80,7 @@ def verify(path: str | Path, expect_head: str | None = None, *, engine: str = "a
             except LedgerCorrupt as exc:
                 report.problem = Problem(expected, "format", exc.message, segment=raw.segment, line=raw.line)
                 return report
-            problem = check_record(record, expected, prev, prev_ts, redactions)
+            problem = admit(record, expected, prev, prev_ts, workflow, redactions, signatures)
             if problem is not None:
                 report.problem = problem
                 return report
@@ -91,21 +91,8 @@ def verify(path: str | Path, expect_head: str | None = None, *, engine: str = "a
                     f"seq {record.seq}: a torn line of {e.fragment_bytes} bytes (never acknowledged) was moved from "
                     f"{e.segment} to {e.quarantine}"
                 )
-            before = signatures.before(record, workflow) if signatures is not None else None
-            try:
-                workflow.step(record.seq, record.event)
-            except Violation as exc:
-                report.problem = Problem(record.seq, "workflow", exc.message, exc.code, record.segment, record.line)
-                return report
-            if signatures is not None and (problem := signatures.check(record, before)) is not None:
-                report.problem = problem
-                return report
             if isinstance(record.event, ev.Redacted):
                 e = record.event
-                problem = redactions.announcement_problem(record)
-                if problem is not None:
-                    report.problem = problem
-                    return report
                 report.redactions.append(
                     f"seq {record.seq}: the value at {e.path} of seq {e.target} was redacted by {e.by} ({e.reason})"
                 )
@@ -185,6 +172,15 @@ def complete_torn_tail(torn, expected: int, prev: str, prev_ts: str, workflow: W
         return None
     if not continues(record, expected, prev):
         return None
+    return admit(record, expected, prev, prev_ts, workflow, redactions, signatures) or record
+
+
+def admit(record, expected: int, prev: str, prev_ts: str, workflow: Workflow, redactions: "Redactions",
+          signatures: "Signatures | None") -> Problem | None:
+    """Every check of section 6 (and, with rosters, section 11.3) of one event, in order: the line
+    (check_record), the workflow rules (the event is then folded into `workflow`), its signature,
+    a redaction's announcement. The first Problem, or None. Each line of a ledger, the whole ones
+    and a counted torn tail alike, goes through here, so no check applies to one and not the other."""
     problem = check_record(record, expected, prev, prev_ts, redactions)
     if problem is not None:
         return problem
@@ -192,12 +188,12 @@ def complete_torn_tail(torn, expected: int, prev: str, prev_ts: str, workflow: W
     try:
         workflow.step(record.seq, record.event)
     except Violation as exc:
-        return Problem(record.seq, "workflow", exc.message, exc.code, record.segment, None)
+        return Problem(record.seq, "workflow", exc.message, exc.code, record.segment, record.line or None)
     if signatures is not None and (problem := signatures.check(record, before)) is not None:
         return problem
     if isinstance(record.event, ev.Redacted):
-        return redactions.announcement_problem(record) or record
-    return record
+        return redactions.announcement_problem(record)
+    return None
 
 
 class Signatures:
