@@ -398,7 +398,7 @@ def _step(ledger: Optional[str], fn, *, policy: Optional[str] = None, as_json: b
         try:
             if loaded_roster is not None:
                 gate.record_roster(loaded_roster, reviewer())
-            elif signing is None and gate.workflow.roster is not None:
+            if signing is None and gate.workflow.roster is not None:
                 say("warning: this decision is not signed, and the ledger records a roster (its decisions are signed): "
                     "`ledger verify --roster` will report it; decide with --key", err=True)
             state = fn(gate, signing)

@@ -653,7 +653,8 @@ def _verify(segs, contents, found, keep, rosters=()):
     count, head, flow, warn, last_ts = 0, ZERO, Workflow(), "", ""
 
     # the rosters in the order the ledger used them; a roster event moves forward in it, never back
-    signed = {"format": None, "ledger_id": None, "roster": rosters[0] if rosters else None, "at": 0}
+    signed = {"format": None, "ledger_id": None, "roster": rosters[0] if rosters else None, "at": 0,
+              "reached": 0}
 
     def step(body, data, line=b""):
         kind = body["kind"]
@@ -669,11 +670,12 @@ def _verify(segs, contents, found, keep, rosters=()):
         if kind == "roster" and rosters:
             at = signed["at"]
             if at is None or rosters[at][0] != body["digest"]:
-                start = 0 if at is None else at + 1
-                at = next((i for i in range(start, len(rosters)) if rosters[i][0] == body["digest"]), None)
+                at = next((i for i in range(signed["reached"] + 1, len(rosters)) if rosters[i][0] == body["digest"]), None)
                 if at is None and any(x[0] == body["digest"] for x in rosters):
                     raise Bad("signature: a roster event goes back to an earlier roster of the order given")
                 signed["at"], signed["roster"] = at, ("missing" if at is None else rosters[at])
+                if at is not None:
+                    signed["reached"] = at
         if before is not None:
             if signed["roster"] == "missing":
                 raise Bad("signature: the roster in force was not given")

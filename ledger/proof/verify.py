@@ -211,6 +211,7 @@ class Signatures:
         self.signed_from = signed_from
         self.unchecked = 0  # decisions before signed_from
         self.at: int | None = 0  # the index of the roster in force in `rosters` (None: not given)
+        self.reached = 0  # the furthest index a roster event has moved to: never back before it
         self.in_force: Roster | None = rosters[0]
         self.recorded: tuple[int, str] | None = None  # (seq, digest) of the last roster event
         self.back: tuple[int, str] | None = None  # (seq, message) of a roster event that went back
@@ -220,14 +221,16 @@ class Signatures:
         self.recorded = (seq, digest)
         if self.at is not None and self.rosters[self.at].digest == digest:
             return
-        start = 0 if self.at is None else self.at + 1
-        later = next((i for i in range(start, len(self.rosters)) if self.rosters[i].digest == digest), None)
+        # from the furthest roster reached, not from where an unknown roster left it (a roster
+        # event naming a digest no one gave would otherwise reset the order)
+        later = next((i for i in range(self.reached + 1, len(self.rosters)) if self.rosters[i].digest == digest), None)
         if later is None and digest in self.by_digest and seq >= self.signed_from:
             self.back = (seq, f"this roster event names {self.by_digest[digest].source} (digest {digest[:12]}…), which "
                               "comes before the roster in force in the order the rosters were given: a roster event may "
                               "only move to a later roster (give each roster in the order the ledger used them, one used "
                               "again given again)")
         self.at = later
+        self.reached = self.reached if later is None else later
         self.in_force = None if later is None else self.rosters[later]
 
     def before(self, record, workflow: Workflow) -> tuple[int, str, str, str] | None:
