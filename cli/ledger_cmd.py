@@ -96,8 +96,9 @@ def verify(
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(report.statuses.items()))
     say(f"{directory}: intact: {report.count} events, head {report.head}")
     if loaded:
-        say(f"  every decision is signed by its decider, by a key the roster in force gives them ({_count(len(loaded), 'roster')} given)"
-            + (f"; from seq {signed_from} on: {_count(report.unchecked_decisions, 'decision')} before it not checked"
+        which = "every decision" if signed_from == 1 else f"every decision from seq {signed_from} on"
+        say(f"  {which} is signed by its decider, by a key the roster in force gives them ({_count(len(loaded), 'roster')} given)"
+            + (f"; {_count(report.unchecked_decisions, 'decision')} before seq {signed_from} NOT checked"
                if signed_from > 1 else ""))
     if statuses:
         say(f"  requests: {statuses}")

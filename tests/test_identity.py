@@ -313,7 +313,7 @@ def test_verify_checks_decisions_from_the_seq_signing_began(tmp_path):
     runner = CliRunner()
     r = _write(tmp_path, roster_text(("sup-1", "reviewer", [key.public.text()])))
     out = runner.invoke(app, ["ledger", "verify", str(tmp_path / "l"), "--roster", str(r), "--signed-from", str(began)])
-    assert out.exit_code == 0 and "1 decision before it not checked" in out.output, out.output
+    assert out.exit_code == 0 and "1 decision before seq" in out.output and "NOT checked" in out.output, out.output
     assert runner.invoke(app, ["ledger", "verify", str(tmp_path / "l"), "--signed-from", "3"]).exit_code == 2
 
 
