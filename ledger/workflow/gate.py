@@ -61,6 +61,7 @@ from ledger.workflow.errors import (  # noqa: F401 (the Gate's errors, named her
 from ledger.workflow.reading import DECISIONS, Reading, _request_id
 from ledger.workflow.snapshot import Behind, Snapshot, Unusable
 from ledger.workflow.machine import (
+    AlreadyExecuted,
     EditDenied,
     NotPending,
     RequestFinal,
@@ -617,6 +618,21 @@ class Gate(CatchUp, Reading):
         other Violations) when the request may not run, ExecutionUnknown when an earlier run
         (in any process) started and never recorded its outcome, or is running in another process.
         """
+        started = self._start(request, executor, running_here=True)
+        if isinstance(started, Execution):
+            return started
+        return self._run_started(request, started[0], started[1], fn)
+
+    def start(self, request: int, *, executor: str | None = None) -> tuple[str, dict] | Execution:
+        """Begin an execution the caller runs itself, elsewhere (an agent of the approval
+        service): record `execution_started`, durably, and return (the digest of the arguments
+        to run with, a copy of those arguments: the approved, possibly edited ones). The caller
+        then reports the outcome with `finish`. A request already executed returns its recorded
+        Execution (`replayed=True`) and starts nothing. Raises as `execute`; a request started
+        and not finished raises ExecutionUnknown: it never runs twice."""
+        return self._start(request, executor, running_here=False)
+
+    def _start(self, request: int, executor: str | None, *, running_here: bool) -> tuple[str, dict] | Execution:
         _request_id(request)
         _text("executor", executor, optional=True)
         with self._lock:
@@ -648,9 +664,46 @@ class Gate(CatchUp, Reading):
             self._commit(step)
             if outcome:
                 return outcome[0]
-            self._running.add(request)
-            digest = self._open_state(request).digest
-        return self._run_started(request, digest, args, fn)
+            if running_here:
+                self._running.add(request)
+            return self._open_state(request).digest, args
+
+    def finish(self, request: int, *, outcome: str, result: Any = None, error: str | None = None) -> Execution:
+        """Record the outcome of an execution begun with `start`: `outcome` "ok" (with the
+        tool's JSON `result`, whose structural digest is recorded, or None) or "error" (with
+        `error`, the failure's text, cut to ERROR_CHARS). Raises InvalidCall for another outcome,
+        NotStarted when the request was not started, AlreadyExecuted when its outcome is recorded
+        already (an outcome is reported once), UnknownRequest."""
+        _request_id(request)
+        if outcome not in ("ok", "error"):
+            raise InvalidCall(f"an outcome is \"ok\" or \"error\", not {outcome!r}")
+        if outcome == "error":
+            _text("the error", error)
+            error_text, result_digest = _error_text(error), None
+        else:
+            if error is not None:
+                raise InvalidCall("an \"ok\" outcome carries no error")
+            try:
+                result_digest = value_digest(result) if result is not None else None
+            except ArgumentsError as exc:
+                raise InvalidCall(f"the result cannot be recorded: {exc}") from None
+            error_text = None
+        with self._lock:
+            def step() -> list[tuple[ev.Event, Any]]:
+                state = self.workflow.get(request)
+                if state is None:
+                    raise UnknownRequest(f"request {request} was never proposed", request)
+                if state.status == "executed":
+                    raise AlreadyExecuted(f"request {request}'s outcome is recorded already ({state.outcome})", request)
+                if request in self._running:
+                    raise ExecutionInProgress(f"request {request} is running in this process, which records its outcome")
+                done = ev.Executed(ts=self._now(), request=request, args_digest=state.digest, outcome=outcome,
+                                   result_digest=result_digest, error=error_text)
+                self.workflow.check(done)
+                return [(done, None)]
+
+            self._commit(step)
+        return Execution(request, outcome, result_digest, error_text, replayed=False, result=result)
 
     def _run_started(self, request: int, digest: str, args: dict, fn: Callable[[dict], Any]) -> Execution:
         """Run `fn(args)` for a request whose `execution_started` is durable (and which is in
