@@ -82,9 +82,6 @@ def _open(ledger: Optional[str], policy: Optional[str] = None, *, as_json: bool 
         _fail(f"{exc.filename or ledger}: {exc.strerror or exc}", as_json=as_json, error="ledger")
 
 
-_UNREAD = object()  # _as_dict: read the arguments through the Gate
-
-
 def _now():
     from datetime import datetime, timezone
 
@@ -118,56 +115,6 @@ def _summary(args: Any, width: int = 48) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-@functools.lru_cache(maxsize=256)
-def _describe(requirements) -> str:
-    return requirements.describe()  # the same few requirements recur across a long queue
-
-
-def _quorum(state) -> dict:
-    """Who approved, how many more approvals are needed, who may approve."""
-    reqs = state.requirements
-    if reqs is None:
-        return {"approved_by": list(state.approvals), "more_needed": 0, "who_may": None, "needs": None}
-    approvers = set(state.approvals)
-    more = 0
-    for q in reqs.quorums:
-        counted = len(approvers) if q.approvers is None else len(approvers & set(q.approvers))
-        more = max(more, q.count - counted) if q.approvers is None else more + max(0, q.count - counted)
-    may = None if any(q.approvers is None for q in reqs.quorums) else sorted({a for q in reqs.quorums for a in q.approvers})
-    return {"approved_by": list(state.approvals), "more_needed": more, "who_may": may, "needs": _describe(reqs)}
-
-
-def _as_dict(gate, state, *, full: bool = False, args: Any = _UNREAD) -> dict:
-    from ledger.workflow.reading import decisions_of
-
-    out = {
-        "request": state.request,
-        "tool": state.tool,
-        "run": state.run,
-        "proposer": state.proposer,
-        "call_id": state.call_id,
-        "status": state.status,
-        "args_digest": state.digest,
-        "reasons": list(state.reasons),
-        "rules": list(state.rules),
-        "proposed_at": state.proposed_at,
-        "deadline": state.deadline,
-        "quorum": _quorum(state),
-        "decisions": list(decisions_of(state)),
-    }
-    if args is not _UNREAD:
-        out["args"] = args
-    else:
-        try:
-            out["args"] = gate.arguments(state.request)
-        except KeyError:
-            out["args"] = None  # final: the Gate released them (the ledger keeps them)
-    if full:
-        out.update(decision=state.decision, decided_by=state.decided_by, decided_at=state.decided_at, reason=state.reason,
-                   edits=state.edits, outcome=state.outcome)
-    return out
-
-
 @app.command("list")
 def list_requests(
     ledger: Optional[str] = _LEDGER,
@@ -186,6 +133,8 @@ def list_requests(
 
     Example: countersign review list --ledger build/ledger
     """
+    from ledger.workflow import describe
+
     if limit is None and not (show_all or quiet or as_json):
         limit = TABLE_ROWS
     with _open(ledger, as_json=as_json) as gate:
@@ -197,7 +146,7 @@ def list_requests(
             typer.echo(str(s.request))
         return
     if as_json:
-        echo_json([_as_dict(None, s, args=arguments.get(s.request)) for s in rows])
+        echo_json([describe.brief(None, s, args=arguments.get(s.request)) for s in rows])
         return
     if not rows:
         say("no requests are waiting for a decision")
@@ -206,7 +155,7 @@ def list_requests(
     more = f", the oldest {len(rows)} shown (--all for every one)" if waiting is not None and waiting > len(rows) else ""
     say(f"{waiting if waiting is not None else len(rows)} waiting{more}; `countersign review show ID` for one in full")
     columns(["id", "tool", "arguments", "approvals", "left"],
-            [[s.request, s.tool, _summary(arguments.get(s.request), 34), _progress(_quorum(s)), _left(s.deadline, now)]
+            [[s.request, s.tool, _summary(arguments.get(s.request), 34), _progress(describe.quorum(s)), _left(s.deadline, now)]
              for s in rows],
             [8, 20, 34, 9, 7])
 
@@ -229,6 +178,8 @@ def show(
 
     Example: countersign review show 7 --ledger build/ledger
     """
+    from ledger.workflow import describe
+
     from ledger.workflow.machine import UnknownRequest
 
     with _open(ledger, as_json=as_json) as gate:
@@ -239,33 +190,11 @@ def show(
         if digest_only:
             typer.echo(state.digest)
             return
-        item = _as_dict(gate, state, full=True)
-        if item["args"] is None:  # final: the arguments it was decided on, as stored (a redaction shows its marker)
-            item["args"] = gate.stored_arguments(request)
-        records = gate.history(request)
-        earlier = gate.earlier_in_run(request, limit=10)
-        original = gate.original_arguments(request) if state.edits else None
-    item["history"] = [_event_line(r) for r in records]
-    item["rules_at"] = _rules_at(records)
-    item["original_args"] = original
-    item["earlier_in_run"] = [{"request": s.request, "tool": s.tool, "status": s.status, "proposed_at": s.proposed_at}
-                              for s in earlier]
+        item = describe.in_full(gate, request)
     if as_json:
         echo_json(item)
         return
     _print_request(item)
-
-
-def _rules_at(records) -> list[dict]:
-    """The rules that decided the proposal and each edit, with the policy and line they are at."""
-    out, name = [], None
-    for record in records:
-        event = record.event
-        name = getattr(event, "policy", None) or name  # an edit re-enters the proposal's policy
-        for rule in getattr(event, "rules", ()) or ():
-            where = ", ".join(x for x in (f'policy "{name}"' if name else "", f"line {rule.line}" if rule.line else "") if x)
-            out.append({"seq": record.seq, "rule": rule.id, "at": where})
-    return out
 
 
 def _print_request(item: dict) -> None:
@@ -319,26 +248,16 @@ def _print_request(item: dict) -> None:
         say(f"    {line['seq']:>6}  {line['ts']}  {line['text']}")
 
 
-def _event_line(record) -> dict:
-    event = record.event
-    kind = type(event).__struct_config__.tag
-    who = next((getattr(event, n) for n in ("approver", "editor", "by", "proposer", "executor") if getattr(event, n, None)), None)
-    text = kind + (f" by {who}" if who else "")
-    for name in ("effect", "outcome", "reason", "message"):
-        value = getattr(event, name, None)
-        if isinstance(value, str) and value:
-            text += f"; {name}: {value}"
-    return {"seq": record.seq, "ts": event.ts, "kind": kind, "by": who, "text": text}
-
-
 def _decided(state, as_json: bool) -> None:
+    from ledger.workflow import describe
+
     if as_json:
         echo_json({"request": state.request, "status": state.status, "decided_by": state.decided_by,
                    "approved_by": list(state.approvals), "args_digest": state.digest})
         return
     extra = ""
     if state.status == "pending" and state.requirements is not None:
-        extra = f" ({_progress(_quorum(state))} approvals)"
+        extra = f" ({_progress(describe.quorum(state))} approvals)"
     say(f"request {state.request}: {state.status}{extra}")
 
 

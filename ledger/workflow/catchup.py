@@ -44,6 +44,11 @@ class CatchUp:
     _broken: LedgerCorrupt | None
     _ledger_id: str
 
+    @property
+    def seen(self) -> int:
+        """The seq of the last event this Gate has folded (0 before any)."""
+        return self._seen[0]
+
     def _open(self, full_verify: bool = False) -> None:
         """Load the snapshot and verify the events after it, or (none usable, or `full_verify`)
         replay and verify the whole ledger, rebuilding the snapshot on the way. Read without the

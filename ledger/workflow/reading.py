@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import time
-from typing import Any
+from typing import Callable, Any
 
 import msgspec
 
@@ -93,6 +93,30 @@ class Reading:
                 except Unusable:
                     pass
             return [copy.copy(found[r]) for r in sorted(found, reverse=True)[:limit]]
+
+    def recent(self, *, before: int | None = None, limit: int = 50,
+               match: Callable[[RequestState], bool] | None = None, scan: int = 20_000) -> list[RequestState]:
+        """Up to `limit` requests proposed before seq `before` (None: any), newest first, for
+        which `match(state)` is true (after catching up): history and search for a person.
+        Looks at no more than `scan` requests (so a search that matches little answers in
+        bounded time; page on with `before` = the last request shown)."""
+        with self._lock:
+            self._commit(lambda: [])
+            top = before if before is not None else self._seen[0] + 1
+            found = {r: s for r, s in self.workflow.requests.items() if r < top}
+            if self._snapshot is not None:
+                try:
+                    for s in self._snapshot.recent(top, scan):
+                        found.setdefault(s.request, s)
+                except Unusable:
+                    pass
+            out = []
+            for r in sorted(found, reverse=True)[:scan]:
+                if match is None or match(found[r]):
+                    out.append(copy.copy(found[r]))
+                    if len(out) >= limit:
+                        break
+            return out
 
     def history(self, request: int) -> list[Record]:
         """The stored events of a request, in order (read by their seqs: no scan)."""

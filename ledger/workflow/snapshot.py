@@ -396,6 +396,15 @@ class Snapshot:
 
         return self._run(work)
 
+    def recent(self, before: int, limit: int) -> list[RequestState]:
+        """Up to `limit` requests proposed before seq `before`, newest first, as the snapshot
+        holds them now (for a person to read, not for a rule)."""
+        def work(db: sqlite3.Connection) -> list[RequestState]:
+            rows = db.execute("SELECT state FROM current WHERE request < ? ORDER BY request DESC LIMIT ?", (before, limit))
+            return [_DECODE(blob) for (blob,) in rows]
+
+        return self._run(work)
+
     def request_of(self, call_id: str, *, ledger_id: str, seen: int, floor: int) -> int | None:
         [row] = self._query(self._META + ", (SELECT request FROM call_ids WHERE call_id = ?) FROM meta m", (call_id,),
                             ledger_id, floor)

@@ -1,0 +1,213 @@
+"""The approval service's JSON API (service.api), through Starlette's test client: identities
+come from tokens, never from bodies; every refusal is a JSON error with a stable code; decisions
+are signed by the service and `ledger verify --roster` accepts them."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("httpx")
+
+from starlette.testclient import TestClient  # noqa: E402
+
+from ledger.proof.roster import load_roster  # noqa: E402
+from ledger.proof.verify import verify  # noqa: E402
+from service.app import create_app  # noqa: E402
+from service_support import setup  # noqa: E402
+
+
+@pytest.fixture
+def env(tmp_path):
+    s = setup(tmp_path)
+    service = s.service()
+    with TestClient(create_app(service, web=False)) as client:
+        yield s, client
+
+
+def propose(client, s, tool="small_change", args=None, who="agent-1", **extra):
+    body = {"tool": tool, "args": args if args is not None else {"id": 3}, **extra}
+    return client.post("/v1/proposals", json=body, headers=s.headers(who))
+
+
+def test_an_allowed_call_is_proposed_started_and_its_outcome_recorded(env):
+    s, client = env
+    r = propose(client, s, "read_thing", {"id": 1}, run="run-1")
+    assert r.status_code == 201, r.text
+    p = r.json()
+    assert (p["effect"], p["status"], p["waits_for"]) == ("allow", "allowed", None)
+    started = client.post(f"/v1/requests/{p['request']}/start", headers=s.headers("agent-1")).json()
+    assert started["started"] and started["args"] == {"id": 1} and started["args_digest"] == p["args_digest"]
+    done = client.post(f"/v1/requests/{p['request']}/outcome", json={"outcome": "ok", "result": {"n": 1}},
+                       headers=s.headers("agent-1"))
+    assert done.status_code == 200 and done.json()["outcome"] == "ok"
+    again = client.post(f"/v1/requests/{p['request']}/start", headers=s.headers("agent-1")).json()
+    assert again == {"request": p["request"], "started": False, "execution": {**done.json(), "replayed": True}}
+
+
+def test_an_ask_waits_and_the_authenticated_reviewer_approves_it(env):
+    s, client = env
+    p = propose(client, s).json()
+    assert p["status"] == "pending" and p["waits_for"]["needs"]
+    waiting = client.get(f"/v1/requests/{p['request']}/wait?timeout=0", headers=s.headers("agent-1")).json()
+    assert waiting["waiting"] and waiting["status"] == "pending"
+    queue = client.get("/v1/queue", headers=s.headers("sup-1")).json()
+    assert [q["request"] for q in queue["requests"]] == [p["request"]]
+    assert queue["requests"][0]["args"] == {"id": 3}
+    r = client.post(f"/v1/requests/{p['request']}/decision", json={"decision": "approve", "digest": p["args_digest"]},
+                    headers=s.headers("sup-1"))
+    assert r.status_code == 200, r.text
+    assert (r.json()["status"], r.json()["decided_by"]) == ("approved", "sup-1")
+    done = client.get(f"/v1/requests/{p['request']}/wait?timeout=5", headers=s.headers("agent-1")).json()
+    assert (done["waiting"], done["status"]) == (False, "approved")
+    report = verify(s.ledger, rosters=[load_roster(s.roster)])
+    assert report.ok, report
+
+
+def test_a_forged_identity_in_the_body_is_refused(env):
+    s, client = env
+    p = propose(client, s).json()
+    r = client.post(f"/v1/requests/{p['request']}/decision",
+                    json={"decision": "approve", "digest": p["args_digest"], "approver": "sup-2"}, headers=s.headers("sup-1"))
+    assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_body"
+    assert "approver" in r.json()["error"]["message"]
+    r = propose(client, s, proposer="agent-2")
+    assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_body"
+
+
+def test_the_proposer_never_approves_and_agents_never_decide(env):
+    s, client = env
+    p = propose(client, s).json()
+    r = client.post(f"/v1/requests/{p['request']}/decision", json={"decision": "approve", "digest": p["args_digest"]},
+                    headers=s.headers("agent-1"))
+    assert (r.status_code, r.json()["error"]["code"]) == (403, "forbidden")
+
+
+@pytest.mark.parametrize("headers, status, code", [
+    ({}, 401, "unauthenticated"),
+    ({"Authorization": "Bearer cst_nobody"}, 401, "unauthenticated"),
+    ({"Authorization": "Basic abc"}, 401, "unauthenticated"),
+])
+def test_no_token_or_an_unknown_one_is_refused(env, headers, status, code):
+    s, client = env
+    r = client.post("/v1/proposals", json={"tool": "read_thing", "args": {}}, headers=headers)
+    assert (r.status_code, r.json()["error"]["code"]) == (status, code)
+    assert r.headers["www-authenticate"].startswith("Bearer")
+
+
+@pytest.mark.parametrize("body, status, code", [
+    (b"{not json", 400, "malformed_json"),
+    (b'{"tool": "read_thing"}', 422, "invalid_body"),
+    (b'{"tool": "read_thing", "args": []}', 422, "invalid_body"),
+    (b'{"tool": "", "args": {}}', 422, "invalid_call"),
+    (b'{"tool": "read_thing", "args": {"x": NaN}}', 400, "malformed_json"),
+])
+def test_a_malformed_proposal_gets_a_stable_error(env, body, status, code):
+    s, client = env
+    r = client.post("/v1/proposals", content=body, headers={**s.headers("agent-1"), "Content-Type": "application/json"})
+    assert (r.status_code, r.json()["error"]["code"]) == (status, code), r.text
+    assert "Traceback" not in r.text
+
+
+def test_a_stale_digest_is_refused_after_an_edit(env):
+    s, client = env
+    p = propose(client, s, "big_change", {"amount": 10}).json()
+    edited = client.post(f"/v1/requests/{p['request']}/decision",
+                         json={"decision": "edit", "digest": p["args_digest"], "args": {"amount": 5}}, headers=s.headers("sup-1"))
+    assert edited.status_code == 200, edited.text
+    r = client.post(f"/v1/requests/{p['request']}/decision", json={"decision": "approve", "digest": p["args_digest"]},
+                    headers=s.headers("sup-2"))
+    assert (r.status_code, r.json()["error"]["code"], r.json()["error"]["request"]) == (409, "stale_digest", p["request"])
+
+
+def test_a_reviewer_outside_the_group_does_not_see_the_request_and_is_told_so(env):
+    s, client = env
+    propose(client, s, "big_change", {"amount": 10})
+    q = client.get("/v1/queue", headers=s.headers("alice")).json()
+    assert q["requests"] == [] and q["hidden"] == 1 and "may not decide" in q["note"]
+    q = client.get("/v1/queue?all=1", headers=s.headers("alice")).json()
+    assert [r["may_decide"] for r in q["requests"]] == [False]
+
+
+def test_a_reject_reason_reaches_the_agent(env):
+    s, client = env
+    p = propose(client, s).json()
+    r = client.post(f"/v1/requests/{p['request']}/decision", json={"decision": "reject", "digest": p["args_digest"]},
+                    headers=s.headers("sup-1"))
+    assert (r.status_code, r.json()["error"]["code"]) == (422, "invalid_call")
+    client.post(f"/v1/requests/{p['request']}/decision",
+                json={"decision": "reject", "digest": p["args_digest"], "reason": "Use the archive tool."}, headers=s.headers("sup-1"))
+    got = client.get(f"/v1/requests/{p['request']}", headers=s.headers("agent-1")).json()
+    assert (got["status"], got["reason"], got["decided_by"]) == ("rejected", "Use the archive tool.", "sup-1")
+
+
+def test_an_agent_reads_only_its_own_requests(env):
+    s, client = env
+    p = propose(client, s, call_id="c-1").json()
+    r = client.get(f"/v1/requests/{p['request']}", headers=s.headers("agent-2"))
+    assert (r.status_code, r.json()["error"]["code"]) == (403, "forbidden")
+    assert client.get("/v1/calls/c-1", headers=s.headers("agent-1")).json()["request"] == p["request"]
+    assert client.get("/v1/calls/c-1", headers=s.headers("agent-2")).status_code == 403
+    assert client.get("/v1/calls/nope", headers=s.headers("agent-1")).json()["error"]["code"] == "unknown_call_id"
+
+
+def test_a_repeated_call_id_returns_the_first_decision(env):
+    s, client = env
+    first = propose(client, s, call_id="same")
+    second = propose(client, s, call_id="same")
+    assert (first.status_code, second.status_code) == (201, 200)
+    assert second.json()["duplicate"] and second.json()["request"] == first.json()["request"]
+    conflict = propose(client, s, args={"id": 99}, call_id="same")
+    assert (conflict.status_code, conflict.json()["error"]["code"]) == (409, "call_id_conflict")
+
+
+def test_unknown_endpoints_and_requests_get_json_errors(env):
+    s, client = env
+    assert client.get("/v1/nothing").json()["error"]["code"] == "not_found"
+    assert client.get("/v1/requests/999", headers=s.headers("sup-1")).json()["error"]["code"] == "unknown_request"
+    assert client.get("/v1/requests/abc", headers=s.headers("sup-1")).json()["error"]["code"] == "unknown_request"
+    assert client.delete("/v1/proposals").json()["error"]["code"] == "method_not_allowed"
+    r = client.get("/v1/requests/1/wait?timeout=600", headers=s.headers("sup-1"))
+    assert r.json()["error"]["code"] == "invalid_parameter"
+
+
+def test_history_lists_decided_requests_newest_first_and_searches(env):
+    s, client = env
+    for n in range(3):
+        p = propose(client, s, args={"id": n}, run=f"run-{n}").json()
+        client.post(f"/v1/requests/{p['request']}/decision",
+                    json={"decision": "reject", "digest": p["args_digest"], "reason": f"not now {n}"}, headers=s.headers("sup-1"))
+    rows = client.get("/v1/history", headers=s.headers("sup-2")).json()["requests"]
+    assert [r["reason"] for r in rows] == ["not now 2", "not now 1", "not now 0"]
+    rows = client.get("/v1/history?q=NOW%201", headers=s.headers("sup-2")).json()["requests"]
+    assert [r["run"] for r in rows] == ["run-1"]
+    rows = client.get("/v1/history?run=run-0&limit=1", headers=s.headers("agent-2")).json()["requests"]
+    assert rows == []  # another agent's
+
+
+def test_the_openapi_document_describes_every_route(env):
+    s, client = env
+    doc = client.get("/v1/openapi.json").json()
+    assert doc["openapi"].startswith("3.")
+    from service.api import routes
+
+    for route in routes:
+        path = route.path.replace("{request}", "{request}")
+        assert path in doc["paths"], path
+        for method in route.methods - {"HEAD"}:
+            assert method.lower() in doc["paths"][path], (path, method)
+
+
+def test_an_admin_reloads_the_policy_and_the_ledger_records_it(env):
+    s, client = env
+    assert client.post("/v1/admin/reload", headers=s.headers("sup-1")).status_code == 403
+    s.policy.write_text(s.policy.read_text().replace("allow read_thing", "deny read_thing reason \"Closed for audit.\""))
+    done = client.post("/v1/admin/reload", headers=s.headers("root-admin")).json()
+    assert done["changed"]
+    p = propose(client, s, "read_thing", {"id": 1}).json()
+    assert (p["effect"], p["reasons"]) == ("deny", ["Closed for audit."])
+    s.policy.write_text("policy broken")
+    r = client.post("/v1/admin/reload", headers=s.headers("root-admin"))
+    assert (r.status_code, r.json()["error"]["code"]) == (422, "reload_failed")
+    assert "test.policy:" in r.json()["error"]["message"]
+    assert propose(client, s, "read_thing", {"id": 2}).json()["effect"] == "deny"  # the last good policy stays
