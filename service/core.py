@@ -176,6 +176,10 @@ class Service:
         self._watch: Gate | None = None
         self._watch_thread: threading.Thread | None = None
         self._stop = threading.Event()
+        self.listeners: list[Callable[[list[Record]], None]] = []
+        """Called from the watch thread with the events every writer appended, in order, once
+        each, after the watch folded them (notifications use it: service.notify). A listener
+        must be quick, and never raise (what it raises is logged and dropped)."""
 
     # --- set-up -------------------------------------------------------------------------------
 
@@ -367,9 +371,16 @@ class Service:
         """Wake the waiters of requests whose state changed after seq `seen`, and queue the new
         events for the streams of their runs."""
         loop, waiters = self._loop, self._waiters
-        if loop is None or (not waiters.requests and not waiters.runs):
+        if loop is None or (not waiters.requests and not waiters.runs and not self.listeners):
             return
         records = watch.ledger.records_at(list(range(seen + 1, watch.seen + 1)))
+        if self.listeners:
+            ordered = [records[seq] for seq in sorted(records)]
+            for listener in list(self.listeners):
+                try:
+                    listener(ordered)
+                except Exception:
+                    log.exception("a listener of the ledger watch failed")
         touched: dict[int, tuple[str | None, str]] = {}  # request → (run, proposer)
         items = []
         for seq in sorted(records):
