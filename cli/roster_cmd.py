@@ -27,6 +27,50 @@ def token(name: str = typer.Argument(..., help="The principal the token is for."
 
 
 @app.command()
+def add(
+    roster: str = typer.Argument(..., help="The roster file (TOML); created when missing."),
+    name: str = typer.Argument(..., help="The principal's name: what the ledger records as proposer or decider."),
+    kind: str = typer.Option(..., "--kind", help="agent, reviewer, admin or service."),
+    group: list[str] = typer.Option([], "--group", help="A roster group (repeat for several)."),
+    key: list[str] = typer.Option([], "--key", help="A verifier key file (`ledger keygen`'s .pub) to list."),
+    make_token: bool = typer.Option(False, "--token", help="Make an API token: its hash goes into the roster, "
+                                    "the token itself to standard output, once."),
+) -> None:
+    """Add a principal to a roster, with a fresh API token (--token) or keys (--key).
+
+    With --token, standard output is the token alone (capture it: `> agent-7.token`); it is shown
+    nowhere else. The roster is checked before it is written: a name, key or token listed twice
+    is refused and the file is left as it was.
+
+    Example: countersign roster add roster.toml agent-7 --kind agent --token > agent-7.token
+    """
+    from pathlib import Path
+
+    from ledger.proof.keys import CheckpointError, load_public_key
+    from ledger.proof.roster import KINDS, Principal, RosterError, add_principal, new_token, token_hash
+
+    if kind not in KINDS:
+        fail(f"--kind must be one of {', '.join(KINDS)}, not {kind!r}", EXIT_USAGE)
+    keys = []
+    for path in key:
+        try:
+            keys.append(load_public_key(path))
+        except (CheckpointError, OSError) as exc:
+            fail(f"{path}: {exc}", EXIT_USAGE)
+    secret = new_token() if make_token else None
+    principal = Principal(name, kind, tuple(sorted(set(group))), (token_hash(secret),) if secret else (), tuple(keys))
+    try:
+        loaded = add_principal(Path(roster), principal)
+    except RosterError as exc:
+        fail(str(exc), EXIT_USAGE)
+    except OSError as exc:
+        fail(f"{roster}: {exc.strerror or exc}", EXIT_USAGE)
+    typer.echo(f"{roster}: added {name} ({kind}); {len(loaded.principals)} principals, digest {loaded.digest}", err=True)
+    if secret:
+        typer.echo(secret)
+
+
+@app.command()
 def check(
     roster: str = typer.Argument(..., help="The roster file (TOML)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),

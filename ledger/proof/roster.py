@@ -203,3 +203,52 @@ def _principal(entry: dict, where: str, index: int) -> Principal:
         except MalformedError as exc:
             raise RosterError(f"{said}: {exc}: {text[:40]!r}") from None
     return Principal(name, kind, tuple(sorted(groups)), tuple(sorted(tokens)), tuple(sorted(keys, key=PublicKey.text)))
+
+
+def _toml_text(value: str) -> str:
+    """A TOML basic string holding `value` (TOML 1.0, section "String": escapes)."""
+    out = []
+    for c in value:
+        if c in '"\\':
+            out.append("\\" + c)
+        elif ord(c) < 0x20 or c == "\x7f":
+            out.append(f"\\u{ord(c):04x}")
+        else:
+            out.append(c)
+    return '"' + "".join(out) + '"'
+
+
+def entry_text(principal: Principal) -> str:
+    """A `[[principal]]` table for `principal`, as TOML text (ending in a blank line)."""
+    def texts(values) -> str:
+        return "[" + ", ".join(_toml_text(v) for v in values) + "]"
+
+    lines = ["[[principal]]", f"name = {_toml_text(principal.name)}", f"kind = {_toml_text(principal.kind)}"]
+    if principal.groups:
+        lines.append(f"groups = {texts(principal.groups)}")
+    if principal.token_sha256:
+        lines.append(f"token_sha256 = {texts(principal.token_sha256)}")
+    if principal.keys:
+        lines.append(f"keys = {texts(k.text() for k in principal.keys)}")
+    return "\n".join(lines) + "\n\n"
+
+
+def add_principal(path: str | Path, principal: Principal) -> Roster:
+    """Append `principal` to the roster file at `path` (created when missing), after checking
+    that the result is a valid roster (a name, key or token listed twice is refused). Returns
+    the new roster. Raises RosterError; the file is unchanged then."""
+    path = Path(path)
+    old = ""
+    if path.exists():
+        load_roster(path)  # a roster that does not read is not extended
+        old = path.read_text(encoding="utf-8")
+        if old and not old.endswith("\n"):
+            old += "\n"
+        if old and not old.endswith("\n\n"):
+            old += "\n"
+    text = old + entry_text(principal)
+    roster = parse_roster(text, str(path))
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    temporary.replace(path)
+    return roster
