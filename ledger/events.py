@@ -80,13 +80,16 @@ class Signature(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     "reviewer", the decider's own key, or "service", the approval service's key attesting a
     session it authenticated), with which key (its signed-note name and 8-hex key id), when
     (`time`, spelled like `ts`, never later than the event's `ts`) and the Ed25519 signature
-    `sig` (base64) of the decision statement (ledger.proof.decisions)."""
+    `sig` (base64) of the decision statement (ledger.proof.decisions). `statement` is the
+    statement's version: 2 (which binds the event's `prev`, and so every event before it), or
+    absent for version 1 (signatures written before it)."""
 
     signer: Literal["reviewer", "service"]
     key: KeyName
     key_id: KeyId
     time: Timestamp
     sig: SignatureText
+    statement: Literal[2] | msgspec.UnsetType = msgspec.UNSET
 
 
 class RuleRef(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -314,10 +314,12 @@ REQUIREMENTS = _obj({
     "decisions": lambda v: _strs(v) and set(v) <= set(DECISIONS), "timeout_seconds": _pos,
     "on_timeout": _one_of("reject"), "timeout_message": _opt})
 EFFECT = _one_of("allow", "deny", "ask")
-SIGNATURE = _obj({
+_SIGNATURE_1 = {
     "signer": _one_of("reviewer", "service"), "key": lambda v: isinstance(v, str) and 1 <= len(v) <= 256,
     "key_id": lambda v: isinstance(v, str) and re.fullmatch(r"[0-9a-f]{8}", v) is not None, "time": _ts,
-    "sig": lambda v: isinstance(v, str) and re.fullmatch(r"[A-Za-z0-9+/]{86}==", v) is not None})
+    "sig": lambda v: isinstance(v, str) and re.fullmatch(r"[A-Za-z0-9+/]{86}==", v) is not None}
+_SIGNATURE_2 = {**_SIGNATURE_1, "statement": lambda v: v == 2 and type(v) is int}
+SIGNATURE = lambda v: _obj(_SIGNATURE_1)(v) or _obj(_SIGNATURE_2)(v)  # section 11.1: statement 2, or absent (1)
 COMMON = {"kind": _str, "seq": _int, "ts": _ts, "prev": _str}
 KEY = {"key": lambda v: isinstance(v, str) and 1 <= len(v) <= 256}  # optional, right after prev
 KINDS = {
@@ -577,8 +579,10 @@ def check_signature(body, raw, ledger_id, before, roster):
     start = BODY_START.match(raw)
     end = raw.rfind(b',"signature":{')
     content = b'{"kind":"' + start.group(1) + b'"' + raw[start.end():end] + b"}"
-    statement = (f"countersign-decision/1\nledger {ledger_id}\nrequest {body['request']}\nbasis {basis}\n"
-                 f"args {current}\nkind {kind}\nsigner {sig['signer']}\ntime {sig['time']}\n"
+    version = sig.get("statement", 1)
+    prev_line = f"prev {body['prev']}\n" if version == 2 else ""
+    statement = (f"countersign-decision/{version}\nledger {ledger_id}\nrequest {body['request']}\nbasis {basis}\n"
+                 f"args {current}\n{prev_line}kind {kind}\nsigner {sig['signer']}\ntime {sig['time']}\n"
                  f"content {hashlib.sha256(content).hexdigest()}\n").encode()
     try:
         Ed25519PublicKey.from_public_bytes(holder[2]).verify(base64.b64decode(sig["sig"]), statement)

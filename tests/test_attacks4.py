@@ -290,7 +290,7 @@ def test_a_hand_appended_roster_event_cannot_bring_back_a_revoked_key(tmp_path):
     seq, prev, ts = _last(segment)
     prev = _append(segment, ev.encode_event(ev.RosterRecorded(seq=seq + 1, ts=ts, prev=prev, digest=r1.digest, by="ops")))
     approval = decisions.sign(ev.Approved(ts=ts, request=p.request, approver="mallory", args_digest=p.args_digest, comment=None),
-                              mallory, signer="reviewer", ledger_id=ledger_id, basis=state.data_seq, args=state.digest)
+                              mallory, signer="reviewer", ledger_id=ledger_id, basis=state.data_seq, args=state.digest, prev=prev)
     _append(segment, ev.encode_event(msgspec.structs.replace(approval, seq=seq + 2, prev=prev)))
     report = verify(tmp_path / "l", rosters=[r1, r2])
     assert report.problem is not None and report.problem.kind == "signature", report.ok

@@ -64,8 +64,6 @@ def _rechain(directory, modify) -> None:
     shutil.rmtree(directory / "cache", ignore_errors=True)
 
 
-@pytest.mark.xfail(strict=True, reason="the statement binds the arguments' digest but not the tool nor the requirements: "
-                   "documented in docs/ledger-format.md 11.2 (a checkpoint catches the rewrite); a later statement version")
 def test_one_signed_approval_cannot_be_moved_to_another_tool_with_lower_requirements(tmp_path):
     """big_change needs 2 of sups; sup-1 approves {"amount": 10} (signed), the request still
     waits for a second. Rewriting the proposal's tool to drop_thing (a tool the policy denies) and

@@ -111,7 +111,7 @@ def test_the_statement_covers_the_body_as_stored(approver, comment, request, seq
     signing_key = generate_key("reviewer-key")
     event = ev.Approved(ts="2026-03-01T12:00:00.000000Z", request=request, approver=approver, args_digest="a" * 64,
                         comment=comment, key=key if key is not None else msgspec.UNSET)
-    signed = decisions.sign(event, signing_key, signer="reviewer", ledger_id="L", basis=basis, args="a" * 64)
+    signed = decisions.sign(event, signing_key, signer="reviewer", ledger_id="L", basis=basis, args="a" * 64, prev="b" * 64)
     stored = msgspec.structs.replace(signed, seq=seq, prev="b" * 64)
     body = ev.encode_event(stored)
     assert decisions.content(body) == decisions.content(ev.encode_event(event))
@@ -121,6 +121,8 @@ def test_the_statement_covers_the_body_as_stored(approver, comment, request, seq
     assert decisions.problem(stored, body, **args) is None
     assert decisions.problem(stored, body, **{**args, "basis": basis + 1}) is not None  # another round of arguments
     assert decisions.problem(stored, body, **{**args, "ledger_id": "M"}) is not None
+    moved = msgspec.structs.replace(stored, prev="c" * 64)  # the same decision after another history
+    assert decisions.problem(moved, ev.encode_event(moved), **args) is not None
     changed = msgspec.structs.replace(stored, comment=(comment or "") + "!")
     assert decisions.problem(changed, ev.encode_event(changed), **args) is not None
 
@@ -266,7 +268,8 @@ def test_the_documented_example_of_a_signed_approval():
     key = SigningKey("sup-1", Ed25519PrivateKey.from_private_bytes(bytes(32)))
     assert key.public.text() in doc
     event = ev.Approved(ts="2026-01-01T00:00:00.000000Z", request=2, approver="sup-1", args_digest="adfe8981009c9a1337abc841aa8b8bafd716d945cf8925ed4989c7b9068b57ae", comment=None)
-    signed = decisions.sign(event, key, signer="reviewer", ledger_id="0123456789abcdef0123456789abcdef", basis=2, args=event.args_digest)
+    signed = decisions.sign(event, key, signer="reviewer", ledger_id="0123456789abcdef0123456789abcdef", basis=2, args=event.args_digest,
+                            prev="c" * 64)
     body = ev.encode_event(msgspec.structs.replace(signed, seq=4, prev="c" * 64))
     shown = body.decode().replace('"prev":"' + "c" * 64 + '"', '"prev":"…"')
     assert "    " + shown + "\n" in doc

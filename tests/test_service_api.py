@@ -211,3 +211,40 @@ def test_an_admin_reloads_the_policy_and_the_ledger_records_it(env):
     assert (r.status_code, r.json()["error"]["code"]) == (422, "reload_failed")
     assert "test.policy:" in r.json()["error"]["message"]
     assert propose(client, s, "read_thing", {"id": 2}).json()["effect"] == "deny"  # the last good policy stays
+
+
+def test_decisions_signed_in_one_group_commit_all_verify(tmp_path):
+    """Steps of different Gates of the pool share commits; each signature binds the hash its
+    decision follows (statement version 2), which the writer knows only under the commit lock.
+    Many reviewers deciding at once must still give a ledger whose every signature verifies."""
+    import threading
+
+    from service_support import setup as make
+
+    s = make(tmp_path)
+    service = s.service(gates=8)
+    roster = load_roster(s.roster)
+    agent = roster.principal("agent-1")
+    proposals = [service.propose(agent, "small_change", {"id": n}) for n in range(48)]
+    errors = []
+
+    def decide(chunk, who):
+        reviewer = roster.principal(who)
+        for p in chunk:
+            try:
+                if p.request % 2:
+                    service.decide(reviewer, p.request, "approve", digest=p.args_digest)
+                else:
+                    service.decide(reviewer, p.request, "reject", digest=p.args_digest, reason="No.")
+            except Exception as exc:  # noqa: BLE001 - collected and asserted below
+                errors.append(exc)
+
+    threads = [threading.Thread(target=decide, args=(proposals[i::4], f"sup-{i % 3 + 1}")) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    service.close()
+    assert errors == []
+    report = verify(s.ledger, rosters=[roster])
+    assert report.ok, report

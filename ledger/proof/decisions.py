@@ -2,18 +2,24 @@
 
 docs/ledger-format.md section 11 is the byte-exact definition. A decision event (approved,
 edited, rejected, responded, cancelled) of a countersign-ledger/2 ledger may carry a `signature`
-member, last in its BODY. The signed *statement* is UTF-8 text of nine lines, each ending in a
-line feed:
+member, last in its BODY. The signed *statement* (version 2, `"statement":2` in the signature)
+is UTF-8 text of ten lines, each ending in a line feed:
 
-    countersign-decision/1
+    countersign-decision/2
     ledger <ledger_id of the genesis>
     request <the request's seq>
     basis <seq of the event holding the arguments decided on: the proposal, or the last edit>
     args <their digest, 64 hex>
+    prev <the decision event's prev: the hash of the event before it>
     kind <approved | edited | rejected | responded | cancelled>
     signer <reviewer | service>
     time <the signature's time, spelled like ts>
     content <hex(H(CONTENT))>
+
+Version 1 (a signature without `statement`, written before version 2) has nine lines: the first
+is `countersign-decision/1` and there is no `prev` line. `prev` binds the whole history before
+the decision (the proposal's tool and policy, the interrupt's requirements, every earlier
+decision): a rewrite of any of it, every hash chained again, no longer verifies.
 
 CONTENT is the event's BODY as stored without `seq`, `ts`, `prev` (which the ledger assigns when
 it appends) and without `signature`: `{"kind":"K"` followed by the BODY's bytes from just after
@@ -36,7 +42,8 @@ from ledger.events import encode_event
 from ledger.proof.keys import MalformedError, SigningKey, b64, unb64
 from ledger.proof.roster import Roster
 
-STATEMENT_FORMAT = "countersign-decision/1"
+STATEMENT_FORMAT = "countersign-decision/2"
+STATEMENT_FORMAT_1 = "countersign-decision/1"
 Signer = Literal["reviewer", "service"]
 SIGNATURE_MEMBER = b',"signature":{'
 _PREFIX = re.compile(rb'\{"kind":"([a-z_]+)","seq":[0-9]+,"ts":"[^"]*","prev":"[0-9a-f]*"')
@@ -65,28 +72,33 @@ def content(body: bytes) -> bytes:
 
 
 def statement(*, ledger_id: str, request: int, basis: int, args: str, kind: str, signer: str, time: str,
-              content_digest: str) -> bytes:
-    """The bytes a decision's key signs (module docstring)."""
-    return (f"{STATEMENT_FORMAT}\nledger {ledger_id}\nrequest {request}\nbasis {basis}\nargs {args}\n"
-            f"kind {kind}\nsigner {signer}\ntime {time}\ncontent {content_digest}\n").encode("utf-8")
+              content_digest: str, prev: str | None = None) -> bytes:
+    """The bytes a decision's key signs (module docstring): version 2 with `prev`, version 1
+    without."""
+    head = (f"{STATEMENT_FORMAT}\nledger {ledger_id}\nrequest {request}\nbasis {basis}\nargs {args}\nprev {prev}\n"
+            if prev is not None else
+            f"{STATEMENT_FORMAT_1}\nledger {ledger_id}\nrequest {request}\nbasis {basis}\nargs {args}\n")
+    return (head + f"kind {kind}\nsigner {signer}\ntime {time}\ncontent {content_digest}\n").encode("utf-8")
 
 
-def _statement_of(event, body: bytes, ledger_id: str, basis: int, args: str, signer: str, time: str) -> bytes:
+def _statement_of(event, body: bytes, ledger_id: str, basis: int, args: str, signer: str, time: str,
+                  prev: str | None) -> bytes:
     import hashlib
 
     return statement(ledger_id=ledger_id, request=event.request, basis=basis, args=args,
                      kind=event.__struct_config__.tag, signer=signer, time=time,
-                     content_digest=hashlib.sha256(content(body)).hexdigest())
+                     content_digest=hashlib.sha256(content(body)).hexdigest(), prev=prev)
 
 
-def sign(event, key: SigningKey, *, signer: Signer, ledger_id: str, basis: int, args: str):
+def sign(event, key: SigningKey, *, signer: Signer, ledger_id: str, basis: int, args: str, prev: str):
     """`event` (one of ledger.events.SIGNABLE, its `ts` set: the signature's time) with its
-    `signature`, made with `key` over the statement. `basis` and `args` are the request's
-    arguments before this decision (RequestState.data_seq and .digest)."""
+    `signature`, made with `key` over the version 2 statement. `basis` and `args` are the
+    request's arguments before this decision (RequestState.data_seq and .digest); `prev` is the
+    hash of the event the decision will follow (the writer's head, under the commit lock)."""
     unsigned = msgspec.structs.replace(event, signature=msgspec.UNSET)
-    message = _statement_of(unsigned, encode_event(unsigned), ledger_id, basis, args, signer, event.ts)
+    message = _statement_of(unsigned, encode_event(unsigned), ledger_id, basis, args, signer, event.ts, prev)
     signature = ev.Signature(signer=signer, key=key.name, key_id=key.public.id.hex(), time=event.ts,
-                             sig=b64(key.sign(message)))
+                             sig=b64(key.sign(message)), statement=2)
     return msgspec.structs.replace(event, signature=signature)
 
 
@@ -117,7 +129,8 @@ def problem(event, body: bytes, *, ledger_id: str, basis: int, args: str, propos
         return f"the {kind} decision by {who} was signed at {signature.time}, after its time {event.ts}"
     try:
         raw = unb64(signature.sig, "the signature")
-        message = _statement_of(event, body, ledger_id, basis, args, signature.signer, signature.time)
+        prev = event.prev if signature.statement == 2 else None
+        message = _statement_of(event, body, ledger_id, basis, args, signature.signer, signature.time, prev)
     except (MalformedError, ValueError):
         raw, message = b"", b""
     if not raw or not public.verify(raw, message):

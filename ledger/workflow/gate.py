@@ -456,8 +456,9 @@ class Gate(CatchUp, Reading):
                                           f"{state.digest[:12]}…", request)
                 event = make()
                 if signing is not None and (state := self.workflow.get(request)) is not None:
+                    # under the commit lock, caught up: the head is the event this decision follows
                     event = decisions.sign(event, signing.key, signer=signing.signer, ledger_id=self._ledger_id,
-                                           basis=state.data_seq, args=state.digest)
+                                           basis=state.data_seq, args=state.digest, prev=self._seen[1])
                 self.workflow.check(event)
                 return [(event, data)]
 
