@@ -184,7 +184,9 @@ class Service:
     # --- set-up -------------------------------------------------------------------------------
 
     def _open_gate(self) -> Gate:
-        return Gate(self.loaded.policy, self.ledger_path, clock=self.clock)
+        gate = Gate(self.loaded.policy, self.ledger_path, clock=self.clock)
+        gate.require_signatures(self.loaded.roster)  # a hand-appended approval never makes a call run
+        return gate
 
     def _record(self, gate: Gate) -> None:
         """Record the roster's digest (and the policy's, where the Gate can) in the ledger, unless
@@ -207,6 +209,7 @@ class Service:
         """A Gate of the pool, deciding with `policy` (default: the current one)."""
         with self.pool.gate() as gate:
             gate.policy = policy or self.loaded.policy
+            gate.require_signatures(self.loaded.roster)
             yield gate
 
     def reload(self, by: str) -> dict:

@@ -248,3 +248,36 @@ def test_decisions_signed_in_one_group_commit_all_verify(tmp_path):
     assert errors == []
     report = verify(s.ledger, rosters=[roster])
     assert report.ok, report
+
+
+def test_an_approval_not_made_through_the_service_never_makes_a_call_run(env, tmp_path):
+    """Whoever can write the ledger's files (here: a Gate of their own, with no key) can append a
+    lawful-looking approval; `ledger verify --roster` reports it, and the service refuses to start
+    the call (409 unsigned_decision), appending nothing."""
+    from ledger.workflow.gate import Gate
+    from support import policy
+
+    s, client = env
+    p = propose(client, s).json()
+    with Gate(policy(), s.ledger) as intruder:
+        intruder.approve(p["request"], approver="sup-1", digest=p["args_digest"])  # unsigned
+    assert client.get(f"/v1/requests/{p['request']}", headers=s.headers("agent-1")).json()["status"] == "approved"
+    r = client.post(f"/v1/requests/{p['request']}/start", headers=s.headers("agent-1"))
+    assert (r.status_code, r.json()["error"]["code"]) == (409, "unsigned_decision"), r.text
+    assert "not signed" in r.json()["error"]["message"]
+    assert client.get(f"/v1/requests/{p['request']}", headers=s.headers("agent-1")).json()["status"] == "approved"
+    report = verify(s.ledger, rosters=[load_roster(s.roster)])
+    assert not report.ok and report.problem.kind == "signature"
+
+
+def test_a_signed_edit_then_a_signed_approval_lets_the_call_run(env):
+    s, client = env
+    p = propose(client, s, "big_change", {"amount": 10}).json()
+    client.post(f"/v1/requests/{p['request']}/decision",
+                json={"decision": "edit", "digest": p["args_digest"], "args": {"amount": 7}}, headers=s.headers("sup-1"))
+    current = client.get(f"/v1/requests/{p['request']}", headers=s.headers("sup-2")).json()
+    r = client.post(f"/v1/requests/{p['request']}/decision", json={"decision": "approve", "digest": current["args_digest"]},
+                    headers=s.headers("sup-2"))
+    assert r.json()["status"] == "approved", r.text
+    started = client.post(f"/v1/requests/{p['request']}/start", headers=s.headers("agent-1")).json()
+    assert started["started"] and started["args"] == {"amount": 7}

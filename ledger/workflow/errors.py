@@ -44,3 +44,7 @@ class NotAllowedToCancel(GateError):
 
 class NoPolicy(GateError):
     """This Gate was opened without a policy (a reviewer's): it cannot propose or edit."""
+
+
+class UnsignedDecision(GateError):
+    """A call whose approval or edit is not signed as its Gate's roster requires (Gate.require_signatures)."""

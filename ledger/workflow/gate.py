@@ -57,6 +57,7 @@ from ledger.workflow.errors import (  # noqa: F401 (the Gate's errors, named her
     NoPolicy,
     NotAllowedToCancel,
     PolicyMismatch,
+    UnsignedDecision,
 )
 from ledger.workflow.reading import DECISIONS, Reading, _request_id
 from ledger.workflow.snapshot import Behind, Snapshot, Unusable
@@ -194,6 +195,7 @@ class Gate(CatchUp, Reading):
         self._broken: LedgerCorrupt | None = None
         self._expired: list[int] = []  # the requests the last `expire()` expired
         self._ledger_id = self.ledger.ledger_id
+        self.signers: Roster | None = None  # see `require_signatures`
         self._snapshot: Snapshot | None = None
         if snapshot and (where := self.ledger.cache_dir()) is not None:
             self._snapshot = Snapshot(where)
@@ -205,6 +207,34 @@ class Gate(CatchUp, Reading):
             if not isinstance(ledger, Ledger):
                 self.ledger.close()  # the share this Gate took of the process's writer
             raise
+
+    def require_signatures(self, roster: Roster | None) -> None:
+        """From now on, run a call (`execute`, `start`, `run` of a repeated call id) only when
+        every approval and edit of it is signed as `ledger verify --roster` requires, by a key
+        `roster` lists (ledger.proof.decisions.problem): whoever can write the ledger's files can
+        append a lawful-looking approval, and it must not make anything run. A call that fails
+        raises UnsignedDecision and nothing is appended. None: no check (a Gate without a roster)."""
+        self.signers = roster
+
+    def _signature_problem(self, state: RequestState) -> str | None:
+        """What is wrong with the signatures of the approvals and edits that let `state` run
+        (under `self.signers`), or None. Under the lock."""
+        assert self.signers is not None
+        records = self.ledger.records_at(state.seqs)
+        basis, args = state.request, state.original_digest
+        for seq in state.seqs:
+            record = records.get(seq)
+            if record is None:
+                return f"the event at seq {seq} cannot be read"
+            event = record.event
+            if isinstance(event, (ev.Approved, ev.Edited)):
+                problem = decisions.problem(event, record.body, ledger_id=self._ledger_id, basis=basis, args=args,
+                                            proposer=state.proposer, status="pending", roster=self.signers)
+                if problem is not None:
+                    return f"seq {seq}: {problem}"
+            if isinstance(event, ev.Edited):
+                basis, args = seq, event.args_digest
+        return None
 
     def record_roster(self, roster: Roster, operator: str) -> None:
         """Append a `roster` event with the roster's digest, unless the last one has it."""
@@ -657,6 +687,9 @@ class Gate(CatchUp, Reading):
                     )
                 started = ev.ExecutionStarted(ts=self._now(), request=request, args_digest=state.digest, executor=executor)
                 self.workflow.check(started)  # raises when the request may not run
+                if self.signers is not None and state.approvers and (problem := self._signature_problem(state)):
+                    raise UnsignedDecision(f"request {request} will not run: {problem} (a decision not made through "
+                                           "countersign, or by someone the roster does not list)")
                 # The tool gets its own copy of the approved arguments, made before anything is
                 # written: nothing that can fail may stand between the start and the tool's run.
                 args = copy.deepcopy(self._call_data(request)["args"])
