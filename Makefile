@@ -10,12 +10,20 @@ DEMO   ?= build/demo-ledger
 .PHONY: demo test bench clean
 
 # The editable install compiles ledger/_native.c (hatch_build.py): a change to either rebuilds it.
+# `make demo` installs the core and the few packages of `countersign serve`; `make test` adds the
+# extras the tests use (Playwright for the browser tests, the parser oracles, the test client).
 $(STAMP): pyproject.toml hatch_build.py ledger/_native.c
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "countersign needs Python 3.11 or newer; set PYTHON=...")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[serve]'
 	@$(BIN)/python -c 'from ledger.store import native; print("countersign: the compiled verifier is " + ("built" if native.available() else "not built: ledger verify uses the Python verifier (pip install -v -e . shows why)"))'
+	@touch $@
+
+TEST_STAMP := $(VENV)/.installed-test
+
+$(TEST_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[test]'
 	@touch $@
 
 demo: $(STAMP)
@@ -26,13 +34,13 @@ demo: $(STAMP)
 	$(BIN)/countersign ledger stats $(DEMO)
 
 # The timing ratios (tests/test_linear_time.py) run in a process of their own: see its docstring.
-test: $(STAMP)
+test: $(TEST_STAMP)
 	$(BIN)/python -m pytest --ignore=tests/test_linear_time.py
 	$(BIN)/python -m pytest tests/test_linear_time.py
 
 BENCH_STAMP := $(VENV)/.installed-bench
 
-$(BENCH_STAMP): $(STAMP) pyproject.toml
+$(BENCH_STAMP): $(TEST_STAMP) pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	@touch $@
 
