@@ -108,12 +108,27 @@ def columns(headers: Sequence[str], rows: Sequence[Sequence[Any]], widths: Seque
     typer.echo("\n".join(lines))
 
 
-def load_policy(path: str) -> Any:
-    """Load a policy for a command, or exit 2 with its diagnostics (file:line:col, line, caret)."""
-    from dsl import Policy, PolicyError
+def roster_groups(path: str | None) -> dict[str, tuple[str, ...]] | None:
+    """The groups of the roster at `path` (name → members, `Roster.groups`), None without one;
+    exit 2 with the roster's error (FILE:LINE: ...) when it cannot be read."""
+    if path is None:
+        return None
+    from ledger.proof.roster import RosterError, load_roster
 
     try:
-        return Policy.load(path)
+        return load_roster(path).groups()
+    except RosterError as exc:
+        fail(str(exc))
+
+
+def load_policy(path: str, roster: str | None = None) -> Any:
+    """Load a policy for a command, or exit 2 with its diagnostics (file:line:col, line, caret).
+    With `roster` (a roster file), `approvers N from GROUP` may name the roster's groups."""
+    from dsl import Policy, PolicyError
+
+    groups = roster_groups(roster)
+    try:
+        return Policy.load(path, groups=groups)
     except OSError as exc:
         fail(f"cannot read {path}: {exc.strerror or exc}")
     except PolicyError as exc:

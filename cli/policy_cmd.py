@@ -4,9 +4,14 @@ from typing import List, Optional
 
 import typer
 
-from cli.output import count as _count, EXIT_USAGE, echo_json, fail, load_policy, say
+from cli.output import count as _count, EXIT_USAGE, echo_json, fail, load_policy, roster_groups, say
 
 app = typer.Typer(no_args_is_help=True, help="Check and evaluate .policy files.")
+
+_ROSTER = typer.Option(
+    None, "--roster", help="A roster (TOML, see `countersign roster`): `approvers N from GROUP` may name its groups, "
+    "resolved now into their members (the policy's digest covers the ones it names)."
+)
 
 
 @app.command()
@@ -21,13 +26,15 @@ def check(
     open_schemas: bool = typer.Option(
         False, "--open-schemas", help="Read object schemas as JSON Schema does: a field not listed is allowed unless additionalProperties is false."
     ),
+    roster: Optional[str] = _ROSTER,
 ) -> None:
     """Load a policy and report every error (exit 2), warning and note.
 
     Warnings include the static analysis (rules that can never fire, duplicates, allow and ask
     rules that overlap); they do not change the exit code unless --strict. With --tools, unknown
     tools, unknown argument paths and comparisons of the wrong type are errors, and the tools no
-    rule mentions are listed.
+    rule mentions are listed. With --roster, a group the policy does not define may be one of
+    the roster's; the groups used are listed.
 
     Example: countersign policy check samples/retail.policy --tools ../shared/corpus/tau_bench_tools.json
     """
@@ -38,6 +45,7 @@ def check(
     from dsl.parser import parse
     from dsl.schema import ToolSchemaError, combine, load_tools
 
+    groups = roster_groups(roster)
     schemas = None
     if tools:
         loaded = []
@@ -50,7 +58,7 @@ def check(
                 fail(str(exc))
         schemas = loaded[0] if len(loaded) == 1 else combine(loaded)
     try:
-        policy = Policy.load(file, tools=schemas)
+        policy = Policy.load(file, tools=schemas, groups=groups)
     except OSError as exc:
         fail(f"cannot read {file}: {exc.strerror or exc}")
     except PolicyError as exc:
@@ -71,6 +79,10 @@ def check(
         typer.echo(f"{file}: {warnings} warning{'s' if warnings != 1 else ''}, errors under --strict", err=True)
         raise typer.Exit(EXIT_USAGE)
     against = f", checked against {len(schemas)} tools of {schemas.origin}" if schemas is not None else ""
+    used = policy.external_groups
+    if used:  # the digest is then not the file's own sha256 (dsl.policy.policy_digest)
+        listed = ", ".join(f"{name} ({len(members)})" for name, members in used.items())
+        against += f", roster group{'s' if len(used) != 1 else ''} {listed} of {roster}"
     typer.echo(
         f"{file}: ok: policy {policy.name!r}, {_count(len(policy.rules), 'rule')}, default {policy.default.effect}, "
         f"sha256 {policy.digest}{against}"
@@ -84,6 +96,7 @@ def eval_(
     args: str = typer.Option("{}", "--args", help="The arguments, a JSON object."),
     context: Optional[str] = typer.Option(None, "--context", help="The caller's context, a JSON object (cwd, run_id, ...)."),
     as_json: bool = typer.Option(False, "--json", help="Print the decision as JSON."),
+    roster: Optional[str] = _ROSTER,
 ) -> None:
     """Decide one call: the effect, every rule that matched with its line, and why.
 
@@ -99,7 +112,7 @@ def eval_(
         ctx = parse_json_object(context, "--context") if context is not None else None
     except ValueError as exc:
         fail(str(exc), EXIT_USAGE)
-    policy = load_policy(file)
+    policy = load_policy(file, roster)
     decision = policy.evaluate(tool, arguments, ctx)
     if as_json:
         echo_json(decision)
@@ -125,6 +138,7 @@ def explain_(
     args: str = typer.Option("{}", "--args", help="The arguments, a JSON object."),
     context: Optional[str] = typer.Option(None, "--context", help="The caller's context, a JSON object (cwd, home, ...)."),
     as_json: bool = typer.Option(False, "--json", help="Print the explanation as JSON."),
+    roster: Optional[str] = _ROSTER,
 ) -> None:
     """Explain a decision: every rule that covers the tool (matched or not), what each condition
     and sub-condition evaluated to, the normalized subjects they saw, exact or prefix matching,
@@ -144,7 +158,7 @@ def explain_(
         ctx = parse_json_object(context, "--context") if context is not None else None
     except ValueError as exc:
         fail(str(exc), EXIT_USAGE)
-    policy = load_policy(file)
+    policy = load_policy(file, roster)
     report = explain(policy, tool, arguments, ctx)
     if as_json:
         echo_json(report)
@@ -158,6 +172,7 @@ def test_(
     file: str = typer.Argument(..., help="The .policy file."),
     cases: Optional[str] = typer.Argument(None, help="The cases file (default: FILE with .cases instead of .policy)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    roster: Optional[str] = _ROSTER,
 ) -> None:
     """Run table-driven cases against a policy: exit 0 when all pass, 1 when one fails (each
     failure with the case's file:line and the policy lines involved), 2 for a malformed cases
@@ -171,7 +186,7 @@ def test_(
     from dsl.cases import CasesError, default_cases_path, parse_cases, run_cases
 
     path = cases if cases is not None else str(default_cases_path(file))
-    policy = load_policy(file)
+    policy = load_policy(file, roster)
     try:
         text = open(path, encoding="utf-8").read()
     except OSError as exc:

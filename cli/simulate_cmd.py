@@ -17,6 +17,9 @@ def simulate(
     start: str = typer.Option("2026-01-05T09:00:00Z", "--start", help="Simulated start time (UTC, ISO 8601)."),
     gap: float = typer.Option(20.0, "--gap", help="Simulated seconds between calls."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    roster: Optional[str] = typer.Option(
+        None, "--roster", help="A roster (TOML): `approvers N from GROUP` in the policy may name its groups."
+    ),
 ) -> None:
     """Feed every call through the Gate with scripted reviewers and a simulated clock.
 
@@ -42,7 +45,7 @@ def simulate(
         fail("--start must fall between the years 1000 and 9000")
     if not (0 <= gap <= 86400):  # also refuses nan
         fail("--gap is a number of seconds from 0 to 86400")
-    the_policy = load_policy(policy)
+    the_policy = load_policy(policy, roster)
     try:
         trace = read_calls(calls)
         script = read_reviewers(reviewer)

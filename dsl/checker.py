@@ -12,6 +12,12 @@ loading (see `dsl.policy.Policy.from_text`). What it catches:
   rule ids;
 * statements: duplicate groups, more than one `policy` or `default`.
 
+With external groups (`check(tree, groups={NAME: (identity, ...)})`, a roster's groups: see
+`dsl.policy.Policy.from_text`) an `approvers N from GROUP` may also name one of them; a group the
+policy defines that is also an external one is an error (a name means one group), and so is a
+quorum larger than the external group. Without them, an unknown group's help says to pass
+`--roster FILE` if it is a roster group.
+
 Field values are only known at run time; a path has type `any` here, and a wrong type at run
 time makes the condition error, which fails closed (see `dsl.compiler`).
 
@@ -28,7 +34,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from dsl import ast
 from dsl.errors import Diagnostic, Span
@@ -96,9 +102,10 @@ def literal_type(value) -> str:
 
 
 class _Checker:
-    def __init__(self, tools: ToolSchemas | None = None) -> None:
+    def __init__(self, tools: ToolSchemas | None = None, external: Mapping[str, tuple[str, ...]] | None = None) -> None:
         self.diagnostics: list[Diagnostic] = []
         self.groups: dict[str, ast.GroupDecl] = {}
+        self.external = external  # the roster's groups, None when none was given
         self.depth = 0
         self.scope: dict[str, str] = {}  # quantifier variables in force → their types
         # With tool schemas: the tool whose schema types `args` while a condition is checked, the
@@ -131,6 +138,10 @@ class _Checker:
             self.error("a file declares one policy", extra.span, f"the first is at line {policies[0].span.line}")
         for group in tree.of_type(ast.GroupDecl):
             self.group(group)
+        for name, group in self.groups.items():
+            if self.external is not None and name in self.external:
+                self.error(f"group '{name}' is defined in the policy (line {group.span.line}) and in the roster", group.name_span,
+                           "a name means one group: rename the policy's group or the roster's")
         homes = tree.of_type(ast.HomeDecl)
         for extra in homes[1:]:
             self.error("a policy has one home", extra.span, f"the first is at line {homes[0].span.line}")
@@ -295,10 +306,15 @@ class _Checker:
         size = None
         if clause.group is not None:
             group = self.groups.get(clause.group)
-            if group is None:
-                self.error(f"unknown group '{clause.group}'", clause.source_span, _suggest(clause.group, self.groups))
-            else:
+            external = self.external.get(clause.group) if self.external is not None else None
+            if group is not None:
                 size = len({i.value for i in group.members.items if isinstance(i, ast.Literal)})
+            elif external is not None:
+                size = len(set(external))
+                if not size:
+                    self.error(f"roster group '{clause.group}' has no members", clause.source_span)
+            else:
+                self.unknown_group(clause)
         elif clause.members is not None:
             self.members(clause.members, "the approver list")
             size = len({i.value for i in clause.members.items if isinstance(i, ast.Literal)})
@@ -308,6 +324,16 @@ class _Checker:
                 clause.span,
                 "a request here could never be approved: add approvers to the group, or lower the quorum",
             )
+
+    def unknown_group(self, clause: ast.ApproversClause) -> None:
+        """`approvers N from G` where G is neither the policy's group nor an external one: did
+        you mean one of either; without external groups, also that a roster could define it."""
+        names = list(self.groups) + list(self.external or ())
+        hint = _suggest(clause.group, names)
+        if self.external is None:
+            roster = "pass --roster FILE if it is a roster group"
+            hint = f"{hint} or {roster}" if hint else roster
+        self.error(f"unknown group '{clause.group}'", clause.source_span, hint)
 
     def decisions(self, clause: ast.DecisionsClause) -> None:
         names = []
@@ -962,9 +988,11 @@ def _comparable(a: str, b: str) -> bool:
     return is_list(a) and is_list(b)
 
 
-def check(tree: ast.PolicyFile, tools: ToolSchemas | None = None) -> list[Diagnostic]:
+def check(tree: ast.PolicyFile, tools: ToolSchemas | None = None, groups: Mapping[str, tuple[str, ...]] | None = None) -> list[Diagnostic]:
     """Every diagnostic for `tree`: errors first, then warnings, each group in source order.
 
     With `tools` (see `dsl.schema`), also the errors only the tools' schemas reveal: unknown tools,
-    unknown argument paths, wrong types and values outside an enum."""
-    return _Checker(tools).run(tree)
+    unknown argument paths, wrong types and values outside an enum. With `groups` (external group
+    name → member identities, a roster's), `approvers N from G` may name one of them (see the
+    module's docstring)."""
+    return _Checker(tools, groups).run(tree)

@@ -47,7 +47,8 @@ class Decision(msgspec.Struct, frozen=True, omit_defaults=True):
     - `outcomes`: every rule that counted or errored, in file order.
     - `requirements`: for ask, the strictest combination of the matching ask rules.
     - `by_default`: no rule counted and the policy's default applied.
-    - `policy`, `policy_digest`: the policy's name and the SHA-256 (hex) of its source bytes.
+    - `policy`, `policy_digest`: the policy's name and its digest (`Policy.digest`: the SHA-256,
+      hex, of its source bytes, and of the roster groups it names when it names some).
     """
 
     effect: str

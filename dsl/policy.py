@@ -8,7 +8,12 @@ Loading runs the whole pipeline (parse → check → compile) and refuses a file
     decision.requirements  # Requirements(quorums=(Quorum(count=1, approvers=('desk-1', ...)),), ...)
 
 A Policy is immutable and its `evaluate` is pure: the same call gives the same Decision on every
-replay. `digest` (SHA-256 of the source bytes, hex) identifies the exact text that decided.
+replay. `digest` (hex SHA-256) identifies what decided: the source bytes, and the members of every
+roster group the policy names (see `policy_digest`), so one digest always means one set of decisions.
+
+An `approvers N from GROUP` may name a group the policy does not define when the policy is loaded
+with external groups (`Policy.load(path, groups=roster.groups())`): they are resolved at load time,
+like the policy's own, into the identities the requirements list.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import functools
 import gc
 import hashlib
+import json
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -56,10 +62,12 @@ def _gc_paused(load):
 class Policy:
     """A checked, compiled policy.
 
-    Attributes: `name` (from `policy "..."`, else the file's stem), `digest` (hex SHA-256 of the
-    source bytes), `rules` (file order), `default`, `groups` (name → identities), `home` (what `~`
-    stands for when a call's context has no `home`), `warnings` (diagnostics that did not stop
-    loading), `source_name` and `source_text`.
+    Attributes: `name` (from `policy "..."`, else the file's stem), `digest` (`policy_digest`: hex
+    SHA-256 of the source bytes and of the roster groups it uses), `source_digest` (hex SHA-256 of
+    the source bytes alone), `rules` (file order), `default`, `groups` (name → identities, the
+    policy's own and the external ones it uses), `external_groups` (the external groups it uses,
+    name → sorted identities, in name order), `home` (what `~` stands for when a call's context has
+    no `home`), `warnings` (diagnostics that did not stop loading), `source_name` and `source_text`.
     """
 
     def __init__(
@@ -74,9 +82,13 @@ class Policy:
         groups: dict[str, tuple[str, ...]],
         warnings: list[Diagnostic],
         home: str | None = None,
+        source_digest: str | None = None,
+        external_groups: dict[str, tuple[str, ...]] | None = None,
     ):
         self.name = name
         self.digest = digest
+        self.source_digest = source_digest or digest
+        self.external_groups = external_groups or {}
         self.source_name = source_name
         self.source_text = source_text
         self.rules = tuple(rules)
@@ -102,13 +114,14 @@ class Policy:
     # --- loading ------------------------------------------------------------------------------
 
     @classmethod
-    def load(cls, path: str | Path, *, tools: Any = None) -> "Policy":
+    def load(cls, path: str | Path, *, tools: Any = None, groups: Mapping[str, Any] | None = None) -> "Policy":
         """Read, parse, check and compile a `.policy` file (UTF-8).
 
         Raises OSError when the file cannot be read and `PolicyError` (every diagnostic, each with
         `file:line:col`) when it is not a valid policy. With `tools` (a `dsl.schema.ToolSchemas`,
         or the path of a tools file), the policy is also checked against the tools' argument
-        schemas, and an unknown tool, argument or wrong type is an error too.
+        schemas, and an unknown tool, argument or wrong type is an error too. `groups`: external
+        groups, as for `from_text`.
         """
         path = Path(path)
         data = path.read_bytes()
@@ -119,7 +132,7 @@ class Policy:
         except UnicodeDecodeError as exc:
             line = data[: exc.start].count(b"\n") + 1
             raise PolicyError(str(path), "", (Diagnostic("error", "the file is not valid UTF-8", Span.point(line, 1)),)) from None
-        return cls.from_text(text, name=str(path), default_name=path.stem, source_bytes=data, tools=tools)
+        return cls.from_text(text, name=str(path), default_name=path.stem, source_bytes=data, tools=tools, groups=groups)
 
     @classmethod
     @_gc_paused
@@ -131,18 +144,27 @@ class Policy:
         default_name: str | None = None,
         source_bytes: bytes | None = None,
         tools: Any = None,
+        groups: Mapping[str, Any] | None = None,
     ) -> "Policy":
         """Parse, check and compile policy source. `name` is used in diagnostics.
 
         Raises `PolicyError` on a syntax error or any check error. `tools`: as for `load`.
+
+        `groups`: external groups, name → member identities (an iterable of str; a roster's:
+        `ledger.proof.roster.Roster.groups()`), which `approvers N from NAME` may name when the
+        policy defines no group NAME. A name both the policy and `groups` define is an error
+        (`group 'x' is defined in the policy (line N) and in the roster`), as are an empty external
+        group that a rule names and a quorum larger than it. The digest covers the external groups
+        the policy names (see `policy_digest`). Raises TypeError when `groups` is not of that shape.
         """
         _refuse_surrogates(text, name)
+        external = _external_groups(groups)
         tree = parse(text, name)
         if tools is not None:
             from dsl.schema import as_tool_schemas
 
             tools = as_tool_schemas(tools)
-        diagnostics = check(tree, tools)
+        diagnostics = check(tree, tools, external)
         if not text.isascii():
             diagnostics = diagnostics + bidi_warnings(text)
         errors = [d for d in diagnostics if d.severity == "error"]
@@ -154,6 +176,14 @@ class Policy:
             g.name: tuple(dict.fromkeys(i.value for i in g.members.items))
             for g in tree.of_type(ast.GroupDecl)
         }
+        # The external groups a clause names (the checker refused a name both define), with
+        # their members as the requirements list them; the digest covers exactly these.
+        used = {
+            group: tuple(sorted(set(external[group])))
+            for group in sorted(_named_groups(tree))
+            if external and group in external and group not in groups
+        }
+        groups.update(used)
         lines = source_lines(text)
         rule_nodes = tree.of_type(ast.Rule)
         rules = [compile_rule(i, rule, groups, lines) for i, rule in enumerate(rule_nodes)]
@@ -165,9 +195,12 @@ class Policy:
             default = DefaultEffect(effect=d.effect, reason=reason, requirements=reqs)
         if default.effect == "ask" and default.requirements is None:
             default = DefaultEffect(effect="ask", reason=default.reason, requirements=requirements_of((), groups))
+        source_digest = hashlib.sha256(raw).hexdigest()
         return cls(
             name=decl[0].name if decl else (default_name or name),
-            digest=hashlib.sha256(raw).hexdigest(),
+            digest=policy_digest(source_digest, used),
+            source_digest=source_digest,
+            external_groups=used,
             source_name=name,
             source_text=text,
             rules=rules,
@@ -354,6 +387,61 @@ class Policy:
 
     def __repr__(self) -> str:
         return f"Policy(name={self.name!r}, rules={len(self.rules)}, digest={self.digest[:12]})"
+
+
+EXTERNAL_GROUPS_FORMAT = "countersign-policy-groups/1"
+
+
+def policy_digest(source_digest: str, external_groups: Mapping[str, tuple[str, ...]]) -> str:
+    """What decisions record as `policy_digest`, hex SHA-256 (64 lowercase digits).
+
+    `source_digest` is the hex SHA-256 of the policy file's bytes; `external_groups` the external
+    (roster) groups the policy names in an `approvers N from GROUP`, name → identities. Without
+    any, the digest is `source_digest` itself (what every policy's digest was before roster
+    groups). With some, it is the SHA-256 of the ASCII bytes of the JSON text
+
+        {"format":"countersign-policy-groups/1","groups":{"NAME":["ID",...],...},"source":"<source_digest>"}
+
+    with object keys in code-point order, each group's identities deduplicated and in code-point
+    order, no whitespace, and every character outside ASCII written as a JSON `\\uXXXX` escape
+    (UTF-16 code units, lowercase hex: Python's `json.dumps(..., sort_keys=True,
+    separators=(",", ":"), ensure_ascii=True)`, RFC 8259). Only the groups the policy names count:
+    a change to another roster group leaves the digest as it was, a change to a named group's
+    members changes it (docs/policy-language.md, "group")."""
+    if not external_groups:
+        return source_digest
+    canonical = {
+        "format": EXTERNAL_GROUPS_FORMAT,
+        "groups": {name: sorted(set(members)) for name, members in external_groups.items()},
+        "source": source_digest,
+    }
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def _external_groups(groups: Mapping[str, Any] | None) -> dict[str, tuple[str, ...]] | None:
+    """`groups` as name → identities (first occurrence kept, order kept), or None. Raises
+    TypeError when it is not a mapping of str to an iterable of str (a lone str is refused: it
+    would read as its characters)."""
+    if groups is None:
+        return None
+    if not isinstance(groups, Mapping):
+        raise TypeError(f"groups must be a mapping of group names to identities, not {type(groups).__name__}")
+    out: dict[str, tuple[str, ...]] = {}
+    for group, members in groups.items():
+        if not isinstance(group, str):
+            raise TypeError(f"a group name must be a string, not {type(group).__name__}")
+        identities = None if isinstance(members, (str, bytes)) else tuple(members)
+        if identities is None or not all(isinstance(m, str) for m in identities):
+            raise TypeError(f"the members of group {group!r} must be strings (an iterable of identities)")
+        out[group] = tuple(dict.fromkeys(identities))
+    return out
+
+
+def _named_groups(tree: ast.PolicyFile) -> set[str]:
+    """Every group an `approvers N from GROUP` of a rule or the default names."""
+    statements = tree.of_type(ast.Rule) + tree.of_type(ast.DefaultDecl)
+    return {c.group for s in statements for c in s.clauses if isinstance(c, ast.ApproversClause) and c.group is not None}
 
 
 def _deduplicate_ids(rules: list[CompiledRule], explicit: list[bool]) -> None:

@@ -126,7 +126,7 @@ COLUMNS: dict[str, dict[str, str]] = {
     "requests": {
         "request": "BIGINT: the seq of the proposed event",
         "tool": "VARCHAR", "run": "VARCHAR", "proposer": "VARCHAR", "call_id": "VARCHAR",
-        "policy": "VARCHAR: the policy's name", "policy_digest": "VARCHAR: SHA-256 (hex) of the policy source",
+        "policy": "VARCHAR: the policy's name", "policy_digest": "VARCHAR: SHA-256 (hex) of the policy source (and of the roster groups it names, if any)",
         "effect": "VARCHAR: allow, deny or ask",
         "rule": "VARCHAR: the first deciding rule id", "rules": "VARCHAR[]: the deciding rule ids",
         "reasons": "VARCHAR[]: what the agent or reviewer reads",

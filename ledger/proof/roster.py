@@ -99,6 +99,16 @@ class Roster:
         """The names of the principals in a roster group, sorted (empty when there is none)."""
         return tuple(sorted(p.name for p in self.principals.values() if name in p.groups))
 
+    def groups(self) -> dict[str, tuple[str, ...]]:
+        """Every roster group → the names of its principals, sorted by code point; groups in
+        name order, none empty. What `Policy.load(path, groups=...)` takes to resolve a policy's
+        `approvers N from GROUP` naming a group the policy does not define."""
+        members: dict[str, list[str]] = {}
+        for principal in self.principals.values():
+            for group in principal.groups:
+                members.setdefault(group, []).append(principal.name)
+        return {name: tuple(sorted(members[name])) for name in sorted(members)}
+
     def authenticate(self, token: str) -> Principal | None:
         """The principal one of whose token hashes is the token's, compared in constant time
         (every stored hash is compared, found or not), or None."""
