@@ -6,7 +6,7 @@
  * allows; seq, prev and SHA-256 of the body as stored; ts a real UTC time, never going backwards;
  * the data beside the body with its structural digests (section 4) in its canonical spelling; and
  * the workflow rules, through the same fold as ledger/workflow/machine.py. Anything it finds wrong, and
- * anything it does not handle (recovered and redacted events, floats, escaped object keys, deep
+ * anything it does not handle (recovered, redacted and roster events, signed decisions, floats, escaped object keys, deep
  * nesting, long integers, lines over MAX_LINE_BYTES), makes it decline (-1); ledger/store/native.py then hands the ledger to the
  * reference verifier (ledger/proof/verify.py), which judges it and words the problem. So the rule for
  * every check below: accept only what the reference accepts; when unsure, decline.
@@ -58,7 +58,7 @@ enum { D_APPROVE = 1, D_EDIT = 2, D_REJECT = 4, D_RESPOND = 8 };
 enum { EFF_ALLOW, EFF_DENY, EFF_ASK };
 enum {
     K_GENESIS, K_PROPOSED, K_INTERRUPTED, K_APPROVED, K_EDITED, K_REJECTED, K_RESPONDED,
-    K_EXPIRED, K_CANCELLED, K_EXEC_STARTED, K_EXECUTED
+    K_EXPIRED, K_CANCELLED, K_EXEC_STARTED, K_EXECUTED, K_POLICY
 };
 
 /* ---- requirements ---------------------------------------------------------------------------- */
@@ -126,6 +126,7 @@ typedef struct {
     int expect_head_set;
     unsigned char expect_head[64];
     int declined;
+    int version2;                /* the genesis says countersign-ledger/2 (a `policy` event is lawful) */
     int initialized;             /* __init__ ran (it runs once) */
     int busy;                    /* a feed() is running (without the GIL) */
     /* open requests */
@@ -801,6 +802,7 @@ static inline int tally_met(const Req *r) {
 /* ---- one event ------------------------------------------------------------------------------ */
 typedef struct Event {
     int kind;
+    int version;     /* a genesis: 1 or 2 (its format) */
     int64_t seq, request;
     Ptr hash, ts, prev, digest, replaces, deadline, context_digest;
     Span who, proposer;
@@ -816,10 +818,21 @@ static int body_members(Scratch *v, Cur *c, Event *e) {
     Ptr ignored;
     switch (e->kind) {
     case K_GENESIS:
-        /* Both versions open a ledger the same way; what version 2 adds (a decision's
-         * `signature`, the `roster` event) is declined below and left to the reference. */
-        return LIT(c, ",\"format\":\"countersign-ledger/") && (LIT(c, "1") || LIT(c, "2"))
-            && LIT(c, "\",\"ledger_id\":") && str(c, &s);
+        /* Both versions open a ledger the same way. Of what version 2 adds, the `policy` event is
+         * read here (and lawful only after a version 2 genesis: step); a decision's `signature`
+         * and the `roster` event are declined and left to the reference. */
+        if (!LIT(c, ",\"format\":\"countersign-ledger/")) return 0;
+        if (LIT(c, "1")) e->version = 1;
+        else if (LIT(c, "2")) e->version = 2;
+        else return 0;
+        return LIT(c, "\",\"ledger_id\":") && str(c, &s);
+    case K_POLICY:
+        /* docs/ledger-format.md 11.5: name str, digest hex, by str of at least one character
+         * (one escape or one UTF-8 character: at least one byte between the quotes), source str?. */
+        return LIT(c, ",\"name\":") && str(c, &s)
+            && LIT(c, ",\"digest\":") && hex64(c, &ignored)
+            && LIT(c, ",\"by\":") && str(c, &s) && s.n > 0
+            && LIT(c, ",\"source\":") && str_or_null(c, &s, &is_null);
     case K_PROPOSED:
         return LIT(c, ",\"run\":") && str_or_null(c, &s, &is_null)
             && LIT(c, ",\"proposer\":") && str(c, &e->proposer)
@@ -884,6 +897,7 @@ static const struct { const char *name; size_t n; int kind; } KINDS[] = {
     {"\"cancelled\"", 11, K_CANCELLED},
     {"\"execution_started\"", 19, K_EXEC_STARTED},
     {"\"executed\"", 10, K_EXECUTED},
+    {"\"policy\"", 8, K_POLICY},
 };
 
 /* The whole body: `{"kind":K,"seq":N,"ts":T,"prev":P[,"key":S]<members>}`; `c` is left just
@@ -897,7 +911,7 @@ static int body(Scratch *v, Cur *c, Event *e) {
     for (k = 0; k < sizeof(KINDS) / sizeof(KINDS[0]); k++) {
         if (lit(c, KINDS[k].name, KINDS[k].n)) { e->kind = KINDS[k].kind; break; }
     }
-    if (e->kind < 0) return 0; /* recovered, redacted or unknown: the reference's to judge */
+    if (e->kind < 0) return 0; /* recovered, redacted, roster or unknown: the reference's to judge */
     if (!LIT(c, ",\"seq\":") || !uint_(c, &e->seq) || !LIT(c, ",\"ts\":") || !ts(c, &e->ts)) return 0;
     if (!LIT(c, ",\"prev\":") || !hex64(c, &e->prev)) return 0;
     if (LIT(c, ",\"key\":")) {
@@ -933,7 +947,11 @@ static int decider(const Req *r, Span who, unsigned decision, Ptr when) {
 /* 1: lawful and applied; 0: unlawful or out of memory (declined either way). */
 static int step(Verifier *v, const Event *e, const Reqs *reqs) {
     Req *r;
-    if (e->kind == K_GENESIS) return 1; /* only at seq 1, checked before */
+    if (e->kind == K_GENESIS) { /* only at seq 1, checked before */
+        v->version2 = e->version == 2;
+        return 1;
+    }
+    if (e->kind == K_POLICY) return v->version2; /* about the log; version 2 only (format-version) */
     if (e->kind == K_PROPOSED) {
         uint8_t status = e->effect == EFF_ALLOW ? ST_ALLOWED : e->effect == EFF_ASK ? ST_INTERRUPTING : ST_DENIED;
         if (table_get(v, e->seq) != NULL || closed_status(v, e->seq) != ST_NONE) return 0; /* cannot happen: seqs grow */

@@ -33,8 +33,9 @@ from ledger.fieldpath import CANONICAL_PATTERN
 FORMAT_V1 = "countersign-ledger/1"
 FORMAT = "countersign-ledger/2"
 """The format a new ledger is written in. Version 2 is version 1 plus signed decisions (the
-optional `signature` member of approved, edited, rejected, responded and cancelled events) and
-the `roster` event; a version 1 ledger may hold neither (docs/ledger-format.md, section 11)."""
+optional `signature` member of approved, edited, rejected, responded and cancelled events), the
+`roster` event and the `policy` event; a version 1 ledger may hold none of them
+(docs/ledger-format.md, section 11)."""
 FORMATS = (FORMAT_V1, FORMAT)
 GENESIS_PREV = "0" * 64
 
@@ -50,6 +51,7 @@ Seq = Annotated[int, msgspec.Meta(ge=1)]
 KEY_MAX_LENGTH = 256
 # An idempotency key: 1 to 256 characters (Unicode code points), any of them.
 Key = Annotated[str, msgspec.Meta(min_length=1, max_length=KEY_MAX_LENGTH)]
+NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]  # at least one character (Unicode code point)
 Effect = Literal["allow", "deny", "ask"]
 
 
@@ -241,6 +243,20 @@ class RosterRecorded(Event, tag="roster", kw_only=True, frozen=True):
     by: str
 
 
+class PolicyLoaded(Event, tag="policy", kw_only=True, frozen=True):
+    """A Gate started, or reloaded, deciding with a policy (dsl.Policy): its `name` and its
+    `digest` (Policy.digest, hex SHA-256 of the source bytes: what the `policy_digest` of the
+    proposals it decides carries). The policy in force after this event is the one it names, until
+    the next such event. `by` is who loaded it (an operating system account, or the service's
+    principal; at least one character); `source` the file it was read from, for people (not
+    checked, not trusted; None when unknown). Version 2 only (docs/ledger-format.md, section 11.5)."""
+
+    name: str
+    digest: Hex64
+    by: NonEmpty
+    source: str | None
+
+
 class Redacted(Event, tag="redacted", kw_only=True, frozen=True):
     """Personal data removed from the data beside an earlier event: at `path` (`args.card_number`,
     `args.items[0].cc`, `context.cwd`) of the data of event `target`, the value whose structural
@@ -270,6 +286,7 @@ AnyEvent = Union[
     Recovered,
     Redacted,
     RosterRecorded,
+    PolicyLoaded,
 ]
 
 KINDS = tuple(cls.__struct_config__.tag for cls in AnyEvent.__args__)

@@ -325,6 +325,7 @@ KEY = {"key": lambda v: isinstance(v, str) and 1 <= len(v) <= 256}  # optional, 
 KINDS = {
     "genesis": {"format": _one_of(FORMAT, FORMAT_2), "ledger_id": _str},
     "roster": {"digest": _hex, "by": _str},
+    "policy": {"name": _str, "digest": _hex, "by": lambda v: isinstance(v, str) and len(v) >= 1, "source": _opt},
     "proposed": {"run": _opt, "proposer": _str, "call_id": _opt, "tool": _str,
                  "args_digest": _hex, "context_digest": _hex, "policy": _str,
                  "policy_digest": _hex, "effect": EFFECT, "rules": RULES, "reasons": _strs},
@@ -460,7 +461,7 @@ class Workflow:
             earlier.append(path)
             return
         if "request" not in e:
-            return  # genesis, recovered, roster
+            return  # genesis, recovered, roster, policy
         r = self.req.get(e["request"])
         if r is None:
             raise Bad(f"request {e['request']} names no earlier proposed event")
@@ -664,7 +665,7 @@ def _verify(segs, contents, found, keep, rosters=()):
         kind = body["kind"]
         if kind == "genesis":
             signed.update(format=body["format"], ledger_id=body["ledger_id"])
-        if signed["format"] == FORMAT and (kind == "roster" or "signature" in body):
+        if signed["format"] == FORMAT and (kind in ("roster", "policy") or "signature" in body):
             raise Bad(f"a {kind} event with what only {FORMAT_2} allows")
         before = None
         if rosters and kind in SIGNABLE and body["request"] in flow.req:

@@ -22,7 +22,8 @@ from ledger.workflow import gate as gate_module
 from ledger.workflow import snapshot as snap
 from ledger.workflow.gate import Gate, GateError
 from ledger.workflow.machine import Violation
-from support import START, policy
+from dsl import Policy
+from support import POLICY_TEXT, START, policy
 
 
 def _counting(monkeypatch) -> list[int]:
@@ -182,6 +183,7 @@ def test_a_gate_far_behind_the_snapshot_opens_again_and_agrees(tmp_path, monkeyp
 
 TOOLS = ["read_thing", "drop_thing", "small_change", "big_change"]
 PEOPLE = ["sup-1", "sup-2", "sup-3", "bob", "agent"]
+POLICIES = [policy(), Policy.from_text(POLICY_TEXT + "\n# another file\n", "other.policy")]
 
 
 def _view(g: Gate, requests) -> dict:
@@ -241,6 +243,11 @@ class Gates(RuleBasedStateMachine):
         except (Violation, GateError):
             pass
 
+    @rule(g=st.integers(0, 2), which=st.sampled_from([0, 1]))
+    def load_policy(self, g, which):
+        """A reload (`policy` event): every Gate must then know it, from its fold or its snapshot."""
+        self.gates[g].record_policy(POLICIES[which], "ops")
+
     @rule(g=st.integers(0, 2))
     def save(self, g):
         self.gates[g]._save()
@@ -270,8 +277,10 @@ class Gates(RuleBasedStateMachine):
                 g.refresh()  # may expire what is due: then the fresh Gate is behind
             fresh.refresh()
             expected = _view(fresh, self.requests)
+            in_force = fresh.workflow.policy_digest
         for g in self.gates:
             assert _view(g, self.requests) == expected
+            assert g.workflow.policy_digest == in_force
 
 
 @pytest.fixture

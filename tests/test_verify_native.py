@@ -276,9 +276,9 @@ RICH_ARGS = {
 
 
 def build_forged(path: Path, segment_bytes: int | None = 1500) -> None:
-    """Every kind of event but `recovered` and `redacted`, all lawful, with idempotency keys,
-    unicode and escapes in body strings, two quorums, an edit, an 18-digit rule line, varied
-    arguments and context, in segments of `segment_bytes`."""
+    """Every kind of event but `recovered`, `redacted` and `roster`, all lawful, with idempotency
+    keys, unicode and escapes in body strings, two quorums, an edit, an 18-digit rule line, varied
+    arguments and context, two `policy` events (a reload), in segments of `segment_bytes`."""
     with Forge(path, segment_bytes=segment_bytes) as f:
         r1, d1 = f.propose("read/thing", RICH_ARGS, effect="allow", context={"cwd": "/srv", "user": {"name": "Zoë"}, "n": [1, 2]},
                            call_id="toolu_01 \U0001f600", rules=(("allow-read ✓", 999999999999999999),), reasons=(UNICODE, ESCAPED))
@@ -321,6 +321,8 @@ def build_forged(path: Path, segment_bytes: int | None = 1500) -> None:
         f.append(ev.Cancelled(request=r12, by="ops \U0001f600", reason=ESCAPED, key=ESCAPED))
         r13, d13 = f.ask("left-pending", {"p": UNICODE}, quorum=2)
         f.approve(r13, "sup-1", d13)  # pending: one of two
+        f.append(ev.PolicyLoaded(name="refunds " + UNICODE, digest="ab" * 32, by="ops \U0001f600", source=None))
+        f.append(ev.PolicyLoaded(name=ESCAPED, digest="0" * 64, by="x", source="/etc/countersign/" + ESCAPED, key="policy/2"))
 
 
 def no_sync():
@@ -1038,8 +1040,16 @@ def semantic_variants(lines: list[bytes], index: int) -> list[tuple[str, bytes]]
         put("rule line -1", rules=(ev.RuleRef(id="r", line=-1),))
         put("rule line 19 digits", rules=(ev.RuleRef(id="r", line=10**18),))
         put("no rules", rules=())
+    if kind == "policy":
+        for name in ("", None, "p", 5):
+            put(f"name {name!r}", name=name)
+        for source in ("", None, "/p.policy", 5, ["p"]):
+            put(f"source {source!r}", source=source)
+        for digest in ("1" * 64, "F" * 64, "1" * 63, "1" * 65, "", None):
+            put(f"digest {digest!r}", digest=digest)
     if kind == "genesis":
         put("format 2", format="countersign-ledger/2")
+        put("format 1", format="countersign-ledger/1")  # then a `policy` event is unlawful (format-version)
         put("ledger id empty", ledger_id="")
     return out
 
@@ -1354,6 +1364,15 @@ NAMED_EDITS = {
     "data: null for a proposal": lambda ls: data_edit(ls, nth(ls, "proposed", ASK), None, b"null"),
     "data: an edit's context": lambda ls: data_edit(ls, nth(ls, "edited"), None, data(ls[nth(ls, "edited")])[:-1] + b',"context":{}}'),
     "data: invalid UTF-8": lambda ls: data_edit(ls, nth(ls, "proposed"), "Zoë".encode(), b"Zo\xc0\x80"),
+    "policy in a version 1 ledger": lambda ls: event_edit(ls, nth(ls, "genesis"), format=ev.FORMAT_V1),
+    "policy by empty": lambda ls: event_edit(ls, nth(ls, "policy"), by=""),
+    "policy by null": lambda ls: event_edit(ls, nth(ls, "policy"), by=None),
+    "policy digest in capitals": lambda ls: event_edit(ls, nth(ls, "policy"), digest="AB" * 32),
+    "policy name null": lambda ls: event_edit(ls, nth(ls, "policy"), name=None),
+    "policy source 5": lambda ls: body_edit(ls, nth(ls, "policy"), b'"source":null', b'"source":5'),
+    "policy without its source": lambda ls: body_edit(ls, nth(ls, "policy"), b',"source":null', b""),
+    "policy with a request": lambda ls: body_edit(ls, nth(ls, "policy"), b',"name":', b',"request":6,"name":'),
+    "policy with data": lambda ls: data_edit(ls, nth(ls, "policy"), None, b'{"args":{}}'),
     "data: ` null` beside an approval": lambda ls: data_edit(ls, nth(ls, "approved"), None, b" null"),
     "data: `null ` beside an approval": lambda ls: data_edit(ls, nth(ls, "approved"), None, b"null "),
 }

@@ -145,6 +145,7 @@ def build_gate_ledger(path: Path, segment_bytes: int = 4096) -> dict[str, int]:
     redact(path, ids["reject"], "args.id", reason="GDPR art. 17", by="dpo", clock=clock)
     redact(path, ids["allow-ok"], "context.cwd", reason="ticket 9", by="dpo", clock=clock)
     g = Gate(Policy.from_text(POLICY, "views-test.policy"), Ledger(path, clock=clock, segment_bytes=segment_bytes), clock=clock)
+    g.record_policy(g.policy, "ops")  # as the approval service does when it opens its Gate
 
     p = g.propose("big_change", {"amount": 40}, proposer="agent-2", run="r5")
     ids["pending-half"] = p.request

@@ -89,6 +89,7 @@ class CatchUp:
             self._base = self._floor = loaded.seq  # every change after _base is in memory; the snapshot holds _floor
             self._last_ts = loaded.ts
             self.workflow.roster = loaded.roster
+            self.workflow.policy_digest = loaded.policy_digest
             for state in loaded.pending:
                 self.workflow.requests[state.request] = state
                 if state.status == "pending":
@@ -192,7 +193,7 @@ class CatchUp:
                 ledger_id=self._ledger_id, base=self._base, seq=self._seen[0], hash=self._seen[1], ts=self._last_ts,
                 place=self.ledger.locate(self._seen[0]), states=states, call_ids=dict(self.workflow.by_call_id),
                 edits=dict(self.workflow.edits), redacted=self._redacted_new, call_id_filter=self.workflow.archive.call_ids,
-                roster=self.workflow.roster)
+                roster=self.workflow.roster, policy_digest=self.workflow.policy_digest)
         except Unusable:
             return
         if at != self._seen[0]:

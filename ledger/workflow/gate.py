@@ -29,6 +29,7 @@ authenticate them itself.
 from __future__ import annotations
 
 import copy
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,6 +75,8 @@ from ledger.workflow.machine import (
 )
 
 _NO_CONTEXT = encode_arguments({})  # the digest and spelling of an empty context, made once
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")  # a digest as the ledger spells it (ledger.events.Hex64)
 
 LAST_TS = "9999-12-31T23:59:59.999999Z"  # the latest time the ledger can spell: a deadline past it waits for a person
 
@@ -180,6 +183,10 @@ class Gate(CatchUp, Reading):
     unless the last one recorded is the same (`operator` is who started it). `ledger verify
     --roster` checks each later decision's signature against it. The decision methods take
     `signing` (ledger.proof.decisions.Signing) to sign the decision they record.
+
+    `record_policy(policy, operator)` records the policy the Gate decides with in a `policy` event
+    (unless the last one recorded is the same) and decides with it from then on: the approval
+    service calls it after opening and after each reload.
     """
 
     def __init__(self, policy: Policy | None, ledger: Ledger | str | Path, *, clock: Clock = utc_now,
@@ -249,6 +256,33 @@ class Gate(CatchUp, Reading):
 
             self._commit(step)
         self.roster = roster
+
+    def record_policy(self, policy: Policy, operator: str) -> None:
+        """Decide with `policy` from now on, and say so in the ledger: append a `policy` event
+        (ledger.events.PolicyLoaded: its name, its digest, `operator` as `by`, its source_name as
+        `source`) unless the last one recorded has its digest. The service calls it after
+        opening its Gate and after each reload, so that the ledger shows which policy was in force
+        when (the proposals' `policy_digest` says which one decided each). The last digest
+        recorded is the Workflow's `policy_digest`, folded or kept by the snapshot: no ledger read.
+
+        Raises InvalidCall for an empty `operator`, FormatVersion (appending nothing) on a
+        countersign-ledger/1 ledger, LedgerCorrupt as every step does. `policy` replaces
+        `self.policy` once the event is in the ledger (or was already the last recorded)."""
+        _text("operator", operator)
+        digest, name, source = (getattr(policy, a, None) for a in ("digest", "name", "source_name"))
+        if not (isinstance(digest, str) and _HEX64.fullmatch(digest) and isinstance(name, str)):
+            raise InvalidCall(f"record_policy needs a loaded Policy (dsl.Policy), not {type(policy).__name__}")
+        name, source = _printable(name), _printable(source) if isinstance(source, str) else None
+        with self._lock:
+            def step() -> list[tuple[ev.Event, Any]]:
+                if self.workflow.policy_digest == digest:  # folded, or kept by the snapshot
+                    return []
+                event = ev.PolicyLoaded(ts=self._now(), name=name, digest=digest, by=operator, source=source)
+                self.workflow.check(event)
+                return [(event, None)]
+
+            self._commit(step)
+            self.policy = policy
 
     def _commit(self, step: Callable[[], list[tuple[ev.Event, Any]]]) -> list[Record]:
         """One step: under the ledger's commit lock, fold what other writers appended, expire what

@@ -28,8 +28,8 @@ The rules (each a Violation subclass, `code` in parentheses):
   of a request that is final, so its arguments are no longer needed (redaction-too-early), and a
   field neither redacted before nor inside a field redacted before (already-redacted);
   `context.…` only for a proposal;
-- a decision's `signature` and a `roster` event only in a countersign-ledger/2 ledger
-  (format-version). Signatures themselves are checked against a roster by ledger verify
+- a decision's `signature`, a `roster` event and a `policy` event only in a
+  countersign-ledger/2 ledger (format-version). Signatures themselves are checked against a roster by ledger verify
   (ledger.proof.decisions), not here: the workflow has no roster.
 """
 
@@ -141,10 +141,13 @@ class AlreadyRedacted(Violation):
 
 
 class FormatVersion(Violation):
-    """What version 2 of the format adds (a signed decision, a `roster` event) in a ledger whose
-    genesis says version 1."""
+    """What version 2 of the format adds (a signed decision, a `roster` or a `policy` event) in a
+    ledger whose genesis says version 1."""
 
     code = "format-version"
+
+
+_LOG_V2 = (ev.RosterRecorded, ev.PolicyLoaded)  # the events about the log that version 2 adds
 
 
 class Tally:
@@ -320,6 +323,9 @@ class Workflow:
         # The digest the last `roster` event names (a Gate opened from its snapshot is told it):
         # the roster a later decision is checked against. None: no roster event yet.
         self.roster: str | None = None
+        # The digest the last `policy` event names (a Gate opened from its snapshot is told it):
+        # the policy in force, as the ledger records it. None: no policy event yet.
+        self.policy_digest: str | None = None
 
     def get(self, request: int) -> RequestState | None:
         """The state of a request (from memory, else the archive, then kept in memory), or None
@@ -449,15 +455,15 @@ class Workflow:
     def check(self, event: ev.Event) -> None:
         """Raise the Violation `event` would commit; change nothing."""
         if self.format == ev.FORMAT_V1 and (
-            isinstance(event, ev.RosterRecorded) or getattr(event, "signature", msgspec.UNSET) is not msgspec.UNSET
+            isinstance(event, _LOG_V2) or getattr(event, "signature", msgspec.UNSET) is not msgspec.UNSET
         ):
-            what = "a roster event" if isinstance(event, ev.RosterRecorded) else "a signed decision"
+            what = f"a {event.__struct_config__.tag} event" if isinstance(event, _LOG_V2) else "a signed decision"
             raise FormatVersion(f"{what} needs a {ev.FORMAT} ledger; this one is {ev.FORMAT_V1}", getattr(event, "request", None))
         if isinstance(event, ev.Genesis):
             if self.seen_genesis or self.requests or self._closed:
                 raise MisplacedGenesis("a genesis event may only open the ledger")
             return
-        if isinstance(event, (ev.Proposed, ev.Recovered, ev.RosterRecorded)):
+        if isinstance(event, (ev.Proposed, ev.Recovered, ev.RosterRecorded, ev.PolicyLoaded)):
             return
         if isinstance(event, ev.Redacted):
             self._check_redaction(event)
@@ -539,6 +545,9 @@ class Workflow:
             return
         if isinstance(event, ev.RosterRecorded):  # about the log, not about a request
             self.roster = event.digest
+            return
+        if isinstance(event, ev.PolicyLoaded):  # about the log, not about a request
+            self.policy_digest = event.digest
             return
         if isinstance(event, ev.Recovered):
             return
