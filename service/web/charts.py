@@ -18,7 +18,9 @@ ROW = 22
 
 
 def _fmt(value: float) -> str:
-    return f"{value:,.0f}" if abs(value) >= 100 or float(value).is_integer() else f"{value:,.1f}"
+    if abs(value) >= 100 or float(value).is_integer():
+        return f"{value:,.0f}"
+    return f"{value:,.1f}" if abs(value) >= 10 else f"{value:.2f}"
 
 
 def line_chart(points: list[tuple[str, float]], *, title: str, unit: str = "", height: int = 180) -> Markup:
@@ -46,6 +48,7 @@ def line_chart(points: list[tuple[str, float]], *, title: str, unit: str = "", h
              f'<text class="tick" x="{left - 6}" y="{top + 4}" text-anchor="end">{_fmt(high)}</text>',
              f'<text class="tick" x="{left - 6}" y="{top + h}" text-anchor="end">0</text>',
              f'<path class="line" d="{" ".join(path)}"/>',
+             *(f'<circle class="dot" cx="{x(0):.1f}" cy="{y(points[0][1]):.1f}" r="3"/>' for _ in range(n == 1)),
              f'<text class="tick" x="{left}" y="{height - 8}">{escape(points[0][0])}</text>',
              f'<text class="tick" x="{left + w}" y="{height - 8}" text-anchor="end">{escape(points[-1][0])}</text>',
              f'<text class="tick" x="{left + 4}" y="{top + 12}">{escape(unit)}</text>',
@@ -64,7 +67,7 @@ def paired_bar_chart(items: list[tuple[str, float, float | None]], *, names: tup
         return Markup(f'<p class="empty">{escape(title)}: nothing to draw yet.</p>')
     label_w, left_pad = 150, 160
     w = WIDTH - left_pad - 70
-    high = max(max(a, b or 0) for _, a, b in items) or 1
+    high = max(1.0, max(max(a, b or 0) for _, a, b in items))  # below 1 the bars keep their scale
     paired = any(b is not None for _, _, b in items)
     row = ROW * (2 if paired else 1) + 6
     height = row * len(items) + (24 if paired else 6)
