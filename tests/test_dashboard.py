@@ -3,10 +3,10 @@ manual clock so every duration is known."""
 
 from __future__ import annotations
 
-from ledger.analytics.dashboard import Dashboard, dashboard, percentile, tail_records
-from service.web.sessions import Sessions
-from ledger.clock import ManualClock
 from support import START, build_mixed_ledger, gate
+
+from ledger.analytics.dashboard import Dashboard, dashboard, percentile, tail_records
+from ledger.clock import ManualClock
 
 
 def _ledger(tmp_path):
@@ -73,16 +73,3 @@ def test_a_long_queue_series_is_thinned_keeping_peaks():
     points = [(str(i), i % 7) for i in range(10_000)]
     thin = _thin(points, 100)
     assert len(thin) <= 101 and max(n for _, n in thin) == 6 and thin[-1] == points[-1]
-
-
-def test_sessions_are_bounded_and_expire_when_idle():
-    now = [0.0]
-    store = Sessions(max_sessions=2, idle_seconds=10, clock=lambda: now[0])
-    a, b = store.create("a"), store.create("b")
-    assert store.get(a.id) is a  # a used last: b goes first
-    c = store.create("c")
-    assert len(store) == 2 and store.get(b.id) is None and store.get(c.id) is c
-    now[0] = 11
-    assert store.get(a.id) is None
-    assert not c.csrf_ok("nope") and c.csrf_ok(c.csrf) and not c.csrf_ok(None)
-    assert store.get(None) is None and store.get("x" * 500) is None

@@ -13,12 +13,13 @@ pytest.importorskip("starlette")
 pytest.importorskip("httpx")
 pytest.importorskip("jinja2")
 
-from starlette.testclient import TestClient  # noqa: E402
+from service_support import setup
+from starlette.testclient import TestClient
 
-from ledger.proof.roster import load_roster  # noqa: E402
-from ledger.proof.verify import verify  # noqa: E402
-from service.app import create_app  # noqa: E402
-from service_support import setup  # noqa: E402
+from ledger.proof.roster import load_roster
+from ledger.proof.verify import verify
+from service.app import create_app
+from service.web.sessions import Sessions
 
 
 @pytest.fixture
@@ -241,3 +242,16 @@ def test_an_unknown_request_and_a_session_of_a_removed_reviewer(env):
     s.roster.write_text(s.roster.read_text().replace('name = "sup-1"', 'name = "sup-1-gone"'))
     assert client.post("/v1/admin/reload", headers=s.headers("root-admin")).status_code == 200
     assert client.get("/inbox", follow_redirects=False).status_code == 303  # logged out by the reload
+
+
+def test_sessions_are_bounded_and_expire_when_idle():
+    now = [0.0]
+    store = Sessions(max_sessions=2, idle_seconds=10, clock=lambda: now[0])
+    a, b = store.create("a"), store.create("b")
+    assert store.get(a.id) is a  # a used last: b goes first
+    c = store.create("c")
+    assert len(store) == 2 and store.get(b.id) is None and store.get(c.id) is c
+    now[0] = 11
+    assert store.get(a.id) is None
+    assert not c.csrf_ok("nope") and c.csrf_ok(c.csrf) and not c.csrf_ok(None)
+    assert store.get(None) is None and store.get("x" * 500) is None

@@ -24,9 +24,9 @@ input (an event the machine refuses is skipped and counted).
 from __future__ import annotations
 
 import collections
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from ledger import events as ev
 from ledger.clock import parse_ts
@@ -153,7 +153,7 @@ def dashboard(records: Iterable[Record], *, total_events: int | None = None, rub
             continue
         try:
             workflow.apply(record.seq, event)
-        except Exception:  # an event the machine refuses here (a ledger that verify would flag): skipped
+        except Exception:  # noqa: BLE001 -- an event the machine refuses here (a ledger that verify would flag): skipped
             out.skipped += 1
             continue
         if request is None:
@@ -164,7 +164,7 @@ def dashboard(records: Iterable[Record], *, total_events: int | None = None, rub
         if isinstance(event, ev.Interrupted):
             interrupted_at[request] = event.ts
         if isinstance(event, DECIDING):
-            load[getattr(event, "approver", None) or getattr(event, "editor")] += 1
+            load[getattr(event, "approver", None) or event.editor] += 1
         if isinstance(event, ev.Edited):
             edited.add(request)
         if isinstance(event, ev.Approved):

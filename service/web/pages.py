@@ -22,7 +22,8 @@ import functools
 import json
 import logging
 import secrets
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 from urllib.parse import quote, urlencode
 
 from starlette.concurrency import run_in_threadpool
@@ -30,7 +31,6 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from ledger.analytics import dashboard as analytics
-from ledger.workflow import describe
 from service.api import MAX_BODY_BYTES
 from service.core import Service
 from service.errors import ApiError, from_exception

@@ -22,8 +22,8 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 COOKIE = "countersign_session"
 MAX_SESSIONS = 10_000
