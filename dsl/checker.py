@@ -14,7 +14,8 @@ loading (see `dsl.policy.Policy.from_text`). What it catches:
 
 With external groups (`check(tree, groups={NAME: (identity, ...)})`, a roster's groups: see
 `dsl.policy.Policy.from_text`) an `approvers N from GROUP` may also name one of them; a group the
-policy defines that is also an external one is an error (a name means one group), and so is a
+policy defines that is also an external one with other members is an error (a name means one
+group; the same members in both places are one group), and so is a
 quorum larger than the external group. Without them, an unknown group's help says to pass
 `--roster FILE` if it is a roster group.
 
@@ -140,8 +141,11 @@ class _Checker:
             self.group(group)
         for name, group in self.groups.items():
             if self.external is not None and name in self.external:
-                self.error(f"group '{name}' is defined in the policy (line {group.span.line}) and in the roster", group.name_span,
-                           "a name means one group: rename the policy's group or the roster's")
+                members = {i.value for i in group.members.items if isinstance(i, ast.Literal) and isinstance(i.value, str)}
+                if members != set(self.external[name]):  # the same members in both places mean one group
+                    self.error(f"group '{name}' is defined in the policy (line {group.span.line}) with other members "
+                               "than the roster's", group.name_span,
+                               "a name means one group: give both the same members, or rename one of them")
         homes = tree.of_type(ast.HomeDecl)
         for extra in homes[1:]:
             self.error("a policy has one home", extra.span, f"the first is at line {homes[0].span.line}")

@@ -152,8 +152,9 @@ class Policy:
 
         `groups`: external groups, name → member identities (an iterable of str; a roster's:
         `ledger.proof.roster.Roster.groups()`), which `approvers N from NAME` may name when the
-        policy defines no group NAME. A name both the policy and `groups` define is an error
-        (`group 'x' is defined in the policy (line N) and in the roster`), as are an empty external
+        policy defines no group NAME. A name both the policy and `groups` define with other members
+        is an error (`group 'x' is defined in the policy (line N) with other members than the
+        roster's`; the same members are one group, the policy's), as are an empty external
         group that a rule names and a quorum larger than it. The digest covers the external groups
         the policy names (see `policy_digest`). Raises TypeError when `groups` is not of that shape.
         """

@@ -76,7 +76,7 @@ def load(policy_path: str | Path, roster_path: str | Path, key: SigningKey) -> L
     except RosterError as exc:
         raise ServiceError(str(exc)) from None
     try:
-        policy = Policy.load(policy_path)
+        policy = Policy.load(policy_path, groups=roster.groups())  # `approvers N from G` may name a roster group
     except PolicyError as exc:
         raise ServiceError(str(exc)) from None
     except OSError as exc:

@@ -47,7 +47,7 @@ def setup(tmp: Path, policy_text: str = POLICY_TEXT) -> Setup:
     for name in AGENTS:
         entries.append((name, "agent", []))
     for name in REVIEWERS:
-        entries.append((name, "reviewer", ["sups"] if name.startswith("sup") else ["owners"]))
+        entries.append((name, "reviewer", ["supervisors"] if name.startswith("sup") else ["owners"]))
     entries.append((ADMIN, "admin", []))
     lines = []
     for name, kind, groups in entries:

@@ -167,14 +167,20 @@ def test_a_request_decided_under_one_membership_is_not_edited_under_another(tmp_
 # --- errors -----------------------------------------------------------------------------------
 
 
-def test_a_group_both_the_policy_and_the_roster_define_is_an_error():
-    text = POLICY + 'group finance = ["ann", "bob"]\n'  # the same members: still one name, two places
+def test_a_group_the_policy_and_the_roster_define_with_other_members_is_an_error():
+    text = POLICY + 'group finance = ["ann", "cat"]\n'
     (error,) = errors(text, roster_groups())
-    assert error.message == "group 'finance' is defined in the policy (line 8) and in the roster"
+    assert error.message == "group 'finance' is defined in the policy (line 8) with other members than the roster's"
     assert (error.span.line, error.span.column) == (8, 7)
     with pytest.raises(PolicyError) as caught:
         load(text, roster_groups())
-    assert "pay.policy:8:7: error: group 'finance' is defined in the policy (line 8) and in the roster" in caught.value.render()
+    assert ("pay.policy:8:7: error: group 'finance' is defined in the policy (line 8) with other members than the roster's"
+            in caught.value.render())
+
+
+def test_a_group_the_policy_and_the_roster_define_with_the_same_members_is_one_group():
+    text = POLICY + 'group finance = ["bob", "ann"]\n'
+    assert load(text, roster_groups()).digest == load(text).digest  # the policy's own group: the file decides
 
 
 def test_an_unknown_group_without_a_roster_says_to_pass_one():
@@ -249,7 +255,7 @@ def test_policy_check_with_a_conflicting_or_unreadable_roster_exits_2(files, tmp
     policy.write_text(POLICY + 'group finance = ["ann"]\n', encoding="utf-8")
     result = run("policy", "check", policy, "--roster", roster)
     assert result.exit_code == 2
-    assert "error: group 'finance' is defined in the policy (line 8) and in the roster" in result.stderr
+    assert "error: group 'finance' is defined in the policy (line 8) with other members than the roster's" in result.stderr
     result = run("policy", "check", policy, "--roster", tmp_path / "missing.toml")
     assert result.exit_code == 2
     assert "missing.toml: cannot read the roster" in result.stderr

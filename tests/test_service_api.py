@@ -281,3 +281,20 @@ def test_a_signed_edit_then_a_signed_approval_lets_the_call_run(env):
     assert r.json()["status"] == "approved", r.text
     started = client.post(f"/v1/requests/{p['request']}/start", headers=s.headers("agent-1")).json()
     assert started["started"] and started["args"] == {"amount": 7}
+
+
+def test_a_policy_may_ask_a_roster_group(tmp_path):
+    """`approvers 1 from owners` names no group of the policy: the service resolves it from the
+    roster (alice is the `owners` group of service_support's roster)."""
+    from service_support import setup as make
+
+    s = make(tmp_path, 'policy "p"\ndefault deny "no"\nask pay approvers 1 from owners\n')
+    with TestClient(create_app(s.service(), web=False)) as client:
+        p = propose(client, s, "pay", {"n": 1}).json()
+        assert p["waits_for"]["needs"] == "1 from owners (alice)"
+        r = client.post(f"/v1/requests/{p['request']}/decision", json={"decision": "approve", "digest": p["args_digest"]},
+                        headers=s.headers("sup-1"))
+        assert r.json()["error"]["code"] == "not_an_approver"
+        r = client.post(f"/v1/requests/{p['request']}/decision", json={"decision": "approve", "digest": p["args_digest"]},
+                        headers=s.headers("alice"))
+        assert r.json()["status"] == "approved"

@@ -560,7 +560,7 @@ def _member_sql(name: str) -> str:
         parts = []
         for f in t.fields:
             ref = f"j.{name}.{f.encode_name}"
-            if f.required or f.default is None:
+            if f.required or f.default is None or _omittable(f):  # absent (unset) stays NULL
                 parts.append(f"{f.encode_name} := {ref}")
             else:
                 parts.append(f"{f.encode_name} := coalesce({ref}, {_default_sql(f.default, _sql_type(f.type))})")
