@@ -128,6 +128,7 @@ class Cursor:
         self._scanned = 0
         self._written = -1
         self._lock = threading.Lock()
+        self._save_lock = threading.Lock()  # the watch thread and the worker both save
 
     def read(self) -> int | None:
         """The stored seq, or None (no file, another ledger's, or unreadable)."""
@@ -160,6 +161,10 @@ class Cursor:
                 self._outstanding.pop(seq, None)
 
     def save(self) -> None:
+        with self._save_lock:
+            self._save()
+
+    def _save(self) -> None:
         seq = self.seq
         if seq == self._written:
             return
