@@ -321,3 +321,20 @@ def test_serve_with_a_malformed_webhooks_file_exits_2_and_says_where(tmp_path):
     result = CliRunner().invoke(cli_app, ["serve", "--policy", str(s.policy), "--ledger", str(s.ledger), "--roster",
                                           str(s.roster), "--key", str(s.key), "--webhooks", str(bad)])
     assert result.exit_code == 2 and "bad.toml:1:" in result.output and "Traceback" not in result.output
+
+
+def test_the_documented_verification_snippet_accepts_a_signature_and_refuses_a_forgery():
+    from pathlib import Path
+
+    from service.notify_bodies import sign
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "notifications.md").read_text()
+    snippet = doc.split("```python\n", 1)[1].split("```", 1)[0]
+    assert len(snippet.strip().splitlines()) <= 10
+    scope: dict = {}
+    exec(snippet, scope)
+    body = b'{"event":"interrupt","request":2}'
+    header = sign(SECRET.encode(), body, int(time.time()))
+    assert scope["verified"](SECRET.encode(), body, header)
+    assert not scope["verified"](SECRET.encode(), body.replace(b"2", b"3"), header)
+    assert not scope["verified"](SECRET.encode(), body, sign(SECRET.encode(), body, int(time.time()) - 3600))
