@@ -20,6 +20,11 @@ def serve(
     port: int = typer.Option(8470, "--port", min=0, max=65535, help="TCP port."),
     public_url: str = typer.Option("", "--public-url", help="The address people reach the service at "
                                    "(for the links in notifications), e.g. https://approvals.example.com."),
+    webhooks: Optional[str] = typer.Option(None, "--webhooks", help="Notify webhooks on interrupt, decision and "
+                                           "expiry: a TOML file of [[webhook]] entries (docs/notifications.md)."),
+    deliveries: Optional[str] = typer.Option(None, "--deliveries", help="Where every delivery attempt is recorded "
+                                             "(JSON Lines; default: LEDGER/cache/deliveries.jsonl); the cursor of "
+                                             "notifications sits beside it."),
     gates: int = typer.Option(8, "--gates", min=1, max=256, help="Gates in the pool: steps that may share one commit."),
     ssl_certfile: Optional[str] = typer.Option(None, "--ssl-certfile", help="Serve HTTPS with this certificate (PEM)."),
     ssl_keyfile: Optional[str] = typer.Option(None, "--ssl-keyfile", help="The certificate's private key (PEM)."),
@@ -40,7 +45,8 @@ def serve(
     except ImportError as exc:
         fail(f"the service needs its extra packages ({exc.name} is missing): pip install 'countersign[serve]'", EXIT_USAGE)
     try:
-        service = Service(policy=policy, ledger=ledger, roster=roster, key=key, gates=gates, public_url=public_url)
+        service = Service(policy=policy, ledger=ledger, roster=roster, key=key, gates=gates, public_url=public_url,
+                          webhooks=webhooks, deliveries=deliveries)
     except ServiceError as exc:
         fail(str(exc), EXIT_USAGE)
     except OSError as exc:

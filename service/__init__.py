@@ -13,4 +13,8 @@ Layers (nothing here imports the CLI; the CLI's `serve` only parses options and 
     service.api       the JSON API under /v1 (agents, reviewers, admins)
     service.openapi   the OpenAPI 3.1 document of that API
     service.app       the Starlette application, its lifespan and its signal handling
+    service.webhooks  the webhooks file of `serve --webhooks` (TOML)
+    service.notify_bodies  a notification's bodies (generic, Slack) and their HMAC signature
+    service.notify    the Notifier: the watch's listener, the delivery worker, the deliveries file
+                      and the cursor (docs/notifications.md)
 """

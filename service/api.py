@@ -12,7 +12,8 @@ Reviewers (kind `reviewer`; admins read):
     GET  /v1/queue                          pending requests they may decide, oldest first
     POST /v1/requests/{id}/decision         approve / edit / reject / respond / cancel, bound to a digest
     GET  /v1/history                        decided requests, newest first, with filters and search
-Admins: POST /v1/admin/reload (policy and roster again, recorded). Anyone: GET /v1/health,
+Admins: POST /v1/admin/reload (policy and roster again, recorded), GET /v1/admin/deliveries
+(the webhooks' recent delivery attempts, service.notify). Anyone: GET /v1/health,
 GET /v1/openapi.json.
 
 Request bodies are decoded by msgspec into the structs below: an unknown member (a forged
@@ -322,6 +323,16 @@ async def reload(request: Request) -> Response:
     return _json(done)
 
 
+async def deliveries(request: Request) -> Response:
+    _principal(request, "admin")
+    limit = int(_number(request, "limit", 100, 1, 1000))
+    notifier = _service(request).notifier
+    if notifier is None:
+        return _json({"enabled": False, "webhooks": [], "queued": 0, "queued_bytes": 0, "dropped": 0, "cursor": None,
+                      "deliveries": []})
+    return _json(await run_in_threadpool(notifier.summary, limit))
+
+
 async def health(request: Request) -> Response:
     return _json({"status": "ok"})
 
@@ -346,4 +357,5 @@ routes = [
     Route("/v1/queue", queue, methods=["GET"]),
     Route("/v1/history", history, methods=["GET"]),
     Route("/v1/admin/reload", reload, methods=["POST"]),
+    Route("/v1/admin/deliveries", deliveries, methods=["GET"]),
 ]

@@ -53,6 +53,9 @@ in memory; more than the threads serving requests would never be used."""
 WATCH_SECONDS = 0.5
 """How long the watch sleeps in the ledger's change notification before it takes a step anyway
 (a step expires what is due: a deadline fires within this many seconds)."""
+NOTIFY_DRAIN_SECONDS = 2.0
+"""How long a stopping service keeps sending the notifications that are due (the rest wait for
+the next start: service.notify's cursor)."""
 
 
 class ServiceError(Exception):
@@ -156,7 +159,8 @@ class Service:
     layer calls the blocking methods from worker threads and the `async` ones from its loop."""
 
     def __init__(self, *, policy: str | Path, ledger: str | Path, roster: str | Path, key: str | Path,
-                 gates: int = DEFAULT_GATES, clock: Clock = utc_now, public_url: str = ""):
+                 gates: int = DEFAULT_GATES, clock: Clock = utc_now, public_url: str = "",
+                 webhooks: str | Path | None = None, deliveries: str | Path | None = None):
         self.policy_path, self.roster_path, self.ledger_path = Path(policy), Path(roster), Path(ledger)
         self.clock = clock
         self.public_url = public_url.rstrip("/")
@@ -165,6 +169,14 @@ class Service:
         except (CheckpointError, OSError) as exc:
             raise ServiceError(f"{key}: {exc}") from None
         self.signing = Signing(self.key, "service")
+        webhook_config = None
+        if webhooks is not None:  # checked before the ledger is touched: a bad file changes nothing
+            from service.webhooks import WebhooksError, load_webhooks
+
+            try:
+                webhook_config = load_webhooks(webhooks)
+            except WebhooksError as exc:
+                raise ServiceError(str(exc)) from None
         self.loaded = load(self.policy_path, self.roster_path, self.key)
         self.policies: dict[str, Policy] = {self.loaded.policy.digest: self.loaded.policy}  # for edits of older calls
         self._reload_lock = threading.Lock()
@@ -180,8 +192,29 @@ class Service:
         """Called from the watch thread with the events every writer appended, in order, once
         each, after the watch folded them (notifications use it: service.notify). A listener
         must be quick, and never raise (what it raises is logged and dropped)."""
+        self.notifier = None
+        """The webhooks' Notifier (service.notify) when `webhooks` names a file, else None."""
+        if webhooks is not None:
+            self.notifier = self._notifier(webhook_config, deliveries)
+            self.listeners.append(self.notifier)
 
     # --- set-up -------------------------------------------------------------------------------
+
+    def _notifier(self, config, deliveries: str | Path | None):
+        from service.notify import Notifier
+
+        if not self.public_url:
+            log.warning("notifications carry no link to the inbox: start the service with --public-url")
+        with self.pool.gate() as gate:
+            ledger = gate.ledger
+            return Notifier(config, lookup=self.watched, ledger_id=ledger.ledger_id, directory=ledger.cache_dir(),
+                            public_url=self.public_url, deliveries=deliveries)
+
+    def watched(self, request: int) -> RequestState:
+        """The request as the watch last folded it. Only for listeners (the watch's thread), and
+        for the notifier's catch-up before the watch starts. Raises UnknownRequest."""
+        assert self._watch is not None
+        return self._watch.get(request, refresh=False)
 
     def _open_gate(self) -> Gate:
         gate = Gate(self.loaded.policy, self.ledger_path, clock=self.clock)
@@ -351,6 +384,9 @@ class Service:
         """Start the watch thread, which wakes waiters on `loop`."""
         self._loop = loop
         self._watch = Gate(None, self.ledger_path, clock=self.clock)
+        if self.notifier is not None:  # what a previous run left unsent, before the watch delivers anything newer
+            self.notifier.catch_up(self._watch.ledger.records_at, self._watch.seen)
+            self.notifier.start()
         self._watch_thread = threading.Thread(target=self._follow, name="countersign-watch", daemon=True)
         self._watch_thread.start()
 
@@ -466,6 +502,8 @@ class Service:
         self._stop.set()
         if self._watch_thread is not None:
             self._watch_thread.join(timeout=WATCH_SECONDS * 4)
+        if self.notifier is not None:
+            self.notifier.stop(drain_seconds=NOTIFY_DRAIN_SECONDS)
         self.pool.close()
         if self._watch is not None:
             self._watch.close()

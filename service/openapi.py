@@ -68,6 +68,12 @@ _OPERATIONS = {
                              ("limit", "integer", "At most this many (1 to 500, default 50).")], 200)},
     "/v1/admin/reload": {"post": ("Read the policy and the roster again and record both digests in the ledger (as SIGHUP "
                                   "does); nothing changes when either does not load (422 reload_failed)", "admin", None, [], 200)},
+    "/v1/admin/deliveries": {"get": ("The webhooks (host, format, events, groups, signed), the notification queue "
+                                     "(queued, dropped, the cursor: the last ledger seq whose notifications all "
+                                     "settled) and the most recent delivery attempts, newest first: delivery id, host, "
+                                     "seq, request, event, attempt, status or error, outcome (delivered, retry, failed, "
+                                     "refused, dropped), time", "admin", None,
+                                     [("limit", "integer", "At most this many attempts (1 to 1000, default 100).")], 200)},
 }
 
 
