@@ -86,3 +86,27 @@ def test_the_ledger_has_no_import_circle():
         if state.get(start) is None and visit(start, [start]):
             break
     assert cycle == [], " -> ".join(cycle)
+
+
+def _top_imports(package: str) -> dict[str, set[str]]:
+    """Every module of a top-level package → the top-level packages it imports anywhere."""
+    out: dict[str, set[str]] = {}
+    for path in (ROOT / package).rglob("*.py"):
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found.add(node.module.split(".")[0])
+        out[_module_name(path)] = found
+    return out
+
+
+def test_dependencies_point_one_way_cli_service_ledger_dsl():
+    """README, "What is here": cli → service → ledger → dsl. The service never imports the CLI;
+    the ledger and the language never import the service or the CLI."""
+    above = {"dsl": {"ledger", "service", "cli"}, "ledger": {"service", "cli"}, "service": {"cli"}}
+    wrong = [f"{module} imports {found & forbidden}"
+             for package, forbidden in above.items()
+             for module, found in _top_imports(package).items() if found & forbidden]
+    assert wrong == []
