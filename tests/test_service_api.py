@@ -211,3 +211,21 @@ def test_an_admin_reloads_the_policy_and_the_ledger_records_it(env):
     assert (r.status_code, r.json()["error"]["code"]) == (422, "reload_failed")
     assert "test.policy:" in r.json()["error"]["message"]
     assert propose(client, s, "read_thing", {"id": 2}).json()["effect"] == "deny"  # the last good policy stays
+
+
+def test_a_remembered_token_is_forgotten_when_the_roster_changes(tmp_path):
+    from ledger.proof.roster import token_hash
+    from service import auth
+    from service.errors import ApiError
+
+    s = setup(tmp_path)
+    roster = load_roster(s.roster)
+    header = f"Bearer {s.tokens['agent-1']}"
+    assert auth.authenticate(roster, header).name == "agent-1"
+    assert auth.authenticate(roster, header).name == "agent-1"  # the second time from memory
+    with pytest.raises(ApiError):
+        auth.authenticate(roster, "Bearer cst_test-token-of-nobody")
+    s.roster.write_text(s.roster.read_text().replace(token_hash(s.tokens["agent-1"]), token_hash("cst_a-new-one")))
+    with pytest.raises(ApiError) as refused:
+        auth.authenticate(load_roster(s.roster), header)
+    assert refused.value.status == 401
