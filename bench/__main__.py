@@ -6,7 +6,8 @@ one decision on adversarial arguments at each matcher's largest size (bench/wors
 not part of the full run); and eight hook processes each opening a Gate per call on a ledger growing
 to 100,000 events (bench/hooks.py; `--only hooks`); and the shared Gate's opening, catch-up, syncs,
 propose cost, review queue and wait (bench/gate.py; `--only gate`); and the shell parser on the
-corpus's commands against tree-sitter-bash (bench/parser.py; `--only parser`).
+corpus's commands against tree-sitter-bash (bench/parser.py; `--only parser`); and the approval
+service under 32 agent and 4 reviewer processes over HTTP (bench/service_load.py; `--only service`).
 
     python -m bench                       # the full run (about 5 minutes), results in bench/results/
     python -m bench --quick               # 100 and 1,000 rules, fewer rounds (about a minute)
@@ -16,6 +17,7 @@ corpus's commands against tree-sitter-bash (bench/parser.py; `--only parser`).
     python -m bench --only hooks          # 8 processes, a Gate opened per call, ledger growing to 100,000 events
     python -m bench --only gate           # open at 1 M events, catch-up, syncs, propose, review list, wait
     python -m bench --only parser         # the shell parser on the corpus's commands, ours and tree-sitter-bash
+    python -m bench --only service        # countersign serve: 32 (then 8) agent processes + 4 reviewers, 60 s each
 
 Skips with a message (exit 0) when the shared corpus is absent; runs without the Cedar side (and
 says so) when cedarpy is not installed (`pip install -e '.[bench]'`).
@@ -63,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="100 and 1,000 rules, 5 rounds, 2 s of Cedar")
     ap.add_argument("--label", default="run", help="name of the results file: bench/results/<date>-<label>.json")
     ap.add_argument("--no-write", action="store_true", help="print only")
-    ap.add_argument("--only", choices=("all", "policy", "ledger", "real", "worst", "hooks", "gate", "parser"), default="all",
+    ap.add_argument("--only", choices=("all", "policy", "ledger", "real", "worst", "hooks", "gate", "parser", "service"), default="all",
                     help="the policy language's benchmarks, the ledger's (issue 4: append, verify, stats), "
                     "the sample policies on the real corpus calls (issue 9), the worst cases of every matcher "
                     "(issue 9; not part of all), the hook-shaped Gate benchmark and the shared Gate's "
@@ -77,7 +79,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ledger-parts", default="append,verify,stats", help="which ledger benchmarks, comma-separated")
     ap.add_argument("--hooks-sizes", default=None, help="--only hooks: ledger sizes, comma-separated (default 1000,10000,100000)")
     ap.add_argument("--hooks-calls", default=None, help="--only hooks: calls per process at each size (default 25,10,3)")
+    ap.add_argument("--service-seconds", type=float, default=None,
+                    help="--only service: seconds of load per run (default 60, or $COUNTERSIGN_BENCH_SERVICE_SECONDS)")
+    ap.add_argument("--service-clients", default="32,8", help="--only service: agent processes per run, comma-separated")
+    ap.add_argument("--service-gates", type=int, default=None, help="--only service: the server's --gates")
     opts = ap.parse_args(argv)
+    if opts.only in ("all", "service"):
+        from bench import service_load
+
+        status = service_load.main(opts.label, not opts.no_write, opts.service_seconds,
+                                   [int(x) for x in opts.service_clients.split(",") if x.strip()], opts.service_gates)
+        if opts.only == "service" or status:
+            return status
     if opts.only in ("all", "gate"):
         from bench import gate
 

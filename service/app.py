@@ -110,7 +110,20 @@ def run(service: Service, *, host: str = "127.0.0.1", port: int = 8470, ssl_cert
     """Serve `service` with uvicorn until SIGTERM or SIGINT (graceful: requests in flight finish)."""
     import uvicorn
 
+    class Server(uvicorn.Server):
+        """uvicorn re-raises SIGTERM (or SIGINT) once its graceful shutdown is over, so that the
+        process dies of it (status -15); a stop that let every request finish is a success for
+        a service manager, so the process exits 0 instead."""
+
+        @contextlib.contextmanager
+        def capture_signals(self):
+            with super().capture_signals():
+                try:
+                    yield
+                finally:
+                    self._captured_signals.clear()
+
     config = uvicorn.Config(create_app(service), host=host, port=port, ssl_certfile=ssl_certfile,
                             ssl_keyfile=ssl_keyfile, log_level=log_level, timeout_graceful_shutdown=5,
                             proxy_headers=False, server_header=False, access_log=False)
-    uvicorn.Server(config).run()
+    Server(config).run()

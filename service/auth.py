@@ -9,10 +9,45 @@ in a signed cookie.
 
 from __future__ import annotations
 
+import hashlib
+
 from ledger.proof.roster import Principal, Roster
 from service.errors import FORBIDDEN, UNAUTHENTICATED, ApiError
 
 MAX_TOKEN_CHARS = 512  # a roster token is 47 characters; anything far longer is not one
+KNOWN_TOKENS = 1024
+"""Tokens already authenticated, remembered per roster (by their SHA-256: about 200 bytes an
+entry, so at most about 200 KB): an agent sends its token with every call, and the roster's
+check compares it with every stored hash."""
+
+
+class _Known:
+    """SHA-256 of a token → its principal, for tokens the roster accepted, for one Roster object
+    (a reload makes a new one, and the memory starts again). Only accepted tokens are kept, so a
+    miss — an unknown token among them — still goes through the roster's constant-time check of
+    every hash; a hit is found by the token's digest, which tells a caller timing it nothing
+    about the stored hashes. Used from the server's event loop thread (dict operations are
+    atomic under the GIL in any case)."""
+
+    def __init__(self) -> None:
+        self.roster: Roster | None = None
+        self.principals: dict[bytes, Principal] = {}
+
+    def authenticate(self, roster: Roster, token: str) -> Principal | None:
+        if roster is not self.roster:
+            self.roster, self.principals = roster, {}
+        digest = hashlib.sha256(token.encode("utf-8")).digest()
+        found = self.principals.get(digest)
+        if found is None:
+            found = roster.authenticate(token)
+            if found is not None:
+                if len(self.principals) >= KNOWN_TOKENS:
+                    self.principals.clear()
+                self.principals[digest] = found
+        return found
+
+
+_known = _Known()
 
 
 def bearer_token(header: str | None) -> str | None:
@@ -29,7 +64,7 @@ def bearer_token(header: str | None) -> str | None:
 def authenticate(roster: Roster, header: str | None) -> Principal:
     """The principal of the request's bearer token. Raises ApiError 401 `unauthenticated`."""
     token = bearer_token(header)
-    principal = roster.authenticate(token) if token is not None else None
+    principal = _known.authenticate(roster, token) if token is not None else None
     if principal is None:
         raise ApiError(401, UNAUTHENTICATED, "send `Authorization: Bearer TOKEN` with a token the roster lists "
                        "(`countersign roster token NAME` makes one)")

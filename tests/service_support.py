@@ -35,16 +35,16 @@ class Setup:
         return Service(policy=self.policy, ledger=self.ledger, roster=self.roster, key=self.key, **kwargs)
 
 
-def setup(tmp: Path, policy_text: str = POLICY_TEXT) -> Setup:
-    """Write a policy, a service key and a roster (agents, reviewers, an admin, the service)."""
+def setup(tmp: Path, policy_text: str = POLICY_TEXT, agents: tuple[str, ...] = AGENTS) -> Setup:
+    """Write a policy, a service key and a roster (`agents`, the reviewers, an admin, the service)."""
     tmp.mkdir(parents=True, exist_ok=True)
     policy = tmp / "test.policy"
     policy.write_text(policy_text)
     key = generate_key("countersign-service")
     key_path, _ = write_keypair(tmp / "service", key)
-    tokens = {name: f"cst_test-token-of-{name}" for name in (*AGENTS, *REVIEWERS, ADMIN)}
+    tokens = {name: f"cst_test-token-of-{name}" for name in (*agents, *REVIEWERS, ADMIN)}
     entries = []
-    for name in AGENTS:
+    for name in agents:
         entries.append((name, "agent", []))
     for name in REVIEWERS:
         entries.append((name, "reviewer", ["supervisors"] if name.startswith("sup") else ["owners"]))

@@ -298,3 +298,21 @@ def test_a_policy_may_ask_a_roster_group(tmp_path):
         r = client.post(f"/v1/requests/{p['request']}/decision", json={"decision": "approve", "digest": p["args_digest"]},
                         headers=s.headers("alice"))
         assert r.json()["status"] == "approved"
+
+
+def test_a_remembered_token_is_forgotten_when_the_roster_changes(tmp_path):
+    from ledger.proof.roster import token_hash
+    from service import auth
+    from service.errors import ApiError
+
+    s = setup(tmp_path)
+    roster = load_roster(s.roster)
+    header = f"Bearer {s.tokens['agent-1']}"
+    assert auth.authenticate(roster, header).name == "agent-1"
+    assert auth.authenticate(roster, header).name == "agent-1"  # the second time from memory
+    with pytest.raises(ApiError):
+        auth.authenticate(roster, "Bearer cst_test-token-of-nobody")
+    s.roster.write_text(s.roster.read_text().replace(token_hash(s.tokens["agent-1"]), token_hash("cst_a-new-one")))
+    with pytest.raises(ApiError) as refused:
+        auth.authenticate(load_roster(s.roster), header)
+    assert refused.value.status == 401
