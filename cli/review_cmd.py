@@ -58,8 +58,9 @@ def _fail(message: str, code: int = EXIT_USAGE, *, as_json: bool = False, error:
     fail(message, code)
 
 
-def _open(ledger: Optional[str], policy: Optional[str] = None, *, as_json: bool = False):
-    """A Gate on an existing ledger (exit 2 with the reason when it cannot be opened)."""
+def _open(ledger: Optional[str], policy: Optional[str] = None, *, as_json: bool = False, roster: Optional[str] = None):
+    """A Gate on an existing ledger (exit 2 with the reason when it cannot be opened); `policy`
+    loaded with `roster`'s groups (a policy may name them) when both are given."""
     from ledger.store.log import Ledger, LedgerError
     from ledger.workflow.gate import Gate
 
@@ -69,7 +70,7 @@ def _open(ledger: Optional[str], policy: Optional[str] = None, *, as_json: bool 
     if policy is not None:
         from cli.output import load_policy
 
-        loaded = load_policy(policy)
+        loaded = load_policy(policy, roster)
     try:
         return Gate(loaded, Ledger(ledger, create=False))
     except LedgerError as exc:
@@ -313,7 +314,7 @@ def _step(ledger: Optional[str], fn, *, policy: Optional[str] = None, as_json: b
         except RosterError as exc:
             _fail(str(exc), as_json=as_json, error="roster")
     _check_signer(signing, loaded_roster, as_json)
-    with _open(ledger, policy, as_json=as_json) as gate:
+    with _open(ledger, policy, as_json=as_json, roster=roster) as gate:
         try:
             if loaded_roster is not None:
                 gate.record_roster(loaded_roster, reviewer())
