@@ -82,13 +82,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--service-seconds", type=float, default=None,
                     help="--only service: seconds of load per run (default 60, or $COUNTERSIGN_BENCH_SERVICE_SECONDS)")
     ap.add_argument("--service-clients", default="32,8", help="--only service: agent processes per run, comma-separated")
-    ap.add_argument("--service-gates", type=int, default=None, help="--only service: the server's --gates")
     opts = ap.parse_args(argv)
     if opts.only in ("all", "service"):
         from bench import service_load
 
         status = service_load.main(opts.label, not opts.no_write, opts.service_seconds,
-                                   [int(x) for x in opts.service_clients.split(",") if x.strip()], opts.service_gates)
+                                   [int(x) for x in opts.service_clients.split(",") if x.strip()])
         if opts.only == "service" or status:
             return status
     if opts.only in ("all", "gate"):

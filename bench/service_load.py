@@ -17,7 +17,7 @@ what limits the server.
 
     python -m bench --only service                             # 60 s for each client count
     python -m bench --only service --service-seconds 10        # a shorter try
-    python -m bench --only service --service-clients 32,16,8,4 --service-gates 16
+    python -m bench --only service --service-clients 32,16,8,4
 
 Target (issue 11): ≥ 2,000 proposals/s on 2 cores with group commit, p99 ≤ 20 ms.
 """
@@ -154,7 +154,7 @@ def _write_files(work: Path, agents: int) -> tuple[dict[str, str], list[str]]:
                     str(work / "roster.toml"), "--key", str(key_path)]
 
 
-def run_once(agents: int, seconds: float, gates: int | None, log=print) -> dict:
+def run_once(agents: int, seconds: float, log=print) -> dict:
     """One run: a fresh ledger, a server, `agents` agent processes and REVIEWERS reviewers."""
     import httpx
 
@@ -166,7 +166,7 @@ def run_once(agents: int, seconds: float, gates: int | None, log=print) -> dict:
         tokens, files = _write_files(work, agents)
         port = _free_port()
         url = f"http://127.0.0.1:{port}"
-        extra = ["--gates", str(gates)] if gates else []
+        extra: list[str] = []
         server_err = open(work / "server.txt", "wb")
         server = subprocess.Popen([sys.executable, "-m", "cli.main", "serve", *files, "--port", str(port),
                                    "--log-level", "warning", *extra], cwd=ROOT, env=ENV, stderr=server_err)
@@ -218,7 +218,7 @@ def run_once(agents: int, seconds: float, gates: int | None, log=print) -> dict:
                 "max_ms": ms(lat[-1]) if lat else None, "errors": errors,
                 "client_cpu_cores": round(sum(r["cpu_s"] for r in rows) / seconds, 2)}
 
-    out = {"agents": agents, "reviewers": REVIEWERS, "seconds": seconds, "gates": gates,
+    out = {"agents": agents, "reviewers": REVIEWERS, "seconds": seconds,
            "proposals": summary(results["agent"]), "decisions": summary(results["reviewer"]),
            "server_cpu_cores": round((cpu1 - cpu0) / (wall1 - wall0), 2), "ledger_events": events}
     p, d = out["proposals"], out["decisions"]
@@ -228,8 +228,7 @@ def run_once(agents: int, seconds: float, gates: int | None, log=print) -> dict:
     return out
 
 
-def main(label: str = "run", write: bool = True, seconds: float | None = None, client_counts=(32, 8),
-         gates: int | None = None) -> int:
+def main(label: str = "run", write: bool = True, seconds: float | None = None, client_counts=(32, 8)) -> int:
     from bench.timing import environment, loadavg
 
     seconds = seconds or float(os.environ.get("COUNTERSIGN_BENCH_SERVICE_SECONDS") or 60)
@@ -237,7 +236,7 @@ def main(label: str = "run", write: bool = True, seconds: float | None = None, c
     out["loadavg_before"] = loadavg()
     out["mix"] = dict(MIX)
     print(f"bench service: {seconds:g} s per run, {REVIEWERS} reviewers, mix {dict(MIX)}", file=sys.stderr)
-    out["runs"] = [run_once(n, seconds, gates, log=lambda m: print(m, file=sys.stderr, flush=True)) for n in client_counts]
+    out["runs"] = [run_once(n, seconds, log=lambda m: print(m, file=sys.stderr, flush=True)) for n in client_counts]
     out["loadavg_after"] = loadavg()
     out["targets"] = TARGETS
     full = next((r for r in out["runs"] if r["agents"] == 32), None)

@@ -25,7 +25,6 @@ def serve(
     deliveries: Optional[str] = typer.Option(None, "--deliveries", help="Where every delivery attempt is recorded "
                                              "(JSON Lines; default: LEDGER/cache/deliveries.jsonl); the cursor of "
                                              "notifications sits beside it."),
-    gates: int = typer.Option(8, "--gates", min=1, max=256, help="Gates in the pool: steps that may share one commit."),
     ssl_certfile: Optional[str] = typer.Option(None, "--ssl-certfile", help="Serve HTTPS with this certificate (PEM)."),
     ssl_keyfile: Optional[str] = typer.Option(None, "--ssl-keyfile", help="The certificate's private key (PEM)."),
     log_level: str = typer.Option("info", "--log-level", help="uvicorn's log level: critical, error, warning, info, debug."),
@@ -45,7 +44,7 @@ def serve(
     except ImportError as exc:
         fail(f"the service needs its extra packages ({exc.name} is missing): pip install 'countersign[serve]'", EXIT_USAGE)
     try:
-        service = Service(policy=policy, ledger=ledger, roster=roster, key=key, gates=gates, public_url=public_url,
+        service = Service(policy=policy, ledger=ledger, roster=roster, key=key, public_url=public_url,
                           webhooks=webhooks, deliveries=deliveries)
     except ServiceError as exc:
         fail(str(exc), EXIT_USAGE)

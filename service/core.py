@@ -47,9 +47,6 @@ from service.errors import FORBIDDEN, ApiError
 log = logging.getLogger("countersign.service")
 
 WAITING = frozenset({"pending", "interrupting"})
-DEFAULT_GATES = 8
-"""Gates in the pool: the most steps that can join one commit. Each holds the pending requests
-in memory; more than the threads serving requests would never be used."""
 WATCH_SECONDS = 0.5
 """How long the watch sleeps in the ledger's change notification before it takes a step anyway
 (a step expires what is due: a deadline fires within this many seconds)."""
@@ -93,56 +90,37 @@ def load(policy_path: str | Path, roster_path: str | Path, key: SigningKey) -> L
     return Loaded(policy, roster, found[0])
 
 
-class GatePool:
-    """Up to `size` Gates on one ledger, opened when first needed, each used by one thread at a
-    time (`with pool.gate() as g:`). Gates opened by path in one process share one writer, so
-    steps taken at the same time by different Gates share a commit."""
+class SharedGate:
+    """One Gate on the ledger, used by every thread at once (`with shared.gate() as g:`): each
+    step gives up the Gate's lock while its commit is in flight, so steps that arrive together
+    share one write and one sync (group commit), and every event is folded once, by one
+    projection. `close` waits for the steps in flight, then closes the Gate (its snapshot is
+    saved)."""
 
-    def __init__(self, open_gate: Callable[[], Gate], size: int):
-        if size < 1:
-            raise ValueError("a pool holds at least one Gate")
-        self._open, self.size = open_gate, size
-        self._idle: list[Gate] = []
-        self._all: list[Gate] = []
+    def __init__(self, gate: Gate):
+        self._gate = gate
         self._cond = threading.Condition()
+        self._users = 0
         self._closed = False
 
     @contextlib.contextmanager
     def gate(self) -> Iterator[Gate]:
         with self._cond:
-            while not self._idle and len(self._all) >= self.size and not self._closed:
-                self._cond.wait()
             if self._closed:
                 raise ApiError(503, "shutting_down", "the service is shutting down")
-            gate = self._idle.pop() if self._idle else None
-            if gate is None:
-                self._all.append(None)  # a place taken while the Gate opens (outside the lock)
-        if gate is None:
-            try:
-                gate = self._open()
-            except BaseException:
-                with self._cond:
-                    self._all.remove(None)
-                    self._cond.notify()
-                raise
-            with self._cond:
-                self._all[self._all.index(None)] = gate
+            self._users += 1
         try:
-            yield gate
+            yield self._gate
         finally:
             with self._cond:
-                self._idle.append(gate)
-                self._cond.notify()
+                self._users -= 1
+                self._cond.notify_all()
 
     def close(self, timeout: float = 30.0) -> None:
-        """Wait (up to `timeout` seconds) for the Gates in use to come back, then close every one
-        (each writes its snapshot)."""
         with self._cond:
             self._closed = True
-            self._cond.wait_for(lambda: len(self._idle) == len([g for g in self._all if g is not None]), timeout)
-            gates, self._idle, self._all = list(self._idle), [], []
-        for gate in gates:
-            gate.close()
+            self._cond.wait_for(lambda: self._users == 0, timeout)
+        self._gate.close()
 
 
 @dataclass
@@ -159,7 +137,7 @@ class Service:
     layer calls the blocking methods from worker threads and the `async` ones from its loop."""
 
     def __init__(self, *, policy: str | Path, ledger: str | Path, roster: str | Path, key: str | Path,
-                 gates: int = DEFAULT_GATES, clock: Clock = utc_now, public_url: str = "",
+                 clock: Clock = utc_now, public_url: str = "",
                  webhooks: str | Path | None = None, deliveries: str | Path | None = None):
         self.policy_path, self.roster_path, self.ledger_path = Path(policy), Path(roster), Path(ledger)
         self.clock = clock
@@ -180,7 +158,7 @@ class Service:
         self.loaded = load(self.policy_path, self.roster_path, self.key)
         self.policies: dict[str, Policy] = {self.loaded.policy.digest: self.loaded.policy}  # for edits of older calls
         self._reload_lock = threading.Lock()
-        self.pool = GatePool(self._open_gate, gates)
+        self.pool = SharedGate(self._open_gate())
         with self.pool.gate() as gate:  # opens the ledger (creating it), and records what the service runs with
             self._record(gate)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -238,11 +216,9 @@ class Service:
         return self.loaded.policy
 
     @contextlib.contextmanager
-    def gate(self, policy: Policy | None = None) -> Iterator[Gate]:
-        """A Gate of the pool, deciding with `policy` (default: the current one)."""
+    def gate(self) -> Iterator[Gate]:
+        """The service's Gate (shared by every thread), deciding with the current policy."""
         with self.pool.gate() as gate:
-            gate.policy = policy or self.loaded.policy
-            gate.require_signatures(self.loaded.roster)
             yield gate
 
     def reload(self, by: str) -> dict:
@@ -256,6 +232,8 @@ class Service:
             self.policies[loaded.policy.digest] = loaded.policy
             with self.gate() as gate:
                 self._record(gate)
+                gate.policy = loaded.policy
+                gate.require_signatures(loaded.roster)
             log.info("reloaded by %s: policy %s (%s), roster %s", by, loaded.policy.name, loaded.policy.digest[:12],
                      loaded.roster.digest[:12])
             return {"policy": loaded.policy.name, "policy_digest": loaded.policy.digest,
@@ -343,11 +321,10 @@ class Service:
                 return gate.cancel(request, by=reviewer.name, reason=reason, digest=digest, signing=self.signing)
             if reviewer.kind != "reviewer":
                 raise ApiError(403, FORBIDDEN, f"{reviewer.name} is a {reviewer.kind}; only a reviewer decides", request)
-            if decision == "edit":
-                # an edit re-enters the policy that decided the call (an older one, after a reload)
-                gate.policy = self.policies.get(state.policy_digest, self.loaded.policy)
+            # an edit re-enters the policy that decided the call (an older one, after a reload)
+            policy = self.policies.get(state.policy_digest, self.loaded.policy) if decision == "edit" else None
             return gate.decide(request, decision, by=reviewer.name, digest=digest, args=args, reason=reason,
-                               message=message, comment=comment, signing=self.signing)
+                               message=message, comment=comment, signing=self.signing, policy=policy)
 
     def history(self, principal: Principal, *, tool: str | None = None, run: str | None = None,
                 status: str | None = None, decided_by: str | None = None, text: str | None = None,

@@ -214,15 +214,15 @@ def test_an_admin_reloads_the_policy_and_the_ledger_records_it(env):
 
 
 def test_decisions_signed_in_one_group_commit_all_verify(tmp_path):
-    """Steps of different Gates of the pool share commits; each signature binds the hash its
-    decision follows (statement version 2), which the writer knows only under the commit lock.
-    Many reviewers deciding at once must still give a ledger whose every signature verifies."""
+    """Steps of different threads on the service's Gate share commits; each signature binds the
+    hash its decision follows (statement version 2), which the writer knows only under the commit
+    lock. Many reviewers deciding at once must still give a ledger whose every signature verifies."""
     import threading
 
     from service_support import setup as make
 
     s = make(tmp_path)
-    service = s.service(gates=8)
+    service = s.service()
     roster = load_roster(s.roster)
     agent = roster.principal("agent-1")
     proposals = [service.propose(agent, "small_change", {"id": n}) for n in range(48)]

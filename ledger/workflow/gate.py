@@ -289,38 +289,57 @@ class Gate(CatchUp, Reading):
         is due, then `step()` checks against the current state and returns the events to append.
         Returns the appended Records (already folded). When requests were due, their expiry is
         committed first (one write for all of them) and the step runs in the next commit. A
-        snapshot that can no longer answer for this Gate (Behind) makes it open again and retry."""
+        snapshot that can no longer answer for this Gate (Behind) makes it open again and retry.
+
+        The caller holds the Gate's lock; it is given up while the commit is in flight (and taken
+        again before this returns), so that steps of other threads on this same Gate join the
+        commit (group commit: one write and one sync for all of them) instead of waiting for it.
+        `build` takes the lock for itself: it may run in another thread (the commit's leader).
+        A step after this one in the same commit folds this step's events (as the ledger hands
+        them on); this step's own fold, after the commit, skips what is folded already."""
         while True:
             expired = False
 
             def build(new: Iterable[Record]) -> list[tuple[ev.Event, Any]]:
                 nonlocal expired
-                self._fold(new)
-                due = self._due()
-                if due:
-                    expired = True
-                    return due
-                items = step()
-                # The states the appended events change, read now, under the lock: once it is
-                # released, another Gate may save the snapshot past this Gate's view of them.
-                for event, _data in items:
-                    if (request := getattr(event, "request", None)) is not None:
-                        self.workflow.get(request)
-                return items
+                with self._lock:
+                    self._fold(new)
+                    due = self._due()
+                    if due:
+                        expired = True
+                        return due
+                    items = step()
+                    # The states the appended events change, read now, under the lock: once it is
+                    # released, another Gate may save the snapshot past this Gate's view of them.
+                    for event, _data in items:
+                        if (request := getattr(event, "request", None)) is not None:
+                            self.workflow.get(request)
+                    return items
 
+            since = self._seen[0]
+            held = self._lock._release_save()  # every level of the RLock (as threading.Condition.wait does)
+            failed: BaseException | None = None
             try:
-                records = self.ledger.transact(build, since=self._seen[0])
-            except LineTooLong as exc:  # nothing was appended: the step did not happen
-                raise InvalidCall(f"this step cannot be recorded: {exc}") from None
-            except Behind:
-                self._open()
-                continue
-            except Unusable:
-                self._lost_snapshot()
-                continue
+                records = self.ledger.transact(build, since=since)
+            except BaseException as exc:  # handled below, once the lock is held again
+                failed = exc
+            finally:
+                self._lock._acquire_restore(held)
+            if failed is not None:
+                if isinstance(failed, LineTooLong):  # nothing was appended: the step did not happen
+                    raise InvalidCall(f"this step cannot be recorded: {failed}") from None
+                if isinstance(failed, Behind):
+                    self._open()
+                    continue
+                if isinstance(failed, Unusable):
+                    self._lost_snapshot()
+                    continue
+                raise failed
             for record in records:
                 if expired and isinstance(record.event, ev.Expired):
                     self._expired.append(record.event.request)
+                if record.seq <= self._seen[0]:  # folded by a later step of this Gate in the same commit
+                    continue
                 self.workflow.apply(record.seq, record.event)
                 self._folded(record)
             if self._seen[0] - self._base >= SAVE_EVERY:
@@ -553,13 +572,14 @@ class Gate(CatchUp, Reading):
                                                              args_digest=digest, comment=comment), signing=signing)
 
     def edit(self, request: int, *, editor: str, args: dict, reason: str | None = None,
-             digest: str | None = None, signing: Signing | None = None) -> RequestState:
+             digest: str | None = None, signing: Signing | None = None, policy: Policy | None = None) -> RequestState:
         """Replace the arguments. The edited call re-enters the policy: a deny refuses the edit
         (EditDenied, nothing appended); otherwise the edit counts as the editor's approval of the
         new arguments, under requirements never weaker than before. `digest`, when given, must be
         the arguments the editor saw (StaleDigest). Other refusals as `approve`; NoPolicy on a
-        reviewer's Gate."""
-        policy = self._policy()
+        reviewer's Gate. `policy`: decide the edit with this one instead of the Gate's (the one
+        that decided the call, when the Gate has moved on to another)."""
+        policy = policy or self._policy()
         _request_id(request)
         _text("editor", editor)
         _text("reason", reason, optional=True, empty_ok=True)
@@ -643,7 +663,7 @@ class Gate(CatchUp, Reading):
 
     def decide(self, request: int, decision: str, *, by: str, digest: str | None = None, args: dict | None = None,
                reason: str | None = None, message: str | None = None, comment: str | None = None,
-               signing: Signing | None = None) -> RequestState:
+               signing: Signing | None = None, policy: Policy | None = None) -> RequestState:
         """One entry point for a decision: "approve" (needs `digest`), "edit" (`args`), "reject"
         (`reason`), "respond" (`message`), by the authenticated `by`. Raises InvalidCall for an
         unknown decision or a missing part; otherwise as the named method."""
@@ -654,7 +674,7 @@ class Gate(CatchUp, Reading):
         if decision == "edit":
             if args is None:
                 raise InvalidCall("an edit needs the new arguments")
-            return self.edit(request, editor=by, args=args, reason=reason, digest=digest, signing=signing)
+            return self.edit(request, editor=by, args=args, reason=reason, digest=digest, signing=signing, policy=policy)
         if decision == "reject":
             return self.reject(request, approver=by, reason=reason or "", digest=digest, signing=signing)
         if decision == "respond":
