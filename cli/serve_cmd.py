@@ -38,6 +38,12 @@ def serve(
 
     Example: countersign serve --policy samples/retail.policy --ledger build/ledger --roster roster.toml --key service.key
     """
+    import signal
+
+    # cli.main lets SIGPIPE end a command quietly (`countersign ... | head`); a server must instead
+    # outlive every client that hangs up mid-answer (the write then fails with EPIPE, handled).
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     try:
         from service.app import run
         from service.core import Service, ServiceError

@@ -38,7 +38,7 @@ from ledger.clock import Clock, utc_now
 from ledger.proof.decisions import Signing
 from ledger.proof.keys import CheckpointError, SigningKey, load_signing_key
 from ledger.proof.roster import Principal, Roster, RosterError, load_roster
-from ledger.store.log import Record
+from ledger.store.log import LedgerCorrupt, Record
 from ledger.workflow import describe
 from ledger.workflow.gate import Gate, Proposal
 from ledger.workflow.machine import RequestState, UnknownRequest
@@ -158,7 +158,7 @@ class Service:
         self.loaded = load(self.policy_path, self.roster_path, self.key)
         self.policies: dict[str, Policy] = {self.loaded.policy.digest: self.loaded.policy}  # for edits of older calls
         self._reload_lock = threading.Lock()
-        self.pool = SharedGate(self._open_gate())
+        self.pool = SharedGate(self._open_gate(self.loaded.policy))
         with self.pool.gate() as gate:  # opens the ledger (creating it), and records what the service runs with
             self._record(gate)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -194,9 +194,12 @@ class Service:
         assert self._watch is not None
         return self._watch.get(request, refresh=False)
 
-    def _open_gate(self) -> Gate:
-        gate = Gate(self.loaded.policy, self.ledger_path, clock=self.clock)
-        gate.require_signatures(self.loaded.roster)  # a hand-appended approval never makes a call run
+    def _open_gate(self, policy: Policy | None = None) -> Gate:
+        """A Gate that trusts only what this service vouches for: decisions signed as its roster
+        requires, calls its policies decided (Gate.require_signatures, Gate.trust_policies)."""
+        gate = Gate(policy, self.ledger_path, clock=self.clock)
+        gate.require_signatures(self.loaded.roster)  # a hand-appended decision never runs nor reaches anyone
+        gate.trust_policies(self.policies)
         return gate
 
     def _record(self, gate: Gate) -> None:
@@ -231,9 +234,12 @@ class Service:
             self.loaded = loaded
             self.policies[loaded.policy.digest] = loaded.policy
             with self.gate() as gate:
+                gate.require_signatures(loaded.roster)  # before it is recorded: its decisions are checked from then on
+                gate.trust_policies(self.policies)
+                if self._watch is not None:
+                    self._watch.require_signatures(loaded.roster)
                 self._record(gate)
                 gate.policy = loaded.policy
-                gate.require_signatures(loaded.roster)
             log.info("reloaded by %s: policy %s (%s), roster %s", by, loaded.policy.name, loaded.policy.digest[:12],
                      loaded.roster.digest[:12])
             return {"policy": loaded.policy.name, "policy_digest": loaded.policy.digest,
@@ -244,7 +250,11 @@ class Service:
     def propose(self, agent: Principal, tool: str, args: Any, *, run: str | None = None, context: Any = None,
                 call_id: str | None = None) -> Proposal:
         with self.gate() as gate:
-            return gate.propose(tool, args, proposer=agent.name, run=run, context=context, call_id=call_id)
+            proposal = gate.propose(tool, args, proposer=agent.name, run=run, context=context, call_id=call_id)
+            if proposal.duplicate and gate.get(proposal.request, refresh=False).policy_digest not in self.policies:
+                raise ApiError(409, "call_id_conflict", f"call id {call_id!r} was proposed before under a policy this "
+                               "service does not hold: propose with a new call id", proposal.request)
+            return proposal
 
     def own(self, principal: Principal, state: RequestState) -> RequestState:
         """`state`, when `principal` may read it: an agent its own calls, anyone else any.
@@ -360,7 +370,7 @@ class Service:
     def start_watch(self, loop: asyncio.AbstractEventLoop) -> None:
         """Start the watch thread, which wakes waiters on `loop`."""
         self._loop = loop
-        self._watch = Gate(None, self.ledger_path, clock=self.clock)
+        self._watch = self._open_gate()
         if self.notifier is not None:  # what a previous run left unsent, before the watch delivers anything newer
             self.notifier.catch_up(self._watch.ledger.records_at, self._watch.seen)
             self.notifier.start()
@@ -379,6 +389,11 @@ class Service:
                 watch.refresh()  # folds what every writer appended, and expires what is due
                 if watch.seen > seen:
                     self._deliver(watch, seen)
+            except LedgerCorrupt as exc:  # tampering: nothing more is delivered; the API answers 503
+                log.error("the ledger does not verify; the watch stopped (no more notifications or wake-ups): %s", exc)
+                if self._loop is not None:
+                    self._loop.call_soon_threadsafe(self._wake, set(self._waiters.requests), [])
+                return
             except Exception:  # a watch that dies would leave every waiter asleep: log, pause, go on
                 log.exception("the ledger watch failed; retrying")
                 self._stop.wait(1.0)

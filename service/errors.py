@@ -58,6 +58,7 @@ _GATE_ERRORS = {
     gate_errors.NotAllowedToCancel: (403, "not_allowed_to_cancel"),
     gate_errors.NoPolicy: (503, "no_policy"),
     gate_errors.UnsignedDecision: (409, "unsigned_decision"),
+    gate_errors.UnknownPolicy: (409, "unknown_policy"),
 }
 
 

@@ -52,8 +52,6 @@ def web_login(client, s, who="sup-1", **headers):
 
 # --- 1. decisions nobody signed still reach the agent -------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="a hand-appended, unsigned `responded` event is relayed to the agent as "
-                   "the tool's result (status responded, reason = the forged text): only /start checks signatures")
 def test_an_unsigned_response_is_never_relayed_to_the_agent(env):
     """Whoever can write the ledger's files appends `responded` by sup-2 (no signature). The agent
     is told to relay a response's text to the model in place of the tool's result
@@ -69,9 +67,6 @@ def test_an_unsigned_response_is_never_relayed_to_the_agent(env):
     assert r.json().get("status") != "responded"
 
 
-@pytest.mark.xfail(strict=True, reason="a hand-appended `proposed` event with effect allow (no approval, so no "
-                   "signature to check) is started by /start, and the agent's own proposal with that call id is "
-                   "answered `allow`, though the service's policy denies the call")
 def test_a_call_the_service_s_policy_denies_never_starts_through_a_forged_allow(env):
     """The intruder writes a proposal for agent-1, decided `allow` by a policy of their own,
     under the call id the agent will use. The agent proposes `drop_thing` (the service's policy
@@ -81,22 +76,24 @@ def test_a_call_the_service_s_policy_denies_never_starts_through_a_forged_allow(
     with Gate(Policy.from_text(LAX, "lax.policy"), s.ledger) as intruder:
         forged = intruder.propose("drop_thing", {"id": 666}, proposer="agent-1", call_id="c-next")
     r = propose(client, s, "drop_thing", {"id": 666}, call_id="c-next")
-    assert r.json()["effect"] != "allow", r.text
+    assert r.json().get("effect") != "allow", r.text
     started = client.post(f"/v1/requests/{forged.request}/start", headers=s.headers("agent-1"))
     assert started.status_code == 409, started.text
 
 
-@pytest.mark.xfail(strict=True, reason="ledger verify --roster accepts a proposal decided by a policy the ledger "
-                   "never recorded (effect allow for a call the recorded policy denies)")
-def test_verify_with_a_roster_reports_a_proposal_no_recorded_policy_decided(env):
+def test_a_proposal_no_policy_of_the_service_decided_verifies_but_never_runs_through_it(env):
+    """By design (docs/ledger-format.md 11.5), `ledger verify --roster` does not tie proposals to
+    the recorded policy events: Gates with different policies (a coding agent's hooks beside the
+    service) may share a ledger. What stops a forged `allow` is the service: it runs only calls its
+    own policies decided (Gate.trust_policies: 409 unknown_policy)."""
     s, client = env
     with Gate(Policy.from_text(LAX, "lax.policy"), s.ledger) as intruder:
-        intruder.propose("drop_thing", {"id": 666}, proposer="agent-1")
-    assert not verify(s.ledger, rosters=[load_roster(s.roster)]).ok
+        forged = intruder.propose("drop_thing", {"id": 666}, proposer="agent-1")
+    assert verify(s.ledger, rosters=[load_roster(s.roster)]).ok
+    started = client.post(f"/v1/requests/{forged.request}/start", headers=s.headers("agent-1"))
+    assert (started.status_code, started.json()["error"]["code"]) == (409, "unknown_policy"), started.text
 
 
-@pytest.mark.xfail(strict=True, reason="an unsigned, hand-appended approval is reported `approved` to the agent "
-                   "(wait) and in the inbox, though /start refuses it")
 def test_an_unsigned_approval_is_not_reported_as_approved(env):
     """The agent's wait ends with status `approved`, decided_by sup-2; the inbox page says
     approved. The only thing that stops the call is the agent calling /start (an agent that
@@ -106,14 +103,12 @@ def test_an_unsigned_approval_is_not_reported_as_approved(env):
     with Gate(policy(), s.ledger) as intruder:
         intruder.approve(p["request"], approver="sup-2", digest=p["args_digest"])  # unsigned
     waited = client.get(f"/v1/requests/{p['request']}/wait?timeout=0", headers=s.headers("agent-1")).json()
-    assert waited["status"] != "approved", waited
+    assert waited.get("status") != "approved", waited
     assert web_login(client, s, "sup-1").status_code == 303
     page = client.get(f"/inbox/requests/{p['request']}").text
     assert 'class="status approved"' not in page
 
 
-@pytest.mark.xfail(strict=True, reason="the webhooks announce a hand-appended, unsigned approval as "
-                   "`approved by sup-2`")
 def test_an_unsigned_approval_is_not_announced_by_the_webhooks(tmp_path, monkeypatch):
     from test_service_webhooks import PUBLIC, SECRET, Receiver, hooks_file
 

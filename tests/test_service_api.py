@@ -252,8 +252,9 @@ def test_decisions_signed_in_one_group_commit_all_verify(tmp_path):
 
 def test_an_approval_not_made_through_the_service_never_makes_a_call_run(env, tmp_path):
     """Whoever can write the ledger's files (here: a Gate of their own, with no key) can append a
-    lawful-looking approval; `ledger verify --roster` reports it, and the service refuses to start
-    the call (409 unsigned_decision), appending nothing."""
+    lawful-looking approval. The service treats it as tampering: its Gate stops (every answer is
+    503 `ledger_corrupt`, naming the seq), nothing runs, nothing reports the call approved, and
+    `ledger verify --roster` reports the same seq."""
     from ledger.workflow.gate import Gate
     from support import policy
 
@@ -261,13 +262,32 @@ def test_an_approval_not_made_through_the_service_never_makes_a_call_run(env, tm
     p = propose(client, s).json()
     with Gate(policy(), s.ledger) as intruder:
         intruder.approve(p["request"], approver="sup-1", digest=p["args_digest"])  # unsigned
-    assert client.get(f"/v1/requests/{p['request']}", headers=s.headers("agent-1")).json()["status"] == "approved"
-    r = client.post(f"/v1/requests/{p['request']}/start", headers=s.headers("agent-1"))
-    assert (r.status_code, r.json()["error"]["code"]) == (409, "unsigned_decision"), r.text
-    assert "not signed" in r.json()["error"]["message"]
-    assert client.get(f"/v1/requests/{p['request']}", headers=s.headers("agent-1")).json()["status"] == "approved"
+    for r in (client.get(f"/v1/requests/{p['request']}", headers=s.headers("agent-1")),
+              client.post(f"/v1/requests/{p['request']}/start", headers=s.headers("agent-1"))):
+        assert (r.status_code, r.json()["error"]["code"]) == (503, "ledger_corrupt"), r.text
+        assert "not signed" in r.json()["error"]["message"]
     report = verify(s.ledger, rosters=[load_roster(s.roster)])
     assert not report.ok and report.problem.kind == "signature"
+
+
+def test_a_gate_that_requires_signatures_runs_no_call_a_hand_appended_approval_approved(tmp_path):
+    """The check at the start of an execution (Gate.require_signatures) holds on its own too: a
+    Gate that folded the approval before it was given the roster (its snapshot, a restart)
+    still refuses to run the call (UnsignedDecision, nothing appended)."""
+    from ledger.proof.roster import Principal, Roster
+    from ledger.workflow.errors import UnsignedDecision
+    from ledger.workflow.gate import Gate
+    from support import policy
+
+    g = Gate(policy(), tmp_path / "l")
+    p = g.propose("small_change", {"id": 1}, proposer="agent-1")
+    g.approve(p.request, approver="sup-1", digest=p.args_digest)  # unsigned
+    g.require_signatures(Roster([Principal("sup-1", "reviewer")]))
+    head = g.ledger.head
+    with pytest.raises(UnsignedDecision, match="not signed"):
+        g.start(p.request)
+    assert g.ledger.head == head
+    g.close()
 
 
 def test_a_signed_edit_then_a_signed_approval_lets_the_call_run(env):

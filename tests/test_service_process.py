@@ -135,3 +135,21 @@ def test_sigterm_lets_the_requests_in_flight_finish_and_exits_0(tmp_path):
         assert proposed[request].args_digest == digest
     r = countersign("ledger", "verify", str(s.ledger), "--roster", str(s.roster))
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_clients_that_hang_up_mid_answer_do_not_stop_the_service(tmp_path):
+    """A client that closes its connection before reading the answer makes the server's write
+    fail (EPIPE). `countersign` lets SIGPIPE end its other commands quietly (`... | head`); the
+    server must instead outlive it (a new user's finding: 200 such clients killed it)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    s = setup(tmp_path)
+    with Server(s) as server:
+        where = urlsplit(server.url)
+        for _ in range(200):
+            with socket.create_connection((where.hostname, where.port)) as conn:
+                conn.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n" * 2)
+        time.sleep(0.5)
+        assert server.proc.poll() is None, "the service died"
+        assert httpx.get(server.url + "/v1/health", timeout=10).json() == {"status": "ok"}

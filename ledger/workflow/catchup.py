@@ -54,6 +54,13 @@ class CatchUp:
         replay and verify the whole ledger, rebuilding the snapshot on the way. Read without the
         lock: the files only grow; the first step catches up with what was appended meanwhile.
         A snapshot that another Gate resets meanwhile (Behind) is read again, then left out."""
+        self._live = False  # folding what the ledger held when the Gate opened (require_signatures)
+        try:
+            self._open_tries(full_verify)
+        finally:
+            self._live = True
+
+    def _open_tries(self, full_verify: bool) -> None:
         for attempt in range(3):
             try:
                 return self._open_once(full_verify)
@@ -146,6 +153,9 @@ class CatchUp:
             problem = check_record(record, seq + 1, prev, self._last_ts, self._redactions)
             if problem is not None:
                 raise LedgerCorrupt(problem.seq, problem.message, problem.segment, problem.line)
+            if getattr(self, "signers", None) is not None and (
+                    untrusted := self._trust_problem(record, getattr(self, "_live", False))):
+                raise LedgerCorrupt(record.seq, untrusted, record.segment, record.line)
             try:
                 self.workflow.step(record.seq, record.event)
             except Violation as exc:

@@ -48,3 +48,7 @@ class NoPolicy(GateError):
 
 class UnsignedDecision(GateError):
     """A call whose approval or edit is not signed as its Gate's roster requires (Gate.require_signatures)."""
+
+
+class UnknownPolicy(GateError):
+    """A call proposed under a policy its Gate does not trust (Gate.trust_policies)."""

@@ -58,6 +58,7 @@ from ledger.workflow.errors import (  # noqa: F401 (the Gate's errors, named her
     NoPolicy,
     NotAllowedToCancel,
     PolicyMismatch,
+    UnknownPolicy,
     UnsignedDecision,
 )
 from ledger.workflow.reading import DECISIONS, Reading, _request_id
@@ -203,6 +204,8 @@ class Gate(CatchUp, Reading):
         self._expired: list[int] = []  # the requests the last `expire()` expired
         self._ledger_id = self.ledger.ledger_id
         self.signers: Roster | None = None  # see `require_signatures`
+        self.rosters: dict[str, Roster] = {}  # every roster `require_signatures` was given, by digest
+        self.trusted_policies: frozenset[str] | None = None  # see `trust_policies`
         self._snapshot: Snapshot | None = None
         if snapshot and (where := self.ledger.cache_dir()) is not None:
             self._snapshot = Snapshot(where)
@@ -216,12 +219,52 @@ class Gate(CatchUp, Reading):
             raise
 
     def require_signatures(self, roster: Roster | None) -> None:
-        """From now on, run a call (`execute`, `start`, `run` of a repeated call id) only when
-        every approval and edit of it is signed as `ledger verify --roster` requires, by a key
-        `roster` lists (ledger.proof.decisions.problem): whoever can write the ledger's files can
-        append a lawful-looking approval, and it must not make anything run. A call that fails
-        raises UnsignedDecision and nothing is appended. None: no check (a Gate without a roster)."""
+        """From now on, trust no decision `roster` does not vouch for (None: no check; a Gate
+        without a roster). Whoever can write the ledger's files can append a lawful-looking
+        decision; it must neither make anything run nor reach anyone:
+
+        - a call runs (`execute`, `start`) only when every approval and edit of it is signed as
+          `ledger verify --roster` requires, by a key the roster lists
+          (ledger.proof.decisions.problem); otherwise UnsignedDecision, nothing appended;
+        - a decision another writer appended, folded while the roster in force (the last
+          `roster` event) is one this Gate was given, must be signed so: otherwise the Gate
+          stops, as for any tampering (LedgerCorrupt at its seq), before the decision's status
+          or text is visible through it. So does a `roster` event naming a roster this Gate
+          was not given, folded after it opened (decisions after it could not be checked).
+
+        Decisions under rosters this Gate was not given, folded while it opens (a ledger whose
+        roster changed while no Gate of this roster was open), are left to `ledger verify
+        --roster`, as is whatever the snapshot holds."""
         self.signers = roster
+        if roster is not None:
+            self.rosters[roster.digest] = roster
+
+    def trust_policies(self, digests) -> None:
+        """Run only calls proposed under a policy whose digest is in `digests` (None: any).
+        Another writer may append a proposal decided `allow` by a policy of its own; `execute`
+        and `start` refuse it (UnknownPolicy, nothing appended)."""
+        self.trusted_policies = None if digests is None else frozenset(digests)
+
+    def _trust_problem(self, record: Record, live: bool) -> str | None:
+        """Under `require_signatures`: what is wrong with another writer's `record` before it is
+        folded (see there), or None. Under the lock, with the state before the record."""
+        event = record.event
+        if isinstance(event, ev.RosterRecorded):
+            if live and event.digest not in self.rosters:
+                return (f"a roster this Gate was not given ({event.digest[:12]}…) was recorded by {event.by}: the "
+                        "decisions after it could not be checked")
+            return None
+        if not isinstance(event, ev.SIGNABLE):
+            return None
+        roster = self.rosters.get(self.workflow.roster or "")
+        if roster is None:
+            return "a decision under a roster this Gate was not given" if live and self.workflow.roster else None
+        state = self.workflow.get(event.request)
+        if state is None:
+            return None  # the workflow's own check reports it
+        problem = decisions.problem(event, record.body, ledger_id=self._ledger_id, basis=state.data_seq,
+                                    args=state.digest, proposer=state.proposer, status=state.status, roster=roster)
+        return None if problem is None else f"{problem} (a decision not made through countersign)"
 
     def _signature_problem(self, state: RequestState) -> str | None:
         """What is wrong with the signatures of the approvals and edits that let `state` run
@@ -744,6 +787,9 @@ class Gate(CatchUp, Reading):
                 if self.signers is not None and state.approvers and (problem := self._signature_problem(state)):
                     raise UnsignedDecision(f"request {request} will not run: {problem} (a decision not made through "
                                            "countersign, or by someone the roster does not list)")
+                if self.trusted_policies is not None and state.policy_digest not in self.trusted_policies:
+                    raise UnknownPolicy(f"request {request} will not run: it was decided by a policy this Gate does "
+                                        f"not hold (digest {state.policy_digest[:12]}…), not by the one it decides with")
                 # The tool gets its own copy of the approved arguments, made before anything is
                 # written: nothing that can fail may stand between the start and the tool's run.
                 args = copy.deepcopy(self._call_data(request)["args"])
