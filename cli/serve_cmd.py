@@ -21,7 +21,7 @@ def serve(
     public_url: str = typer.Option("", "--public-url", help="The address people reach the service at "
                                    "(for the links in notifications), e.g. https://approvals.example.com."),
     webhooks: Optional[str] = typer.Option(None, "--webhooks", help="Notify webhooks on interrupt, decision and "
-                                           "expiry: a TOML file of [[webhook]] entries (docs/notifications.md)."),
+                                           "expiry: a TOML file of \\[\\[webhook]] entries (docs/notifications.md)."),
     deliveries: Optional[str] = typer.Option(None, "--deliveries", help="Where every delivery attempt is recorded "
                                              "(JSON Lines; default: LEDGER/cache/deliveries.jsonl); the cursor of "
                                              "notifications sits beside it."),
@@ -53,9 +53,18 @@ def serve(
         service = Service(policy=policy, ledger=ledger, roster=roster, key=key, public_url=public_url,
                           webhooks=webhooks, deliveries=deliveries)
     except ServiceError as exc:
-        fail(str(exc), EXIT_USAGE)
+        from cli.output import visible
+
+        # a policy's diagnostics are several lines (file:line:col, the line, carets): each printed as such
+        lines = [visible(line) for line in str(exc).splitlines()] or [""]
+        typer.echo("\n".join([f"error: {lines[0]}", *lines[1:]]), err=True)
+        raise typer.Exit(EXIT_USAGE)
     except OSError as exc:
         fail(f"{exc.filename or ledger}: {exc.strerror or exc}", EXIT_USAGE)
+    import logging
+
+    # the service's own lines (a reload, a tampered ledger, a failed delivery) beside uvicorn's
+    logging.basicConfig(level=getattr(logging, log_level.upper(), logging.INFO), format="%(levelname)s:     %(message)s")
     typer.echo(f"countersign: serving {ledger} with policy {service.policy.name} on http://{host}:{port} "
                f"(the service signs as {service.loaded.principal.name})", err=True)
     run(service, host=host, port=port, ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile, log_level=log_level)

@@ -78,7 +78,7 @@ def load(policy_path: str | Path, roster_path: str | Path, key: SigningKey) -> L
     try:
         policy = Policy.load(policy_path, groups=roster.groups())  # `approvers N from G` may name a roster group
     except PolicyError as exc:
-        raise ServiceError(str(exc)) from None
+        raise ServiceError(exc.render()) from None  # file:line:col, the line, carets (several lines)
     except OSError as exc:
         raise ServiceError(f"{policy_path}: cannot read the policy: {exc.strerror or exc}") from None
     found = roster.key(key.name, key.public.id.hex())
