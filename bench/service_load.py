@@ -228,6 +228,58 @@ def run_once(agents: int, seconds: float, log=print) -> dict:
     return out
 
 
+def _call(rng: random.Random, seed: int, i: int) -> tuple[str, dict]:
+    """One call of the mix, as the HTTP agents make them."""
+    tool = rng.choices([t for t, _ in MIX], [w for _, w in MIX])[0]
+    return tool, {"path": f"/srv/data/{seed}/{i}.txt", "n": i}
+
+
+def in_process(threads: int = 32, seconds: float = 10.0) -> dict:
+    """The service without HTTP: `threads` threads calling Service.propose back to back (the
+    same mix of calls) on a fresh ledger, with the real fdatasync. What the Gate and the ledger
+    can do under the HTTP layer: proposals/s, and how many steps share a commit (one write, one
+    sync) thanks to the Gate giving up its lock while a commit is in flight."""
+    import threading
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from ledger.proof.roster import load_roster
+    from service_support import setup
+
+    work = Path(tempfile.mkdtemp(prefix="cs-bench-inproc-"))
+    try:
+        s = setup(work, POLICY)
+        service = s.service()
+        agent = load_roster(s.roster).principal("agent-1")
+        with service.gate() as gate:
+            commits_before = gate.ledger.commits
+        counts: list[int] = []
+        stop = time.monotonic() + seconds
+
+        def agent_loop(k: int) -> None:
+            rng, n = random.Random(k), 0
+            while time.monotonic() < stop:
+                tool, args = _call(rng, k, n)
+                service.propose(agent, tool, args, call_id=f"t{k}-{n}")
+                n += 1
+            counts.append(n)
+
+        started = time.monotonic()
+        pool = [threading.Thread(target=agent_loop, args=(k,)) for k in range(threads)]
+        for t in pool:
+            t.start()
+        for t in pool:
+            t.join()
+        elapsed = time.monotonic() - started
+        with service.gate() as gate:
+            commits = gate.ledger.commits - commits_before
+        service.close()
+        total = sum(counts)
+        return {"threads": threads, "seconds": round(elapsed, 2), "proposals": total,
+                "per_s": round(total / elapsed, 1), "commits": commits, "steps_per_commit": round(total / max(commits, 1), 1)}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main(label: str = "run", write: bool = True, seconds: float | None = None, client_counts=(32, 8)) -> int:
     from bench.timing import environment, loadavg
 
@@ -236,6 +288,9 @@ def main(label: str = "run", write: bool = True, seconds: float | None = None, c
     out["loadavg_before"] = loadavg()
     out["mix"] = dict(MIX)
     print(f"bench service: {seconds:g} s per run, {REVIEWERS} reviewers, mix {dict(MIX)}", file=sys.stderr)
+    out["in_process"] = in_process(32, min(seconds, 10.0))
+    print(f"  in process (no HTTP), 32 threads: {out['in_process']['per_s']:,} proposals/s, "
+          f"{out['in_process']['steps_per_commit']} steps per commit", file=sys.stderr, flush=True)
     out["runs"] = [run_once(n, seconds, log=lambda m: print(m, file=sys.stderr, flush=True)) for n in client_counts]
     out["loadavg_after"] = loadavg()
     out["targets"] = TARGETS
@@ -261,6 +316,10 @@ def render(out: dict) -> str:
         p, d = r["proposals"], r["decisions"]
         lines.append(f"| {r['agents']} | {p['per_s']:,} | {p['p50_ms']} ms | {p['p99_ms']} ms | {d['per_s']:,} | "
                      f"{r['server_cpu_cores']} cores | {p['client_cpu_cores'] + d['client_cpu_cores']:.2f} cores |")
+    if "in_process" in out:
+        ip = out["in_process"]
+        lines += ["", f"in process (no HTTP), {ip['threads']} threads: {ip['per_s']:,} proposals/s, "
+                      f"{ip['steps_per_commit']} steps per commit"]
     if "verdicts" in out:
         lines += ["", "targets (32 agents): " + ", ".join(f"{k} {'PASS' if v['pass'] else 'FAIL'} ({v['value']})"
                                                            for k, v in out["verdicts"].items())]
