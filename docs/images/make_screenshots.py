@@ -5,8 +5,8 @@
 
 Writes inbox-queue.png (a supervisor's queue), inbox-request.png (a pending request a
 supervisor edited, with its diff and the decision forms) and inbox-dashboard.png (the charts)
-into `--out` (default: this folder). `--keep DIR` leaves the demo's ledger, roster, key and
-reviewers' tokens in DIR (else a temporary folder, removed); `countersign ledger verify
+into `--out` (default: this folder). `--keep DIR` (a new or empty folder) leaves the demo's
+ledger, roster, service key and tokens (tokens.txt) in DIR (else a temporary folder, removed); `countersign ledger verify
 DIR/ledger --roster DIR/roster.toml` verifies it, every decision signed.
 
 How: five days of a retail support desk under samples/retail.policy, replayed through the Gate
@@ -31,26 +31,27 @@ import os
 import random
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 sys.path.insert(0, str(REPO))
 
-from dsl import Policy  # noqa: E402
-from ledger.clock import ManualClock, utc_now  # noqa: E402
-from ledger.proof.decisions import Signing  # noqa: E402
-from ledger.proof.keys import generate_key, write_keypair  # noqa: E402
-from ledger.proof.roster import load_roster, token_hash  # noqa: E402
-from ledger.store.log import Ledger  # noqa: E402
-from ledger.workflow.gate import Gate, GateError  # noqa: E402
-from ledger.workflow.machine import Violation  # noqa: E402
+from dsl import Policy
+from ledger.clock import ManualClock, utc_now
+from ledger.proof.decisions import Signing
+from ledger.proof.keys import generate_key, write_keypair
+from ledger.proof.roster import load_roster, token_hash
+from ledger.store.log import Ledger
+from ledger.workflow.gate import Gate, GateError
+from ledger.workflow.machine import Violation
 
 POLICY = REPO / "samples" / "retail.policy"
 CHROMIUM = "/usr/bin/chromium"
@@ -89,6 +90,7 @@ class Demo:
         self.tokens = {name: f"cst_demo-token-of-{name}" for name in (*AGENTS, *DESK, *SUPERVISORS)}
         self.roster_path = folder / "roster.toml"
         self.roster_path.write_text(self._roster_text())
+        (folder / "tokens.txt").write_text("".join(f"{name} {token}\n" for name, token in self.tokens.items()))
         self.roster = load_roster(self.roster_path)
         self.signing = Signing(self.key, "service")
         self.ledger_path = folder / "ledger"
@@ -424,11 +426,9 @@ def photograph(demo: Demo, out: Path) -> None:
 
 
 def verify(demo: Demo) -> None:
-    import subprocess
-
     done = subprocess.run([sys.executable, "-c", "from cli.main import main; main()", "ledger", "verify",
                            str(demo.ledger_path), "--roster", str(demo.roster_path)], capture_output=True, text=True,
-                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+                          check=False, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     print(done.stdout.strip() or done.stderr.strip())
     if done.returncode != 0:
         raise SystemExit(f"the demo ledger does not verify (exit {done.returncode})")
@@ -440,6 +440,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--keep", type=Path, help="keep the demo ledger, roster and key in this new folder")
     parser.add_argument("--seed", type=int, default=11, help="the history's random seed (default: %(default)s)")
     options = parser.parse_args(argv)
+    if options.keep is not None and options.keep.exists() and any(options.keep.iterdir()):
+        parser.error(f"--keep {options.keep}: give a new or empty folder (the demo writes a new ledger)")
     folder = options.keep or Path(tempfile.mkdtemp(prefix="countersign-demo-"))
     folder.mkdir(parents=True, exist_ok=True)
     try:
