@@ -5,15 +5,14 @@ reload; approving it returns the agent's /v1 wait; edit (with the page's JSON ch
 with a reason; a stale-digest refusal after another reviewer edited; a CSRF refusal; the queue
 used with the keyboard alone. Skipped (with the reason) when Chromium or Playwright is absent.
 
-Screenshots: with COUNTERSIGN_SCREENSHOTS=1 the last test writes docs/images/inbox-queue.png and
-docs/images/inbox-dashboard.png (committed, shown in the README); otherwise it writes them under
-the test's temporary directory, so a test run never changes the repository.
+Screenshots: the last test takes the queue's and the dashboard's under the test's temporary
+directory (a test run never changes the repository). The committed ones (docs/images/*.png,
+shown in the README) come from docs/images/make_screenshots.py, on a ledger with days of history.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import socket
 import threading
 import time
@@ -34,7 +33,6 @@ from service.app import create_app
 
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-REPO = Path(__file__).resolve().parent.parent
 
 
 def _free_port() -> int:
@@ -200,8 +198,7 @@ def test_the_queue_with_the_keyboard_alone(browser, served):
 
 
 def test_screenshots_of_the_queue_and_the_dashboard(browser, served, tmp_path):
-    out = REPO / "docs" / "images" if os.environ.get("COUNTERSIGN_SCREENSHOTS") == "1" else tmp_path
-    out.mkdir(parents=True, exist_ok=True)
+    out = tmp_path
     for n, (tool, args, run) in enumerate([("small_change", {"id": 1, "note": "rename the invoice"}, "run-7"),
                                            ("big_change", {"amount": 250, "account": "ACME-42"}, "run-7"),
                                            ("big_change", {"amount": 900, "account": "ACME-7"}, "run-8"),

@@ -15,6 +15,12 @@ from markupsafe import Markup, escape
 
 WIDTH = 640
 ROW = 22
+CHAR_WIDTH = 6.2
+"""About the width of a character of the charts' 11-unit sans-serif labels, in SVG units."""
+MIN_LABEL, MAX_LABEL = 60, 240
+"""The bar charts' label column, SVG units: a longer label is cut by the SVG's edge."""
+VALUE_ROOM = 90
+"""Room right of the longest bar for its value and unit, SVG units."""
 
 
 def _fmt(value: float) -> str:
@@ -65,8 +71,12 @@ def paired_bar_chart(items: list[tuple[str, float, float | None]], *, names: tup
     """Two bars per label (the second may be None): e.g. p50 and p90 of a latency."""
     if not items:
         return Markup(f'<p class="empty">{escape(title)}: nothing to draw yet.</p>')
-    label_w, left_pad = 150, 160
-    w = WIDTH - left_pad - 70
+    # The label column fits the longest label (a tool name such as exchange_delivered_order_items),
+    # within reason; the right margin fits a value and its unit ("9,890 p90 s", "78 decisions").
+    longest = max(len(label) for label, _, _ in items)
+    label_w = min(MAX_LABEL, max(MIN_LABEL, round(longest * CHAR_WIDTH)))
+    left_pad = label_w + 10
+    w = WIDTH - left_pad - VALUE_ROOM
     high = max(1.0, max(max(a, b or 0) for _, a, b in items))  # below 1 the bars keep their scale
     paired = any(b is not None for _, _, b in items)
     row = ROW * (2 if paired else 1) + 6
