@@ -95,7 +95,7 @@ def event_line(record: Record) -> dict:
     kind = type(event).__struct_config__.tag
     who = next((getattr(event, n) for n in ("approver", "editor", "by", "proposer", "executor") if getattr(event, n, None)), None)
     text = kind + (f" by {who}" if who else "")
-    for name in ("effect", "outcome", "reason", "message"):
+    for name in ("effect", "outcome", "reason", "message", "comment", "error"):
         value = getattr(event, name, None)
         if isinstance(value, str) and value:
             text += f"; {name}: {value}"
