@@ -40,6 +40,7 @@ from ledger.proof.keys import CheckpointError, SigningKey, load_signing_key
 from ledger.proof.roster import Principal, Roster, RosterError, load_roster
 from ledger.store.log import Record
 from ledger.workflow import describe
+from ledger.workflow.errors import CallIdConflict
 from ledger.workflow.gate import Gate, Proposal
 from ledger.workflow.machine import RequestState, UnknownRequest
 from service.errors import FORBIDDEN, ApiError
@@ -50,6 +51,8 @@ WAITING = frozenset({"pending", "interrupting"})
 WATCH_SECONDS = 0.5
 """How long the watch sleeps in the ledger's change notification before it takes a step anyway
 (a step expires what is due: a deadline fires within this many seconds)."""
+EARLIER_IN_RUN = 10
+"""How many of the run's earlier calls a request in full lists (an agent: those of them it proposed)."""
 NOTIFY_DRAIN_SECONDS = 2.0
 """How long a stopping service keeps sending the notifications that are due (the rest wait for
 the next start: service.notify's cursor)."""
@@ -244,7 +247,11 @@ class Service:
     def propose(self, agent: Principal, tool: str, args: Any, *, run: str | None = None, context: Any = None,
                 call_id: str | None = None) -> Proposal:
         with self.gate() as gate:
-            return gate.propose(tool, args, proposer=agent.name, run=run, context=context, call_id=call_id)
+            try:
+                return gate.propose(tool, args, proposer=agent.name, run=run, context=context, call_id=call_id)
+            except CallIdConflict:  # the Gate's message names the first request: maybe another agent's
+                raise ApiError(409, "call_id_conflict", f"call id {call_id!r} was proposed before with another tool, "
+                               "arguments, proposer or context; use a new, unguessable call id") from None
 
     def own(self, principal: Principal, state: RequestState) -> RequestState:
         """`state`, when `principal` may read it: an agent its own calls, anyone else any.
@@ -260,16 +267,21 @@ class Service:
     def in_full(self, principal: Principal, request: int) -> dict:
         with self.gate() as gate:
             state = self.own(principal, gate.get(request))
-            item = describe.in_full(gate, request)
+            item = describe.in_full(gate, request, earlier=EARLIER_IN_RUN)
+            if principal.kind == "agent":  # a run's name is the agents' choice: another agent's calls in it are not theirs
+                others = {s.request for s in gate.earlier_in_run(request, limit=EARLIER_IN_RUN)
+                          if s.proposer != principal.name}
+                item["earlier_in_run"] = [e for e in item["earlier_in_run"] if e["request"] not in others]
         item["may_decide"] = describe.may_decide(state, principal.name)
         return item
 
     def find(self, principal: Principal, call_id: str) -> RequestState:
         with self.gate() as gate:
             state = gate.find(call_id=call_id)
-        if state is None:
+        if state is None or (principal.kind == "agent" and state.proposer != principal.name):
+            # another agent's call id is answered as an unknown one: a 403 would tell that it was used
             raise ApiError(404, "unknown_call_id", f"no call was proposed with the id {call_id!r}")
-        return self.own(principal, state)
+        return state
 
     def start(self, agent: Principal, request: int) -> Any:
         with self.gate() as gate:

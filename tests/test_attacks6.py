@@ -135,24 +135,39 @@ def test_an_unsigned_approval_is_not_announced_by_the_webhooks(tmp_path, monkeyp
 
 # --- 2. one agent reads another's requests ------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="GET /v1/requests/{id} of an agent's own request lists, in earlier_in_run, "
-                   "another agent's calls of the same run (run names are the agents' choice)")
 def test_an_agent_does_not_see_another_agent_s_calls_through_earlier_in_run(env):
     s, client = env
     theirs = propose(client, s, "small_change", {"id": 1}, who="agent-1", run="agent-1-run").json()
     mine = propose(client, s, "read_thing", {"id": 2}, who="agent-2", run="agent-1-run").json()
     item = client.get(f"/v1/requests/{mine['request']}", headers=s.headers("agent-2")).json()
     assert [e["request"] for e in item["earlier_in_run"] if e["request"] == theirs["request"]] == []
+    later = propose(client, s, "read_thing", {"id": 3}, who="agent-2", run="agent-1-run").json()
+    item = client.get(f"/v1/requests/{later['request']}", headers=s.headers("agent-2")).json()
+    assert [e["request"] for e in item["earlier_in_run"]] == [mine["request"]]  # its own still listed
+    item = client.get(f"/v1/requests/{later['request']}", headers=s.headers("sup-1")).json()
+    assert [e["request"] for e in item["earlier_in_run"]] == [mine["request"], theirs["request"]]  # a reviewer: all
 
 
-@pytest.mark.xfail(strict=True, reason="call ids are one namespace for every agent: agent-2 learns that agent-1 "
-                   "used a call id (403 names its request; the conflict message too) and can take agent-1's call id "
-                   "first, so that agent-1's call is refused with call_id_conflict")
-def test_call_ids_are_the_agent_s_own(env):
+def test_another_agent_s_call_id_is_unknown_to_an_agent(env):
+    """agent-2 cannot learn that agent-1 used a call id: the lookup answers as for an unknown id,
+    and a conflict's message names no request."""
     s, client = env
     mine = propose(client, s, "small_change", {"id": 1}, who="agent-1", call_id="c-1").json()
     probe = client.get("/v1/calls/c-1", headers=s.headers("agent-2"))
     assert probe.status_code == 404 and str(mine["request"]) not in probe.text, probe.text
+    never = client.get("/v1/calls/c-never", headers=s.headers("agent-2"))
+    assert (probe.json()["error"]["code"], never.status_code, never.json()["error"]["code"]) == (
+        "unknown_call_id", 404, "unknown_call_id")
+    conflict = propose(client, s, "small_change", {"id": 2}, who="agent-2", call_id="c-1")
+    assert conflict.status_code == 409 and f"request {mine['request']}" not in conflict.text, conflict.text
+    assert client.get("/v1/calls/c-1", headers=s.headers("agent-1")).json()["request"] == mine["request"]
+
+
+@pytest.mark.xfail(strict=True, reason="call ids are one namespace in the ledger (a ledger-format change, out of "
+                   "scope of the service): agent-2 can take agent-1's next call id first, so that agent-1's call is "
+                   "refused with call_id_conflict; docs/service.md says to make call ids unguessable")
+def test_an_agent_cannot_take_another_agent_s_call_id_first(env):
+    s, client = env
     squat = propose(client, s, "small_change", {"id": 9}, who="agent-2", call_id="toolu_next")
     assert squat.status_code == 201
     later = propose(client, s, "small_change", {"id": 2}, who="agent-1", call_id="toolu_next")
