@@ -9,7 +9,8 @@ principal and renders one template (service.web.render).
     GET  /inbox/history, /inbox/runs/{run}, /inbox/dashboard
 
 Identity: the reviewer is the session's principal (service.web.sessions), looked up in the
-roster in force on every request, so a reviewer removed by a reload is logged out; a form's
+roster in force on every request, so a reviewer removed by a reload is logged out, and so is a
+session whose token the reloaded roster no longer lists for them (rotated or revoked); a form's
 fields never name anyone (an `approver` field is not read). Every POST carries the session's
 CSRF token (the login form: a token of its own in a cookie and the form, compared: the
 "double submit" pattern, since there is no session yet). Every refusal is a page saying why,
@@ -31,6 +32,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from ledger.analytics import dashboard as analytics
+from ledger.proof.roster import token_hash
 from service.api import MAX_BODY_BYTES
 from service.core import Service
 from service.errors import ApiError, from_exception
@@ -119,7 +121,8 @@ class Inbox:
         if session is None:
             return None
         principal = self.service.roster.principal(session.principal)
-        if principal is None or principal.kind not in ("reviewer", "admin"):
+        if (principal is None or principal.kind not in ("reviewer", "admin")
+                or session.token_sha256 not in principal.token_sha256):  # removed, or its token rotated or revoked
             self.sessions.drop(session.id)
             return None
         request.state.session, request.state.principal = session, principal
@@ -159,7 +162,7 @@ class Inbox:
             response = page(request, "login.html", status=403, csrf=form.get("csrf"), next=_local(form.get("next")),
                             error=why)
             return response
-        session = self.sessions.create(principal.name)
+        session = self.sessions.create(principal.name, token_hash(token.strip()))
         response = RedirectResponse(_local(form.get("next")), status_code=303)
         response.set_cookie(COOKIE, session.id, httponly=True, samesite="strict", secure=_secure(request), path="/inbox")
         response.delete_cookie(LOGIN_COOKIE, path="/inbox/login")
