@@ -73,10 +73,6 @@ def _from_api(error: ApiError) -> Refused:
     return Refused(error.status, titles.get(error.code, "The decision was refused"), message, link, error.code)
 
 
-def _secure(request: Request) -> bool:
-    return request.url.scheme == "https"
-
-
 class Inbox:
     """The endpoints over one service and its sessions."""
 
@@ -142,12 +138,18 @@ class Inbox:
                           (request.headers.get("referer") or "/inbox", "Back"), "csrf")
         return form
 
+    def _secure(self, request: Request) -> bool:
+        """Whether cookies get Secure: the request came over https, or the service's --public-url
+        is https (behind a TLS-terminating proxy every request reaches uvicorn as plain http, and
+        uvicorn trusts no X-Forwarded-Proto: app.run sets proxy_headers=False)."""
+        return request.url.scheme == "https" or self.service.public_url.lower().startswith("https://")
+
     # --- logging in and out -------------------------------------------------------------------
 
     async def login_form(self, request: Request, form: Any) -> Response:
         token = secrets.token_urlsafe(24)
         response = page(request, "login.html", csrf=token, next=_local(request.query_params.get("next")), error=None)
-        response.set_cookie(LOGIN_COOKIE, token, httponly=True, samesite="strict", secure=_secure(request),
+        response.set_cookie(LOGIN_COOKIE, token, httponly=True, samesite="strict", secure=self._secure(request),
                             path="/inbox/login", max_age=3600)
         return response
 
@@ -164,14 +166,14 @@ class Inbox:
             return response
         session = self.sessions.create(principal.name, token_hash(token.strip()))
         response = RedirectResponse(_local(form.get("next")), status_code=303)
-        response.set_cookie(COOKIE, session.id, httponly=True, samesite="strict", secure=_secure(request), path="/inbox")
+        response.set_cookie(COOKIE, session.id, httponly=True, samesite="strict", secure=self._secure(request), path="/inbox")
         response.delete_cookie(LOGIN_COOKIE, path="/inbox/login")
         return response
 
     async def logout(self, request: Request, form: Any) -> Response:
         self.sessions.drop(request.state.session.id)
         response = RedirectResponse("/inbox/login", status_code=303)
-        response.delete_cookie(COOKIE, path="/inbox", httponly=True, samesite="strict", secure=_secure(request))
+        response.delete_cookie(COOKIE, path="/inbox", httponly=True, samesite="strict", secure=self._secure(request))
         return response
 
     # --- the queue ----------------------------------------------------------------------------

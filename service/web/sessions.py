@@ -9,7 +9,8 @@ SHA-256 of the token it logged in with, and a CSRF token in memory.
 
 The cookie (`countersign_session`) holds only the id: 32 random bytes (secrets.token_urlsafe),
 HttpOnly (no script reads it), SameSite=Strict (no other site's page sends it, RFC 6265bis
-section 5.4.7), Path=/inbox, and Secure when the request came over https. The CSRF token is a
+section 5.4.7), Path=/inbox, and Secure when the request came over https or the service's
+--public-url is https (service.web.pages). The CSRF token is a
 second random value of the session, put in every form and compared in constant time on every
 POST (OWASP's "synchronizer token pattern"). The store is bounded (MAX_SESSIONS; the least
 recently used session goes first) and a session idle for IDLE_SECONDS is dropped; a restart
