@@ -237,18 +237,27 @@ def test_the_service_principal_does_nothing_over_http(tmp_path):
 
 # --- 4. refusals that are not stable codes, limits not held -------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="'²' passes str.isdigit but not int(): a request id or Last-Event-ID "
-                   "spelled with it is a 500 `internal` (a bug, per docs/service.md), not a stable refusal")
 def test_a_request_id_or_event_id_in_other_digits_is_refused_with_a_stable_code(env):
     s, client = env
     r = client.get("/v1/requests/%C2%B2", headers=s.headers("sup-1"))
     assert (r.status_code, r.json()["error"]["code"]) == (404, "unknown_request"), r.text
     r = client.post("/v1/requests/%C2%B2/start", headers=s.headers("agent-1"))
     assert r.status_code == 404, r.text
-    r = client.get("/v1/runs/r/events", headers={**s.headers("sup-1"), "Last-Event-ID": "\u00b2"})
+    r = client.get("/v1/runs/r/events", headers={**s.headers("sup-1"), "Last-Event-ID": "\u00b2".encode("latin-1")})
     assert (r.status_code, r.json()["error"]["code"]) == (422, "invalid_parameter"), r.text
+    for query in ("/v1/runs/r/events?since=%C2%B2", "/v1/history?before=%D9%A3", "/v1/history?limit=%D9%A3",
+                  "/v1/queue?limit=%C2%B2", "/v1/history?limit=2.0"):
+        r = client.get(query, headers=s.headers("sup-1"))
+        assert (r.status_code, r.json()["error"]["code"]) == (422, "invalid_parameter"), (query, r.text)
     assert web_login(client, s, "sup-1").status_code == 303
     assert client.get("/inbox/requests/%C2%B2").status_code == 404
+    assert client.get("/inbox/history?before=%C2%B2").status_code == 200  # ignored, as any other non-number
+
+
+def test_a_webhook_signature_s_time_in_other_digits_does_not_verify():
+    from service.notify_bodies import verify
+
+    assert verify(b"k", b"{}", "t=\u00b2,v1=00", now=2) is False
 
 
 @pytest.mark.xfail(strict=True, reason="a form sent without Content-Length (chunked) is read whole, up to 32 "

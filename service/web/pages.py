@@ -33,7 +33,7 @@ from starlette.responses import RedirectResponse, Response
 
 from ledger.analytics import dashboard as analytics
 from ledger.proof.roster import token_hash
-from service.api import MAX_BODY_BYTES
+from service.api import MAX_BODY_BYTES, digits
 from service.core import Service
 from service.errors import ApiError, from_exception
 from service.web import charts
@@ -126,7 +126,7 @@ class Inbox:
 
     async def _form(self, request: Request, session: Session | None) -> Any:
         declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        if declared is not None and digits(declared) and int(declared) > MAX_BODY_BYTES:
             raise Refused(413, "The form is too large", f"A form may hold at most {MAX_BODY_BYTES:,} bytes.")
         form = await request.form(max_files=0, max_fields=32, max_part_size=MAX_BODY_BYTES)
         token = form.get("csrf")
@@ -237,7 +237,7 @@ class Inbox:
         q = request.query_params
         filters = {k: q.get(k) or None for k in ("q", "tool", "status", "decided_by")}
         before = q.get("before")
-        before_seq = int(before) if before and before.isdigit() and len(before) < 19 else None
+        before_seq = int(before) if before and digits(before) and len(before) < 19 else None
         rows = await run_in_threadpool(self.service.history, request.state.principal, tool=filters["tool"],
                                        status=filters["status"], decided_by=filters["decided_by"], text=filters["q"],
                                        before=before_seq, limit=HISTORY_PAGE)
@@ -297,7 +297,7 @@ def _back(rid: int) -> tuple[str, str]:
 
 def _request_id(request: Request) -> int:
     text = request.path_params["request"]
-    if not text.isdigit() or len(text) > 19 or int(text) < 1:
+    if not digits(text) or len(text) > 19 or int(text) < 1:
         raise Refused(404, "No such request", f"{text!r} is not a request id (a positive integer).", ("/inbox", "The queue"),
                       "unknown_request")
     return int(text)
