@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
@@ -46,6 +47,12 @@ LOGIN_COOKIE = "countersign_login"
 DECISIONS = ("approve", "edit", "reject", "respond")
 HISTORY_PAGE = 50
 MAX_RUBBER_STAMP_SECONDS = 86_400.0
+MAX_FORM_BYTES = MAX_BODY_BYTES
+"""A logged-in reviewer's form: the edit form carries the new arguments as JSON, which a ledger
+line (16 MiB) bounds anyway."""
+MAX_LOGIN_FORM_BYTES = 64 * 1024
+"""The log-in form, which anyone may send: a token (at most 512 characters), a CSRF token and a
+path; no reason to hold more of a stranger's bytes in memory."""
 
 
 class Refused(Exception):
@@ -125,10 +132,32 @@ class Inbox:
         return session
 
     async def _form(self, request: Request, session: Session | None) -> Any:
+        """The POST's form, read whole and counted as it arrives (a chunked body has no declared
+        length) and refused past its limit before any parsing: MAX_FORM_BYTES in a session,
+        MAX_LOGIN_FORM_BYTES for the log-in form, which anyone may send. Then the CSRF check."""
+        limit = MAX_FORM_BYTES if session is not None else MAX_LOGIN_FORM_BYTES
+        too_large = Refused(413, "The form is too large", f"This form may hold at most {limit:,} bytes. Nothing was "
+                            "recorded.", code="body_too_large")
         declared = request.headers.get("content-length")
-        if declared is not None and digits(declared) and int(declared) > MAX_BODY_BYTES:
-            raise Refused(413, "The form is too large", f"A form may hold at most {MAX_BODY_BYTES:,} bytes.")
-        form = await request.form(max_files=0, max_fields=32, max_part_size=MAX_BODY_BYTES)
+        if declared is not None and digits(declared) and int(declared) > limit:
+            raise too_large
+        received = 0
+
+        async def counted() -> Any:
+            nonlocal received
+            message = await request.receive()
+            received += len(message.get("body", b""))
+            if received > limit:
+                raise too_large
+            return message
+
+        reading = Request(request.scope, counted)
+        await reading.body()  # kept by the Request: form() parses it from memory
+        try:
+            form = await reading.form(max_files=0, max_fields=32, max_part_size=limit)
+        except HTTPException as exc:  # starlette's refusal of a malformed form (too many fields, ...)
+            raise Refused(422, "The form could not be read", f"{exc.detail} Nothing was recorded.",
+                          code="invalid_body") from None
         token = form.get("csrf")
         expected = session.csrf if session is not None else request.cookies.get(LOGIN_COOKIE)
         if not expected or not isinstance(token, str) or not secrets.compare_digest(token.encode(), expected.encode()):
