@@ -39,7 +39,7 @@ from ledger.store.lines import MAX_LINE_BYTES
 from ledger.workflow import describe
 from ledger.workflow.gate import Execution, Proposal
 from service import auth
-from service.core import Service, ServiceError
+from service.core import END, Service, ServiceError
 from service.errors import INVALID_BODY, MALFORMED_JSON, TIMEOUT_RANGE, ApiError
 
 log = logging.getLogger("countersign.service")
@@ -301,24 +301,43 @@ async def run_events(request: Request) -> Response:
     def own(proposer: str) -> bool:
         return principal.kind != "agent" or proposer == principal.name
 
+    queue = service.open_stream(run, principal)  # before the stored events are read: nothing falls between
+
     async def stream():
-        with service.subscribe(run) as queue:
-            last = since
-            for item in await run_in_threadpool(service.run_events, principal, run, since):
+        last = since
+        for item in await run_in_threadpool(service.run_events, principal, run, since):
+            last = item["seq"]
+            yield _sse(item)
+        while True:
+            try:
+                entry = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
+            except asyncio.TimeoutError:
+                yield b": keep-alive\n\n"
+                continue
+            if entry is END:  # this client read too slowly: it reconnects with Last-Event-ID
+                return
+            proposer, item = entry
+            if item["seq"] > last and own(proposer):
                 last = item["seq"]
                 yield _sse(item)
-            while True:
-                try:
-                    proposer, item = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
-                except asyncio.TimeoutError:
-                    yield b": keep-alive\n\n"
-                    continue
-                if item["seq"] > last and own(proposer):
-                    last = item["seq"]
-                    yield _sse(item)
 
-    return StreamingResponse(stream(), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+    return _EventStream(stream(), lambda: service.close_stream(run, queue, principal))
+
+
+class _EventStream(StreamingResponse):
+    """A text/event-stream response that calls `release` once it is over, however it ends (the
+    client gone, the stream ended, or never started)."""
+
+    def __init__(self, content: Any, release: Any):
+        super().__init__(content, media_type="text/event-stream",
+                         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+        self._release = release
+
+    async def __call__(self, scope, receive, send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._release()
 
 
 def _head(service: Service) -> int:

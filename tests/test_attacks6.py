@@ -305,14 +305,32 @@ def test_a_reviewer_s_form_past_the_limit_is_413_and_a_malformed_one_422(env):
     assert r.status_code == 303, r.text  # an ordinary form still goes through
 
 
-@pytest.mark.xfail(strict=True, reason="each event stream's queue is unbounded: a client that stops reading keeps "
-                   "every later event of its run in memory (the rules: every cache bounded in bytes)")
 def test_an_event_stream_s_queue_is_bounded(tmp_path):
+    import contextlib
+
+    from service.core import END, MAX_STREAMS_PER_PRINCIPAL
+    from service.errors import ApiError
+
     s = setup(tmp_path)
     service = s.service()
     try:
         with service.subscribe("run-1") as queue:
             assert queue.maxsize > 0
+            items = [("run-1", "agent-1", {"seq": n}) for n in range(queue.maxsize + 1)]
+            service._wake(set(), items)  # what the watch does with a run's new events
+            assert (queue.qsize(), queue.get_nowait()) == (1, END)  # the stream ends: its client resumes
+            service._wake(set(), items[:1])
+            assert queue.empty()  # and is fed no more
+        agent = service.roster.principal("agent-1")
+        with contextlib.ExitStack() as held:
+            for _ in range(MAX_STREAMS_PER_PRINCIPAL):
+                held.enter_context(service.subscribe("run-1", agent))
+            with pytest.raises(ApiError) as refused:
+                service.open_stream("run-2", agent)
+            assert (refused.value.status, refused.value.code) == (429, "too_many_streams")
+            other = service.roster.principal("agent-2")  # counted apart
+            service.close_stream("run-1", service.open_stream("run-1", other), other)
+        service.close_stream("run-2", service.open_stream("run-2", agent), agent)  # given back
     finally:
         service.close()
 
