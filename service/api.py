@@ -39,7 +39,7 @@ from ledger.store.lines import MAX_LINE_BYTES
 from ledger.workflow import describe
 from ledger.workflow.gate import Execution, Proposal
 from service import auth
-from service.core import Service, ServiceError
+from service.core import END, Service, ServiceError
 from service.errors import INVALID_BODY, MALFORMED_JSON, TIMEOUT_RANGE, ApiError
 
 log = logging.getLogger("countersign.service")
@@ -92,10 +92,16 @@ class OutcomeBody(msgspec.Struct, forbid_unknown_fields=True):
 BODIES = (ProposalBody, DecisionBody, StartBody, OutcomeBody)
 
 
+def digits(text: str) -> bool:
+    """Whether `text` is `[0-9]+`: ASCII decimal digits only. (str.isdigit also takes '²' and
+    other scripts' digits, which int() refuses or reads as numbers nobody wrote.)"""
+    return text.isascii() and text.isdecimal()
+
+
 async def _body(request: Request, kind: type) -> Any:
     """The request's JSON body decoded as `kind`. Raises ApiError 400/413/422."""
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+    if declared is not None and digits(declared) and int(declared) > MAX_BODY_BYTES:
         raise ApiError(413, "body_too_large", f"the body is larger than {MAX_BODY_BYTES:,} bytes")
     data = bytearray()
     async for chunk in request.stream():
@@ -118,7 +124,7 @@ async def _body(request: Request, kind: type) -> Any:
 
 def _request_id(request: Request) -> int:
     text = request.path_params["request"]
-    if not text.isdigit() or len(text) > 19 or int(text) < 1:
+    if not digits(text) or len(text) > 19 or int(text) < 1:
         raise ApiError(404, "unknown_request", f"no request has the id {text!r}: an id is a positive integer")
     return int(text)
 
@@ -134,6 +140,17 @@ def _number(request: Request, name: str, default: float | None, low: float, high
     if not low <= value <= high:
         raise ApiError(422, TIMEOUT_RANGE, f"{name} must be between {low:g} and {high:g}")
     return value
+
+
+def _integer(request: Request, name: str, default: int | None, low: int, high: int) -> int | None:
+    """The query parameter `name` as an integer `[0-9]+` between `low` and `high`, or `default`
+    when absent. Raises ApiError 422 `invalid_parameter`."""
+    text = request.query_params.get(name)
+    if text is None:
+        return default
+    if not digits(text) or len(text) > 19 or not low <= int(text) <= high:
+        raise ApiError(422, TIMEOUT_RANGE, f"{name} must be an integer between {low} and {high}, not {text[:40]!r}")
+    return int(text)
 
 
 def _json(data: Any, status: int = 200) -> Response:
@@ -238,10 +255,10 @@ async def by_call_id(request: Request) -> Response:
 async def queue(request: Request) -> Response:
     principal = _principal(request, "reviewer", "admin")
     q = request.query_params
-    limit = _number(request, "limit", None, 1, 10_000)
+    limit = _integer(request, "limit", None, 1, 10_000)
     everyone = q.get("all") in ("1", "true", "yes") or principal.kind == "admin"
     rows, hidden = await run_in_threadpool(_service(request).queue, principal, tool=q.get("tool"), run=q.get("run"),
-                                           group=q.get("group"), limit=int(limit) if limit else None, everyone=everyone)
+                                           group=q.get("group"), limit=limit, everyone=everyone)
     return _json({"requests": rows, "hidden": hidden,
                   "note": (f"{hidden} pending request{'s' if hidden != 1 else ''} you may not decide "
                            "(another group's, or your own) are not listed") if hidden else None})
@@ -262,12 +279,12 @@ async def decide(request: Request) -> Response:
 async def history(request: Request) -> Response:
     principal = _principal(request)
     q = request.query_params
-    before = _number(request, "before", None, 1, 2 ** 63 - 1)
-    limit = _number(request, "limit", 50, 1, 500)
+    before = _integer(request, "before", None, 1, 2 ** 63 - 1)
+    limit = _integer(request, "limit", 50, 1, 500)
     rows = await run_in_threadpool(_service(request).history, principal, tool=q.get("tool"), run=q.get("run"),
                                    status=q.get("status"), decided_by=q.get("decided_by"), text=q.get("q"),
-                                   before=int(before) if before else None, limit=int(limit))
-    return _json({"requests": rows, "next_before": rows[-1]["request"] if len(rows) == int(limit) else None})
+                                   before=before, limit=limit)
+    return _json({"requests": rows, "next_before": rows[-1]["request"] if len(rows) == limit else None})
 
 
 async def run_events(request: Request) -> Response:
@@ -277,31 +294,50 @@ async def run_events(request: Request) -> Response:
     run = request.path_params["run"]
     since_text = request.headers.get("last-event-id") or request.query_params.get("since")
     service = _service(request)
-    if since_text is not None and not since_text.isdigit():
+    if since_text is not None and (not digits(since_text) or len(since_text) > 19):
         raise ApiError(422, TIMEOUT_RANGE, "Last-Event-ID (or since) must be a seq")
     since = int(since_text) if since_text is not None else await run_in_threadpool(lambda: _head(service))
 
     def own(proposer: str) -> bool:
         return principal.kind != "agent" or proposer == principal.name
 
+    queue = service.open_stream(run, principal)  # before the stored events are read: nothing falls between
+
     async def stream():
-        with service.subscribe(run) as queue:
-            last = since
-            for item in await run_in_threadpool(service.run_events, principal, run, since):
+        last = since
+        for item in await run_in_threadpool(service.run_events, principal, run, since):
+            last = item["seq"]
+            yield _sse(item)
+        while True:
+            try:
+                entry = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
+            except asyncio.TimeoutError:
+                yield b": keep-alive\n\n"
+                continue
+            if entry is END:  # this client read too slowly: it reconnects with Last-Event-ID
+                return
+            proposer, item = entry
+            if item["seq"] > last and own(proposer):
                 last = item["seq"]
                 yield _sse(item)
-            while True:
-                try:
-                    proposer, item = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
-                except asyncio.TimeoutError:
-                    yield b": keep-alive\n\n"
-                    continue
-                if item["seq"] > last and own(proposer):
-                    last = item["seq"]
-                    yield _sse(item)
 
-    return StreamingResponse(stream(), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+    return _EventStream(stream(), lambda: service.close_stream(run, queue, principal))
+
+
+class _EventStream(StreamingResponse):
+    """A text/event-stream response that calls `release` once it is over, however it ends (the
+    client gone, the stream ended, or never started)."""
+
+    def __init__(self, content: Any, release: Any):
+        super().__init__(content, media_type="text/event-stream",
+                         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+        self._release = release
+
+    async def __call__(self, scope, receive, send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._release()
 
 
 def _head(service: Service) -> int:
@@ -325,7 +361,7 @@ async def reload(request: Request) -> Response:
 
 async def deliveries(request: Request) -> Response:
     _principal(request, "admin")
-    limit = int(_number(request, "limit", 100, 1, 1000))
+    limit = _integer(request, "limit", 100, 1, 1000)
     notifier = _service(request).notifier
     if notifier is None:
         return _json({"enabled": False, "webhooks": [], "queued": 0, "queued_bytes": 0, "dropped": 0, "cursor": None,

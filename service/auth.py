@@ -62,12 +62,17 @@ def bearer_token(header: str | None) -> str | None:
 
 
 def authenticate(roster: Roster, header: str | None) -> Principal:
-    """The principal of the request's bearer token. Raises ApiError 401 `unauthenticated`."""
+    """The principal of the request's bearer token. Raises ApiError 401 `unauthenticated`, and
+    403 `forbidden` for the service's own principal (kind `service`: it does nothing over HTTP,
+    docs/service.md; load_roster refuses a token for it, and this holds even so)."""
     token = bearer_token(header)
     principal = _known.authenticate(roster, token) if token is not None else None
     if principal is None:
         raise ApiError(401, UNAUTHENTICATED, "send `Authorization: Bearer TOKEN` with a token the roster lists "
                        "(`countersign roster token NAME` makes one)")
+    if principal.kind == "service":
+        raise ApiError(403, FORBIDDEN, f"{principal.name} is the service's own principal (kind service): it signs the "
+                       "decisions the service records and does nothing over HTTP; give it no token")
     return principal
 
 

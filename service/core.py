@@ -40,9 +40,10 @@ from ledger.proof.keys import CheckpointError, SigningKey, load_signing_key
 from ledger.proof.roster import Principal, Roster, RosterError, load_roster
 from ledger.store.log import LedgerCorrupt, Record
 from ledger.workflow import describe
+from ledger.workflow.errors import CallIdConflict
 from ledger.workflow.gate import Gate, Proposal
 from ledger.workflow.machine import RequestState, UnknownRequest
-from service.errors import FORBIDDEN, ApiError
+from service.errors import FORBIDDEN, TOO_MANY_STREAMS, ApiError
 
 log = logging.getLogger("countersign.service")
 
@@ -50,9 +51,21 @@ WAITING = frozenset({"pending", "interrupting"})
 WATCH_SECONDS = 0.5
 """How long the watch sleeps in the ledger's change notification before it takes a step anyway
 (a step expires what is due: a deadline fires within this many seconds)."""
+EARLIER_IN_RUN = 10
+"""How many of the run's earlier calls a request in full lists (an agent: those of them it proposed)."""
+STREAM_QUEUE_ITEMS = 1_000
+"""Events queued for one event stream (each a small dict of a few hundred bytes). A client that
+reads slower than its run is written fills its queue; the stream is then ended, and the client
+resumes with Last-Event-ID, reading what it missed from the ledger."""
+MAX_STREAMS_PER_PRINCIPAL = 8
+"""Event streams one principal may hold open at once (429 `too_many_streams` beyond)."""
 NOTIFY_DRAIN_SECONDS = 2.0
 """How long a stopping service keeps sending the notifications that are due (the rest wait for
 the next start: service.notify's cursor)."""
+
+
+END = None
+"""The last item of a stream's queue that was full: the stream ends (service.core.Service.open_stream)."""
 
 
 class ServiceError(Exception):
@@ -125,11 +138,12 @@ class SharedGate:
 
 @dataclass
 class _Waiters:
-    """Clients waiting on the watch: futures by request, event queues by run (asyncio objects of
-    the server's loop, touched only from it)."""
+    """Clients waiting on the watch: futures by request, event queues by run, and how many
+    streams each principal holds open (asyncio objects of the server's loop, touched only from it)."""
 
     requests: dict[int, list[asyncio.Future]] = field(default_factory=dict)
     runs: dict[str, list[asyncio.Queue]] = field(default_factory=dict)
+    streams: dict[str, int] = field(default_factory=dict)
 
 
 class Service:
@@ -250,10 +264,14 @@ class Service:
     def propose(self, agent: Principal, tool: str, args: Any, *, run: str | None = None, context: Any = None,
                 call_id: str | None = None) -> Proposal:
         with self.gate() as gate:
-            proposal = gate.propose(tool, args, proposer=agent.name, run=run, context=context, call_id=call_id)
+            try:
+                proposal = gate.propose(tool, args, proposer=agent.name, run=run, context=context, call_id=call_id)
+            except CallIdConflict:  # the Gate's message names the first request: maybe another agent's
+                raise ApiError(409, "call_id_conflict", f"call id {call_id!r} was proposed before with another tool, "
+                               "arguments, proposer or context; use a new, unguessable call id") from None
             if proposal.duplicate and gate.get(proposal.request, refresh=False).policy_digest not in self.policies:
                 raise ApiError(409, "call_id_conflict", f"call id {call_id!r} was proposed before under a policy this "
-                               "service does not hold: propose with a new call id", proposal.request)
+                               "service does not hold: propose with a new, unguessable call id")
             return proposal
 
     def own(self, principal: Principal, state: RequestState) -> RequestState:
@@ -270,16 +288,21 @@ class Service:
     def in_full(self, principal: Principal, request: int) -> dict:
         with self.gate() as gate:
             state = self.own(principal, gate.get(request))
-            item = describe.in_full(gate, request)
+            item = describe.in_full(gate, request, earlier=EARLIER_IN_RUN)
+            if principal.kind == "agent":  # a run's name is the agents' choice: another agent's calls in it are not theirs
+                others = {s.request for s in gate.earlier_in_run(request, limit=EARLIER_IN_RUN)
+                          if s.proposer != principal.name}
+                item["earlier_in_run"] = [e for e in item["earlier_in_run"] if e["request"] not in others]
         item["may_decide"] = describe.may_decide(state, principal.name)
         return item
 
     def find(self, principal: Principal, call_id: str) -> RequestState:
         with self.gate() as gate:
             state = gate.find(call_id=call_id)
-        if state is None:
+        if state is None or (principal.kind == "agent" and state.proposer != principal.name):
+            # another agent's call id is answered as an unknown one: a 403 would tell that it was used
             raise ApiError(404, "unknown_call_id", f"no call was proposed with the id {call_id!r}")
-        return self.own(principal, state)
+        return state
 
     def start(self, agent: Principal, request: int) -> Any:
         with self.gate() as gate:
@@ -434,8 +457,20 @@ class Service:
                 if not future.done():
                     future.set_result(None)
         for run, proposer, item in items:
-            for queue in self._waiters.runs.get(run, ()) if run is not None else ():
-                queue.put_nowait((proposer, item))
+            for queue in list(self._waiters.runs.get(run, ())) if run is not None else ():
+                try:
+                    queue.put_nowait((proposer, item))
+                except asyncio.QueueFull:  # its client reads too slowly: end the stream (it resumes from its last id)
+                    self._end_stream(run, queue)
+
+    def _end_stream(self, run: str, queue: asyncio.Queue) -> None:
+        """Empty a full queue, put END in it, and feed it no more."""
+        while not queue.empty():
+            queue.get_nowait()
+        queue.put_nowait(END)
+        queues = self._waiters.runs.get(run, [])
+        if queue in queues:
+            queues.remove(queue)
 
     async def wait(self, principal: Principal, request: int, timeout: float) -> tuple[RequestState, bool]:
         """Wait until the request is decided (no longer pending) or `timeout` seconds pass.
@@ -461,20 +496,44 @@ class Service:
                 if not futures:
                     self._waiters.requests.pop(request, None)
 
-    @contextlib.contextmanager
-    def subscribe(self, run: str) -> Iterator[asyncio.Queue]:
+    def open_stream(self, run: str, principal: Principal | None = None) -> asyncio.Queue:
         """A queue of the run's new events, from the watch: (the request's proposer,
-        describe.stream_item dict) pairs."""
-        queue: asyncio.Queue = asyncio.Queue()
+        describe.stream_item dict) pairs, at most STREAM_QUEUE_ITEMS; when it is full, the
+        watch empties it and puts END, the last item (the stream must end). Give it back with
+        close_stream. Call from the server's loop. Raises ApiError 429 `too_many_streams` when
+        `principal` holds MAX_STREAMS_PER_PRINCIPAL open already."""
+        if principal is not None:
+            held = self._waiters.streams.get(principal.name, 0)
+            if held >= MAX_STREAMS_PER_PRINCIPAL:
+                raise ApiError(429, TOO_MANY_STREAMS, f"{principal.name} holds {held} event streams open already, the "
+                               "most one principal may; close one first")
+            self._waiters.streams[principal.name] = held + 1
+        queue: asyncio.Queue = asyncio.Queue(maxsize=STREAM_QUEUE_ITEMS)
         self._waiters.runs.setdefault(run, []).append(queue)
+        return queue
+
+    def close_stream(self, run: str, queue: asyncio.Queue, principal: Principal | None = None) -> None:
+        """Give back a queue of open_stream (the same `run` and `principal`)."""
+        queues = self._waiters.runs.get(run, [])
+        if queue in queues:
+            queues.remove(queue)
+        if not queues:
+            self._waiters.runs.pop(run, None)
+        if principal is not None:
+            held = self._waiters.streams.get(principal.name, 0) - 1
+            if held > 0:
+                self._waiters.streams[principal.name] = held
+            else:
+                self._waiters.streams.pop(principal.name, None)
+
+    @contextlib.contextmanager
+    def subscribe(self, run: str, principal: Principal | None = None) -> Iterator[asyncio.Queue]:
+        """open_stream, given back on leaving the block."""
+        queue = self.open_stream(run, principal)
         try:
             yield queue
         finally:
-            queues = self._waiters.runs.get(run, [])
-            if queue in queues:
-                queues.remove(queue)
-            if not queues:
-                self._waiters.runs.pop(run, None)
+            self.close_stream(run, queue, principal)
 
     def run_events(self, principal: Principal, run: str, since: int) -> list[dict]:
         """The stored events after seq `since` of the run's requests (those `principal` may

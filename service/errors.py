@@ -86,4 +86,5 @@ MALFORMED_JSON = "malformed_json"  # 400: the body is not JSON
 INVALID_BODY = "invalid_body"  # 422: JSON, but not the shape the endpoint takes (an unknown field among them)
 NOT_FOUND = "not_found"  # 404: no such endpoint or call id
 TIMEOUT_RANGE = "invalid_parameter"  # 422: a query parameter out of range
+TOO_MANY_STREAMS = "too_many_streams"  # 429: the principal holds MAX_STREAMS_PER_PRINCIPAL event streams open (service.core)
 INTERNAL = "internal"  # 500: a bug; the server's log has the details

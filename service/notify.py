@@ -422,6 +422,6 @@ class Notifier:
 
 def _seconds(value: str | None) -> float | None:
     """A Retry-After given in seconds (RFC 9110, 10.2.3); an HTTP-date is ignored (the backoff applies)."""
-    if value is None or not value.strip().isdigit():
+    if value is None or not (value.strip().isascii() and value.strip().isdecimal()):  # [0-9]+ ('²' passes isdigit)
         return None
     return float(value.strip())

@@ -51,7 +51,9 @@ _OPERATIONS = {
                                                  "own", "reviewer", api.DecisionBody, [], 200)},
     "/v1/calls/{call_id}": {"get": ("Look a request up by its call id", "any", None, [], 200)},
     "/v1/runs/{run}/events": {"get": ("Server-sent events of a run's requests: `id` the seq (resume with "
-                                      "Last-Event-ID), `event` the kind, `data` JSON", "any", None,
+                                      "Last-Event-ID), `event` the kind, `data` JSON; a client that reads too "
+                                      "slowly is ended (resume); at most 8 streams a principal (429 "
+                                      "too_many_streams)", "any", None,
                                       [("since", "integer", "Send the stored events after this seq first (default: "
                                         "only new ones).")], 200)},
     "/v1/queue": {"get": ("Pending requests the reviewer may decide, oldest first; `hidden` counts the others",

@@ -147,7 +147,7 @@ def test_an_agent_reads_only_its_own_requests(env):
     r = client.get(f"/v1/requests/{p['request']}", headers=s.headers("agent-2"))
     assert (r.status_code, r.json()["error"]["code"]) == (403, "forbidden")
     assert client.get("/v1/calls/c-1", headers=s.headers("agent-1")).json()["request"] == p["request"]
-    assert client.get("/v1/calls/c-1", headers=s.headers("agent-2")).status_code == 403
+    assert client.get("/v1/calls/c-1", headers=s.headers("agent-2")).status_code == 404  # as unknown: no oracle of call ids
     assert client.get("/v1/calls/nope", headers=s.headers("agent-1")).json()["error"]["code"] == "unknown_call_id"
 
 

@@ -130,3 +130,45 @@ def test_an_agent_streams_only_its_own_requests(served):
     mine = propose(client, s, "read_thing", {"id": 2}, who="agent-1", run="shared")
     events = read_events(client, s, "agent-1", "shared", 1, headers={"Last-Event-ID": "0"})
     assert [int(e["id"]) for e in events] == [mine["request"]]
+
+
+def test_a_stream_whose_queue_fills_ends_and_its_client_resumes_after_last_event_id(served, monkeypatch):
+    """One queued event at most: the proposal of an ask and its interrupt arrive together, so
+    the queue fills and the stream ends; reading again from Last-Event-ID misses nothing."""
+    from service import core
+
+    monkeypatch.setattr(core, "STREAM_QUEUE_ITEMS", 1)
+    s, client = served
+    got = {}
+
+    def listen():
+        with client.stream("GET", "/v1/runs/r-9/events", headers=s.headers("agent-1")) as r:
+            got["lines"] = [line for line in r.iter_lines() if line and not line.startswith(":")]
+
+    thread = threading.Thread(target=listen)
+    thread.start()
+    time.sleep(0.3)
+    propose(client, s, "small_change", {"id": 1}, run="r-9")
+    thread.join(timeout=15)
+    assert not thread.is_alive() and got["lines"] == []  # ended by the server, nothing half sent
+    events = read_events(client, s, "agent-1", "r-9", 2, headers={"Last-Event-ID": "0"})
+    assert [e["event"] for e in events] == ["proposed", "interrupted"]
+
+
+def test_a_principal_holds_a_bounded_number_of_streams(served, monkeypatch):
+    from service import core
+
+    monkeypatch.setattr(core, "MAX_STREAMS_PER_PRINCIPAL", 1)
+    s, client = served
+    with client.stream("GET", "/v1/runs/r-1/events", headers=s.headers("agent-1")) as first:
+        assert first.status_code == 200
+        r = client.get("/v1/runs/r-2/events", headers=s.headers("agent-1"))
+        assert (r.status_code, r.json()["error"]["code"]) == (429, "too_many_streams")
+        with client.stream("GET", "/v1/runs/r-1/events", headers=s.headers("agent-2")) as other:
+            assert other.status_code == 200  # another principal's streams are counted apart
+    for _ in range(100):  # the server notices the closed stream
+        with client.stream("GET", "/v1/runs/r-1/events", headers=s.headers("agent-1")) as again:
+            if again.status_code == 200:
+                break
+        time.sleep(0.05)
+    assert again.status_code == 200

@@ -7,10 +7,12 @@ A roster is a TOML file (read with `tomllib`) listing principals:
     kind = "reviewer"                  # agent | reviewer | admin | service
     groups = ["finance"]               # optional: roster groups (what a policy `group` will name)
     token_sha256 = ["<64 hex>"]        # optional: SHA-256 of each API token, never the token itself
+                                       # (none for kind service)
     keys = ["alice+1a2b3c4d+AX…="]     # optional: Ed25519 verifier keys (docs/ledger-format.md 9.2)
 
 `service` is the approval service's own principal: its key attests decisions made in a session it
-authenticated (docs/ledger-format.md section 11). The roster's *digest* is the structural digest
+authenticated (docs/ledger-format.md section 11). It does nothing over HTTP, so a roster that gives
+it a `token_sha256` is refused (fail closed: a token for it could only leak). The roster's *digest* is the structural digest
 (ledger.digest.value_digest, docs/ledger-format.md section 4) of its canonical content:
 
     {"format": "countersign-roster/1",
@@ -206,6 +208,9 @@ def _principal(entry: dict, where: str, index: int) -> Principal:
             shown = digest if len(digest) <= 12 else digest[:8] + "…"
             raise RosterError(f"{said}: token_sha256 {shown!r} is not 64 lowercase hex digits (SHA-256 of the token; "
                               "`countersign roster token NAME` makes one; never put a token itself in a roster)")
+    if tokens and kind == "service":  # the service's principal does nothing over HTTP: a token would only leak
+        raise RosterError(f"{said}: a principal of kind \"service\" takes no token_sha256 (the service's own "
+                          "principal signs with its key and does nothing over HTTP); remove the line")
     keys = []
     for text in texts("keys"):
         try:

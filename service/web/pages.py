@@ -9,7 +9,8 @@ principal and renders one template (service.web.render).
     GET  /inbox/history, /inbox/runs/{run}, /inbox/dashboard
 
 Identity: the reviewer is the session's principal (service.web.sessions), looked up in the
-roster in force on every request, so a reviewer removed by a reload is logged out; a form's
+roster in force on every request, so a reviewer removed by a reload is logged out, and so is a
+session whose token the reloaded roster no longer lists for them (rotated or revoked); a form's
 fields never name anyone (an `approver` field is not read). Every POST carries the session's
 CSRF token (the login form: a token of its own in a cookie and the form, compared: the
 "double submit" pattern, since there is no session yet). Every refusal is a page saying why,
@@ -27,11 +28,13 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from ledger.analytics import dashboard as analytics
-from service.api import MAX_BODY_BYTES
+from ledger.proof.roster import token_hash
+from service.api import MAX_BODY_BYTES, digits
 from service.core import Service
 from service.errors import ApiError, from_exception
 from service.web import charts
@@ -44,6 +47,12 @@ LOGIN_COOKIE = "countersign_login"
 DECISIONS = ("approve", "edit", "reject", "respond")
 HISTORY_PAGE = 50
 MAX_RUBBER_STAMP_SECONDS = 86_400.0
+MAX_FORM_BYTES = MAX_BODY_BYTES
+"""A logged-in reviewer's form: the edit form carries the new arguments as JSON, which a ledger
+line (16 MiB) bounds anyway."""
+MAX_LOGIN_FORM_BYTES = 64 * 1024
+"""The log-in form, which anyone may send: a token (at most 512 characters), a CSRF token and a
+path; no reason to hold more of a stranger's bytes in memory."""
 
 
 class Refused(Exception):
@@ -69,10 +78,6 @@ def _from_api(error: ApiError) -> Refused:
         message = ("The arguments you saw are no longer the request's arguments: another reviewer edited them after "
                    "you opened the page. Nothing was recorded. Read the current version and decide again. (" + message + ")")
     return Refused(error.status, titles.get(error.code, "The decision was refused"), message, link, error.code)
-
-
-def _secure(request: Request) -> bool:
-    return request.url.scheme == "https"
 
 
 class Inbox:
@@ -119,17 +124,40 @@ class Inbox:
         if session is None:
             return None
         principal = self.service.roster.principal(session.principal)
-        if principal is None or principal.kind not in ("reviewer", "admin"):
+        if (principal is None or principal.kind not in ("reviewer", "admin")
+                or session.token_sha256 not in principal.token_sha256):  # removed, or its token rotated or revoked
             self.sessions.drop(session.id)
             return None
         request.state.session, request.state.principal = session, principal
         return session
 
     async def _form(self, request: Request, session: Session | None) -> Any:
+        """The POST's form, read whole and counted as it arrives (a chunked body has no declared
+        length) and refused past its limit before any parsing: MAX_FORM_BYTES in a session,
+        MAX_LOGIN_FORM_BYTES for the log-in form, which anyone may send. Then the CSRF check."""
+        limit = MAX_FORM_BYTES if session is not None else MAX_LOGIN_FORM_BYTES
+        too_large = Refused(413, "The form is too large", f"This form may hold at most {limit:,} bytes. Nothing was "
+                            "recorded.", code="body_too_large")
         declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-            raise Refused(413, "The form is too large", f"A form may hold at most {MAX_BODY_BYTES:,} bytes.")
-        form = await request.form(max_files=0, max_fields=32, max_part_size=MAX_BODY_BYTES)
+        if declared is not None and digits(declared) and int(declared) > limit:
+            raise too_large
+        received = 0
+
+        async def counted() -> Any:
+            nonlocal received
+            message = await request.receive()
+            received += len(message.get("body", b""))
+            if received > limit:
+                raise too_large
+            return message
+
+        reading = Request(request.scope, counted)
+        await reading.body()  # kept by the Request: form() parses it from memory
+        try:
+            form = await reading.form(max_files=0, max_fields=32, max_part_size=limit)
+        except HTTPException as exc:  # starlette's refusal of a malformed form (too many fields, ...)
+            raise Refused(422, "The form could not be read", f"{exc.detail} Nothing was recorded.",
+                          code="invalid_body") from None
         token = form.get("csrf")
         expected = session.csrf if session is not None else request.cookies.get(LOGIN_COOKIE)
         if not expected or not isinstance(token, str) or not secrets.compare_digest(token.encode(), expected.encode()):
@@ -139,12 +167,18 @@ class Inbox:
                           (request.headers.get("referer") or "/inbox", "Back"), "csrf")
         return form
 
+    def _secure(self, request: Request) -> bool:
+        """Whether cookies get Secure: the request came over https, or the service's --public-url
+        is https (behind a TLS-terminating proxy every request reaches uvicorn as plain http, and
+        uvicorn trusts no X-Forwarded-Proto: app.run sets proxy_headers=False)."""
+        return request.url.scheme == "https" or self.service.public_url.lower().startswith("https://")
+
     # --- logging in and out -------------------------------------------------------------------
 
     async def login_form(self, request: Request, form: Any) -> Response:
         token = secrets.token_urlsafe(24)
         response = page(request, "login.html", csrf=token, next=_local(request.query_params.get("next")), error=None)
-        response.set_cookie(LOGIN_COOKIE, token, httponly=True, samesite="strict", secure=_secure(request),
+        response.set_cookie(LOGIN_COOKIE, token, httponly=True, samesite="strict", secure=self._secure(request),
                             path="/inbox/login", max_age=3600)
         return response
 
@@ -159,16 +193,16 @@ class Inbox:
             response = page(request, "login.html", status=403, csrf=form.get("csrf"), next=_local(form.get("next")),
                             error=why)
             return response
-        session = self.sessions.create(principal.name)
+        session = self.sessions.create(principal.name, token_hash(token.strip()))
         response = RedirectResponse(_local(form.get("next")), status_code=303)
-        response.set_cookie(COOKIE, session.id, httponly=True, samesite="strict", secure=_secure(request), path="/inbox")
+        response.set_cookie(COOKIE, session.id, httponly=True, samesite="strict", secure=self._secure(request), path="/inbox")
         response.delete_cookie(LOGIN_COOKIE, path="/inbox/login")
         return response
 
     async def logout(self, request: Request, form: Any) -> Response:
         self.sessions.drop(request.state.session.id)
         response = RedirectResponse("/inbox/login", status_code=303)
-        response.delete_cookie(COOKIE, path="/inbox", httponly=True, samesite="strict", secure=_secure(request))
+        response.delete_cookie(COOKIE, path="/inbox", httponly=True, samesite="strict", secure=self._secure(request))
         return response
 
     # --- the queue ----------------------------------------------------------------------------
@@ -232,7 +266,7 @@ class Inbox:
         q = request.query_params
         filters = {k: q.get(k) or None for k in ("q", "tool", "status", "decided_by")}
         before = q.get("before")
-        before_seq = int(before) if before and before.isdigit() and len(before) < 19 else None
+        before_seq = int(before) if before and digits(before) and len(before) < 19 else None
         rows = await run_in_threadpool(self.service.history, request.state.principal, tool=filters["tool"],
                                        status=filters["status"], decided_by=filters["decided_by"], text=filters["q"],
                                        before=before_seq, limit=HISTORY_PAGE)
@@ -292,7 +326,7 @@ def _back(rid: int) -> tuple[str, str]:
 
 def _request_id(request: Request) -> int:
     text = request.path_params["request"]
-    if not text.isdigit() or len(text) > 19 or int(text) < 1:
+    if not digits(text) or len(text) > 19 or int(text) < 1:
         raise Refused(404, "No such request", f"{text!r} is not a request id (a positive integer).", ("/inbox", "The queue"),
                       "unknown_request")
     return int(text)

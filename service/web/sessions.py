@@ -1,18 +1,22 @@
-"""Server-side sessions of the web inbox: a random id in a cookie, the principal's name and a
-CSRF token in memory.
+"""Server-side sessions of the web inbox: a random id in a cookie, the principal's name, the
+SHA-256 of the token it logged in with, and a CSRF token in memory.
 
     store = Sessions()
-    session = store.create("sup-1")          # after the login form checked a reviewer's token
+    session = store.create("sup-1", token_hash(token))   # after the login form checked a reviewer's token
+                                                         # (token_hash: ledger.proof.roster)
     store.get(session.id)                    # None when unknown or idle too long
     store.drop(session.id)                   # log out
 
 The cookie (`countersign_session`) holds only the id: 32 random bytes (secrets.token_urlsafe),
 HttpOnly (no script reads it), SameSite=Strict (no other site's page sends it, RFC 6265bis
-section 5.4.7), Path=/inbox, and Secure when the request came over https. The CSRF token is a
+section 5.4.7), Path=/inbox, and Secure when the request came over https or the service's
+--public-url is https (service.web.pages). The CSRF token is a
 second random value of the session, put in every form and compared in constant time on every
 POST (OWASP's "synchronizer token pattern"). The store is bounded (MAX_SESSIONS; the least
 recently used session goes first) and a session idle for IDLE_SECONDS is dropped; a restart
 of the service logs everyone out, which is what a reviewer expects of a gate that restarted.
+The token's hash lets the inbox end a session whose token the roster no longer lists (rotated or
+revoked, then reloaded): service.web.pages checks it on every request.
 """
 
 from __future__ import annotations
@@ -32,12 +36,14 @@ IDLE_SECONDS = 8 * 3600.0
 
 @dataclass
 class Session:
-    """One logged-in reviewer: `principal` is a roster name; `csrf` goes in every form."""
+    """One logged-in reviewer: `principal` is a roster name; `token_sha256` the roster's hash of
+    the token they logged in with (64 hex digits); `csrf` goes in every form."""
 
     id: str
     principal: str
     csrf: str
     last_seen: float
+    token_sha256: str = ""
 
     def csrf_ok(self, token: str | None) -> bool:
         return isinstance(token, str) and hmac.compare_digest(token.encode(), self.csrf.encode())
@@ -55,9 +61,9 @@ class Sessions:
     def __len__(self) -> int:
         return len(self._by_id)
 
-    def create(self, principal: str) -> Session:
+    def create(self, principal: str, token_sha256: str = "") -> Session:
         now = self.clock()
-        session = Session(secrets.token_urlsafe(32), principal, secrets.token_urlsafe(32), now)
+        session = Session(secrets.token_urlsafe(32), principal, secrets.token_urlsafe(32), now, token_sha256)
         with self._lock:
             self._by_id[session.id] = session
             while len(self._by_id) > self.max_sessions:
