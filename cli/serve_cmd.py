@@ -25,6 +25,9 @@ def serve(
     deliveries: Optional[str] = typer.Option(None, "--deliveries", help="Where every delivery attempt is recorded "
                                              "(JSON Lines; default: LEDGER/cache/deliveries.jsonl); the cursor of "
                                              "notifications sits beside it."),
+    trust_snapshot: bool = typer.Option(False, "--trust-snapshot", help="Open from the Gate's snapshot instead of "
+                                        "replaying and checking the whole ledger (every decision's signature) at "
+                                        "start: only when the ledger's directory is out of every agent's reach."),
     ssl_certfile: Optional[str] = typer.Option(None, "--ssl-certfile", help="Serve HTTPS with this certificate (PEM)."),
     ssl_keyfile: Optional[str] = typer.Option(None, "--ssl-keyfile", help="The certificate's private key (PEM)."),
     log_level: str = typer.Option("info", "--log-level", help="uvicorn's log level: critical, error, warning, info, debug."),
@@ -50,7 +53,7 @@ def serve(
     except ImportError as exc:
         fail(f"the service needs its extra packages ({exc.name} is missing): pip install 'countersign[serve]'", EXIT_USAGE)
     try:
-        service = Service(policy=policy, ledger=ledger, roster=roster, key=key, public_url=public_url,
+        service = Service(policy=policy, ledger=ledger, roster=roster, key=key, public_url=public_url, trust_snapshot=trust_snapshot,
                           webhooks=webhooks, deliveries=deliveries)
     except ServiceError as exc:
         from cli.output import visible

@@ -151,7 +151,7 @@ class Service:
     layer calls the blocking methods from worker threads and the `async` ones from its loop."""
 
     def __init__(self, *, policy: str | Path, ledger: str | Path, roster: str | Path, key: str | Path,
-                 clock: Clock = utc_now, public_url: str = "",
+                 clock: Clock = utc_now, public_url: str = "", trust_snapshot: bool = False,
                  webhooks: str | Path | None = None, deliveries: str | Path | None = None):
         self.policy_path, self.roster_path, self.ledger_path = Path(policy), Path(roster), Path(ledger)
         self.clock = clock
@@ -172,7 +172,9 @@ class Service:
         self.loaded = load(self.policy_path, self.roster_path, self.key)
         self.policies: dict[str, Policy] = {self.loaded.policy.digest: self.loaded.policy}  # for edits of older calls
         self._reload_lock = threading.Lock()
-        self.pool = SharedGate(self._open_gate(self.loaded.policy))
+        # The first Gate replays the whole ledger, checking every decision under this roster: the
+        # snapshot lives in the ledger's directory, as writable as the ledger (trust_snapshot skips it).
+        self.pool = SharedGate(self._open_gate(self.loaded.policy, full_verify=not trust_snapshot))
         with self.pool.gate() as gate:  # opens the ledger (creating it), and records what the service runs with
             self._record(gate)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -208,13 +210,16 @@ class Service:
         assert self._watch is not None
         return self._watch.get(request, refresh=False)
 
-    def _open_gate(self, policy: Policy | None = None) -> Gate:
+    def _open_gate(self, policy: Policy | None = None, *, full_verify: bool = False) -> Gate:
         """A Gate that trusts only what this service vouches for: decisions signed as its roster
-        requires, calls its policies decided (Gate.require_signatures, Gate.trust_policies)."""
-        gate = Gate(policy, self.ledger_path, clock=self.clock)
-        gate.require_signatures(self.loaded.roster)  # a hand-appended decision never runs nor reaches anyone
-        gate.trust_policies(self.policies)
-        return gate
+        requires, calls its policies decided (Gate.require_signatures, Gate.trust_policies), from
+        the first event it folds. Raises ServiceError when the ledger does not verify so."""
+        try:
+            return Gate(policy, self.ledger_path, clock=self.clock, full_verify=full_verify,
+                        signers=self.loaded.roster, trusted_policies=self.policies)
+        except LedgerCorrupt as exc:
+            raise ServiceError(f"{self.ledger_path}: the ledger does not verify, so the service does not start: {exc} "
+                               f"(`countersign ledger verify {self.ledger_path} --roster ...` says more)") from None
 
     def _record(self, gate: Gate) -> None:
         """Record the roster's digest (and the policy's, where the Gate can) in the ledger, unless

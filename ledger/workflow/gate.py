@@ -192,7 +192,7 @@ class Gate(CatchUp, Reading):
 
     def __init__(self, policy: Policy | None, ledger: Ledger | str | Path, *, clock: Clock = utc_now,
                  snapshot: bool = True, full_verify: bool = False, roster: Roster | None = None,
-                 operator: str = RECOVERY):
+                 operator: str = RECOVERY, signers: Roster | None = None, trusted_policies=None):
         self.policy = policy
         self.clock = clock
         # Gates of one process opened by path share one writer, and so its commits (group commit)
@@ -206,6 +206,10 @@ class Gate(CatchUp, Reading):
         self.signers: Roster | None = None  # see `require_signatures`
         self.rosters: dict[str, Roster] = {}  # every roster `require_signatures` was given, by digest
         self.trusted_policies: frozenset[str] | None = None  # see `trust_policies`
+        # given here, they hold from the first event the Gate folds as it opens (with full_verify,
+        # from the genesis: a snapshot in the ledger's directory is only as safe as the directory)
+        self.require_signatures(signers)
+        self.trust_policies(trusted_policies)
         self._snapshot: Snapshot | None = None
         if snapshot and (where := self.ledger.cache_dir()) is not None:
             self._snapshot = Snapshot(where)
@@ -250,7 +254,9 @@ class Gate(CatchUp, Reading):
         folded (see there), or None. Under the lock, with the state before the record."""
         event = record.event
         if isinstance(event, ev.RosterRecorded):
-            if live and event.digest not in self.rosters:
+            # after a roster this Gate was given, every later one must be one too (as it opens
+            # as well: a roster event an intruder appended must not switch the checks off)
+            if event.digest not in self.rosters and (live or self.workflow.roster in self.rosters):
                 return (f"a roster this Gate was not given ({event.digest[:12]}…) was recorded by {event.by}: the "
                         "decisions after it could not be checked")
             return None
@@ -474,6 +480,7 @@ class Gate(CatchUp, Reading):
         data = b'{"args":' + args_json + b',"context":' + context_json + b"}"
         with self._lock:
             repeat: list[Proposal] = []
+            claimed: list[int] = []  # the request this step marked running, if it starts one
             deadline = None
 
             def step() -> list[tuple[ev.Event, Any]]:
@@ -501,6 +508,8 @@ class Gate(CatchUp, Reading):
                 if start and decision.effect == "allow":
                     # Lawful by construction: an allowed request may run, with its own digest.
                     items.append((ev.ExecutionStarted(ts=ts, request=request, args_digest=digest, executor=executor), None))
+                    claimed.append(request)
+                    self._running.add(request)  # under the lock, before any other step can see the start
                 if decision.effect == "ask":
                     assert decision.requirements is not None
                     try:
@@ -513,18 +522,23 @@ class Gate(CatchUp, Reading):
 
             try:
                 records = self._commit(step)
-            except InvalidCall as exc:  # a call that cannot be recorded never runs
-                raise InvalidCall(str(exc).replace("this step cannot be recorded", "the call cannot be recorded")) from None
+            except BaseException as exc:
+                for request in claimed:  # the start was not recorded: nothing runs
+                    self._running.discard(request)
+                if isinstance(exc, InvalidCall):  # a call that cannot be recorded never runs
+                    raise InvalidCall(str(exc).replace("this step cannot be recorded", "the call cannot be recorded")) from None
+                raise
             if repeat:
                 return repeat[0], None
             request = records[0].seq
             state = self._open_state(request)
-            if decision.effect != "deny":  # kept for its execution (read again from the ledger if evicted)
+            # Kept for its execution (read again from the ledger if evicted), unless an edit folded
+            # since the commit (the lock was given up meanwhile) replaced these arguments.
+            if decision.effect != "deny" and state.data_seq in (0, request):
                 self._data.put(request, {"args": stored_args, "context": msgspec.json.decode(context_json)},
                                4 * len(data) + 200)
             started = None
             if len(records) > 1 and isinstance(records[1].event, ev.ExecutionStarted):
-                self._running.add(request)
                 # the tool's own copy of the arguments as stored, made before it runs
                 started = msgspec.json.decode(args_json)
             return Proposal(
@@ -792,14 +806,26 @@ class Gate(CatchUp, Reading):
                                         f"not hold (digest {state.policy_digest[:12]}…), not by the one it decides with")
                 # The tool gets its own copy of the approved arguments, made before anything is
                 # written: nothing that can fail may stand between the start and the tool's run.
-                args = copy.deepcopy(self._call_data(request)["args"])
+                # They must be the ones the start names (an edit may have replaced a cached copy).
+                data = self._call_data(request)
+                if value_digest(data["args"]) != state.digest:
+                    self._data.pop(request)
+                    data = self._call_data(request)
+                args = copy.deepcopy(data["args"])
+                if running_here:
+                    claimed.append(request)
+                    self._running.add(request)  # under the lock, before any other step can see the start
                 return [(started, None)]
 
-            self._commit(step)
+            claimed: list[int] = []
+            try:
+                self._commit(step)
+            except BaseException:
+                for r in claimed:  # the start was not recorded: nothing runs
+                    self._running.discard(r)
+                raise
             if outcome:
                 return outcome[0]
-            if running_here:
-                self._running.add(request)
             return self._open_state(request).digest, args
 
     def finish(self, request: int, *, outcome: str, result: Any = None, error: str | None = None) -> Execution:
@@ -856,8 +882,18 @@ class Gate(CatchUp, Reading):
             except ArgumentsError:
                 result_digest = None
             with self._lock:
-                self._commit(lambda: [(ev.Executed(ts=self._now(), request=request, args_digest=digest, outcome=outcome_text,
-                                                   result_digest=result_digest, error=error), None)])
+                def step() -> list[tuple[ev.Event, Any]]:
+                    state = self.workflow.get(request)
+                    if state is not None and state.status == "executed":
+                        # another Gate (or process) reported an outcome while the tool ran: the
+                        # first one recorded stands; a second would make the ledger unlawful
+                        return []
+                    done = ev.Executed(ts=self._now(), request=request, args_digest=digest, outcome=outcome_text,
+                                       result_digest=result_digest, error=error)
+                    self.workflow.check(done)
+                    return [(done, None)]
+
+                self._commit(step)
         finally:
             with self._lock:
                 self._running.discard(request)
