@@ -4,7 +4,7 @@ anything they cannot understand is an error (which fails closed), never a crash.
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dsl.subjects import Command, PathValue, make_path, parse_shell, parse_url, path_glob, under
@@ -128,6 +128,7 @@ def test_a_script_known_only_at_run_time_is_an_error():
 
 @FAST
 @given(st.text(max_size=80))
+@example("0<0")  # no program: only a redirection (bash opens file "0" for reading and runs nothing)
 def test_any_text_is_commands_or_an_error(text):
     try:
         commands = parse_shell(text)
@@ -135,8 +136,8 @@ def test_any_text_is_commands_or_an_error(text):
         return
     for c in commands:
         assert isinstance(c, Command) and c.program == c.path.rsplit("/", 1)[-1]
-        if c.program == "" and not c.argv:  # a statement that only assigns
-            assert c.assignments
+        if c.program == "" and not c.argv:  # a statement that only assigns, or only redirects (`> f` truncates f)
+            assert c.assignments or c.redirects
             continue
         assert c.argv[0] == c.path and set(c.args) <= set(c.argv[1:])
 
@@ -422,3 +423,13 @@ def test_the_secrets_tables_answers_are_the_same_when_kept():
     assert secrets._SECRET_CACHE.bytes > 0
     secrets.clear_secret_cache()
     assert secrets._SECRET_CACHE.bytes == 0
+
+
+@pytest.mark.parametrize("text, target", [("> /etc/passwd", "/etc/passwd"), (">>log", "log"), ("< /etc/shadow", "/etc/shadow"),
+                                          ("ls; > ~/.bashrc", "~/.bashrc")])
+def test_a_statement_of_only_redirections_is_listed(text, target):
+    """`> f` runs nothing and truncates f: it must be a command of the list (no program, the
+    redirection), or an `all c in shell(...)` rule would hold for it vacuously (it did: the sample
+    policy allowed `> /etc/passwd` as a read-only command)."""
+    commands = parse_shell(text)
+    assert any(c.program == "" and target in c.redirects for c in commands)

@@ -527,6 +527,9 @@ class _Walker:
                 if targets and len(self.commands) == before:  # `[[ -f x ]] > f` still writes f
                     self.commands.append(Command(program="", path="", argv=(), args=(), flags=(), redirects=redirects + tuple(targets),
                                                  nested=nested, text=self.text(node), cwd=self.here()))
+            elif targets:  # `> f` alone opens (truncates) f and runs nothing: listed, so an `all` rule accounts for it
+                self.commands.append(Command(program="", path="", argv=(), args=(), flags=(), redirects=redirects + tuple(targets),
+                                             nested=nested, text=self.text(node), cwd=self.here()))
             first = self.commands[before] if len(self.commands) > before else None
             self.commands.extend(expanded_again)
             # `sh <<EOF`: a shell with no -c reads its script from the heredoc
