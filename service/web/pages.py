@@ -70,9 +70,12 @@ def _refusal(request: Request, exc: Refused) -> Response:
 
 def _from_api(error: ApiError) -> Refused:
     """A refusal of the service, as a page: a stale digest links to the request's current version."""
-    link = (f"/inbox/requests/{error.request}", f"Open request {error.request} as it is now") if error.request else None
+    found = error.request and error.code not in ("unknown_request", "not_found")
+    link = (f"/inbox/requests/{error.request}", f"Open request {error.request} as it is now") if found else None
     titles = {"stale_digest": "Someone changed this request meanwhile",
-              "request_final": "This request is already decided", "not_pending": "This request is not waiting"}
+              "request_final": "This request is already decided", "not_pending": "This request is not waiting",
+              "unknown_request": "No such request", "not_found": "No such page",
+              "ledger_corrupt": "The ledger does not verify", "forbidden": "Not yours to see"}
     message = error.message
     if error.code == "stale_digest":
         message = ("The arguments you saw are no longer the request's arguments: another reviewer edited them after "
