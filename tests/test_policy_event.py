@@ -33,6 +33,7 @@ from ledger.workflow.machine import FormatVersion, Workflow
 from ledger.store.log import LedgerCorrupt, LedgerReader
 from support import START, POLICY_TEXT, policy
 from test_tamper_matrix import edited_value, members
+from test_snapshot import _counting  # the seqs a Gate checks as it folds
 
 OTHER_TEXT = POLICY_TEXT + "\n# reloaded: the same rules, another file\n"
 
@@ -45,17 +46,6 @@ def policy_events(path: Path) -> list[ev.PolicyLoaded]:
     return [r.event for r in LedgerReader(path).records() if isinstance(r.event, ev.PolicyLoaded)]
 
 
-def _counting(monkeypatch) -> list[int]:
-    """The seqs a Gate checks as it folds (as tests/test_snapshot.py counts them)."""
-    seen: list[int] = []
-    original = catchup.check_record
-
-    def check(record, *args, **kwargs):
-        seen.append(record.seq)
-        return original(record, *args, **kwargs)
-
-    monkeypatch.setattr(catchup, "check_record", check)
-    return seen
 
 
 def _ledger_with_policies(path: Path) -> tuple[ManualClock, list[int]]:
