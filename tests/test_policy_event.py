@@ -26,7 +26,6 @@ from ledger.proof.fast import verify_fast
 from ledger.proof.verify import verify
 from ledger.store import native
 from ledger.store.lines import compose, split
-from ledger.workflow import catchup
 from ledger.workflow import snapshot as snap
 from ledger.workflow.gate import Gate, InvalidCall
 from ledger.workflow.machine import FormatVersion, Workflow
