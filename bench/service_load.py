@@ -5,8 +5,8 @@ Each agent process keeps one keep-alive connection and proposes back to back (no
 a mix of 90 % allowed calls, 8 % asks and 2 % denied calls, each with its own call id; it does not
 block on its asks (a waiting agent would only lower the offered load). Each reviewer process
 lists its queue (`GET /v1/queue?limit=50`) and approves (or, one in five, rejects) every request
-in it. Every step is durable before it is answered (the Gates of the pool share one writer:
-steps that arrive together share one commit and one fsync).
+in it. Every step is durable before it is answered (the service's one Gate lets steps that arrive
+together share one commit and one fsync).
 
 Measured over the same window in every client (they start together at a wall-clock instant):
 proposals/s, the proposal latency as a client sees it (p50/p90/p99, ms), decisions/s and their

@@ -9,7 +9,7 @@ Layers (nothing here imports the CLI; the CLI's `serve` only parses options and 
 
     service.errors    the stable error codes and HTTP statuses of every refusal
     service.auth      who is calling: a roster token (Authorization: Bearer) or a web session
-    service.core      the Service: a pool of Gates on one ledger, waiting, reload, history
+    service.core      the Service: one shared Gate on the ledger, waiting, reload, history
     service.api       the JSON API under /v1 (agents, reviewers, admins)
     service.openapi   the OpenAPI 3.1 document of that API
     service.app       the Starlette application, its lifespan and its signal handling

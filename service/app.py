@@ -4,7 +4,7 @@ Why Starlette (and not FastAPI): the API is a dozen routes whose bodies msgspec 
 and checks (the ledger's own types, with forbid_unknown_fields), and whose OpenAPI document is
 generated from those same structs (service.openapi); FastAPI would add pydantic, a second
 schema system, and hundreds of milliseconds to every start. uvicorn serves it: one process, one
-event loop, blocking ledger steps in its worker threads (where Gates of one pool share commits).
+event loop, blocking ledger steps in its worker threads (where steps on the one shared Gate share commits).
 
 Signals: SIGTERM and SIGINT stop accepting, let the requests in flight finish (their commits
 are durable before they are answered), then close the Gates (uvicorn's graceful shutdown);

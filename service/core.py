@@ -6,10 +6,10 @@
     service.decide(reviewer, request, "approve", digest=...)
     service.close()
 
-Gates (ledger.workflow.gate) are projections that catch up: the service keeps a pool of them on
-one ledger, so that requests served by different threads commit together (group commit: one
-write and one sync for every step that arrives while a commit is in flight) instead of one
-after the other. One more Gate, the watch, follows the ledger in a thread of its own: it wakes
+Gates (ledger.workflow.gate) are projections that catch up: the service keeps one Gate for every
+thread (SharedGate). A step gives up the Gate's lock while its commit is in flight, so requests
+served by different threads commit together (group commit: one write and one sync for every
+step that arrives meanwhile) and each event is folded once. One more Gate, the watch, follows the ledger in a thread of its own: it wakes
 the clients waiting for a decision and feeds the event streams, and its steps expire requests
 whose deadline passed (silence rejects).
 
@@ -174,8 +174,8 @@ class Service:
         self._reload_lock = threading.Lock()
         # The first Gate replays the whole ledger, checking every decision under this roster: the
         # snapshot lives in the ledger's directory, as writable as the ledger (trust_snapshot skips it).
-        self.pool = SharedGate(self._open_gate(self.loaded.policy, full_verify=not trust_snapshot))
-        with self.pool.gate() as gate:  # opens the ledger (creating it), and records what the service runs with
+        self.shared = SharedGate(self._open_gate(self.loaded.policy, full_verify=not trust_snapshot))
+        with self.shared.gate() as gate:  # opens the ledger (creating it), and records what the service runs with
             self._record(gate)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._waiters = _Waiters()
@@ -199,7 +199,7 @@ class Service:
 
         if not self.public_url:
             log.warning("notifications carry no link to the inbox: start the service with --public-url")
-        with self.pool.gate() as gate:
+        with self.shared.gate() as gate:
             ledger = gate.ledger
             return Notifier(config, lookup=self.watched, ledger_id=ledger.ledger_id, directory=ledger.cache_dir(),
                             public_url=self.public_url, deliveries=deliveries)
@@ -240,7 +240,7 @@ class Service:
     @contextlib.contextmanager
     def gate(self) -> Iterator[Gate]:
         """The service's Gate (shared by every thread), deciding with the current policy."""
-        with self.pool.gate() as gate:
+        with self.shared.gate() as gate:
             yield gate
 
     def reload(self, by: str) -> dict:
@@ -560,6 +560,6 @@ class Service:
             self._watch_thread.join(timeout=WATCH_SECONDS * 4)
         if self.notifier is not None:
             self.notifier.stop(drain_seconds=NOTIFY_DRAIN_SECONDS)
-        self.pool.close()
+        self.shared.close()
         if self._watch is not None:
             self._watch.close()
