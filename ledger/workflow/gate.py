@@ -807,11 +807,10 @@ class Gate(CatchUp, Reading):
                 # The tool gets its own copy of the approved arguments, made before anything is
                 # written: nothing that can fail may stand between the start and the tool's run.
                 # They must be the ones the start names (an edit may have replaced a cached copy).
-                data = self._call_data(request)
-                if value_digest(data["args"]) != state.digest:
+                cached = self._data.get(request)  # what is read from the ledger is checked there already
+                if cached is not None and value_digest(cached["args"]) != state.digest:
                     self._data.pop(request)
-                    data = self._call_data(request)
-                args = copy.deepcopy(data["args"])
+                args = copy.deepcopy(self._call_data(request)["args"])
                 if running_here:
                     claimed.append(request)
                     self._running.add(request)  # under the lock, before any other step can see the start
