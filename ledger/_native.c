@@ -278,12 +278,6 @@ static inline int hex64(Cur *c, Ptr *out) {
     return 1;
 }
 
-static inline int hex64_or_null(Cur *c) {
-    Ptr ignored;
-    if (LIT(c, "null")) return 1;
-    return hex64(c, &ignored);
-}
-
 static int days_in_month(int year, int month) {
     static const int days[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     if (month == 2 && ((year % 4 == 0 && year % 100 != 0) || year % 400 == 0)) return 29;
@@ -805,6 +799,7 @@ typedef struct Event {
     int version;     /* a genesis: 1 or 2 (its format) */
     int64_t seq, request;
     Ptr hash, ts, prev, digest, replaces, deadline, context_digest;
+    Ptr result_digest; /* an executed event's, NULL when null */
     Span who, proposer;
     int effect;
     Reqs reqs;       /* valid only in the phase that parsed it (it points into a Scratch) */
@@ -879,8 +874,9 @@ static int body_members(Scratch *v, Cur *c, Event *e) {
         x = LIT(c, ",\"args_digest\":") && hex64(c, &e->digest) && LIT(c, ",\"outcome\":");
         if (!x) return 0;
         if (!LIT(c, "\"ok\"") && !LIT(c, "\"error\"")) return 0;
-        return LIT(c, ",\"result_digest\":") && hex64_or_null(c)
-            && LIT(c, ",\"error\":") && str_or_null(c, &s, &is_null);
+        if (!LIT(c, ",\"result_digest\":")) return 0;
+        if (!LIT(c, "null") && !hex64(c, &e->result_digest)) return 0;
+        return LIT(c, ",\"error\":") && str_or_null(c, &s, &is_null);
     }
     return 0;
 }
@@ -925,6 +921,11 @@ static int body(Scratch *v, Cur *c, Event *e) {
 /* The data beside the body (section 5). */
 static int data(Cur *c, const Event *e) {
     unsigned char d[32];
+    if (e->kind == K_EXECUTED && e->result_digest != NULL && c->p < c->end && *c->p == '{') {
+        /* a kept result (section 5): {"result":VALUE}, VALUE's digest the body's result_digest */
+        if (!LIT(c, "{\"result\":") || !value_digest(c, 0, d) || !digest_is(d, e->result_digest)) return 0;
+        return LIT(c, "}") && c->p == c->end;
+    }
     if (e->kind != K_PROPOSED && e->kind != K_EDITED) return LIT(c, "null") && c->p == c->end;
     if (!LIT(c, "{\"args\":") || c->p >= c->end || *c->p != '{') return 0;
     if (!value_digest(c, 0, d) || !digest_is(d, e->digest)) return 0;

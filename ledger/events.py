@@ -213,7 +213,9 @@ class ExecutionStarted(Event, tag="execution_started", kw_only=True, frozen=True
 
 class Executed(Event, tag="executed", kw_only=True, frozen=True):
     """The tool ran. `outcome` is "ok" or "error"; `result_digest` is the structural digest of a
-    JSON result (None when the result is not JSON), `error` the exception's type and message."""
+    JSON result (None when the result is not JSON, or None), `error` the exception's type and
+    message. When the executor keeps the result (an opt-in), the line's data is `{"result": R}`
+    (docs/ledger-format.md, section 5); otherwise null."""
 
     request: Seq
     args_digest: Hex64
@@ -291,6 +293,7 @@ AnyEvent = Union[
 
 KINDS = tuple(cls.__struct_config__.tag for cls in AnyEvent.__args__)
 WITH_DATA = (Proposed, Edited)  # the events whose line carries data (arguments, context)
+# an `executed` line may carry the tool's result as data, when the executor chose to keep it
 SIGNABLE = (Approved, Edited, Rejected, Responded, Cancelled)  # the decisions that may carry a `signature`
 
 

@@ -81,12 +81,14 @@ class StartBody(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class OutcomeBody(msgspec.Struct, forbid_unknown_fields=True):
-    """How the call ran: "ok" with the tool's JSON `result` (its digest is recorded, not the
-    result), or "error" with the failure's text."""
+    """How the call ran: "ok" with the tool's JSON `result` (its digest is recorded; with
+    `keep_result` the result too, so that a re-run of the step gets it back from `start`), or
+    "error" with the failure's text."""
 
     outcome: Literal["ok", "error"]
     result: Any = None
     error: str | None = None
+    keep_result: bool = False
 
 
 BODIES = (ProposalBody, DecisionBody, StartBody, OutcomeBody)
@@ -197,7 +199,7 @@ def state_view(service: Service, state, still_waiting: bool | None = None) -> di
 
 def execution_view(e: Execution) -> dict:
     return {"request": e.request, "outcome": e.outcome, "result_digest": e.result_digest, "error": e.error,
-            "replayed": e.replayed}
+            "replayed": e.replayed, "result_kept": e.result_kept, "result": e.result if e.result_kept else None}
 
 
 # --- endpoints ------------------------------------------------------------------------------
@@ -241,7 +243,7 @@ async def outcome(request: Request) -> Response:
     rid = _request_id(request)
     body = await _body(request, OutcomeBody)
     done = await run_in_threadpool(_service(request).finish, agent, rid, outcome=body.outcome, result=body.result,
-                                   error=body.error)
+                                   error=body.error, keep_result=body.keep_result)
     return _json(execution_view(done))
 
 

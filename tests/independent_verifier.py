@@ -405,6 +405,15 @@ def check_line(line: bytes, i: int, prev_hash: str, marks=NO_MARKS):
 def check_data(body, data, marks=NO_MARKS):
     kind = body["kind"]
     want = {"proposed": ["args", "context"], "edited": ["args"]}.get(kind)
+    if kind == "executed" and data is not None:  # a kept result (section 5)
+        if body["result_digest"] is None or not (isinstance(data, _Obj) and data.names == ["result"]):
+            raise Bad("data of executed must be null, or {\"result\": R} beside a result_digest")
+        try:
+            if digest(data["result"]) != body["result_digest"]:
+                raise Bad("result_digest does not match data.result")
+        except (UnicodeEncodeError, ValueError) as e:
+            raise Bad(f"data cannot be digested: {e}")
+        return
     if want is None:
         if data is not None:
             raise Bad(f"data of {kind} must be null")

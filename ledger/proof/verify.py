@@ -404,8 +404,32 @@ def check_record(record, expected: int, prev: str, prev_ts: str = "", redactions
         return problem("data", f"the data beside the body nests too deeply to read (a writer allows {MAX_NESTING} levels)")
 
 
+def _check_result(record, problem) -> Problem | None:
+    """An `executed` line's kept result (section 5): `{"result": R}`, R's digest the body's
+    `result_digest`, canonically spelled."""
+    event = record.event
+    if event.result_digest is None:
+        return problem("data", "an executed event without a result digest carries no data (its data must be null)")
+    try:
+        data = msgspec.json.decode(record.data)
+    except msgspec.DecodeError as exc:
+        return problem("data", f"the data beside the body is not JSON: {exc}")
+    if not isinstance(data, dict) or set(data) != {"result"}:
+        return problem("data", "the data of an executed event must hold exactly ['result']")
+    try:
+        if value_digest(data["result"]) != event.result_digest:
+            return problem("data", "the kept result does not match its digest in the chain")
+    except ArgumentsError as exc:
+        return problem("data", f"the stored data is not a JSON value: {exc}")
+    if canonical_spelling(data) != record.data:
+        return problem("data", "the stored data is not in its canonical spelling: it was changed after it was written")
+    return None
+
+
 def _check_data(record, problem, redactions: dict[tuple, str] | None, found: Redactions | None) -> Problem | None:
     event = record.event
+    if isinstance(event, ev.Executed) and record.data != b"null":
+        return _check_result(record, problem)
     if not isinstance(event, ev.WITH_DATA):
         if record.data != b"null":  # exactly: section 2 allows no whitespace around it either
             kind = event.__struct_config__.tag

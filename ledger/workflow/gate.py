@@ -47,6 +47,7 @@ from ledger.digest import ArgumentsError, encode_arguments, value_digest
 from ledger.proof import decisions
 from ledger.proof.decisions import RECOVERY, Signing
 from ledger.proof.roster import Roster
+from ledger.store.lines import MAX_LINE_BYTES
 from ledger.store.log import Ledger, LedgerCorrupt, LineTooLong, Record
 from ledger.workflow.catchup import CatchUp
 from ledger.workflow.errors import (  # noqa: F401 (the Gate's errors, named here as before)
@@ -117,6 +118,27 @@ ERROR_CHARS = 65_536
 and the cut said): the outcome must always fit in a ledger line (ledger.store.lines.MAX_LINE_BYTES)."""
 
 
+# A kept result leaves this much of a ledger line for the event's body; a larger one keeps its
+# digest only (the outcome must always be recordable).
+RESULT_ROOM = 4_096
+
+
+def _result_record(result: Any, keep: bool) -> tuple[str | None, bytes | None]:
+    """(the result's structural digest or None, the `executed` line's data or None) for an "ok"
+    outcome: the data `{"result": R}` only when `keep`, the result is JSON other than null, and
+    it fits in a line (docs/ledger-format.md, section 5). Never raises: a result that cannot be
+    recorded is an outcome without a digest."""
+    if result is None:
+        return None, None
+    try:
+        digest, spelled = encode_arguments(result)
+    except ArgumentsError:
+        return None, None
+    if not keep or len(spelled) + RESULT_ROOM > MAX_LINE_BYTES:
+        return digest, None
+    return digest, b'{"result":' + spelled + b"}"
+
+
 def _error_text(text: str) -> str:
     """`_printable(text)`, cut to ERROR_CHARS characters."""
     if len(text) > ERROR_CHARS:
@@ -145,8 +167,10 @@ class Proposal:
 @dataclass(frozen=True)
 class Execution:
     """What `execute` returns. `result` is the callable's return value on the run that executed
-    it, None when the outcome was replayed from the ledger (`replayed`). `error` is
-    "Type: message" when the callable raised; the exception itself is in `exception`."""
+    it; when the outcome was replayed from the ledger (`replayed`), the result the first run kept
+    (`keep_result=True`), else None. `result_kept` says whether the ledger holds the result
+    itself (beside its digest). `error` is "Type: message" when the callable raised; the
+    exception itself is in `exception`."""
 
     request: int
     outcome: str
@@ -155,6 +179,7 @@ class Execution:
     replayed: bool
     result: Any = None
     exception: BaseException | None = None
+    result_kept: bool = False
 
 
 @dataclass(frozen=True)
@@ -751,19 +776,47 @@ class Gate(CatchUp, Reading):
 
     # --- executing ----------------------------------------------------------------------------
 
-    def execute(self, request: int, fn: Callable[[dict], Any], *, executor: str | None = None) -> Execution:
+    def execute(self, request: int, fn: Callable[[dict], Any], *, executor: str | None = None,
+                keep_result: bool = False) -> Execution:
         """Run `fn(arguments)` once, with the approved arguments, and record the outcome.
 
         `execution_started` is durable before `fn` runs. A second call returns the recorded
-        outcome without running anything (`replayed=True`). An exception from `fn` is recorded
-        as outcome "error" and returned in the Execution, not raised. Raises NotApproved (and the
-        other Violations) when the request may not run, ExecutionUnknown when an earlier run
-        (in any process) started and never recorded its outcome, or is running in another process.
+        outcome without running anything (`replayed=True`), with the result itself when the first
+        run kept it. `keep_result`: record the result beside its digest (a JSON value other than
+        None, under RESULT_ROOM bytes short of a ledger line; otherwise its digest only), so that
+        a framework that re-runs a step after a restart gets the first run's result back. Keep
+        only results without personal data: a kept result cannot be redacted yet.
+        An exception from `fn` is recorded as outcome "error" and returned in the Execution, not
+        raised. Raises NotApproved (and the other Violations) when the request may not run,
+        ExecutionUnknown when an earlier run (in any process) started and never recorded its
+        outcome, or is running in another process.
         """
         started = self._start(request, executor, running_here=True)
         if isinstance(started, Execution):
             return started
-        return self._run_started(request, started[0], started[1], fn)
+        return self._run_started(request, started[0], started[1], fn, keep_result)
+
+    def result(self, request: int) -> Execution:
+        """The recorded outcome of an executed request, with its kept result (see `execute`).
+        Raises UnknownRequest, and KeyError when the request has no recorded outcome yet."""
+        with self._lock:
+            state = self._open_state(request)
+            if state.status != "executed":
+                raise KeyError(request)
+            return self._replayed(state)
+
+    def _replayed(self, state: RequestState) -> Execution:
+        """The Execution an executed request's events record, its kept result read from the
+        ledger (a corrupt line raises as the Ledger does). Under the lock."""
+        kept, result = False, None
+        if state.result_digest is not None and state.seqs:
+            record = self.ledger.records_at([state.seqs[-1]]).get(state.seqs[-1])
+            if record is not None and isinstance(record.event, ev.Executed) and record.data != b"null":
+                value = msgspec.json.decode(record.data).get("result")
+                if value_digest(value) == state.result_digest:  # the line was checked when folded; checked again
+                    kept, result = True, value
+        return Execution(state.request, state.outcome or "", state.result_digest, state.error, replayed=True,
+                         result=result, result_kept=kept)
 
     def start(self, request: int, *, executor: str | None = None) -> tuple[str, dict] | Execution:
         """Begin an execution the caller runs itself, elsewhere (an agent of the approval
@@ -787,7 +840,7 @@ class Gate(CatchUp, Reading):
                 if state is None:
                     raise UnknownRequest(f"request {request} was never proposed", request)
                 if state.status == "executed":
-                    outcome.append(Execution(request, state.outcome or "", state.result_digest, state.error, replayed=True))
+                    outcome.append(self._replayed(state))
                     return []
                 if request in self._running:
                     raise ExecutionInProgress(f"request {request} is running now; its outcome is not recorded yet")
@@ -827,15 +880,18 @@ class Gate(CatchUp, Reading):
                 return outcome[0]
             return self._open_state(request).digest, args
 
-    def finish(self, request: int, *, outcome: str, result: Any = None, error: str | None = None) -> Execution:
+    def finish(self, request: int, *, outcome: str, result: Any = None, error: str | None = None,
+               keep_result: bool = False) -> Execution:
         """Record the outcome of an execution begun with `start`: `outcome` "ok" (with the
-        tool's JSON `result`, whose structural digest is recorded, or None) or "error" (with
+        tool's JSON `result`, whose structural digest is recorded, or None; with `keep_result`
+        the result itself too, as `execute` says) or "error" (with
         `error`, the failure's text, cut to ERROR_CHARS). Raises InvalidCall for another outcome,
         NotStarted when the request was not started, AlreadyExecuted when its outcome is recorded
         already (an outcome is reported once), UnknownRequest."""
         _request_id(request)
         if outcome not in ("ok", "error"):
             raise InvalidCall(f"an outcome is \"ok\" or \"error\", not {outcome!r}")
+        data = None
         if outcome == "error":
             _text("the error", error)
             error_text, result_digest = _error_text(error), None
@@ -846,6 +902,8 @@ class Gate(CatchUp, Reading):
                 result_digest = value_digest(result) if result is not None else None
             except ArgumentsError as exc:
                 raise InvalidCall(f"the result cannot be recorded: {exc}") from None
+            if keep_result:
+                result_digest, data = _result_record(result, True)
             error_text = None
         with self._lock:
             def step() -> list[tuple[ev.Event, Any]]:
@@ -859,12 +917,14 @@ class Gate(CatchUp, Reading):
                 done = ev.Executed(ts=self._now(), request=request, args_digest=state.digest, outcome=outcome,
                                    result_digest=result_digest, error=error_text)
                 self.workflow.check(done)
-                return [(done, None)]
+                return [(done, data)]
 
             self._commit(step)
-        return Execution(request, outcome, result_digest, error_text, replayed=False, result=result)
+        return Execution(request, outcome, result_digest, error_text, replayed=False, result=result,
+                         result_kept=data is not None)
 
-    def _run_started(self, request: int, digest: str, args: dict, fn: Callable[[dict], Any]) -> Execution:
+    def _run_started(self, request: int, digest: str, args: dict, fn: Callable[[dict], Any],
+                     keep_result: bool = False) -> Execution:
         """Run `fn(args)` for a request whose `execution_started` is durable (and which is in
         `_running`), and record the outcome."""
         # The tool runs outside the Gate's lock, so that a slow tool does not hold up every other
@@ -876,10 +936,7 @@ class Gate(CatchUp, Reading):
                 outcome_text = "ok"
             except Exception as exc:  # the tool's failure is an outcome to record, not a Gate failure
                 outcome_text, exception, error = "error", exc, _error_text(f"{type(exc).__name__}: {exc}")
-            try:
-                result_digest = value_digest(result) if outcome_text == "ok" else None
-            except ArgumentsError:
-                result_digest = None
+            result_digest, data = _result_record(result, keep_result) if outcome_text == "ok" else (None, None)
             with self._lock:
                 def step() -> list[tuple[ev.Event, Any]]:
                     state = self.workflow.get(request)
@@ -890,19 +947,21 @@ class Gate(CatchUp, Reading):
                     done = ev.Executed(ts=self._now(), request=request, args_digest=digest, outcome=outcome_text,
                                        result_digest=result_digest, error=error)
                     self.workflow.check(done)
-                    return [(done, None)]
+                    return [(done, data)]
 
                 self._commit(step)
         finally:
             with self._lock:
                 self._running.discard(request)
-        return Execution(request, outcome_text, result_digest, error, replayed=False, result=result, exception=exception)
+        return Execution(request, outcome_text, result_digest, error, replayed=False, result=result, exception=exception,
+                         result_kept=data is not None)
 
     def run(self, tool: str, args: dict, fn: Callable[[dict], Any], *, proposer: str, run: str | None = None,
-            context: dict | None = None, call_id: str | None = None, executor: str | None = None) -> "Run":
+            context: dict | None = None, call_id: str | None = None, executor: str | None = None,
+            keep_result: bool = False) -> "Run":
         """Decide a call and, when the policy allows it, run it at once: the proposal and the
         start of its execution are one durable write (one sync), its outcome a second, where
-        `propose` then `execute` make three. An ask or a deny runs nothing: the Run holds the
+        `propose` then `execute` make three (`keep_result` as there). An ask or a deny runs nothing: the Run holds the
         Proposal only (`wait` for the decision, then `execute`). A repeated `call_id` runs what
         `execute` would (nothing twice: a run already recorded is replayed). Raises as `propose`
         and `execute`."""
@@ -910,9 +969,9 @@ class Gate(CatchUp, Reading):
         proposal, started = self._propose(tool, args, proposer=proposer, run=run, context=context, call_id=call_id,
                                           start=True, executor=executor)
         if started is not None:
-            return Run(proposal, self._run_started(proposal.request, proposal.args_digest, started, fn))
+            return Run(proposal, self._run_started(proposal.request, proposal.args_digest, started, fn, keep_result))
         if proposal.duplicate and proposal.status in ("allowed", "approved", "executed"):
-            return Run(proposal, self.execute(proposal.request, fn, executor=executor))
+            return Run(proposal, self.execute(proposal.request, fn, executor=executor, keep_result=keep_result))
         return Run(proposal, None)
 
     def close(self) -> None:
