@@ -7,13 +7,14 @@
 # The checkpoint module registers the writer's checkpoint check (ledger.store.log.OPEN_CHECKS):
 # imported here, it is in force for every writer.
 from ledger.proof import checkpoint as _checkpoint  # noqa: F401
+from ledger.workflow.async_gate import AsyncGate
 from ledger.workflow.gate import CallIdConflict, Execution, ExecutionInProgress, ExecutionUnknown, Gate, GateError, InvalidCall, Proposal, Run
 from ledger.store.log import Ledger, LedgerBroken, LedgerCorrupt, LedgerError, LedgerLocked, LedgerReader, LedgerUnreadable
 from ledger.proof.verify import Report, verify
 from ledger.workflow.machine import RequestState, Violation
 
 __all__ = [
-    "CallIdConflict", "Execution", "ExecutionInProgress", "ExecutionUnknown", "Gate", "GateError", "InvalidCall", "Ledger",
+    "AsyncGate", "CallIdConflict", "Execution", "ExecutionInProgress", "ExecutionUnknown", "Gate", "GateError", "InvalidCall", "Ledger",
     "LedgerBroken", "LedgerCorrupt", "LedgerError", "LedgerLocked", "LedgerReader", "LedgerUnreadable",
     "Proposal", "Report", "RequestState", "Run", "Violation", "verify",
 ]

@@ -17,6 +17,7 @@ LAYERS = {
     "ledger.store": 1, "ledger.workflow.machine": 2, "ledger.proof": 3,
     "ledger.workflow.snapshot": 3, "ledger.workflow.errors": 3,
     "ledger.workflow.catchup": 4, "ledger.workflow.reading": 4, "ledger.workflow.gate": 4,
+    "ledger.workflow.async_gate": 4,
     "ledger.workflow.simulate": 5, "ledger.analytics": 5,
 }
 

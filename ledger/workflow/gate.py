@@ -929,14 +929,29 @@ class Gate(CatchUp, Reading):
         `_running`), and record the outcome."""
         # The tool runs outside the Gate's lock, so that a slow tool does not hold up every other
         # proposal and decision; `_running` keeps a second execute() of this request out meanwhile.
-        result, exception, error = None, None, None
         try:
             try:
-                result = fn(args)
-                outcome_text = "ok"
+                result, exception = fn(args), None
             except Exception as exc:  # the tool's failure is an outcome to record, not a Gate failure
-                outcome_text, exception, error = "error", exc, _error_text(f"{type(exc).__name__}: {exc}")
-            result_digest, data = _result_record(result, keep_result) if outcome_text == "ok" else (None, None)
+                result, exception = None, exc
+        except BaseException:  # interrupted: the outcome stays unknown, and the call never runs again
+            self._release(request)
+            raise
+        return self._record_run(request, digest, result, exception, keep_result)
+
+    def _release(self, request: int) -> None:
+        with self._lock:
+            self._running.discard(request)
+
+    def _record_run(self, request: int, digest: str, result: Any, exception: BaseException | None,
+                    keep_result: bool) -> Execution:
+        """Record the outcome of a tool this process ran for `request` (in `_running`): "ok" with
+        `result`, or "error" with `exception`; then release the request's running mark, whatever
+        happens. (AsyncGate awaits the tool between `_start` and this.)"""
+        outcome_text = "ok" if exception is None else "error"
+        error = None if exception is None else _error_text(f"{type(exception).__name__}: {exception}")
+        try:
+            result_digest, data = _result_record(result, keep_result) if exception is None else (None, None)
             with self._lock:
                 def step() -> list[tuple[ev.Event, Any]]:
                     state = self.workflow.get(request)
@@ -951,8 +966,7 @@ class Gate(CatchUp, Reading):
 
                 self._commit(step)
         finally:
-            with self._lock:
-                self._running.discard(request)
+            self._release(request)
         return Execution(request, outcome_text, result_digest, error, replayed=False, result=result, exception=exception,
                          result_kept=data is not None)
 
