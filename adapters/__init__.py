@@ -1,0 +1,10 @@
+"""countersign in the shape each agent framework already uses (issue 12).
+
+    adapters.backend      where calls are decided: a local Gate or the approval service
+                          (LocalBackend, ServiceBackend, AsyncBackend, connect())
+
+One module per framework; each imports its framework only inside itself, and the framework is an
+optional extra (`pip install 'countersign[langchain]'`, ...). This package sits at the top of the
+layers, beside the CLI: it uses the library (dsl, ledger) and the service's HTTP API, and nothing
+below imports it.
+"""

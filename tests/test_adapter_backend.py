@@ -1,0 +1,133 @@
+"""adapters.backend: the same steps on a local Gate and on `countersign serve` (a real process
+on 127.0.0.1), with the same answers: allow, deny with its reason, ask → approve / edit /
+reject / respond, a kept result replayed, errors as BackendError codes."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from adapters.backend import AsyncBackend, BackendError, LocalBackend, Outcome, ServiceBackend, connect
+from dsl import Policy
+from ledger import Gate, verify
+from service_process import Server
+from service_support import setup
+from support import POLICY_TEXT
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    s = setup(tmp_path_factory.mktemp("svc"))
+    with Server(s) as server:
+        yield s, server
+
+
+@pytest.fixture(params=["local", "service"])
+def pair(request, tmp_path, served):
+    """(agent backend, reviewer backend deciding as sup-1 and sup-2)."""
+    if request.param == "local":
+        gate = Gate(Policy.from_text(POLICY_TEXT, "test.policy"), tmp_path / "l")
+        yield LocalBackend(gate, "agent-1"), {"sup-1": LocalBackend(gate, "sup-1"), "sup-2": LocalBackend(gate, "sup-2")}
+        gate.close()
+        assert verify(tmp_path / "l").ok
+    else:
+        s, server = served
+        agent = ServiceBackend(server.url, s.tokens["agent-1"])
+        reviewers = {n: ServiceBackend(server.url, s.tokens["agent-1"], reviewer_token=s.tokens[n])
+                     for n in ("sup-1", "sup-2")}
+        yield agent, reviewers
+        agent.close()
+
+
+def _decide(reviewers, who, request, decision, **kw):
+    return reviewers[who].decide(request, decision, reviewer=who, **kw)
+
+
+def test_allow_runs_and_deny_carries_its_reason(pair):
+    agent, _ = pair
+    v = agent.propose("read_thing", {"id": 1}, run="r")
+    assert v.effect == "allow" and v.status == "allowed"
+    done = agent.execute(v.request, lambda a: {"thing": a["id"]})
+    assert done.outcome == "ok" and done.result == {"thing": 1}
+    d = agent.propose("drop_thing", {"id": 1})
+    assert d.effect == "deny" and "archive them instead" in d.reason
+    with pytest.raises(BackendError) as caught:
+        agent.start(d.request)
+    assert caught.value.code  # the service's code or the Gate's error name
+
+
+def test_ask_waits_for_a_quorum_then_runs_with_the_edited_arguments(pair):
+    agent, reviewers = pair
+    v = agent.propose("big_change", {"amount": 500}, run="r", call_id=f"bc-{id(pair)}")
+    assert v.effect == "ask" and set(v.decisions) == {"approve", "edit", "reject", "respond"}
+    assert v.needs and v.timeout_seconds == 4 * 3600
+    assert agent.wait(v.request, 0.2).waiting
+    edited = _decide(reviewers, "sup-1", v.request, "edit", digest=v.args_digest, args={"amount": 400}, reason="cap")
+    assert edited.status == "pending"  # one of two
+    _decide(reviewers, "sup-2", v.request, "approve", digest=edited.args_digest)
+    settled = agent.wait(v.request, 10)
+    assert settled.status == "approved" and settled.edits == 1 and not settled.waiting
+    seen = []
+    done = agent.execute(v.request, lambda a: seen.append(a) or "ok", keep_result=True)
+    assert seen == [{"amount": 400}] and done.result_kept
+    again = agent.execute(v.request, lambda a: seen.append(a))
+    assert again.replayed and again.result == "ok" and len(seen) == 1
+    assert agent.find(f"bc-{id(pair)}").status == "executed"
+
+
+@pytest.mark.parametrize("decision,field", [("reject", "reason"), ("respond", "message")])
+def test_reject_and_respond_reach_the_agent_as_an_instruction(pair, decision, field):
+    agent, reviewers = pair
+    v = agent.propose("big_change", {"amount": 1, "n": decision})
+    _decide(reviewers, "sup-1", v.request, decision, digest=v.args_digest, **{field: "use the sandbox"})
+    settled = agent.wait(v.request, 10)
+    assert settled.status == ("rejected" if decision == "reject" else "responded")
+    assert settled.reason == "use the sandbox" and settled.decided_by == "sup-1"
+
+
+def test_an_agent_cancels_its_own_call(pair):
+    agent, _ = pair
+    v = agent.propose("small_change", {"n": "cancel"})
+    assert agent.cancel(v.request, "the hook gave up waiting").status == "cancelled"
+
+
+def test_async_backend_awaits_an_async_tool(pair):
+    agent, _ = pair
+
+    async def main():
+        a = AsyncBackend(agent)
+        v = await a.propose("read_thing", {"id": 2})
+
+        async def tool(args):
+            await asyncio.sleep(0)
+            return args["id"] * 10
+
+        return await a.execute(v.request, tool, keep_result=True)
+
+    done = asyncio.run(main())
+    assert isinstance(done, Outcome) and done.result == 20 and done.result_kept
+
+
+def test_service_errors_are_codes_and_a_bad_token_is_refused(served):
+    s, server = served
+    with pytest.raises(BackendError) as caught:
+        ServiceBackend(server.url, "cst_wrong").propose("read_thing", {})
+    assert caught.value.code == "unauthenticated"
+    with pytest.raises(BackendError) as caught:
+        ServiceBackend("http://127.0.0.1:9", "t").propose("read_thing", {})  # nobody listens on port 9
+    assert caught.value.code == "unreachable"
+
+
+def test_connect_reads_the_environment(tmp_path, served):
+    s, server = served
+    assert isinstance(connect(environ={"COUNTERSIGN_URL": server.url, "COUNTERSIGN_TOKEN": "x"}), ServiceBackend)
+    (tmp_path / "p.policy").write_text(POLICY_TEXT)
+    local = connect(environ={"COUNTERSIGN_POLICY": str(tmp_path / "p.policy"), "COUNTERSIGN_LEDGER": str(tmp_path / "l"),
+                             "COUNTERSIGN_PROPOSER": "me"})
+    assert isinstance(local, LocalBackend) and local.proposer == "me"
+    local.close()
+    for environ, code in (({}, "not_configured"), ({"COUNTERSIGN_URL": server.url}, "unauthenticated")):
+        with pytest.raises(BackendError) as caught:
+            connect(environ=environ)
+        assert caught.value.code == code
