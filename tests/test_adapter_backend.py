@@ -131,3 +131,16 @@ def test_connect_reads_the_environment(tmp_path, served):
         with pytest.raises(BackendError) as caught:
             connect(environ=environ)
         assert caught.value.code == code
+
+
+def test_roster_reviewers_take_the_name_from_a_token_only(served):
+    from adapters.identity import RosterReviewers
+    from ledger.proof.roster import load_roster
+
+    s, _ = served
+    who = RosterReviewers(load_roster(s.roster))
+    assert who(s.tokens["sup-1"]) == "sup-1"
+    for token, code in ((s.tokens["agent-1"], "forbidden"), ("cst_nope", "unauthenticated"), (None, "unauthenticated")):
+        with pytest.raises(BackendError) as caught:
+            who(token)
+        assert caught.value.code == code
