@@ -76,6 +76,7 @@ CHECK = "check"
 FINAL_MESSAGES = {
     "expired": "No one decided this call in time; it did not run.",
     "cancelled": "This call was withdrawn; it did not run.",
+    "executing": "This call started before and how it went was never recorded: it does not run again.",
 }
 
 

@@ -37,10 +37,10 @@ class World:
     """A roster with tokens (tests/service_support.py), a Gate on a fresh ledger, the tools (each
     call noted in `ran`), and agents built on a script."""
 
-    def __init__(self, tmp: Path):
+    def __init__(self, tmp: Path, **gate_options):
         self.s = setup(tmp / "files", POLICY_TEXT)
         self.ledger = tmp / "ledger"
-        self.gate = Gate(Policy.from_text(POLICY_TEXT, "langchain-test.policy"), self.ledger)
+        self.gate = Gate(Policy.from_text(POLICY_TEXT, "langchain-test.policy"), self.ledger, **gate_options)
         self.backend = LocalBackend(self.gate, "agent-1")
         self.reviewers = RosterReviewers(load_roster(self.s.roster))
         self.ran: list[tuple] = []
@@ -342,3 +342,43 @@ def test_through_the_approval_service_a_token_or_a_check(world, tmp_path):
         for b in (agent_backend, *inbox.values()):
             b.close()
     assert verify(s.ledger).ok
+
+
+def test_a_failing_tool_is_recorded_and_not_run_again(world):
+    tries = []
+
+    @tool
+    def lookup(order: int) -> str:
+        """Look up an order."""
+        tries.append(order)
+        raise ValueError("the order database is down")
+
+    world.tools = [lookup]
+    agent = world.agent(calls(("f1", "lookup", {"order": 5})), done())
+    cfg = config("thread-f")
+    with pytest.raises(ValueError, match="database is down"):  # LangChain's ToolNode raises it: so do we
+        agent.invoke({"messages": [{"role": "user", "content": "look"}]}, cfg)
+    out = agent.invoke(None, cfg)  # run again: the recorded failure answers, the tool does not run
+    message = tool_messages(out)["f1"]
+    assert tries == [5] and message.status == "error" and "database is down" in message.content
+    world.close_and_verify()
+    (row,) = world.rows("SELECT status, outcome, error FROM requests")
+    assert row == {"status": "executed", "outcome": "error", "error": "ValueError: the order database is down"}
+
+
+def test_an_ask_nobody_answers_in_time_expires_and_never_runs(tmp_path):
+    from datetime import datetime, timezone
+
+    from ledger.clock import ManualClock
+
+    clock = ManualClock(datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc))
+    world = World(tmp_path, clock=clock)
+    agent = world.agent(calls(("e1", "refund", {"order": 1, "amount": 5})), done())
+    cfg = config("thread-e")
+    review = review_of(agent.invoke({"messages": [{"role": "user", "content": "refund"}]}, cfg))
+    clock.advance(2 * 3600)  # the rule's timeout is an hour
+    out = agent.invoke(Command(resume=resume(review, "approve", token=world.token("sup-1"))), cfg)
+    message = tool_messages(out)["e1"]
+    assert message.status == "error" and "not run" in message.content and world.ran == []
+    assert message.response_metadata["countersign"]["status"] == "expired"
+    world.close_and_verify()
