@@ -86,7 +86,8 @@ FINAL_MESSAGES = {
 class Gated:
     """What `countersign_call` returns. `status`: "executed" (the tool ran, now or before),
     "failed" (it ran and raised or reported an error), "denied", "rejected", "responded",
-    "expired" or "cancelled". `result` the tool's result (the kept one when `replayed`);
+    "expired", "cancelled", or "executing" (started before and never finished: it does not run
+    again, and may or may not have run). `result` the tool's result (the kept one when `replayed`);
     `message` the instruction for the agent (the policy's reason, the rejection's reason, the
     response, the error)."""
 
@@ -201,7 +202,14 @@ def _decision_step(answer: Any, tool: str, view: dict, allowed: tuple,
         raise BackendError("decision_not_allowed", f"the rule allows {', '.join(allowed)} for this call, not {kind}")
     token = answer.get("token")
     if reviewers is not None:
-        reviewer = reviewers(token)  # raises BackendError unauthenticated / forbidden
+        try:
+            reviewer = reviewers(token)  # raises BackendError unauthenticated / forbidden
+        except BackendError:
+            raise
+        except Exception as exc:  # a host's callable that fails otherwise: still no decision
+            raise BackendError("unauthenticated", f"the reviewer could not be authenticated: {exc}") from None
+        if not isinstance(reviewer, str) or not reviewer:
+            raise BackendError("unauthenticated", "the reviewers callable named no one")
     elif service:
         if not isinstance(token, str) or not token:
             raise BackendError("unauthenticated", "the decision carries no reviewer's token")
@@ -256,7 +264,9 @@ def _digest_of(args: dict) -> str | None:
 
 def _details(backend: Any, request: int) -> dict:
     """The request as a reviewer sees it (ledger.workflow.describe.brief): its current arguments,
-    digest, allowed decisions and quorum progress."""
+    digest, allowed decisions and quorum progress. A backend with a `details(request)` method
+    answers itself; the two of adapters.backend are read here, through the service's
+    GET /v1/requests/{id} or the local Gate (they have no public method for it yet)."""
     if hasattr(backend, "details"):
         return backend.details(request)
     if isinstance(backend, ServiceBackend):

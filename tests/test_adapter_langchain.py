@@ -382,3 +382,21 @@ def test_an_ask_nobody_answers_in_time_expires_and_never_runs(tmp_path):
     assert message.status == "error" and "not run" in message.content and world.ran == []
     assert message.response_metadata["countersign"]["status"] == "expired"
     world.close_and_verify()
+
+
+def test_two_asks_in_one_turn_are_answered_by_interrupt_id(world):
+    agent = world.agent(calls(("p1", "refund", {"order": 1, "amount": 1}), ("p2", "refund", {"order": 2, "amount": 2})),
+                        done())
+    cfg = config("thread-p")
+    out = agent.invoke({"messages": [{"role": "user", "content": "two refunds"}]}, cfg)
+    pending = {i.value["call_id"]: i for i in out["__interrupt__"]}
+    assert sorted(pending) == ["p1", "p2"]
+    out = agent.invoke(Command(resume={pending["p1"].id: resume(pending["p1"].value, "approve",
+                                                                token=world.token("sup-1"))}), cfg)
+    assert world.ran == [("refund", 1, 1)] and review_of(out)["call_id"] == "p2"  # the other still waits
+    pending = {i.value["call_id"]: i for i in out["__interrupt__"]}
+    out = agent.invoke(Command(resume={pending["p2"].id: resume(pending["p2"].value, "reject", token=world.token("sup-2"),
+                                                                reason="One is enough.")}), cfg)
+    got = tool_messages(out)
+    assert world.ran == [("refund", 1, 1)] and got["p2"].content == "One is enough."
+    world.close_and_verify()
