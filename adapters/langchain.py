@@ -436,7 +436,7 @@ def _gated(decided: _Decided, outcome) -> Gated:
                  replayed=outcome.replayed, decided_by=decided.settled.decided_by)
 
 
-# --- LangChain's create_agent ------------------------------------------------------------------
+# --- the resume a host sends ------------------------------------------------------------------
 
 def resume(payload: dict, decision: str, *, token: str | None = None, **fields: Any) -> dict:
     """A resume for a REVIEW payload: `resume(p, "approve", token=t)`, `resume(p, "edit",
@@ -447,6 +447,8 @@ def resume(payload: dict, decision: str, *, token: str | None = None, **fields: 
         answer.update(token=token, digest=payload["digest"])
     return answer
 
+
+# --- LangChain's create_agent ------------------------------------------------------------------
 
 _CLASS: list[type] = []
 
