@@ -205,6 +205,13 @@ class LocalBackend:
     def get(self, request: int) -> Settled:
         return _settled_of_state(self._guard(lambda: self.gate.get(request)))
 
+    def details(self, request: int) -> dict:
+        """The request as a reviewer sees it (ledger.workflow.describe.brief: its current
+        arguments, digest, the decisions allowed, quorum progress): a JSON-ready dict."""
+        from ledger.workflow import describe
+
+        return self._guard(lambda: describe.brief(self.gate, self.gate.get(request)))
+
     def find(self, call_id: str) -> Settled | None:
         state = self._guard(lambda: self.gate.find(call_id=call_id))
         return None if state is None else _settled_of_state(state)
@@ -311,6 +318,11 @@ class ServiceBackend:
 
     def get(self, request: int) -> Settled:
         return settled_of(self._call("GET", f"/v1/requests/{int(request)}"))
+
+    def details(self, request: int) -> dict:
+        """GET /v1/requests/{id}: the request as a reviewer sees it (as LocalBackend.details, and
+        more: its history, the rules with their policy lines)."""
+        return self._call("GET", f"/v1/requests/{int(request)}")
 
     def find(self, call_id: str) -> Settled | None:
         try:

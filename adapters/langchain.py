@@ -263,20 +263,12 @@ def _digest_of(args: dict) -> str | None:
 # --- drivers: take the loop's backend steps ----------------------------------------------------
 
 def _details(backend: Any, request: int) -> dict:
-    """The request as a reviewer sees it (ledger.workflow.describe.brief): its current arguments,
-    digest, allowed decisions and quorum progress. A backend with a `details(request)` method
-    answers itself; the two of adapters.backend are read here, through the service's
-    GET /v1/requests/{id} or the local Gate (they have no public method for it yet)."""
-    if hasattr(backend, "details"):
-        return backend.details(request)
-    if isinstance(backend, ServiceBackend):
-        return backend._call("GET", f"/v1/requests/{int(request)}")
-    gate = getattr(backend, "gate", None)
-    if gate is None:
+    """The request as a reviewer sees it (Backend.details): its current arguments, digest,
+    allowed decisions and quorum progress."""
+    details = getattr(backend, "details", None)
+    if details is None:
         raise BackendError("unsupported_backend", f"{type(backend).__name__} cannot describe a request")
-    from ledger.workflow import describe
-
-    return backend._guard(lambda: describe.brief(gate, gate.get(request)))
+    return details(request)
 
 
 def _decide(backend: Any, request: int, kind: str, *, token: str | None, **fields: Any) -> Settled:
