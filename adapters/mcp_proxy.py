@@ -63,7 +63,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
 
-from adapters.backend import WAITING, AsyncBackend, BackendError, Outcome, Settled, Verdict
+from adapters.backend import WAITING, AsyncBackend, BackendError, Outcome, Settled, Started, Verdict
 
 log = logging.getLogger("countersign.mcp_proxy")
 
@@ -184,12 +184,27 @@ class Gateway:
                                 "run.", meta | {"status": "unknown_tool"})
         run = self.run_of(ctx)
         call_id = f"{run}#{ctx.request_id}" if ctx.request_id is not None else None
+        sync = self.backend.backend
+
+        def propose_and_start() -> tuple[Verdict, Started | Outcome | BackendError | None]:
+            # one worker-thread hop for an allowed call's two steps (a hop costs about as much
+            # as a step's durable write on a busy machine): the start is taken at once
+            verdict = sync.propose(meta["tool"], args, run=run, context={"server": self.server_name}, call_id=call_id)
+            if verdict.status != "allowed" or verdict.duplicate:
+                return verdict, None
+            try:
+                return verdict, sync.start(verdict.request)
+            except BackendError as exc:
+                return verdict, exc
+
         try:
-            verdict = await self.backend.propose(meta["tool"], args, run=run, context={"server": self.server_name},
-                                                 call_id=call_id)
+            verdict, started = await anyio.to_thread.run_sync(propose_and_start)
         except BackendError as exc:
             return self._backend_failure(exc, meta)
         meta |= {"request": verdict.request, "effect": verdict.effect, "rules": list(verdict.rules)}
+        if started is not None:
+            meta |= {"status": "allowed", "decision": None}
+            return await self._execute(ctx, name, verdict.request, meta, started)
         try:
             settled = await self._settle(ctx, verdict, meta)
         except BackendError as exc:
@@ -256,11 +271,16 @@ class Gateway:
         except Exception as exc:  # progress is a courtesy; the wait goes on
             log.debug("progress not sent: %s", exc)
 
-    async def _execute(self, ctx: Any, name: str, request: int, meta: dict) -> types.CallToolResult:
-        """Record the start, forward with the recorded (approved, possibly edited) arguments,
-        record the outcome; an executed request is not forwarded again."""
+    async def _execute(self, ctx: Any, name: str, request: int, meta: dict,
+                       started: Started | Outcome | BackendError | None = None) -> types.CallToolResult:
+        """Record the start (unless `started` is its answer already), forward with the recorded
+        (approved, possibly edited) arguments, record the outcome; an executed request is not
+        forwarded again."""
         try:
-            started = await self.backend.start(request)
+            if started is None:
+                started = await self.backend.start(request)
+            elif isinstance(started, BackendError):
+                raise started
         except BackendError as exc:
             return self._backend_failure(exc, meta)
         if isinstance(started, Outcome):  # it ran before (a repeated call id): never twice
@@ -446,5 +466,20 @@ def run_proxy(command: list[str], backend, options: ProxyOptions | None = None, 
 
                 await serve_http(gateway, host, port, ready=ready)
 
-    anyio.run(main)
+    try:
+        anyio.run(main)
+    except BaseExceptionGroup as group:  # the SDK's task groups wrap what their bodies raise
+        failure = _first(group, ProxyError)
+        if failure is not None:
+            raise failure from None
+        raise
+
+
+def _first(group: BaseExceptionGroup, kind: type[BaseException]) -> BaseException | None:
+    for exc in group.exceptions:
+        if isinstance(exc, kind):
+            return exc
+        if isinstance(exc, BaseExceptionGroup) and (found := _first(exc, kind)) is not None:
+            return found
+    return None
 

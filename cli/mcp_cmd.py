@@ -6,6 +6,7 @@ rest of the CLI works without the `mcp` extra."""
 from __future__ import annotations
 
 import os
+import re
 from typing import List, Optional
 
 import typer
@@ -18,6 +19,11 @@ def _listen_address(text: str) -> tuple[str, int]:
     if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
         fail(f"--listen takes HOST:PORT (e.g. 127.0.0.1:8765), not {text!r}", EXIT_USAGE)
     return host.strip("[]"), int(port)
+
+
+def _clean(name: str) -> str:
+    """As adapters.mcp_proxy.server_name_of (not imported here: it imports the mcp SDK)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", name.strip()) or "server"
 
 
 def mcp_proxy(
@@ -53,29 +59,20 @@ def mcp_proxy(
     Example: countersign mcp-proxy --policy team.policy --ledger ~/.countersign/ledger -- npx -y @modelcontextprotocol/server-filesystem ~/work
     """
     address = _listen_address(listen) if listen else None
-    try:
-        from adapters.backend import BackendError, LocalBackend, ServiceBackend
-        from adapters.mcp_proxy import ProxyError, ProxyOptions, run_proxy, server_name_of
-    except ImportError as exc:
-        fail(f"mcp-proxy needs the mcp package ({exc.name} is missing): pip install 'countersign[mcp]'", EXIT_USAGE)
-    import logging
-
+    if url and (policy or ledger):
+        fail("give --url (the service) or --policy and --ledger (a local ledger), not both", EXIT_USAGE)
+    if not url and not (policy and ledger):
+        fail("give --policy and --ledger (a local ledger), or --url (the approval service)", EXIT_USAGE)
+    token = os.environ.get(token_env) if url else None
+    if url and not token:
+        fail(f"--url needs the agent's token in the environment variable {token_env}", EXIT_USAGE)
+    from adapters.backend import BackendError, LocalBackend, ServiceBackend
     from ledger.store.log import LedgerError
 
-    logging.basicConfig(level=logging.WARNING, format="countersign mcp-proxy: %(levelname)s: %(message)s")
-    options = ProxyOptions(server_name=server_name, bare_tool_names=bare_tool_names, ask_timeout=ask_timeout,
-                           keep_results=keep_results)
     try:
         if url:
-            if policy or ledger:
-                fail("give --url (the service) or --policy and --ledger (a local ledger), not both", EXIT_USAGE)
-            token = os.environ.get(token_env)
-            if not token:
-                fail(f"--url needs the agent's token in the environment variable {token_env}", EXIT_USAGE)
             backend = ServiceBackend(url, token)
         else:
-            if not (policy and ledger):
-                fail("give --policy and --ledger (a local ledger), or --url (the approval service)", EXIT_USAGE)
             from dsl import Policy, PolicyError
             from ledger import Gate
 
@@ -85,15 +82,27 @@ def mcp_proxy(
                 lines = [visible(line) for line in str(exc).splitlines()] or [""]
                 typer.echo("\n".join([f"error: {lines[0]}", *lines[1:]]), err=True)
                 raise typer.Exit(EXIT_USAGE)
+            except OSError as exc:
+                fail(f"{policy}: {exc.strerror or exc}", EXIT_USAGE)
             name = (proposer or os.environ.get("COUNTERSIGN_PROPOSER")
-                    or ("mcp-proxy/" + server_name_of(server_name) if server_name else "mcp-proxy"))
+                    or ("mcp-proxy/" + _clean(server_name) if server_name else "mcp-proxy"))
             backend = LocalBackend(Gate(loaded, ledger), name)
     except BackendError as exc:
         fail(exc.message, EXIT_USAGE)
-    except OSError as exc:
-        fail(f"{exc.filename or ledger}: {exc.strerror or exc}", EXIT_USAGE)
     except LedgerError as exc:
         fail(f"{ledger}: {exc}", EXIT_USAGE)
+    except OSError as exc:
+        fail(f"{exc.filename or ledger}: {exc.strerror or exc}", EXIT_USAGE)
+    try:
+        from adapters.mcp_proxy import ProxyError, ProxyOptions, run_proxy
+    except ImportError as exc:
+        backend.close()
+        fail(f"mcp-proxy needs the mcp package ({exc.name} is missing): pip install 'countersign[mcp]'", EXIT_USAGE)
+    import logging
+
+    logging.basicConfig(level=logging.WARNING, format="countersign mcp-proxy: %(levelname)s: %(message)s")
+    options = ProxyOptions(server_name=server_name, bare_tool_names=bare_tool_names, ask_timeout=ask_timeout,
+                           keep_results=keep_results)
     try:
         run_proxy(list(command), backend, options, listen=address)
     except ProxyError as exc:
