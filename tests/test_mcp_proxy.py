@@ -316,3 +316,65 @@ def test_cli_refuses_what_it_cannot_run(setup, tmp_path):
     no_server = run("--policy", str(setup / "test.policy"), "--ledger", str(tmp_path / "l2"), "--",
                     str(tmp_path / "no-such-server"))
     assert no_server.returncode == 1 and "cannot start" in no_server.stderr
+    not_mcp = run("--policy", str(setup / "test.policy"), "--ledger", str(tmp_path / "l2"), "--", "true")
+    assert not_mcp.returncode == 1 and "did not initialize" in not_mcp.stderr.splitlines()[-1]
+
+
+def test_proxy_through_the_approval_service(setup, tmp_path):
+    """--url and --token-env: the proxy proposes through `countersign serve` as the roster's
+    agent; a reviewer approves the ask through the service with a reviewer's token."""
+    from service_process import Server
+    from service_support import setup as service_setup
+
+    from adapters.backend import ServiceBackend
+
+    svc = service_setup(tmp_path / "svc", POLICY.replace("ask mcp__files__send_email",
+                                                          "ask mcp__files__send_email\n  approvers 1 from [\"alice\"]"))
+    with Server(svc) as server:
+        env = {**proxy_env(), "AGENT_TOKEN": svc.tokens["agent-1"]}
+        params = StdioServerParameters(command=sys.executable, cwd=str(ROOT), env=env, args=[
+            "-m", "cli.main", "mcp-proxy", "--url", server.url, "--token-env", "AGENT_TOKEN", "--server-name", "files",
+            "--", sys.executable, str(setup / "server.py")])
+        reviewer = ServiceBackend(server.url, svc.tokens["agent-1"], reviewer_token=svc.tokens["alice"])
+        seen = {}
+
+        def approve_next() -> int:
+            with Gate(None, svc.ledger) as gate:  # reads the queue; the decision goes through the service
+                for _ in range(500):
+                    if pending := gate.pending():
+                        break
+                    time.sleep(0.02)
+                else:
+                    raise AssertionError("no ask reached the queue")
+            settled = reviewer.decide(pending[0].request, "approve", digest=pending[0].digest)
+            assert settled.status == "approved" and settled.decided_by == "alice"
+            return pending[0].request
+
+        async def client() -> None:
+            async with stdio_client(params) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    seen["allowed"] = await session.call_tool("read_file", {"path": "/a"})
+                    seen["denied"] = await session.call_tool("delete_all", {})
+
+                    async def ask() -> None:
+                        seen["asked"] = await session.call_tool("send_email", {"to": "z@example.com", "body": "hi"})
+
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(ask)
+                        seen["request"] = await anyio.to_thread.run_sync(approve_next)
+
+        try:
+            anyio.run(client)
+        finally:
+            reviewer.close()
+    assert text_of(seen["allowed"]) == "contents of /a"
+    assert seen["denied"].is_error and "Deleting everything is never allowed." in text_of(seen["denied"])
+    assert not seen["asked"].is_error and text_of(seen["asked"]) == "sent to z@example.com: hi"
+    assert verify(svc.ledger).ok
+    rows = list(requests_view(svc.ledger).values())
+    assert [(r["tool"], r["proposer"], r["status"], r["outcome"]) for r in rows] == [
+        ("mcp__files__read_file", "agent-1", "executed", "ok"),
+        ("mcp__files__delete_all", "agent-1", "denied", None),
+        ("mcp__files__send_email", "agent-1", "executed", "ok")]
+    assert rows[2]["decided_by"] == "alice"
