@@ -426,8 +426,14 @@ async def serve_http(gateway: Gateway, host: str, port: int, *, path: str = "/mc
     """Serve streamable HTTP at http://host:port/mcp (each MCP session its own run) until
     SIGINT/SIGTERM. The proxy authenticates no one: listen on loopback (the SDK then checks
     the Host and Origin headers against DNS rebinding). `ready(port)` is called once bound."""
+    import signal
+
     import uvicorn
 
+    # uvicorn stops on SIGTERM or SIGINT, then raises the signal again once it has stopped, to
+    # end the process by it; handled here, the proxy instead returns and stops its server itself
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, frame: None)
     server = gateway.build_server()
     app = server.streamable_http_app(streamable_http_path=path, host=host)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")

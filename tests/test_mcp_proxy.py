@@ -280,13 +280,14 @@ def test_streamable_http_proxy(setup):
 
         anyio.run(client)
     finally:
-        process.terminate()
+        process.terminate()  # SIGTERM: the proxy stops its server and exits 0
         try:
-            process.wait(timeout=10)
+            status = process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
-            process.wait()
+            status = process.wait()
         process.stderr.close()
+    assert status == 0
 
     assert not seen["allowed"].is_error and text_of(seen["allowed"]) == "contents of /srv/a"
     timed_out = seen["timed_out"]
