@@ -2,6 +2,8 @@
 
     adapters.backend      where calls are decided: a local Gate or the approval service
                           (LocalBackend, ServiceBackend, AsyncBackend, connect())
+    adapters.mcp_proxy    an MCP gateway in front of any MCP server (`countersign mcp-proxy`;
+                          the `mcp` extra)
 
 One module per framework; each imports its framework only inside itself, and the framework is an
 optional extra (`pip install 'countersign[langchain]'`, ...). This package sits at the top of the
