@@ -198,7 +198,10 @@ class Gateway:
                 return verdict, exc
 
         try:
-            verdict, started = await anyio.to_thread.run_sync(propose_and_start)
+            # shielded: a worker thread is not interrupted, and a cancellation arriving meanwhile
+            # would discard what it recorded (a started call would then never get its outcome)
+            with anyio.CancelScope(shield=True):
+                verdict, started = await anyio.to_thread.run_sync(propose_and_start)
         except BackendError as exc:
             return self._backend_failure(exc, meta)
         meta |= {"request": verdict.request, "effect": verdict.effect, "rules": list(verdict.rules)}
@@ -278,7 +281,8 @@ class Gateway:
         forwarded again."""
         try:
             if started is None:
-                started = await self.backend.start(request)
+                with anyio.CancelScope(shield=True):  # as the proposal's: the start must not be lost
+                    started = await self.backend.start(request)
             elif isinstance(started, BackendError):
                 raise started
         except BackendError as exc:
