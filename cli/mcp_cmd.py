@@ -47,6 +47,8 @@ def mcp_proxy(
     ask_timeout: float = typer.Option(55.0, "--ask-timeout", min=0, help="Seconds an asked call waits for a "
                                       "reviewer; then it is withdrawn and does not run (below your client's own "
                                       "request timeout, 60 s in most clients)."),
+    progress_every: float = typer.Option(10.0, "--progress-every", min=0.05, help="Seconds between the progress "
+                                         "notifications a waiting ask sends to a client that asked for progress."),
     keep_results: bool = typer.Option(False, "--keep-results", help="Record each tool's result itself in the "
                                       "ledger, not only its digest (results without personal data only)."),
     listen: Optional[str] = typer.Option(None, "--listen", help="Serve streamable HTTP at HOST:PORT (path /mcp) "
@@ -102,7 +104,7 @@ def mcp_proxy(
 
     logging.basicConfig(level=logging.WARNING, format="countersign mcp-proxy: %(levelname)s: %(message)s")
     options = ProxyOptions(server_name=server_name, bare_tool_names=bare_tool_names, ask_timeout=ask_timeout,
-                           keep_results=keep_results)
+                           progress_seconds=progress_every, keep_results=keep_results)
     try:
         run_proxy(list(command), backend, options, listen=address)
     except ProxyError as exc:

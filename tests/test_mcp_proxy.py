@@ -146,7 +146,8 @@ def requests_view(ledger: Path) -> dict[int, dict]:
 
 def test_stdio_proxy_decides_every_call(setup):
     tmp, ledger = setup, setup / "ledger"
-    params = StdioServerParameters(command=sys.executable, args=proxy_command(setup, "--ask-timeout", "30")[1:],
+    params = StdioServerParameters(command=sys.executable, args=proxy_command(setup, "--ask-timeout", "30",
+                                                                         "--progress-every", "0.2")[1:],
                                    env=proxy_env(), cwd=str(ROOT))
     seen: dict[str, object] = {}
 
@@ -168,8 +169,15 @@ def test_stdio_proxy_decides_every_call(setup):
                 seen["respond"] = await ask_and_decide(session, ledger, {"to": "d@example.com", "body": "hi"}, "respond",
                                                        message="Draft it instead; I will send it myself.")
                 # the client gives up waiting (its timeout sends notifications/cancelled): the ask is withdrawn
+                progress: list[str] = []
+
+                async def on_progress(done: float, total: float | None, message: str | None) -> None:
+                    progress.append(message or "")
+
                 with pytest.raises(Exception):
-                    await session.call_tool("send_email", {"to": "e@example.com", "body": "hi"}, read_timeout_seconds=0.5)
+                    await session.call_tool("send_email", {"to": "e@example.com", "body": "hi"}, read_timeout_seconds=1.0,
+                                            progress_callback=on_progress)
+                seen["progress"] = progress
                 for _ in range(200):  # the withdrawal lands shortly after
                     if any(r["status"] == "cancelled" for r in requests_view(ledger).values()):
                         break
@@ -205,6 +213,9 @@ def test_stdio_proxy_decides_every_call(setup):
     responded, respond_request = seen["respond"]
     assert responded.is_error and text_of(responded) == "Draft it instead; I will send it myself."
     assert responded.meta["countersign"]["decision"] == "respond"
+
+    # while the abandoned ask waited, the client that asked for progress heard why
+    assert seen["progress"] and all(m.startswith("waiting for a reviewer: countersign request") for m in seen["progress"])
 
     crash = seen["crash"]
     assert crash.is_error and "failed while running" in text_of(crash)
