@@ -4,6 +4,8 @@
                           (LocalBackend, ServiceBackend, AsyncBackend, connect())
     adapters.langchain    LangChain's create_agent (CountersignMiddleware) and LangGraph nodes
                           (countersign_call): docs/adapters/langchain.md
+    adapters.mcp_proxy    an MCP gateway in front of any MCP server (`countersign mcp-proxy`;
+                          the `mcp` extra)
 
 One module per framework; each imports its framework only inside itself, and the framework is an
 optional extra (`pip install 'countersign[langchain]'`, ...). This package sits at the top of the

@@ -7,7 +7,9 @@ not part of the full run); and eight hook processes each opening a Gate per call
 to 100,000 events (bench/hooks.py; `--only hooks`); and the shared Gate's opening, catch-up, syncs,
 propose cost, review queue and wait (bench/gate.py; `--only gate`); and the shell parser on the
 corpus's commands against tree-sitter-bash (bench/parser.py; `--only parser`); and the approval
-service under 32 agent and 4 reviewer processes over HTTP (bench/service_load.py; `--only service`).
+service under 32 agent and 4 reviewer processes over HTTP (bench/service_load.py; `--only service`);
+and the latency `countersign mcp-proxy` adds to an allowed MCP tool call (bench/mcp_proxy.py;
+`--only mcp`, not part of the full run).
 
     python -m bench                       # the full run (about 5 minutes), results in bench/results/
     python -m bench --quick               # 100 and 1,000 rules, fewer rounds (about a minute)
@@ -18,6 +20,7 @@ service under 32 agent and 4 reviewer processes over HTTP (bench/service_load.py
     python -m bench --only gate           # open at 1 M events, catch-up, syncs, propose, review list, wait
     python -m bench --only parser         # the shell parser on the corpus's commands, ours and tree-sitter-bash
     python -m bench --only service        # countersign serve: 32 (then 8) agent processes + 4 reviewers, 60 s each
+    python -m bench --only mcp            # an MCP tool call direct and through countersign mcp-proxy, 200 each
 
 Skips with a message (exit 0) when the shared corpus is absent; runs without the Cedar side (and
 says so) when cedarpy is not installed (`pip install -e '.[bench]'`).
@@ -65,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="100 and 1,000 rules, 5 rounds, 2 s of Cedar")
     ap.add_argument("--label", default="run", help="name of the results file: bench/results/<date>-<label>.json")
     ap.add_argument("--no-write", action="store_true", help="print only")
-    ap.add_argument("--only", choices=("all", "policy", "ledger", "real", "worst", "hooks", "gate", "parser", "service"), default="all",
+    ap.add_argument("--only", choices=("all", "policy", "ledger", "real", "worst", "hooks", "gate", "parser", "service", "mcp"), default="all",
                     help="the policy language's benchmarks, the ledger's (issue 4: append, verify, stats), "
                     "the sample policies on the real corpus calls (issue 9), the worst cases of every matcher "
                     "(issue 9; not part of all), the hook-shaped Gate benchmark and the shared Gate's "
@@ -83,6 +86,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="--only service: seconds of load per run (default 60, or $COUNTERSIGN_BENCH_SERVICE_SECONDS)")
     ap.add_argument("--service-clients", default="32,8", help="--only service: agent processes per run, comma-separated")
     opts = ap.parse_args(argv)
+    if opts.only == "mcp":  # not part of all: `countersign mcp-proxy`'s added latency (bench/mcp_proxy.py)
+        from bench import mcp_proxy
+
+        return mcp_proxy.main(opts.label, not opts.no_write)
     if opts.only in ("all", "service"):
         from bench import service_load
 

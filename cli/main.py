@@ -2,7 +2,7 @@
 
 import typer
 
-from cli import checkpoint_cmd, import_cmd, ledger_cmd, policy_cmd, review_cmd, roster_cmd, serve_cmd, simulate_cmd
+from cli import checkpoint_cmd, import_cmd, ledger_cmd, mcp_cmd, policy_cmd, review_cmd, roster_cmd, serve_cmd, simulate_cmd
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -19,6 +19,7 @@ app.add_typer(review_cmd.app, name="review")
 app.add_typer(roster_cmd.app, name="roster")
 app.command("simulate")(simulate_cmd.simulate)
 app.command("serve")(serve_cmd.serve)
+app.command("mcp-proxy")(mcp_cmd.mcp_proxy)
 ledger_cmd.app.command("keygen")(checkpoint_cmd.keygen)
 ledger_cmd.app.command("checkpoint")(checkpoint_cmd.checkpoint)
 ledger_cmd.app.command("prove")(checkpoint_cmd.prove)
