@@ -43,10 +43,13 @@ the call still undecided (the adapter's `wait_timeout`, then the call is cancell
 call with the reason in the message; nothing raises out of a decision. The ask's own timeout
 (the policy's `timeout`) is applied by the Gate as a rejection (silence never approves).
 
-Permission modes: "bypassPermissions" never consults `can_use_tool`, so an ask could not wait;
-`countersign_options` refuses it and the PreToolUse hook denies an ask made under it.
-"plan" runs nothing; "acceptEdits" and "default" work as above; "dontAsk" denies every ask
-(Claude Code does not prompt), which is closed, not open.
+Claude Code's own rules never skip countersign: a PreToolUse "ask" makes Claude Code consult
+`can_use_tool` in permission modes "default", "acceptEdits", "dontAsk", "auto" and "plan" and
+for tools in `allowed_tools` (measured with the bundled CLI 2.1.337; the SDK's
+CanUseToolShadowedWarning for `allowed_tools` does not apply to these calls), and a hook's
+"deny" holds in all of them. "bypassPermissions" is the exception the SDK documents (it never
+consults `can_use_tool`): `countersign_options` refuses it, and the PreToolUse hook denies an
+ask made under it.
 
 The SDK is imported inside the functions that build its objects (claude_agent_sdk, an optional
 extra: `pip install 'countersign[claude-agent-sdk]'`).
