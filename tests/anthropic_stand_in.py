@@ -8,6 +8,9 @@ with scripted assistant turns, and records every request it got.
         ... run `claude -p ...` or the Agent SDK with env ...
     api.tool_results()                 # {tool_use_id: (is_error, text)} as the model saw them
 
+    # or the CLI alone, with command hooks from a settings file:
+    status, lines, stderr = run_cli(api, project, home, "--settings", str(hook_settings(path, "my-hook")))
+
 Which turn answers a request: the number of assistant messages already in its `messages` (the
 CLI sends the whole conversation each time), so the n-th model call of the main conversation gets
 script[n]; past the end of the script, and for a request that offers no tools (a side query such
@@ -201,6 +204,37 @@ def _text_of(content: Any) -> str:
     if isinstance(content, list):
         return "\n".join(b.get("text", "") for b in content if isinstance(b, dict))
     return ""
+
+
+def hook_settings(path: Path, command: str, events=("PreToolUse", "PostToolUse", "PostToolUseFailure")) -> Path:
+    """Write a Claude Code settings file at `path` that runs `command` (a shell command line) as
+    the hook of every tool for each of `events` (Claude Code's hooks documentation: "hooks" →
+    event → [{"matcher", "hooks": [{"type": "command", "command"}]}]). Returns `path`."""
+    entry = [{"matcher": "*", "hooks": [{"type": "command", "command": command}]}]
+    path.write_text(json.dumps({"hooks": {event: entry for event in events}}))
+    return path
+
+
+def run_cli(api: StandIn, cwd: Path, home: Path, *args: str, prompt: str = "go", timeout: float = 120,
+            env: dict | None = None) -> tuple[int, list[dict], str]:
+    """Run the bundled `claude -p PROMPT --output-format stream-json --verbose ARGS...` (for
+    example `--settings FILE`) in `cwd` against the stand-in: (exit status, the JSON lines it
+    printed, its stderr). Raises FileNotFoundError when no bundled CLI is installed."""
+    import subprocess
+
+    cli = bundled_cli()
+    if cli is None:
+        raise FileNotFoundError("claude-agent-sdk's bundled claude CLI is not installed")
+    environ = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **api.cli_env(home), **(env or {})}
+    done = subprocess.run([str(cli), "-p", prompt, "--output-format", "stream-json", "--verbose", *args],
+                          cwd=cwd, env=environ, capture_output=True, text=True, timeout=timeout)
+    lines = []
+    for line in done.stdout.splitlines():
+        try:
+            lines.append(json.loads(line))
+        except ValueError:
+            pass
+    return done.returncode, lines, done.stderr
 
 
 def bundled_cli() -> Path | None:

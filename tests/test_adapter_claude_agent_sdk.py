@@ -411,3 +411,41 @@ def test_importing_the_adapter_does_not_import_the_sdk():
 
     code = "import sys, adapters.claude_agent_sdk; assert 'claude_agent_sdk' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=ENV, check=True)
+
+
+@needs_cli
+def test_the_stand_in_drives_claude_p_with_command_hooks(tmp_path):
+    """For `countersign hook claude-code` (another adapter): `claude -p --settings` against the
+    stand-in runs a command hook for each tool call, with the payload fields the hook reads, and
+    the hook's deny reaches the model."""
+    import json
+    import sys
+
+    from anthropic_stand_in import hook_settings, run_cli
+
+    project = project_dir(tmp_path)
+    log = tmp_path / "hook.jsonl"
+    hook = tmp_path / "hook.py"
+    hook.write_text(
+        "import json, sys\n"
+        "data = json.load(sys.stdin)\n"
+        f"open({str(log)!r}, 'a').write(json.dumps(data) + '\\n')\n"
+        "if data['hook_event_name'] == 'PreToolUse' and data['tool_name'] == 'Bash':\n"
+        "    print(json.dumps({'hookSpecificOutput': {'hookEventName': 'PreToolUse',\n"
+        "        'permissionDecision': 'deny', 'permissionDecisionReason': 'no shell today'}}))\n")
+    read = tool_use("Read", {"file_path": str(project / "notes.txt")})
+    rm = tool_use("Bash", {"command": "rm -rf build", "description": "clean"})
+    settings = hook_settings(tmp_path / "settings.json", f"{sys.executable} {hook}")
+    with StandIn([[read], [rm], [text("ok")]]) as api:
+        status, lines, stderr = run_cli(api, project, tmp_path / "home", "--settings", str(settings))
+    if not any(p.startswith("/v1/messages") for p in api.paths):
+        pytest.skip(f"the bundled Claude Code CLI did not start or reach the stand-in: {stderr[-500:]}")
+    assert status == 0, stderr
+    payloads = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(p["hook_event_name"], p["tool_use_id"]) for p in payloads] == [
+        ("PreToolUse", read["id"]), ("PostToolUse", read["id"]), ("PreToolUse", rm["id"])]
+    session = next(line for line in lines if line.get("type") == "system")["session_id"]
+    assert all(p["session_id"] == session and p["cwd"] == str(project) for p in payloads)
+    assert api.tool_results()[rm["id"]] == (True, api.tool_results()[rm["id"]][1])
+    assert "no shell today" in api.tool_results()[rm["id"]][1]
+    assert (project / "build" / "keep.o").exists()
