@@ -145,13 +145,25 @@ class CountersignPermissions:
         an ask waits (up to `wait_timeout`, then the agent withdraws the call)."""
         if verdict.status not in WAITING:
             return await self.backend.get(verdict.request)
-        settled = await self.backend.wait(verdict.request, self.wait_timeout)
+        try:
+            settled = await self.backend.wait(verdict.request, self.wait_timeout)
+        except BaseException:  # the session was interrupted (the SDK cancels the callback): withdraw the call
+            self._withdraw(verdict.request, "The agent's session stopped waiting; not run.")
+            raise
         if settled.waiting:
             try:
                 settled = await self.backend.cancel(verdict.request, "No decision within the agent's wait; not run.")
             except BackendError:  # decided meanwhile: read what stands
                 settled = await self.backend.get(verdict.request)
         return settled
+
+    def _withdraw(self, request: int, reason: str) -> None:
+        """Cancel a waiting request from a task being cancelled (no await is possible there):
+        the backend's own call, in this thread; a failure leaves the ask to its timeout."""
+        try:
+            self.backend.backend.cancel(request, reason)
+        except Exception as exc:
+            log.warning("could not withdraw request %s: %s", request, exc)
 
     # --- the hooks ----------------------------------------------------------------------------
 

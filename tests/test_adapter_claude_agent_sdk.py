@@ -449,3 +449,21 @@ def test_the_stand_in_drives_claude_p_with_command_hooks(tmp_path):
     assert api.tool_results()[rm["id"]] == (True, api.tool_results()[rm["id"]][1])
     assert "no shell today" in api.tool_results()[rm["id"]][1]
     assert (project / "build" / "keep.o").exists()
+
+
+def test_an_interrupted_wait_withdraws_the_call(local):
+    gate, agent = local
+    adapter = CountersignPermissions(agent)
+    args = {"file_path": "/p/z", "content": "z"}
+
+    async def main():
+        await adapter.pre_tool_use(pre_input("Write", args, "t-8"), "t-8", {})
+        task = asyncio.ensure_future(adapter.can_use_tool("Write", args, Context("t-8")))
+        await asyncio.sleep(0.3)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    state = gate.find(call_id="t-8")
+    assert state.status == "cancelled" and "stopped waiting" in state.reason
