@@ -42,7 +42,6 @@ CLI_SWITCHES = {
     "DISABLE_TELEMETRY": "1",
     "DISABLE_ERROR_REPORTING": "1",
     "DISABLE_BUG_COMMAND": "1",
-    "CLAUDE_CODE_SKIP_PROMPT_HISTORY": "1",
 }
 """The CLI's environment switches for an offline run (Claude Code's settings documentation,
 "Environment variables")."""

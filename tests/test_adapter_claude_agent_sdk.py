@@ -139,8 +139,25 @@ def tool_results_of(messages) -> dict[str, tuple[bool, str]]:
     return found
 
 
-def check_the_story(ledger: Path, messages, api: StandIn, calls: dict, project: Path, who: dict[str, str]) -> None:
-    """The SDK's messages, the model's view, the files and the DuckDB views agree."""
+def transcript_tool_results(home: Path, session: str) -> dict[str, bool]:
+    """tool_use_id → is_error from the transcript Claude Code itself wrote for the session
+    (<CLAUDE_CONFIG_DIR>/projects/<project>/<session>.jsonl, one JSON entry a line)."""
+    import json
+
+    (path,) = (home / ".claude" / "projects").glob(f"*/{session}.jsonl")
+    found = {}
+    for line in path.read_text().splitlines():
+        content = (json.loads(line).get("message") or {}).get("content")
+        for block in content if isinstance(content, list) else ():
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                found[block["tool_use_id"]] = bool(block.get("is_error"))
+    return found
+
+
+def check_the_story(ledger: Path, messages, api: StandIn, calls: dict, project: Path, who: dict[str, str],
+                    home: Path) -> None:
+    """The SDK's messages, Claude Code's transcript, the model's view, the files and the DuckDB
+    views agree."""
     from claude_agent_sdk import ResultMessage
     from ledger.analytics.views import connect
 
@@ -150,6 +167,7 @@ def check_the_story(ledger: Path, messages, api: StandIn, calls: dict, project: 
     session = result[-1].session_id
     seen = tool_results_of(messages)
     assert seen == api.tool_results()  # what the SDK reported is what the model was sent
+    assert transcript_tool_results(home, session) == {k: v[0] for k, v in seen.items()}
     ids = {name: block["id"] for name, block in calls.items()}
 
     # the files: Read ran, rm -rf did not, approve wrote the model's text, edit the reviewer's, the rest nothing
@@ -211,7 +229,8 @@ def test_the_real_cli_with_a_local_ledger(tmp_path):
             reviewer.join(5)
     assert not reviewer.errors, reviewer.errors
     gate.close()
-    check_the_story(tmp_path / "ledger", messages, api, calls, project, {d: "sup-2" for d in DECISIONS})
+    check_the_story(tmp_path / "ledger", messages, api, calls, project, {d: "sup-2" for d in DECISIONS},
+                    tmp_path / "home")
     # keep_result: the Read's result is in the ledger, as Claude Code reported it
     with Gate(Policy.from_text(POLICY, "test.policy"), tmp_path / "ledger") as again:
         read = again.find(call_id=calls["read"]["id"])
@@ -250,7 +269,8 @@ def test_the_real_cli_through_the_approval_service(tmp_path):
                 reviewer.join(5)
         assert not reviewer.errors, reviewer.errors
         agent.close()
-    check_the_story(s.ledger, messages, api, calls, project, {d: "sup-1" for d in DECISIONS})
+    check_the_story(s.ledger, messages, api, calls, project, {d: "sup-1" for d in DECISIONS},
+                    tmp_path / "home")
 
 
 @needs_cli
