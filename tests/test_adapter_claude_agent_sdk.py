@@ -44,6 +44,7 @@ ask Write
   decisions approve, edit, reject, respond
   timeout 1h
   id "writes"
+ask Edit approvers 2 from sups timeout 1h id "edits"
 """
 
 CLI = bundled_cli()
@@ -487,3 +488,25 @@ def test_an_interrupted_wait_withdraws_the_call(local):
     asyncio.run(main())
     state = gate.find(call_id="t-8")
     assert state.status == "cancelled" and "stopped waiting" in state.reason
+
+
+def test_a_quorum_of_two_keeps_can_use_tool_waiting_until_it_is_met(local):
+    from claude_agent_sdk import PermissionResultAllow
+
+    gate, agent = local
+    adapter = CountersignPermissions(agent, wait_timeout=30)
+    args = {"file_path": "/p/q", "old_string": "a", "new_string": "b"}
+
+    async def main():
+        await adapter.pre_tool_use(pre_input("Edit", args, "t-9"), "t-9", {})
+        task = asyncio.ensure_future(adapter.can_use_tool("Edit", args, Context("t-9")))
+        state = gate.find(call_id="t-9")
+        await asyncio.to_thread(gate.decide, state.request, "approve", by="sup-1", digest=state.digest)
+        await asyncio.sleep(0.5)
+        assert not task.done()  # one of two
+        await asyncio.to_thread(gate.decide, state.request, "approve", by="sup-3", digest=state.digest)
+        return await asyncio.wait_for(task, 10)
+
+    answer = asyncio.run(main())
+    assert isinstance(answer, PermissionResultAllow) and answer.updated_input == args
+    assert gate.find(call_id="t-9").status == "executing"  # started: Claude Code runs it now
