@@ -44,12 +44,12 @@ call with the reason in the message; nothing raises out of a decision. The ask's
 (the policy's `timeout`) is applied by the Gate as a rejection (silence never approves).
 
 Claude Code's own rules never skip countersign: a PreToolUse "ask" makes Claude Code consult
-`can_use_tool` in permission modes "default", "acceptEdits", "dontAsk", "auto" and "plan" and
-for tools in `allowed_tools` (measured with the bundled CLI 2.1.337; the SDK's
-CanUseToolShadowedWarning for `allowed_tools` does not apply to these calls), and a hook's
-"deny" holds in all of them. "bypassPermissions" is the exception the SDK documents (it never
-consults `can_use_tool`): `countersign_options` refuses it, and the PreToolUse hook denies an
-ask made under it.
+`can_use_tool` in every permission mode ("default", "acceptEdits", "dontAsk", "auto", "plan",
+"bypassPermissions") and for tools in `allowed_tools`, and a hook's "deny" holds in all of them
+(measured with the bundled CLI 2.1.337; the SDK's CanUseToolShadowedWarning does not apply to
+these calls). Still, the SDK documents that "bypassPermissions" never consults `can_use_tool`,
+and a CLI that did as documented would run an asked call unapproved: so `countersign_options`
+refuses that mode, and the PreToolUse hook denies an ask made under it (fail closed).
 
 The SDK is imported inside the functions that build its objects (claude_agent_sdk, an optional
 extra: `pip install 'countersign[claude-agent-sdk]'`).

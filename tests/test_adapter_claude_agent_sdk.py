@@ -274,21 +274,44 @@ def test_the_real_cli_through_the_approval_service(tmp_path):
                     tmp_path / "home")
 
 
+@pytest.fixture
+def cli_user():
+    """("nobody", a world-writable scratch directory), for running the CLI as a user other than
+    root (the CLI refuses bypassPermissions as root); skips where there is no such user."""
+    import pwd
+    import shutil
+    import tempfile
+
+    try:
+        pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("Claude Code refuses bypassPermissions as root, and there is no user 'nobody' to run it as")
+    scratch = Path(tempfile.mkdtemp(prefix="countersign-cli-"))
+    scratch.chmod(0o777)
+    yield "nobody", scratch
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
 @needs_cli
 @pytest.mark.filterwarnings("ignore::claude_agent_sdk.CanUseToolShadowedWarning")  # the hook's ask reaches it
 @pytest.mark.parametrize("mode,allowed", [
     ("acceptEdits", []), ("dontAsk", []), ("auto", []), ("plan", []), ("default", ["Write", "Bash"]),
-    pytest.param("bypassPermissions", [], marks=pytest.mark.skipif(
-        hasattr(os, "geteuid") and os.geteuid() == 0, reason="Claude Code refuses bypassPermissions as root")),
+    ("bypassPermissions", []),
 ])
-def test_claude_codes_own_allow_never_skips_an_ask_or_a_deny(tmp_path, mode, allowed):
+def test_claude_codes_own_allow_never_skips_an_ask_or_a_deny(tmp_path, mode, allowed, request):
     """Claude Code would run these calls without asking (its mode or allowed_tools): the ask still
     waits for countersign's reviewer (here: a rejection) and the deny still holds."""
     from claude_agent_sdk import ClaudeAgentOptions
 
     gate = Gate(Policy.from_text(POLICY, "test.policy"), tmp_path / "ledger")
     agent = LocalBackend(gate, "agent-1")
-    project = project_dir(tmp_path)
+    user, scratch = None, tmp_path
+    if mode == "bypassPermissions" and hasattr(os, "geteuid") and os.geteuid() == 0:
+        user, scratch = request.getfixturevalue("cli_user")  # Claude Code refuses bypassPermissions as root: the CLI runs as another user
+    project = project_dir(scratch)
+    if user:
+        for path in (project, *project.rglob("*")):
+            path.chmod(0o777)
     write = tool_use("Write", {"file_path": str(project / "w.txt"), "content": "x"})
     rm = tool_use("Bash", {"command": f"rm -rf {project / 'build'}", "description": "clean"})
 
@@ -301,7 +324,8 @@ def test_claude_codes_own_allow_never_skips_an_ask_or_a_deny(tmp_path, mode, all
     done = threading.Event()
     reviewer = threading.Thread(target=reject_all, daemon=True)
     with StandIn([[write], [rm], [text("ok")]]) as api:
-        common = dict(cwd=str(project), env=api.cli_env(tmp_path / "home"), allowed_tools=allowed, permission_mode=mode)
+        common = dict(cwd=str(project), env=api.cli_env(scratch / "home"), allowed_tools=allowed, permission_mode=mode,
+                      user=user)
         if mode == "bypassPermissions":  # countersign_options refuses it; wired by hand, the hook denies the ask
             permissions = CountersignPermissions(agent, wait_timeout=30)
             options = ClaudeAgentOptions(can_use_tool=permissions.can_use_tool, hooks=permissions.hooks(), **common)
