@@ -135,8 +135,8 @@ class Local:
 
     kind = "local"
 
-    def __init__(self, tmp_path):
-        self.s = setup(tmp_path / "files", POLICY)
+    def __init__(self, tmp_path, files=None):
+        self.s = files or setup(tmp_path / "files", POLICY)  # `files`: reopen another's (a restart)
         self.gate = Gate(Policy.from_text(POLICY, "openai-agents-test.policy"), self.s.ledger)
         self.backend = LocalBackend(self.gate, "agent-1")
         self.reviewers = RosterReviewers(load_roster(self.s.roster))
@@ -442,3 +442,34 @@ def test_a_failing_tool_is_recorded_as_an_error_once(local):
         asyncio.run(Runner.run(agent, "look"))
     row = rows(local, "failing")["c-f"]
     assert ran == [1] and row["status"] == "executed" and row["outcome"] == "error"
+
+
+def test_a_paused_run_survives_a_restart(tmp_path):
+    """The run pauses, its RunState is saved as text and every process stops; a reviewer decides
+    on the ledger meanwhile (as `countersign review` does); a new process restores the state,
+    resolves it and resumes: the refund runs once, with the edited arguments."""
+    b, ran = Local(tmp_path), []
+    agent, model, run = agent_for(b, [[call("refund", {"order": 8, "amount": 70}, "c-r")]], ran)
+    saved = asyncio.run(Runner.run(agent, "refund")).to_state().to_string()
+    b.close()
+
+    reviewer_gate = Gate(Policy.from_text(POLICY, "openai-agents-test.policy"), b.ledger)
+    request = reviewer_gate.find(call_id=f"{run}/c-r")
+    reviewer_gate.decide(request.request, "edit", by="sup-1", args={"order": 8, "amount": 60}, digest=request.digest)
+    reviewer_gate.close()
+
+    from agents import RunState
+
+    later = Local(tmp_path, files=b.s)
+    model2 = ScriptedModel([[say("refunded 60")]])
+    agent2 = gate_tools(Agent(name="support", model=model2, tools=make_tools(ran)), later.backend, run=run)
+
+    async def resume():
+        state = await RunState.from_string(agent2, saved)
+        return await Runner.run(agent2, await resolve(state, timeout=5))
+
+    result = asyncio.run(resume())
+    later.close()
+    assert ran == [("refund", 8, 60)] and result.final_output == "refunded 60"
+    assert model2.tool_outputs() == {"c-r": "refunded 60 on order 8"}
+    assert rows(b, run)["c-r"]["status"] == "executed" and verify(b.ledger).ok
