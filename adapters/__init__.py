@@ -2,6 +2,8 @@
 
     adapters.backend      where calls are decided: a local Gate or the approval service
                           (LocalBackend, ServiceBackend, AsyncBackend, connect())
+    adapters.openai_agents the OpenAI Agents SDK: gate_tools, resolve, run_gated
+                          (docs/adapters/openai-agents.md)
 
 One module per framework; each imports its framework only inside itself, and the framework is an
 optional extra (`pip install 'countersign[langchain]'`, ...). This package sits at the top of the
