@@ -237,8 +237,13 @@ def _invoker(tool, gating: _Gating):
         raised: list[BaseException] = []
 
         async def run_tool(approved: dict) -> Any:
+            text = json.dumps(approved)
+            context = ctx
+            if approved != args:  # edited: a tool that reads its ToolContext sees what it runs with
+                context = copy.copy(ctx)
+                context.tool_arguments = text
             try:
-                return await gating.invoke(ctx, json.dumps(approved))
+                return await gating.invoke(context, text)
             except Exception as exc:  # recorded as the outcome, then raised as the SDK would
                 raised.append(exc)
                 raise

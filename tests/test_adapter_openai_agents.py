@@ -20,6 +20,7 @@ pytest.importorskip("agents")
 
 from agents import Agent, ModelResponse, Runner, Usage, function_tool, set_tracing_disabled  # noqa: E402
 from agents.models.interface import Model  # noqa: E402
+from agents.tool_context import ToolContext  # noqa: E402
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText  # noqa: E402
 
 from adapters.backend import BackendError, LocalBackend, ServiceBackend  # noqa: E402
@@ -116,8 +117,9 @@ def make_tools(ran: list):
         return f"refunded {amount} on order {order}"
 
     @function_tool
-    async def wire(to: str, amount: int) -> str:
+    async def wire(ctx: ToolContext, to: str, amount: int) -> str:
         """Wire money."""
+        assert json.loads(ctx.tool_arguments) == {"to": to, "amount": amount}  # an edit reaches the context too
         ran.append(("wire", to, amount))
         return f"wired {amount} to {to}"
 
