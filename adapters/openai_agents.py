@@ -278,8 +278,8 @@ async def resolve(result: Any, *, review: Review | None = None, reviewers: Calla
     """Decide every interruption of a gated tool through countersign; returns the RunState to
     resume with (`Runner.run(agent, state)`).
 
-    `result`: a RunResult (or streaming result) with interruptions, or a RunState (one restored
-    with RunState.from_json after a restart). `review(pending) -> Decision | None` (may be
+    `result`: a RunResult with interruptions, or a RunState (one restored with
+    RunState.from_string after a restart). `review(pending) -> Decision | None` (may be
     async): an in-process reviewer, asked once per decision still needed (so twice for a
     quorum of two); None leaves the rest to the inbox, the API or `countersign review`.
     `reviewers(token) -> name`: who a Decision's token is, for a local ledger

@@ -480,3 +480,20 @@ def test_a_paused_run_survives_a_restart(tmp_path):
     assert found(later, run, "c-r").status == "executed"
     later.close()
     assert verify(b.ledger).ok
+
+
+def test_two_asks_in_one_pause_and_arguments_that_are_not_an_object(local):
+    """Every interruption of a pause is settled before the run resumes; arguments the policy
+    cannot read (not a JSON object) make the SDK ask without consulting countersign, and
+    resolve refuses them: nothing is recorded, nothing runs, the model reads why."""
+    ran = []
+    bad = ResponseFunctionToolCall(id="c-bad", call_id="c-bad", type="function_call", name="refund", arguments="[7, 50]")
+    agent, model, run = agent_for(local, [[call("refund", {"order": 1, "amount": 5}, "c-1"),
+                                           call("wire", {"to": "acme", "amount": 3}, "c-2"), bad], [say("ok")]], ran)
+    tokens = {"refund": iter(["sup-1"]), "wire": iter(["sup-1", "sup-2"])}
+    result = asyncio.run(run_gated(agent, "go", reviewers=local.reviewers,
+                                   review=lambda p: Decision("approve", local.tokens[next(tokens[p.tool])])))
+    assert sorted(ran) == [("refund", 1, 5), ("wire", "acme", 3)] and result.final_output == "ok"
+    outputs = model.tool_outputs()
+    assert outputs["c-1"] == "refunded 5 on order 1" and outputs["c-2"] == "wired 3 to acme"
+    assert "not a JSON object" in outputs["c-bad"] and found(local, run, "c-bad") is None
