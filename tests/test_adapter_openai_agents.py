@@ -261,6 +261,9 @@ def test_allow_deny_and_an_ask_decided_in_process(anywhere, decision):
     # the SDK's own items say the same
     sdk = {i.raw_item["call_id"]: i.output for i in result.new_items if type(i).__name__ == "ToolCallOutputItem"}
     assert sdk == outputs
+    # its approval record: approve and edit are approvals; reject and respond are rejections
+    # whose message the model read (the SDK has no "respond": docs/adapters/openai-agents.md)
+    assert result.context_wrapper.is_tool_approved("refund", "c-refund") is (want["status"] == "executed")
 
     # the ledger verifies, and its views tell the same story
     assert verify(b.ledger).ok
