@@ -500,3 +500,22 @@ def test_two_asks_in_one_pause_and_arguments_that_are_not_an_object(local):
     outputs = model.tool_outputs()
     assert outputs["c-1"] == "refunded 5 on order 1" and outputs["c-2"] == "wired 3 to acme"
     assert "not a JSON object" in outputs["c-bad"] and found(local, run, "c-bad") is None
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_a_call_replayed_under_the_same_run_runs_once(local, keep):
+    """The same run and call id again (a run replayed from its start): the tool does not run a
+    second time; the model reads the kept result, or that it was not kept."""
+    ran, outputs = [], []
+    for _ in range(2):
+        model = ScriptedModel([[call("lookup_order", {"order": 9}, "c-once")], [say("ok")]])
+        agent = gate_tools(Agent(name="a", model=model, tools=make_tools(ran)), local.backend, run="replayed",
+                           keep_result=keep)
+        asyncio.run(run_gated(agent, "look"))
+        outputs.append(model.tool_outputs()["c-once"])
+    assert ran == [("lookup_order", 9)]
+    assert outputs[0] == "order 9: shipped"
+    if keep:
+        assert outputs[1] == "order 9: shipped"
+    else:
+        assert "its result was not kept" in outputs[1]
