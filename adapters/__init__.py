@@ -6,6 +6,10 @@
                           (countersign_call): docs/adapters/langchain.md
     adapters.mcp_proxy    an MCP gateway in front of any MCP server (`countersign mcp-proxy`;
                           the `mcp` extra)
+    adapters.claude_agent_sdk  the Claude Agent SDK: can_use_tool and the Pre/Post hooks
+                          (countersign_options): docs/adapters/claude-agent-sdk.md
+    adapters.openai_agents the OpenAI Agents SDK: gate_tools, resolve, run_gated
+                          (docs/adapters/openai-agents.md)
 
 One module per framework; each imports its framework only inside itself, and the framework is an
 optional extra (`pip install 'countersign[langchain]'`, ...). This package sits at the top of the

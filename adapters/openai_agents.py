@@ -1,0 +1,404 @@
+"""countersign for the OpenAI Agents SDK (`openai-agents` 0.24, package `agents`; issue 12).
+
+    from adapters.backend import connect
+    from adapters.openai_agents import gate_tools, run_gated
+
+    agent = gate_tools(Agent(name="support", tools=[refund, lookup_order]), connect(), run="ticket-42")
+    result = await run_gated(agent, "Refund order 7", timeout=600)
+
+What each piece does, in the SDK's own terms (its human-in-the-loop guide: a tool's
+`needs_approval`, `RunResult.interruptions`, `RunState.approve` / `RunState.reject`, and
+`Runner.run(agent, state)` to resume):
+
+- `gate_tools` / `countersign_tool` wrap each FunctionTool. Its `needs_approval` proposes the call
+  to countersign (Backend.propose, the SDK's call id as the ledger's `call_id`): an ask that waits
+  for a person is True (the run pauses with an interruption), allow and deny are False. Its
+  invocation proposes again (a repeated call id returns the same request and records nothing),
+  so countersign decides even when the SDK skipped `needs_approval` (its sticky approvals, an
+  approval given by hand): a deny returns the policy's reason as the tool's output and never runs
+  the function; an allowed or approved call runs through AsyncBackend.execute, at most once, with
+  the arguments Backend.start returns (the approved ones, edits included), not the model's; a
+  call still waiting in countersign, rejected, responded, expired or cancelled never runs.
+- `resolve(result)` takes each interruption of a gated tool to countersign's decision: one given
+  in this process by `review` (a reviewer authenticated by their token: adapters.identity, or
+  the service for a ServiceBackend), else the one made in the web inbox, the service's API or
+  `countersign review`, waited for (a quorum above one keeps it waiting until met). Then on the
+  RunState: approve (and edit) → `state.approve(item)`, the tool runs with the approved
+  arguments; reject → `state.reject(item, rejection_message=reason)`, the reason is the tool's
+  output the model sees; respond → `state.reject(item, rejection_message=message)`: the SDK has
+  no "respond", and a rejection message is the one way it lets text stand in for a tool's output
+  without running the tool (the SDK's own record says rejected; the ledger says responded).
+- `run_gated` runs, resolves and resumes until the run ends or no interruption is countersign's.
+
+Fail closed: an error from the backend, an unknown decision, an unauthenticated reviewer or a
+wait past `timeout` never runs the call. The SDK's sticky decisions (`always_approve`,
+`always_reject`) are not used here, and a call the SDK approved on its own (a sticky approval)
+still needs countersign's approval at invocation.
+TODO(sticky decisions, issue 12 section 2, branch `sticky`): once the Gate records "remember"
+decisions, map a reviewer's sticky decision onto them instead of refusing it (STICKY below).
+
+The framework is imported only inside the functions of this module (an optional extra:
+`pip install 'countersign[openai-agents]'`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import inspect
+import json
+import time
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable
+
+from adapters.backend import WAITING, AsyncBackend, BackendError, ServiceBackend, Settled
+
+GATING_ATTRIBUTE = "_countersign_gating"  # set on a gated FunctionTool: its _Gating
+RAN = ("allowed", "approved", "executing", "executed")  # statuses whose call may run (or ran)
+DECISIONS = ("approve", "edit", "reject", "respond")
+STICKY = ("always_approve", "always_reject")  # the SDK's; countersign has none yet (see TODO above)
+DEFAULT_DENY = "countersign's policy denies this call."
+SYNC_MARKER = "__agents_sync_function_tool__"  # agents.tool marks a plain function's invoker with it
+
+
+# --- what an in-process reviewer sees and answers --------------------------------------------
+
+@dataclass(frozen=True)
+class Pending:
+    """An interruption waiting for a person: `request` (the ledger's), `tool`, `call_id` (the
+    SDK's), `args` (the arguments as proposed, or as this process last edited them),
+    `args_digest` (of the current arguments: approve with it), `reason` (the ask's rule),
+    `decisions` the rule allows, `needs` ("2 from sups"), `round` (1 for the first decision this
+    process asks for, 2 for the next one a quorum still needs, ...), `item` (the SDK's
+    ToolApprovalItem)."""
+
+    request: int
+    tool: str
+    call_id: str
+    args: dict
+    args_digest: str
+    reason: str
+    decisions: tuple[str, ...]
+    needs: str | None
+    round: int
+    item: Any
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A reviewer's answer to a Pending. `decision`: approve, edit (with `args`), reject (with
+    `reason`) or respond (with `message`); `token` the reviewer's credential (a roster token:
+    `countersign roster add NAME --kind reviewer`), from which their name is taken, never from
+    this object; `comment` for the ledger."""
+
+    decision: str
+    token: str | None
+    args: dict | None = None
+    reason: str | None = None
+    message: str | None = None
+    comment: str | None = None
+
+
+Review = Callable[[Pending], "Decision | None | Awaitable[Decision | None]"]
+
+
+# --- gating the tools --------------------------------------------------------------------------
+
+@dataclass
+class _Gating:
+    backend: AsyncBackend
+    run: str | None
+    keep_result: bool
+    invoke: Callable[[Any, str], Awaitable[Any]]  # the tool's own on_invoke_tool
+
+    def call_id(self, sdk_call_id: str) -> str:
+        """The ledger's call id: the SDK's, under the run when one is given (a provider that
+        numbers its calls per response repeats ids across runs)."""
+        return f"{self.run}/{sdk_call_id}" if self.run else sdk_call_id
+
+
+def _async(backend) -> AsyncBackend:
+    return backend if isinstance(backend, AsyncBackend) else AsyncBackend(backend)
+
+
+def gating_of(tool: Any) -> _Gating | None:
+    """The countersign gating of a FunctionTool, or None when it is not gated."""
+    return getattr(tool, GATING_ATTRIBUTE, None)
+
+
+def countersign_tool(tool: Any, backend, *, run: str | None = None, keep_result: bool = False, **function_tool_options):
+    """A gated copy of `tool` (a FunctionTool, or a plain function turned into one with
+    `agents.function_tool(fn, **function_tool_options)`). `backend`: a LocalBackend,
+    ServiceBackend or AsyncBackend (adapters.backend). `run`: the ledger's run name, which also
+    scopes the call ids. `keep_result`: record the tool's output in the ledger (when JSON), so a
+    replayed call returns it. A tool already gated is returned as it is. Raises TypeError for
+    anything but a function or FunctionTool, and for a tool with its own `needs_approval`
+    (countersign's policy says which calls need a person: put that rule in the policy)."""
+    from agents import FunctionTool, function_tool
+
+    if not isinstance(tool, FunctionTool):
+        if not callable(tool):
+            raise TypeError(f"countersign_tool takes a function or a FunctionTool, not {type(tool).__name__}")
+        tool = function_tool(tool, **function_tool_options)
+    elif function_tool_options:
+        raise TypeError("function_tool options apply to a plain function, not to a FunctionTool")
+    if gating_of(tool) is not None:
+        return tool
+    if tool.needs_approval is not False:
+        raise TypeError(f"tool {tool.name!r} has its own needs_approval: countersign's policy decides which "
+                        "calls need a person (write the rule there)")
+    gated = copy.copy(tool)  # the copy's invoker is bound to the copy (the SDK's failure handling)
+    gating = _Gating(_async(backend), run, keep_result, gated.on_invoke_tool)
+    gated.on_invoke_tool = _invoker(gated, gating)
+    if getattr(gating.invoke, SYNC_MARKER, False):  # the SDK refuses a timeout on a sync tool: keep telling it
+        setattr(gated.on_invoke_tool, SYNC_MARKER, True)
+    gated.needs_approval = _needs_approval(gated, gating)
+    setattr(gated, GATING_ATTRIBUTE, gating)
+    return gated
+
+
+def gate_tools(agent_or_tools: Any, backend, *, run: str | None = None, keep_result: bool = False):
+    """Gate every tool of an Agent (its `tools` list is replaced; the agent is returned) or of a
+    list of tools (a new list is returned). Raises TypeError for a tool countersign cannot gate:
+    a hosted tool (it runs on the provider's servers), a shell or computer tool, or an agent's
+    MCP servers (put `countersign mcp-proxy` in front of them instead); handoff agents are
+    gated by their own gate_tools call."""
+    from agents import Agent
+
+    if isinstance(agent_or_tools, Agent):
+        if agent_or_tools.mcp_servers:
+            raise TypeError("the agent's MCP servers' tools cannot be gated here: run each server behind "
+                            "`countersign mcp-proxy` instead")
+        agent_or_tools.tools = gate_tools(list(agent_or_tools.tools), backend, run=run, keep_result=keep_result)
+        return agent_or_tools
+    return [_gate_one(tool, backend, run, keep_result) for tool in agent_or_tools]
+
+
+def _gate_one(tool, backend, run, keep_result):
+    from agents import FunctionTool
+
+    if not isinstance(tool, FunctionTool):
+        raise TypeError(f"countersign gates FunctionTools; {type(tool).__name__} {getattr(tool, 'name', '')!r} "
+                        "cannot be gated (remove it or gate it another way)")
+    return countersign_tool(tool, backend, run=run, keep_result=keep_result)
+
+
+def _parse(arguments: str | None) -> dict | None:
+    try:
+        value = json.loads(arguments or "")
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _needs_approval(tool, gating: _Gating):
+    async def needs_approval(run_context, params: dict, call_id: str) -> bool:
+        """True while countersign waits for a person. A backend error is False here because the
+        invocation proposes again and refuses to run (the tool's output says why)."""
+        try:
+            verdict = await gating.backend.propose(tool.name, params, run=gating.run, call_id=gating.call_id(call_id))
+        except BackendError:
+            return False
+        return verdict.status in WAITING
+
+    return needs_approval
+
+
+def _invoker(tool, gating: _Gating):
+    async def invoke(ctx, arguments: str) -> Any:
+        """The SDK's on_invoke_tool: countersign decides, then the tool's own invocation runs
+        with the approved arguments, or the model gets the reason it did not."""
+        args = _parse(arguments)
+        if args is None:
+            return "countersign: the arguments are not a JSON object; the call did not run."
+        backend = gating.backend
+        try:
+            verdict = await backend.propose(tool.name, args, run=gating.run, call_id=gating.call_id(ctx.tool_call_id))
+        except BackendError as exc:
+            return f"countersign could not record this call ({exc.code}: {exc.message}); it did not run."
+        if verdict.effect == "deny":
+            return verdict.reason or DEFAULT_DENY
+        if verdict.status in WAITING:
+            # The SDK approved what countersign has not (a sticky always_approve, or approve()
+            # called by hand): withdraw it, so the ledger does not keep a call nobody will run.
+            note = ("approved inside the Agents SDK only (its always_approve is not honoured: countersign has "
+                    "no sticky decisions yet); it needs countersign's approval and did not run.")
+            try:
+                await backend.cancel(verdict.request, "the agent's host approved it without countersign")
+            except BackendError:
+                pass
+            return f"countersign: this call (request {verdict.request}) was {note}"
+        if verdict.status not in RAN:
+            try:
+                settled = await backend.get(verdict.request)
+            except BackendError as exc:
+                return f"countersign could not read this call ({exc.code}: {exc.message}); it did not run."
+            return _said(settled)
+        raised: list[BaseException] = []
+
+        async def run_tool(approved: dict) -> Any:
+            text = json.dumps(approved)
+            context = ctx
+            if approved != args:  # edited: a tool that reads its ToolContext sees what it runs with
+                context = copy.copy(ctx)
+                context.tool_arguments = text
+            try:
+                return await gating.invoke(context, text)
+            except Exception as exc:  # recorded as the outcome, then raised as the SDK would
+                raised.append(exc)
+                raise
+
+        try:
+            outcome = await backend.execute(verdict.request, run_tool, keep_result=gating.keep_result)
+        except BackendError as exc:
+            return f"countersign did not run this call ({exc.code}: {exc.message})."
+        if outcome.outcome == "ok":
+            if outcome.replayed and not outcome.result_kept:
+                return f"countersign: this call ran before (request {outcome.request}); its result was not kept."
+            return outcome.result
+        if raised:
+            raise raised[0]
+        return f"countersign: the tool failed: {outcome.error}"
+
+    return invoke
+
+
+def _said(settled: Settled) -> str:
+    """What the model reads for a call that did not run: the reviewer's reason or response."""
+    if settled.reason:
+        return settled.reason
+    who = f" by {settled.decided_by}" if settled.decided_by else ""
+    return f"countersign: the call was {settled.status}{who}; it did not run."
+
+
+# --- resolving interruptions -----------------------------------------------------------------
+
+async def resolve(result: Any, *, review: Review | None = None, reviewers: Callable[[str | None], str] | None = None,
+                  timeout: float | None = None):
+    """Decide every interruption of a gated tool through countersign; returns the RunState to
+    resume with (`Runner.run(agent, state)`).
+
+    `result`: a RunResult with interruptions, or a RunState (one restored with
+    RunState.from_string after a restart). `review(pending) -> Decision | None` (may be
+    async): an in-process reviewer, asked once per decision still needed (so twice for a
+    quorum of two); None leaves the rest to the inbox, the API or `countersign review`.
+    `reviewers(token) -> name`: who a Decision's token is, for a local ledger
+    (adapters.identity.RosterReviewers); the service authenticates the token itself.
+    `timeout`: seconds to wait for each call's decision (None: until the ask's own deadline,
+    whose safe default the Gate applies); past it the call is withdrawn (cancelled in the
+    ledger) and the model told so.
+
+    Interruptions of tools countersign does not gate are left as they are (the resumed run
+    pauses on them again). Raises BackendError (the state is left as it was for that call,
+    which does not run): `unauthenticated` / `forbidden` for a Decision without a reviewer's
+    token, `sticky_unsupported` for always_approve / always_reject, `invalid_decision`, or the
+    backend's refusal (a decision the rule does not allow, a reviewer deciding twice).
+    """
+    state = result.to_state() if hasattr(result, "to_state") else result
+    items = result.interruptions if hasattr(result, "interruptions") else state.get_interruptions()
+    for item in items:
+        gating = _gating_for(item)
+        if gating is None:
+            continue
+        settled = await _settle(item, gating, review, reviewers, timeout)
+        if settled.status in RAN:
+            state.approve(item)  # the tool's invocation runs it with the approved arguments
+        else:
+            state.reject(item, rejection_message=_said(settled))
+    return state
+
+
+def _gating_for(item) -> _Gating | None:
+    agent = getattr(item, "agent", None)
+    for tool in getattr(agent, "tools", None) or ():
+        if getattr(tool, "name", None) == item.tool_name and gating_of(tool) is not None:
+            return gating_of(tool)
+    return None
+
+
+async def _settle(item, gating: _Gating, review, reviewers, timeout) -> Settled:
+    backend = gating.backend
+    args = _parse(item.arguments)
+    if args is None:
+        return Settled(request=0, status="denied", args_digest="",
+                       reason="countersign: the arguments are not a JSON object; the call did not run.")
+    verdict = await backend.propose(item.tool_name, args, run=gating.run, call_id=gating.call_id(item.call_id))
+    if verdict.effect == "deny":
+        return Settled(request=verdict.request, status="denied", args_digest=verdict.args_digest,
+                       reason=verdict.reason or DEFAULT_DENY)
+    settled = await backend.get(verdict.request)
+    give_up = None if timeout is None else time.monotonic() + max(0.0, timeout)
+    asking, rounds = review is not None, 0
+    while settled.waiting:
+        if asking:
+            rounds += 1
+            pending = Pending(verdict.request, item.tool_name, item.call_id, args, settled.args_digest, verdict.reason,
+                              verdict.decisions, verdict.needs, rounds, item)
+            answer = review(pending)
+            answer = await answer if inspect.isawaitable(answer) else answer
+            if answer is None:
+                asking = False  # the rest is decided elsewhere: wait for it
+                continue
+            settled = await _decide(backend, verdict.request, settled.args_digest, answer, reviewers)
+            if answer.decision == "edit" and answer.args is not None:
+                args = answer.args
+            continue
+        left = None if give_up is None else give_up - time.monotonic()
+        if left is not None and left <= 0:
+            why = f"no decision within {timeout:g} s; the agent withdrew the call"
+            try:
+                return await backend.cancel(verdict.request, why)
+            except BackendError:  # decided meanwhile: take that decision
+                settled = await backend.get(verdict.request)
+                if settled.waiting:
+                    raise
+                return settled
+        settled = await backend.wait(verdict.request, left)
+    return settled
+
+
+async def _decide(backend: AsyncBackend, request: int, digest: str, answer: Decision, reviewers) -> Settled:
+    """Record an in-process decision for the reviewer the token authenticates (fail closed)."""
+    if not isinstance(answer, Decision):
+        raise BackendError("invalid_decision", f"review must return a Decision or None, not {type(answer).__name__}",
+                           request)
+    if answer.decision in STICKY:
+        # TODO(sticky decisions, issue 12 section 2): map onto the Gate's "remember" decisions.
+        raise BackendError("sticky_unsupported", f"{answer.decision} is not supported: countersign has no sticky "
+                           "decisions yet; decide this call alone (approve, edit, reject or respond)", request)
+    if answer.decision not in DECISIONS:
+        raise BackendError("invalid_decision", f"unknown decision {answer.decision!r}: one of {', '.join(DECISIONS)}",
+                           request)
+    fields = dict(digest=digest, args=answer.args, reason=answer.reason, message=answer.message,
+                  comment=answer.comment)
+    inner = backend.backend
+    if isinstance(inner, ServiceBackend):
+        if not answer.token:
+            raise BackendError("unauthenticated", "the decision carries no reviewer token", request)
+        as_reviewer = ServiceBackend(inner.url, inner.token, reviewer_token=answer.token, timeout=inner.timeout)
+        try:
+            return await asyncio.to_thread(as_reviewer.decide, request, answer.decision, **fields)
+        finally:
+            as_reviewer.close()
+    if reviewers is None:
+        raise BackendError("unauthenticated", "an in-process decision on a local ledger needs `reviewers` "
+                           "(token → name, e.g. adapters.identity.RosterReviewers) to say who decided", request)
+    name = reviewers(answer.token)  # raises BackendError unauthenticated / forbidden
+    return await backend.decide(request, answer.decision, reviewer=name, **fields)
+
+
+async def run_gated(agent: Any, input: Any, *, review: Review | None = None,
+                    reviewers: Callable[[str | None], str] | None = None, timeout: float | None = None,
+                    max_pauses: int = 100, **runner_options: Any):
+    """`Runner.run(agent, input, **runner_options)`, then resolve and resume while the run
+    pauses on countersign's interruptions (at most `max_pauses` times). Returns the last
+    RunResult: its `interruptions` are empty, or are tools countersign does not gate."""
+    from agents import Runner
+
+    result = await Runner.run(agent, input, **runner_options)
+    for _ in range(max_pauses):
+        if not result.interruptions or not any(_gating_for(i) for i in result.interruptions):
+            return result
+        state = await resolve(result, review=review, reviewers=reviewers, timeout=timeout)
+        result = await Runner.run(agent, state, **runner_options)
+    return result
