@@ -1,0 +1,105 @@
+"""A ninth hostile review: the adapters (adapters/: LangChain / LangGraph, the MCP proxy, the
+OpenAI Agents SDK, the Claude Agent SDK, the shared Backend) against the rules of the domain:
+fail closed, run only the approved payload and only once, identities from authentication only,
+kept results that verify, data minimality. Each finding is xfail (strict) until fixed: the test
+asserts what the rule (or the adapter's own docs) promises, so it fails today."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from adapters.backend import LocalBackend
+from adapters.identity import RosterReviewers
+from dsl import Policy
+from ledger import Gate, verify
+from ledger.proof.roster import load_roster
+from service_support import setup
+
+TWO_ASKS = """
+policy "attacks9"
+default deny "No rule covers this tool."
+group sups = ["sup-1", "sup-2", "sup-3"]
+
+allow lookup
+
+ask read_file
+  reason "A person checks reads."
+  decisions approve, reject
+  timeout 1h
+
+ask delete_file
+  reason "A person checks deletes."
+  decisions approve, reject
+  timeout 1h
+"""
+
+
+@pytest.fixture
+def local(tmp_path):
+    """(setup, gate, LocalBackend as agent-1, RosterReviewers) on a fresh ledger under TWO_ASKS."""
+    s = setup(tmp_path / "files", TWO_ASKS)
+    gate = Gate(Policy.from_text(TWO_ASKS, "t.policy"), tmp_path / "ledger")
+    yield s, gate, LocalBackend(gate, "agent-1"), RosterReviewers(load_roster(s.roster))
+    gate.close()
+
+
+# --- LangGraph: a resume is matched to an interrupt by position, not by request ---------------
+
+@pytest.mark.xfail(strict=True, reason="a LangGraph resume is not bound to its request: a re-run node hands "
+                   "the first call's approval to the second call (same arguments, same digest)")
+def test_a_node_re_run_never_applies_one_calls_approval_to_another_call(local, tmp_path):
+    """HIGH. LangGraph hands a re-run node its earlier resumes by position (the n-th interrupt()
+    of the task gets the n-th resume). A node gating two calls (read_file, then delete_file, of
+    the same path: the same argument digest) interrupts for the read (resume 0: approve) and,
+    on the re-run, for the delete (resume 1: reject). On the re-run after the rejection the read
+    no longer interrupts (it is executed), so the delete's interrupt() is the task's first and
+    gets resume 0 — the read's approval. `_decision_step` reads neither the resume's request nor
+    its tool, only its digest, and the Gate's approval is bound to the argument digest alone, so
+    sup-1's approval of the read is recorded as an approval of the delete: the delete runs though
+    its reviewer rejected it, and the ledger says sup-1 approved it. Fix: put the request (and
+    tool) in the REVIEW payload's resume (`resume()` does) and refuse a resume whose request is
+    not the one interrupting; better, bind a decision's digest to the request (the Gate's
+    approve could take the request's proposal seq, as signing's `basis` does)."""
+    pytest.importorskip("langgraph")
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import Command
+    from typing_extensions import TypedDict
+
+    from adapters.langchain import countersign_call, resume
+
+    s, gate, backend, who = local
+    ran: list = []
+
+    class St(TypedDict, total=False):
+        path: str
+        out: list
+
+    def node(st):
+        a = countersign_call(backend, "read_file", {"path": st["path"]},
+                             lambda a: ran.append(("read", a)) or "contents", reviewers=who)
+        b = countersign_call(backend, "delete_file", {"path": st["path"]},
+                             lambda a: ran.append(("delete", a)) or "gone", reviewers=who)
+        return {"out": [a.status, b.status]}
+
+    g = StateGraph(St)
+    g.add_node("n", node)
+    g.add_edge(START, "n")
+    g.add_edge("n", END)
+    graph = g.compile(checkpointer=InMemorySaver())
+    cfg = {"configurable": {"thread_id": "t1"}}
+    out = graph.invoke({"path": "/etc/app.conf"}, cfg)
+    read = out["__interrupt__"][0].value
+    assert read["tool"] == "read_file"
+    out = graph.invoke(Command(resume=resume(read, "approve", token=s.tokens["sup-1"])), cfg)
+    delete = out["__interrupt__"][0].value
+    assert delete["tool"] == "delete_file"
+    out = graph.invoke(Command(resume=resume(delete, "reject", token=s.tokens["sup-2"], reason="Never.")), cfg)
+
+    assert ("delete", {"path": "/etc/app.conf"}) not in ran
+    state = gate.get(delete["request"])
+    assert state.status == "rejected" and state.decided_by == "sup-2"
