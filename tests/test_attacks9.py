@@ -103,3 +103,51 @@ def test_a_node_re_run_never_applies_one_calls_approval_to_another_call(local, t
     assert ("delete", {"path": "/etc/app.conf"}) not in ran
     state = gate.get(delete["request"])
     assert state.status == "rejected" and state.decided_by == "sup-2"
+
+
+# --- OpenAI Agents: the in-process reviewer sees the model's arguments, approves the ledger's --
+
+@pytest.mark.xfail(strict=True, reason="openai_agents.Pending shows the item's arguments with the ledger's "
+                   "current digest: an edit made elsewhere is approved by a reviewer who never saw it")
+def test_an_in_process_reviewer_approves_only_the_arguments_shown(tmp_path):
+    """HIGH. `resolve` builds each Pending from the SDK item's arguments (what the model asked)
+    but with `settled.args_digest`, the ledger's current digest. When someone edited the call in
+    the inbox meanwhile (a quorum of two: the edit is one approval, the call still waits), the
+    in-process reviewer is shown {"to": "acme"}, approves with the digest of {"to": "mallory"},
+    and the Gate (rightly) takes that digest as what they saw: the wire goes to mallory on the
+    strength of an approval whose reviewer never saw mallory. The digest binding is defeated by
+    the adapter pairing stale arguments with a fresh digest. Fix: build Pending.args from the
+    ledger (Backend.details / the request's current arguments) in the same read as the digest,
+    as the LangChain adapter's REVIEW payload does."""
+    pytest.importorskip("agents")
+    from agents import Runner
+    from test_adapter_openai_agents import Local, agent_for, call, say
+
+    from adapters.openai_agents import Decision, resolve
+    from ledger.digest import value_digest
+
+    b = Local(tmp_path)
+    ran: list = []
+    shown: list = []
+    agent, _model, _run = agent_for(b, [[call("wire", {"to": "acme", "amount": 900}, "c-wire")], [say("wired")]], ran)
+
+    async def main():
+        result = await Runner.run(agent, "pay acme")
+        (state,) = b.gate.pending()
+        # sup-3 edits the call in the web inbox (one of the two approvals the rule needs)
+        b.gate.decide(state.request, "edit", by="sup-3", args={"to": "mallory", "amount": 900}, digest=state.digest)
+
+        def review(pending):
+            shown.append(pending)
+            return Decision("approve", b.tokens["sup-1"])  # sup-1 approves what they were shown
+
+        resumed = await resolve(result, review=review, reviewers=b.reviewers)
+        await Runner.run(agent, resumed)
+
+    try:
+        asyncio.run(main())
+    finally:
+        b.close()
+    (pending,) = shown
+    assert value_digest(pending.args) == pending.args_digest, "the reviewer approved arguments they were not shown"
+    assert ran in ([], [("wire", pending.args["to"], 900)])
