@@ -151,3 +151,43 @@ def test_an_in_process_reviewer_approves_only_the_arguments_shown(tmp_path):
     (pending,) = shown
     assert value_digest(pending.args) == pending.args_digest, "the reviewer approved arguments they were not shown"
     assert ran in ([], [("wire", pending.args["to"], 900)])
+
+
+# --- the MCP proxy ----------------------------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="mcp-proxy starts the wrapped server with its whole environment, "
+                   "COUNTERSIGN_TOKEN (the agent's service credential) included")
+def test_the_wrapped_mcp_server_never_gets_the_proxys_countersign_token(monkeypatch):
+    """MEDIUM (data minimality, a credential). `countersign mcp-proxy --url U --token-env VAR`
+    reads the agent's bearer token from $VAR, then `open_gateway` starts the wrapped server
+    with `env=dict(os.environ)`: the server (third-party code the proxy exists to distrust)
+    inherits the token and can use the approval service as the agent: propose calls in its
+    name, `start` an approved request before the proxy does (the real call is then refused as
+    executing), report a forged outcome / kept result for the agent's requests, cancel its
+    pending asks. The mcp SDK's own default is a short safe list (get_default_environment).
+    Fix: drop the token variable (and every COUNTERSIGN_* variable) from the server's
+    environment, or start from the SDK's default list plus what the operator names."""
+    anyio = pytest.importorskip("anyio")
+    pytest.importorskip("mcp")
+    from contextlib import asynccontextmanager
+
+    import adapters.mcp_proxy as proxy
+
+    seen: dict = {}
+
+    @asynccontextmanager
+    async def fake_stdio_client(params, errlog=None):
+        seen["env"] = dict(params.env or {})
+        raise OSError("not started (test)")
+        yield  # pragma: no cover
+
+    monkeypatch.setenv("COUNTERSIGN_TOKEN", "cst_secret-agent-token")
+    monkeypatch.setattr(proxy, "stdio_client", fake_stdio_client)
+
+    async def main():
+        with pytest.raises(proxy.ProxyError):
+            async with proxy.open_gateway(["some-mcp-server"], backend=None):
+                pass
+
+    anyio.run(main)
+    assert "cst_secret-agent-token" not in seen["env"].values()
