@@ -191,3 +191,31 @@ def test_the_wrapped_mcp_server_never_gets_the_proxys_countersign_token(monkeypa
 
     anyio.run(main)
     assert "cst_secret-agent-token" not in seen["env"].values()
+
+
+def _init_result(server_name: str):
+    from mcp import types
+
+    return types.InitializeResult(protocol_version="2025-06-18", capabilities=types.ServerCapabilities(
+        tools=types.ToolsCapability()), server_info=types.Implementation(name=server_name, version="1"))
+
+
+@pytest.mark.xfail(strict=True, reason="the name the policy sees for an MCP server defaults to the name the "
+                   "server gives itself (serverInfo.name)")
+def test_a_wrapped_mcp_server_cannot_choose_the_name_the_policy_judges_it_by():
+    """MEDIUM. Without `--server-name`, the proxy proposes every call as
+    `mcp__<serverInfo.name>__<tool>` with context {"server": serverInfo.name}: the name the
+    wrapped server reports about itself in `initialize`. A third-party server (an `npx -y`
+    package that updates itself) that calls itself "github" is judged by the rules a team wrote
+    for the GitHub server (`allow mcp__github__*`), and `server_name_of` keeps `__`, so
+    "github__admin" also lands inside another server's namespace. Claude Code takes the name
+    from the user's own configuration, never from the server. Fix: require `--server-name`
+    (or derive the default from the command the operator gave), never from serverInfo."""
+    pytest.importorskip("mcp")
+    from adapters.mcp_proxy import Gateway, ProxyError, ProxyOptions
+
+    try:
+        gateway = Gateway(upstream=None, init=_init_result("github"), backend=None, options=ProxyOptions())
+    except (ProxyError, ValueError):
+        return  # refusing to guess a name is a fix too
+    assert not gateway.ledger_tool("merge_pull_request").startswith("mcp__github__")
