@@ -219,3 +219,49 @@ def test_a_wrapped_mcp_server_cannot_choose_the_name_the_policy_judges_it_by():
     except (ProxyError, ValueError):
         return  # refusing to guess a name is a fix too
     assert not gateway.ledger_tool("merge_pull_request").startswith("mcp__github__")
+
+
+# --- a tool that ran, and an outcome the service refuses ------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="a result over the service's body limit: the outcome is never recorded "
+                   "and the model is told the call did not run, though it ran")
+def test_a_call_that_ran_is_never_reported_to_the_model_as_not_run(tmp_path):
+    """MEDIUM. ServiceBackend.execute runs the tool, then POSTs the whole result to
+    /v1/requests/{id}/outcome even with keep_result=False (where only its digest is recorded).
+    A result near or over 16 MiB (a file read, a page fetched; any upstream can return one) is
+    refused with 413 body_too_large, so (1) the outcome is never recorded: the request stands
+    "executing" for ever, contradicting "every call and its outcome is in the ledger"; and
+    (2) the OpenAI Agents invoker (and LangChain's middleware, same `except BackendError`)
+    tells the model "countersign did not run this call" although it ran, inviting a retry
+    under a new call id: a second real run. Fix: send the digest (computed client side) when
+    the result is not kept, or fall back to the digest alone on 413 as mcp_proxy._finish does
+    for InvalidCall; and once `start` succeeded never say "did not run": say the outcome
+    could not be recorded, and hand back the live result."""
+    pytest.importorskip("agents")
+    from agents import Agent, Runner, function_tool
+    from service_process import Server
+    from test_adapter_openai_agents import POLICY, ScriptedModel, call, say
+
+    from adapters.backend import ServiceBackend
+    from adapters.openai_agents import gate_tools
+
+    s = setup(tmp_path / "svc", POLICY)
+    ran: list = []
+
+    @function_tool
+    def lookup_order(order: int) -> str:
+        """Look an order up (an allowed tool with a large answer)."""
+        ran.append(order)
+        return "x" * (17 * 1024 * 1024)
+
+    with Server(s) as server:
+        backend = ServiceBackend(server.url, s.tokens["agent-1"])
+        model = ScriptedModel([[call("lookup_order", {"order": 7}, "c-big")], [say("ok")]])
+        agent = gate_tools(Agent(name="a", model=model, tools=[lookup_order]), backend, run="r-big")
+        asyncio.run(Runner.run(agent, "look order 7 up"))
+        settled = backend.find("r-big/c-big")
+        backend.close()
+    assert ran == [7]
+    told = model.tool_outputs()["c-big"]
+    assert "did not run" not in told, told
+    assert settled.status == "executed"
