@@ -265,3 +265,26 @@ def test_a_call_that_ran_is_never_reported_to_the_model_as_not_run(tmp_path):
     told = model.tool_outputs()["c-big"]
     assert "did not run" not in told, told
     assert settled.status == "executed"
+
+
+@pytest.mark.xfail(strict=True, reason="mcp-proxy --listen accepts a non-loopback address for an "
+                   "unauthenticated endpoint (and the SDK then checks neither Host nor Origin)")
+def test_the_unauthenticated_mcp_listener_refuses_a_non_loopback_address(tmp_path):
+    """MEDIUM (fail closed). `--listen HOST:PORT` serves tools/call with no authentication: every
+    caller proposes as the proxy's proposer. The docs say "keep it on 127.0.0.1", but the CLI
+    takes `--listen 0.0.0.0:8765` (or a LAN address) and starts: anyone on the network calls the
+    tools as the agent, and since the mcp SDK turns its DNS-rebinding check (Host / Origin) on
+    only for 127.0.0.1, localhost and ::1, even a browser page can reach it. A typo or a
+    container default should fail closed. Fix: refuse a non-loopback HOST (usage error) unless
+    authentication is configured, or an explicit --insecure-listen names the risk."""
+    pytest.importorskip("typer")
+    from typer.testing import CliRunner
+
+    from cli.main import app
+    from cli.output import EXIT_USAGE
+
+    (tmp_path / "p.policy").write_text('policy "x"\ndefault deny "no"\n')
+    result = CliRunner().invoke(app, ["mcp-proxy", "--policy", str(tmp_path / "p.policy"), "--ledger",
+                                      str(tmp_path / "ledger"), "--listen", "0.0.0.0:0", "--",
+                                      str(tmp_path / "no-such-server")])
+    assert result.exit_code == EXIT_USAGE, result.output  # refused before anything starts
