@@ -7,15 +7,13 @@ asserts what the rule (or the adapter's own docs) promises, so it fails today.""
 from __future__ import annotations
 
 import asyncio
-import json
-from pathlib import Path
 
 import pytest
 
 from adapters.backend import LocalBackend
 from adapters.identity import RosterReviewers
 from dsl import Policy
-from ledger import Gate, verify
+from ledger import Gate
 from ledger.proof.roster import load_roster
 from service_support import setup
 
