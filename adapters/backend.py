@@ -54,6 +54,17 @@ class BackendError(Exception):
         self.code, self.message, self.request = code, message, request
 
 
+class OutcomeUnrecorded(BackendError):
+    """The tool RAN (its `outcome`, with the live result, is here) but reporting how it went
+    failed: the request stays "executing" in the ledger and never runs again. An adapter tells
+    the model the call ran and hands it the result, never that it did not run (which would
+    invite a second real run under another call id)."""
+
+    def __init__(self, code: str, message: str, outcome: "Outcome"):
+        super().__init__(code, f"the call ran, but its outcome could not be recorded: {message}", outcome.request)
+        self.outcome = outcome
+
+
 @dataclass(frozen=True)
 class Verdict:
     """What the policy said about a proposed call. `effect` allow, deny or ask; `status` where
@@ -226,9 +237,10 @@ class LocalBackend:
         return _outcome_of_execution(started)
 
     def finish(self, request: int, *, outcome: str, result: Any = None, error: str | None = None,
-               keep_result: bool = False) -> Outcome:
+               keep_result: bool = False, result_digest: str | None = None) -> Outcome:
         return _outcome_of_execution(self._guard(lambda: self.gate.finish(
-            request, outcome=outcome, result=result, error=error, keep_result=keep_result)))
+            request, outcome=outcome, result=result, error=error, keep_result=keep_result,
+            result_digest=result_digest)))
 
     def execute(self, request: int, fn: Callable[[dict], Any], *, keep_result: bool = False) -> Outcome:
         """Run `fn(args)` once with the approved arguments and record how it went (Gate.execute)."""
@@ -347,23 +359,32 @@ class ServiceBackend:
         return outcome_of(answer["execution"])
 
     def finish(self, request: int, *, outcome: str, result: Any = None, error: str | None = None,
-               keep_result: bool = False) -> Outcome:
-        body = {"outcome": outcome, "result": result, "error": error, "keep_result": keep_result}
+               keep_result: bool = False, result_digest: str | None = None) -> Outcome:
+        """POST the outcome. An "ok" result is sent only when it is to be kept (and fits in
+        KEEP_LIMIT bytes); otherwise only its digest, computed here: the result never leaves
+        the agent's process, and no size limit can leave a call that ran unrecorded."""
+        body: dict[str, Any] = {"outcome": outcome, "error": error}
+        if outcome == "ok" and result_digest is None and result is not None:
+            result_digest, spelled = _digest_of(result)
+            if keep_result and spelled is not None and len(spelled) <= KEEP_LIMIT:
+                body.update(result=result, keep_result=True)
+                result_digest = None
+        if result_digest is not None:
+            body["result_digest"] = result_digest
         return outcome_of(self._call("POST", f"/v1/requests/{int(request)}/outcome", body))
 
     def execute(self, request: int, fn: Callable[[dict], Any], *, keep_result: bool = False) -> Outcome:
         """start, run `fn(args)` here, report the outcome (an exception from `fn` is an "error"
-        outcome, returned, not raised). The result must be JSON to be recorded."""
+        outcome, returned, not raised). Raises OutcomeUnrecorded when the tool ran and its
+        outcome could not be reported."""
         started = self.start(request)
         if isinstance(started, Outcome):
             return started
         try:
-            result = fn(started.args)
+            result, failure = fn(started.args), None
         except Exception as exc:
-            done = self.finish(request, outcome="error", error=f"{type(exc).__name__}: {exc}")
-            return Outcome(request, "error", None, done.error, False, None, False)
-        done = self.finish(request, outcome="ok", result=_json_or_none(result), keep_result=keep_result)
-        return Outcome(request, "ok", done.result_digest, None, False, result, done.result_kept)
+            result, failure = None, exc
+        return _report(self.finish, request, result, failure, keep_result)
 
     def cancel(self, request: int, reason: str | None = None) -> Settled:
         state = self.get(request)
@@ -390,13 +411,47 @@ class ServiceBackend:
             self._local.connection = None
 
 
-def _json_or_none(value: Any) -> Any:
-    """`value` when JSON can carry it, else None (its digest then records nothing)."""
+KEEP_LIMIT = 8 * 1024 * 1024
+"""Bytes of a result's JSON sent to be kept; a larger one is recorded by its digest alone (the
+service's body limit is 16 MiB, docs/service.md)."""
+
+
+def _digest_of(value: Any) -> tuple[str | None, bytes | None]:
+    """(the structural digest of `value`, its canonical JSON), or (None, None) when it is not
+    JSON (an object, NaN, nested too deeply): such a result is recorded without a digest."""
+    from ledger.digest import ArgumentsError, encode_arguments
+
     try:
-        json.dumps(value, allow_nan=False)
-        return value
-    except (TypeError, ValueError):
-        return None
+        return encode_arguments(value)
+    except (ArgumentsError, RecursionError):
+        return None, None
+
+
+def _report(finish: Callable[..., Outcome], request: int, result: Any, failure: BaseException | None,
+            keep_result: bool) -> Outcome:
+    """Report a run's outcome through `finish`; the live Outcome (with the result). Raises
+    OutcomeUnrecorded when the report fails: the tool ran."""
+    if failure is not None:
+        live = Outcome(request, "error", None, f"{type(failure).__name__}: {failure}", False, None, False)
+        kwargs: dict[str, Any] = {"outcome": "error", "error": live.error}
+    else:
+        live = Outcome(request, "ok", None, None, False, result, False)
+        digest, spelled = _digest_of(result) if result is not None else (None, None)
+        if keep_result and spelled is not None and len(spelled) <= KEEP_LIMIT:
+            kwargs = {"outcome": "ok", "result": result, "keep_result": True}
+        else:  # the digest alone (None for a result that is not JSON)
+            kwargs = {"outcome": "ok", "result_digest": digest}
+    try:
+        done = finish(request, **kwargs)
+    except BackendError as exc:
+        raise OutcomeUnrecorded(exc.code, exc.message, live) from exc
+    return Outcome(request, live.outcome, done.result_digest, done.error if failure else None, False,
+                   live.result, done.result_kept)
+
+
+async def _report_async(finish, request: int, result: Any, failure: BaseException | None,
+                        keep_result: bool) -> Outcome:
+    return await asyncio.to_thread(_report, finish, request, result, failure, keep_result)
 
 
 # --- for asyncio code ----------------------------------------------------------------------------
@@ -434,6 +489,7 @@ class AsyncBackend:
         return await asyncio.to_thread(lambda: self.backend.finish(request, **kwargs))
 
     async def execute(self, request: int, fn: Callable[[dict], Any], *, keep_result: bool = False) -> Outcome:
+        """Backend.execute, awaited; raises OutcomeUnrecorded as there."""
         started = await self.start(request)
         if isinstance(started, Outcome):
             return started
@@ -441,11 +497,10 @@ class AsyncBackend:
             result = await fn(started.args) if inspect.iscoroutinefunction(fn) else await asyncio.to_thread(fn, started.args)
             if inspect.isawaitable(result):
                 result = await result
+            failure = None
         except Exception as exc:  # the tool's failure is an outcome to record
-            done = await self.finish(request, outcome="error", error=f"{type(exc).__name__}: {exc}")
-            return Outcome(request, "error", None, done.error, False, None, False)
-        done = await self.finish(request, outcome="ok", result=_json_or_none(result), keep_result=keep_result)
-        return Outcome(request, "ok", done.result_digest, None, False, result, done.result_kept)
+            result, failure = None, exc
+        return await _report_async(self.backend.finish, request, result, failure, keep_result)
 
     async def cancel(self, request: int, reason: str | None = None) -> Settled:
         return await asyncio.to_thread(self.backend.cancel, request, reason)

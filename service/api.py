@@ -82,13 +82,15 @@ class StartBody(msgspec.Struct, forbid_unknown_fields=True):
 
 class OutcomeBody(msgspec.Struct, forbid_unknown_fields=True):
     """How the call ran: "ok" with the tool's JSON `result` (its digest is recorded; with
-    `keep_result` the result too, so that a re-run of the step gets it back from `start`), or
+    `keep_result` the result too, so that a re-run of the step gets it back from `start`) or
+    with `result_digest` alone (the agent computed it: the result never leaves the agent), or
     "error" with the failure's text."""
 
     outcome: Literal["ok", "error"]
     result: Any = None
     error: str | None = None
     keep_result: bool = False
+    result_digest: str | None = None  # instead of `result`: its digest (section 4), the result kept by the agent
 
 
 BODIES = (ProposalBody, DecisionBody, StartBody, OutcomeBody)
@@ -243,7 +245,7 @@ async def outcome(request: Request) -> Response:
     rid = _request_id(request)
     body = await _body(request, OutcomeBody)
     done = await run_in_threadpool(_service(request).finish, agent, rid, outcome=body.outcome, result=body.result,
-                                   error=body.error, keep_result=body.keep_result)
+                                   error=body.error, keep_result=body.keep_result, result_digest=body.result_digest)
     return _json(execution_view(done))
 
 

@@ -317,12 +317,13 @@ class Service:
             return gate.start(request, executor=agent.name)
 
     def finish(self, agent: Principal, request: int, *, outcome: str, result: Any = None, error: str | None = None,
-               keep_result: bool = False):
+               keep_result: bool = False, result_digest: str | None = None):
         with self.gate() as gate:
             state = self.own(agent, gate.get(request))
             if state.proposer != agent.name:
                 raise ApiError(403, FORBIDDEN, "only the agent that proposed a call reports its outcome", request)
-            return gate.finish(request, outcome=outcome, result=result, error=error, keep_result=keep_result)
+            return gate.finish(request, outcome=outcome, result=result, error=error, keep_result=keep_result,
+                               result_digest=result_digest)
 
     # --- reviewers ----------------------------------------------------------------------------
 

@@ -144,3 +144,33 @@ def test_roster_reviewers_take_the_name_from_a_token_only(served):
         with pytest.raises(BackendError) as caught:
             who(token)
         assert caught.value.code == code
+
+
+def test_a_result_is_reported_by_its_digest_unless_kept_and_a_failed_report_says_the_call_ran(pair):
+    from adapters.backend import OutcomeUnrecorded
+    from ledger.digest import value_digest
+
+    agent, _ = pair
+    v = agent.propose("read_thing", {"id": "digest-only"})
+    done = agent.execute(v.request, lambda a: {"secret": "stays here"})
+    assert done.result == {"secret": "stays here"} and not done.result_kept
+    assert done.result_digest == value_digest({"secret": "stays here"})
+    odd = agent.propose("read_thing", {"id": "not-json"})
+    assert agent.execute(odd.request, lambda a: object()).result_digest is None  # ran; no digest to record
+
+    class Refusing:  # a backend whose outcome report fails after the tool ran
+        def __init__(self, inner):
+            self.inner = inner
+
+        def start(self, request):
+            return self.inner.start(request)
+
+        def finish(self, request, **kwargs):
+            raise BackendError("unreachable", "the service went away")
+
+    v = agent.propose("read_thing", {"id": "lost-report"})
+    runs = []
+    with pytest.raises(OutcomeUnrecorded) as caught:
+        asyncio.run(AsyncBackend(Refusing(agent)).execute(v.request, lambda a: runs.append(1) or "the answer"))
+    assert runs == [1] and caught.value.outcome.result == "the answer" and "the call ran" in str(caught.value)
+    assert agent.get(v.request).status == "executing"  # never runs again

@@ -221,8 +221,6 @@ def test_a_wrapped_mcp_server_cannot_choose_the_name_the_policy_judges_it_by():
 
 # --- a tool that ran, and an outcome the service refuses ------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="a result over the service's body limit: the outcome is never recorded "
-                   "and the model is told the call did not run, though it ran")
 def test_a_call_that_ran_is_never_reported_to_the_model_as_not_run(tmp_path):
     """MEDIUM. ServiceBackend.execute runs the tool, then POSTs the whole result to
     /v1/requests/{id}/outcome even with keep_result=False (where only its digest is recorded).

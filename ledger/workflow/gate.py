@@ -139,6 +139,9 @@ def _result_record(result: Any, keep: bool) -> tuple[str | None, bytes | None]:
     return digest, b'{"result":' + spelled + b"}"
 
 
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
 def _error_text(text: str) -> str:
     """`_printable(text)`, cut to ERROR_CHARS characters."""
     if len(text) > ERROR_CHARS:
@@ -881,10 +884,12 @@ class Gate(CatchUp, Reading):
             return self._open_state(request).digest, args
 
     def finish(self, request: int, *, outcome: str, result: Any = None, error: str | None = None,
-               keep_result: bool = False) -> Execution:
+               keep_result: bool = False, result_digest: str | None = None) -> Execution:
         """Record the outcome of an execution begun with `start`: `outcome` "ok" (with the
         tool's JSON `result`, whose structural digest is recorded, or None; with `keep_result`
-        the result itself too, as `execute` says) or "error" (with
+        the result itself too, as `execute` says; or, instead of the result, its
+        `result_digest` alone, 64 lowercase hex digits, docs/ledger-format.md section 4, which
+        the executor computed: a result never sent leaves the executor) or "error" (with
         `error`, the failure's text, cut to ERROR_CHARS). Raises InvalidCall for another outcome,
         NotStarted when the request was not started, AlreadyExecuted when its outcome is recorded
         already (an outcome is reported once), UnknownRequest."""
@@ -898,12 +903,18 @@ class Gate(CatchUp, Reading):
         else:
             if error is not None:
                 raise InvalidCall("an \"ok\" outcome carries no error")
-            try:
-                result_digest = value_digest(result) if result is not None else None
-            except ArgumentsError as exc:
-                raise InvalidCall(f"the result cannot be recorded: {exc}") from None
-            if keep_result:
-                result_digest, data = _result_record(result, True)
+            if result_digest is not None:
+                if result is not None or keep_result:
+                    raise InvalidCall("give the result or its digest, not both (a kept result needs the result)")
+                if not isinstance(result_digest, str) or not _HEX64.fullmatch(result_digest):
+                    raise InvalidCall("a result digest is 64 lowercase hexadecimal digits")
+            else:
+                try:
+                    result_digest = value_digest(result) if result is not None else None
+                except ArgumentsError as exc:
+                    raise InvalidCall(f"the result cannot be recorded: {exc}") from None
+                if keep_result:
+                    result_digest, data = _result_record(result, True)
             error_text = None
         with self._lock:
             def step() -> list[tuple[ev.Event, Any]]:
