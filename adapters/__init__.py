@@ -6,6 +6,8 @@
                           (countersign_call): docs/adapters/langchain.md
     adapters.mcp_proxy    an MCP gateway in front of any MCP server (`countersign mcp-proxy`;
                           the `mcp` extra)
+    adapters.mcp_names    what that gateway takes from its operator only: the server's name, a
+                          loopback listener, the server's environment (no SDK import)
     adapters.claude_agent_sdk  the Claude Agent SDK: can_use_tool and the Pre/Post hooks
                           (countersign_options): docs/adapters/claude-agent-sdk.md
     adapters.openai_agents the OpenAI Agents SDK: gate_tools, resolve, run_gated

@@ -1,8 +1,8 @@
 """An MCP gateway: countersign in front of any MCP server (`countersign mcp-proxy`).
 
-    countersign mcp-proxy --policy P --ledger L -- python my_server.py
-    countersign mcp-proxy --url http://127.0.0.1:8470 --token-env COUNTERSIGN_TOKEN -- npx some-server
-    countersign mcp-proxy --policy P --ledger L --listen 127.0.0.1:8765 -- python my_server.py
+    countersign mcp-proxy --policy P --ledger L --server-name files -- python my_server.py
+    countersign mcp-proxy --url http://127.0.0.1:8470 --token-env COUNTERSIGN_TOKEN --server-name s -- npx some-server
+    countersign mcp-proxy --policy P --ledger L --server-name files --listen 127.0.0.1:8765 -- python my_server.py
 
 The proxy is an MCP server to its client (over stdio, or streamable HTTP with `--listen`) and an
 MCP client to the wrapped server, which it starts as a subprocess over stdio (the `mcp` SDK's
@@ -15,7 +15,10 @@ every `tools/call`, by countersign (docs/adapters/mcp-proxy.md):
 - the call is proposed to the Gate (or the approval service) as `mcp__<server>__<tool>` (Claude
   Code's spelling, so one policy serves both; `bare_tool_names` for the tool's own name), with
   the context `{"server": <server>}`, `run` one id per client connection, and `call_id`
-  `<run>#<JSON-RPC id>` (JSON-RPC ids are unique within a session: MCP spec, "Requests");
+  `<run>#<JSON-RPC id as JSON>` (JSON-RPC ids are unique within a session: MCP spec,
+  "Requests"; as JSON, the ids 1 and "1" stay two calls). `<server>` is the operator's name for
+  the server, never the name it gives itself (adapters.mcp_names); a tool whose name holds `__`
+  is neither listed nor proposed;
 - allow: `execution_started` is recorded, the call is forwarded with the recorded arguments,
   and the outcome is recorded with the result's digest (the result itself with `keep_results`);
   a result with `isError` is an "error" outcome;
@@ -41,14 +44,19 @@ is proposed; a backend error (the ledger, the policy, the service) refuses the c
 crashing or its connection closing is an "error" outcome and an `isError` result. Nothing is
 forwarded before the Gate has recorded its start.
 
-Errors: `start_proxy`/`run_proxy` raise ProxyError when the wrapped server cannot be started or
-initialized.
+The wrapped server runs with this process's environment minus countersign's own variables
+(`COUNTERSIGN_*`, the token's variable, any variable holding the token): it is the code the proxy
+exists to distrust, and the agent's token would let it act as the agent at the service.
+
+Errors: `open_gateway`/`run_proxy` raise ProxyError when the wrapped server cannot be started or
+initialized, or the options name no usable server name.
 """
 
 from __future__ import annotations
 
+import json
 import logging
-import re
+import os
 import sys
 import time
 import uuid
@@ -64,6 +72,7 @@ from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
 
 from adapters.backend import WAITING, AsyncBackend, BackendError, Outcome, Settled, Started, Verdict
+from adapters.mcp_names import LOOPBACK_HOSTS, loopback_host, server_environment, server_name, tool_name_refused
 
 log = logging.getLogger("countersign.mcp_proxy")
 
@@ -72,16 +81,16 @@ ERROR_TEXT_CHARS = 2000  # how much of a failed result's text the ledger's error
 
 
 class ProxyError(Exception):
-    """The wrapped server could not be started or initialized."""
+    """The wrapped server could not be started or initialized, or has no usable name."""
 
 
 @dataclass
 class ProxyOptions:
     """How the proxy decides and records.
 
-    `server_name`: the name in `mcp__<server>__<tool>` and in the context (default: the wrapped
-    server's own `serverInfo.name`, with characters other than letters, digits, `_` and `-`
-    replaced by `_`); `bare_tool_names`: propose the tool's own name instead;
+    `server_name`: the name in `mcp__<server>__<tool>` and in the context, required (the
+    operator's name for the server, never its own `serverInfo.name`; cleaned and checked by
+    adapters.mcp_names.server_name); `bare_tool_names`: propose the tool's own name instead;
     `ask_timeout`: seconds to wait for a reviewer before withdrawing the call (the safe default:
     silence never approves); `progress_seconds`: how often a waiting ask reports progress to a
     client that gave a progress token (keeps clients that reset their timeout on progress
@@ -93,12 +102,6 @@ class ProxyOptions:
     ask_timeout: float = 55.0
     progress_seconds: float = 10.0
     keep_results: bool = False
-
-
-def server_name_of(name: str | None) -> str:
-    """A server name usable in a tool name: `[A-Za-z0-9_-]`, others replaced by `_`."""
-    cleaned = re.sub(r"[^A-Za-z0-9_-]", "_", (name or "").strip())
-    return cleaned or "server"
 
 
 def _text_result(text: str, meta: dict) -> types.CallToolResult:
@@ -116,15 +119,20 @@ class Gateway:
     """The handlers of one proxy: `upstream` the session with the wrapped server (initialized,
     `init` its InitializeResult), `backend` where calls are decided. `build_server()` gives the
     low-level Server to run over a transport. Every handler runs in the caller's task, so a
-    cancelled request (the client's `notifications/cancelled`) cancels its wait."""
+    cancelled request (the client's `notifications/cancelled`) cancels its wait. Raises
+    ProxyError when `options.server_name` is missing or refused (adapters.mcp_names)."""
 
     def __init__(self, upstream: ClientSession, init: types.InitializeResult, backend: AsyncBackend,
                  options: ProxyOptions | None = None):
         self.upstream, self.init, self.backend = upstream, init, backend
         self.options = options or ProxyOptions()
-        self.server_name = server_name_of(self.options.server_name or init.server_info.name)
+        try:
+            self.server_name = server_name(self.options.server_name)
+        except ValueError as exc:
+            raise ProxyError(str(exc)) from None
         self.process_run = uuid.uuid4().hex  # a connection whose state cannot be read gets this run
         self._tools: dict[str, types.Tool] | None = None  # name -> the wrapped server's tool, all pages
+        self._refused: set[str] = set()  # the tool names already logged as refused
 
     # --- names and runs --------------------------------------------------------------------------
 
@@ -144,14 +152,32 @@ class Gateway:
             run = state["countersign_run"] = f"mcp-{uuid.uuid4().hex}"
         return run
 
+    @staticmethod
+    def call_id(run: str, request_id: Any) -> str | None:
+        """`<run>#<the JSON-RPC id as JSON>`: the ids 1 and "1" are two requests (JSON-RPC 2.0,
+        "Request object": a String or a Number), so they are two calls."""
+        return None if request_id is None else f"{run}#{json.dumps(request_id)}"
+
     # --- tools ---------------------------------------------------------------------------------
+
+    def _offered(self, tools: list[types.Tool]) -> list[types.Tool]:
+        """The tools whose names are not refused (tool_name_refused); a refused one is logged once."""
+        offered = []
+        for tool in tools:
+            why = tool_name_refused(tool.name)
+            if why is None:
+                offered.append(tool)
+            elif tool.name not in self._refused:
+                self._refused.add(tool.name)
+                log.warning("the MCP server %s lists the tool %r; it is not offered: %s", self.server_name, tool.name, why)
+        return offered
 
     async def _all_tools(self) -> dict[str, types.Tool]:
         tools: dict[str, types.Tool] = {}
         cursor = None
         for _ in range(1000):  # a server that pages forever is not followed forever
             page = await self.upstream.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
-            tools.update((tool.name, tool) for tool in page.tools)
+            tools.update((tool.name, tool) for tool in self._offered(page.tools))
             cursor = page.next_cursor
             if not cursor:
                 break
@@ -160,6 +186,7 @@ class Gateway:
 
     async def list_tools(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         result = await self.upstream.list_tools(params=params)
+        result = result.model_copy(update={"tools": self._offered(result.tools)})
         if params is None or params.cursor is None:
             if result.next_cursor is None:
                 self._tools = {tool.name: tool for tool in result.tools}
@@ -174,6 +201,9 @@ class Gateway:
         """Decide one `tools/call` and answer it (see the module's docstring)."""
         name, args = params.name, dict(params.arguments or {})
         meta: dict[str, Any] = {"tool": self.ledger_tool(name)}
+        if (why := tool_name_refused(name)) is not None:  # before anything is asked of the server
+            return _text_result(f"countersign refuses the tool {name!r}: {why}; the call did not run.",
+                                meta | {"status": "refused_name"})
         try:
             known = await self._known(name)
         except Exception as exc:  # the server is gone, or answered nonsense
@@ -183,7 +213,7 @@ class Gateway:
             return _text_result(f"The MCP server {self.server_name} has no tool named {name!r}; the call did not "
                                 "run.", meta | {"status": "unknown_tool"})
         run = self.run_of(ctx)
-        call_id = f"{run}#{ctx.request_id}" if ctx.request_id is not None else None
+        call_id = self.call_id(run, ctx.request_id)
         sync = self.backend.backend
 
         def propose_and_start() -> tuple[Verdict, Started | Outcome | BackendError | None]:
@@ -395,17 +425,19 @@ class Gateway:
 
 @asynccontextmanager
 async def open_gateway(command: list[str], backend: AsyncBackend, options: ProxyOptions | None = None,
-                       *, env: dict[str, str] | None = None, cwd: str | None = None,
+                       *, env: dict[str, str] | None = None, hidden_env: tuple[str, ...] = (),
+                       secrets: tuple[str, ...] = (), cwd: str | None = None,
                        errlog=None) -> AsyncIterator[Gateway]:
-    """Start the wrapped server (`command`, with `env`: by default this process's whole
-    environment, as a host would give the server itself), initialize it, and yield the Gateway.
-    Raises ProxyError when it cannot start or initialize; the server stops on exit."""
-    import os
-
+    """Start the wrapped server (`command`), initialize it, and yield the Gateway. Its
+    environment is `env` (by default this process's) without countersign's variables: every
+    `COUNTERSIGN_*`, the ones named in `hidden_env` (the `--token-env` variable) and any holding
+    one of `secrets` (mcp_names.server_environment; the SDK adds its safe defaults: PATH, HOME,
+    ...). Raises ProxyError when the server cannot start or initialize, or `options` give no
+    usable server name; the server stops on exit."""
     if not command:
         raise ProxyError("no server command: give it after `--`")
-    params = StdioServerParameters(command=command[0], args=list(command[1:]),
-                                   env=dict(os.environ) if env is None else env, cwd=cwd)
+    environ = server_environment(os.environ if env is None else env, hidden_env, secrets)
+    params = StdioServerParameters(command=command[0], args=list(command[1:]), env=environ, cwd=cwd)
     try:
         async with stdio_client(params, errlog=errlog or sys.stderr) as (read, write):
             async with ClientSession(read, write) as session:
@@ -428,12 +460,15 @@ async def serve_stdio(gateway: Gateway) -> None:
 async def serve_http(gateway: Gateway, host: str, port: int, *, path: str = "/mcp",
                      ready: Any = None) -> None:
     """Serve streamable HTTP at http://host:port/mcp (each MCP session its own run) until
-    SIGINT/SIGTERM. The proxy authenticates no one: listen on loopback (the SDK then checks
-    the Host and Origin headers against DNS rebinding). `ready(port)` is called once bound."""
+    SIGINT/SIGTERM. The proxy authenticates no one: `host` must be a loopback host (ProxyError
+    otherwise; the SDK then checks the Host and Origin headers against DNS rebinding).
+    `ready(port)` is called once bound."""
     import signal
 
     import uvicorn
 
+    if not loopback_host(host):
+        raise ProxyError(f"will not serve on {host}: the proxy authenticates no one (loopback only)")
     # uvicorn stops on SIGTERM or SIGINT, then raises the signal again once it has stopped, to
     # end the process by it; handled here, the proxy instead returns and stops its server itself
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -459,12 +494,19 @@ async def serve_http(gateway: Gateway, host: str, port: int, *, path: str = "/mc
 
 
 def run_proxy(command: list[str], backend, options: ProxyOptions | None = None, *,
-              listen: tuple[str, int] | None = None) -> None:
+              listen: tuple[str, int] | None = None, hidden_env: tuple[str, ...] = (),
+              secrets: tuple[str, ...] = ()) -> None:
     """Run the proxy until its client goes (stdio) or it is stopped (HTTP). `backend` is a
-    synchronous Backend (adapters.backend); it is awaited through AsyncBackend."""
+    synchronous Backend (adapters.backend); it is awaited through AsyncBackend. `listen` must be
+    a loopback host (mcp_names.loopback_host; ProxyError otherwise): nobody is authenticated.
+    `hidden_env` and `secrets`: as open_gateway's."""
+    if listen is not None and not loopback_host(listen[0]):
+        raise ProxyError(f"--listen {listen[0]}: the proxy authenticates no one, so it listens only on "
+                         f"{', '.join(LOOPBACK_HOSTS)}")
 
     async def main() -> None:
-        async with open_gateway(command, AsyncBackend(backend), options) as gateway:
+        async with open_gateway(command, AsyncBackend(backend), options, hidden_env=hidden_env,
+                                secrets=secrets) as gateway:
             if listen is None:
                 await serve_stdio(gateway)
             else:

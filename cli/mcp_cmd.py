@@ -6,24 +6,25 @@ rest of the CLI works without the `mcp` extra."""
 from __future__ import annotations
 
 import os
-import re
 from typing import List, Optional
 
 import typer
 
+from adapters.mcp_names import LOOPBACK_HOSTS, loopback_host
+from adapters.mcp_names import server_name as checked_server_name
 from cli.output import EXIT_USAGE, fail, visible
 
 
 def _listen_address(text: str) -> tuple[str, int]:
+    """HOST:PORT, HOST one of the loopback hosts (exit 2 otherwise: the listener authenticates no one)."""
     host, sep, port = text.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
         fail(f"--listen takes HOST:PORT (e.g. 127.0.0.1:8765), not {text!r}", EXIT_USAGE)
-    return host.strip("[]"), int(port)
-
-
-def _clean(name: str) -> str:
-    """As adapters.mcp_proxy.server_name_of (not imported here: it imports the mcp SDK)."""
-    return re.sub(r"[^A-Za-z0-9_-]", "_", name.strip()) or "server"
+    host = host.strip("[]")
+    if not loopback_host(host):
+        fail(f"--listen {text}: the proxy authenticates no one, so it listens only on loopback "
+             f"({', '.join(LOOPBACK_HOSTS)}), not on {host!r}", EXIT_USAGE)
+    return host, int(port)
 
 
 def mcp_proxy(
@@ -39,9 +40,9 @@ def mcp_proxy(
     proposer: Optional[str] = typer.Option(None, "--proposer", help="Who proposes, for a local ledger (default: "
                                            "$COUNTERSIGN_PROPOSER, else mcp-proxy/<server>; not your own account, "
                                            "which could then not approve the agent's calls)."),
-    server_name: Optional[str] = typer.Option(None, "--server-name", help="The server's name in the tool names the "
-                                              "policy sees, mcp__<server>__<tool> (default: the server's own name; "
-                                              "use the key of .mcp.json so Claude Code's hook and the proxy agree)."),
+    server_name: Optional[str] = typer.Option(None, "--server-name", help="Required: the server's name in the tool "
+                                              "names the policy sees, mcp__<server>__<tool> (use the key of .mcp.json "
+                                              "so Claude Code's hook and the proxy agree; never taken from the server)."),
     bare_tool_names: bool = typer.Option(False, "--bare-tool-names", help="Propose the tool's own name, without "
                                          "mcp__<server>__."),
     ask_timeout: float = typer.Option(55.0, "--ask-timeout", min=0, help="Seconds an asked call waits for a "
@@ -52,13 +53,16 @@ def mcp_proxy(
     keep_results: bool = typer.Option(False, "--keep-results", help="Record each tool's result itself in the "
                                       "ledger, not only its digest (results without personal data only)."),
     listen: Optional[str] = typer.Option(None, "--listen", help="Serve streamable HTTP at HOST:PORT (path /mcp) "
-                                         "instead of stdio. No authentication: keep it on 127.0.0.1."),
+                                         "instead of stdio. No authentication: HOST must be 127.0.0.1, localhost or ::1."),
 ) -> None:
     """Put countersign in front of an MCP server: every tools/call is decided by the policy
     (allow forwards it, deny answers with the reason, ask waits for `countersign review`) and
     recorded in the ledger with its outcome; everything else passes through.
 
-    Example: countersign mcp-proxy --policy team.policy --ledger ~/.countersign/ledger -- npx -y @modelcontextprotocol/server-filesystem ~/work
+    The server runs without countersign's variables (COUNTERSIGN_*, the --token-env one, any
+    holding the token).
+
+    Example: countersign mcp-proxy --policy team.policy --ledger ~/.countersign/ledger --server-name files -- npx -y @modelcontextprotocol/server-filesystem ~/work
     """
     address = _listen_address(listen) if listen else None
     if url and (policy or ledger):
@@ -68,6 +72,10 @@ def mcp_proxy(
     token = os.environ.get(token_env) if url else None
     if url and not token:
         fail(f"--url needs the agent's token in the environment variable {token_env}", EXIT_USAGE)
+    try:
+        server = checked_server_name(server_name)
+    except ValueError as exc:
+        fail(str(exc), EXIT_USAGE)
     from adapters.backend import BackendError, LocalBackend, ServiceBackend
     from ledger.store.log import LedgerError
 
@@ -87,7 +95,7 @@ def mcp_proxy(
             except OSError as exc:
                 fail(f"{policy}: {exc.strerror or exc}", EXIT_USAGE)
             name = (proposer or os.environ.get("COUNTERSIGN_PROPOSER")
-                    or ("mcp-proxy/" + _clean(server_name) if server_name else "mcp-proxy"))
+                    or "mcp-proxy/" + server)
             backend = LocalBackend(Gate(loaded, ledger), name)
     except BackendError as exc:
         fail(exc.message, EXIT_USAGE)
@@ -103,10 +111,11 @@ def mcp_proxy(
     import logging
 
     logging.basicConfig(level=logging.WARNING, format="countersign mcp-proxy: %(levelname)s: %(message)s")
-    options = ProxyOptions(server_name=server_name, bare_tool_names=bare_tool_names, ask_timeout=ask_timeout,
+    options = ProxyOptions(server_name=server, bare_tool_names=bare_tool_names, ask_timeout=ask_timeout,
                            progress_seconds=progress_every, keep_results=keep_results)
     try:
-        run_proxy(list(command), backend, options, listen=address)
+        run_proxy(list(command), backend, options, listen=address, hidden_env=(token_env,) if url else (),
+                  secrets=(token,) if token else ())
     except ProxyError as exc:
         fail(str(exc), 1)
     except KeyboardInterrupt:

@@ -153,8 +153,6 @@ def test_an_in_process_reviewer_approves_only_the_arguments_shown(tmp_path):
 
 # --- the MCP proxy ----------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="mcp-proxy starts the wrapped server with its whole environment, "
-                   "COUNTERSIGN_TOKEN (the agent's service credential) included")
 def test_the_wrapped_mcp_server_never_gets_the_proxys_countersign_token(monkeypatch):
     """MEDIUM (data minimality, a credential). `countersign mcp-proxy --url U --token-env VAR`
     reads the agent's bearer token from $VAR, then `open_gateway` starts the wrapped server
@@ -198,8 +196,6 @@ def _init_result(server_name: str):
         tools=types.ToolsCapability()), server_info=types.Implementation(name=server_name, version="1"))
 
 
-@pytest.mark.xfail(strict=True, reason="the name the policy sees for an MCP server defaults to the name the "
-                   "server gives itself (serverInfo.name)")
 def test_a_wrapped_mcp_server_cannot_choose_the_name_the_policy_judges_it_by():
     """MEDIUM. Without `--server-name`, the proxy proposes every call as
     `mcp__<serverInfo.name>__<tool>` with context {"server": serverInfo.name}: the name the
@@ -263,8 +259,6 @@ def test_a_call_that_ran_is_never_reported_to_the_model_as_not_run(tmp_path):
     assert settled.status == "executed"
 
 
-@pytest.mark.xfail(strict=True, reason="mcp-proxy --listen accepts a non-loopback address for an "
-                   "unauthenticated endpoint (and the SDK then checks neither Host nor Origin)")
 def test_the_unauthenticated_mcp_listener_refuses_a_non_loopback_address(tmp_path):
     """MEDIUM (fail closed). `--listen HOST:PORT` serves tools/call with no authentication: every
     caller proposes as the proxy's proposer. The docs say "keep it on 127.0.0.1", but the CLI

@@ -9,6 +9,10 @@ this process) decides approve / edit / reject / respond; then one the client giv
 cancellation withdraws the request), and a crash of the server. The ledger verifies and the
 DuckDB `requests` view tells the same story as the client saw. Over streamable HTTP
 (`--listen 127.0.0.1:PORT`): one allowed call, and an ask no one answers within --ask-timeout.
+In-process (a Gateway over a stand-in upstream): JSON-RPC ids 1 and "1" are two calls; a tool
+whose name holds `__` is neither listed nor proposed; the server's name comes from the
+operator only. Through the service: the server's environment holds none of countersign's
+variables nor the agent's token.
 """
 
 from __future__ import annotations
@@ -38,8 +42,12 @@ from ledger.analytics.views import query  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 
 SERVER = textwrap.dedent('''
-    import os, sys
+    import json, os, sys
     from mcp.server.mcpserver import MCPServer
+
+    if os.environ.get("DUMP_ENV_TO"):  # what the proxy let through to the server
+        with open(os.environ["DUMP_ENV_TO"], "w") as out:
+            json.dump(dict(os.environ), out)
 
     server = MCPServer("files", instructions="A small file and mail server for the proxy's tests.")
     SENT = []
@@ -317,19 +325,38 @@ def test_cli_refuses_what_it_cannot_run(setup, tmp_path):
     base = [sys.executable, "-m", "cli.main", "mcp-proxy"]
     run = lambda *args: subprocess.run([*base, *args], cwd=ROOT, env=proxy_env(), capture_output=True, text=True,
                                        stdin=subprocess.DEVNULL, timeout=60)
-    no_backend = run("--", sys.executable, str(setup / "server.py"))
+    named = ("--server-name", "files")
+    no_backend = run(*named, "--", sys.executable, str(setup / "server.py"))
     assert no_backend.returncode == 2 and "--policy and --ledger" in no_backend.stderr
     bad = tmp_path / "bad.policy"
     bad.write_text("allow\n")
-    bad_policy = run("--policy", str(bad), "--ledger", str(tmp_path / "l"), "--", sys.executable, "x.py")
-    assert bad_policy.returncode == 2 and "error:" in bad_policy.stderr
-    no_token = run("--url", "http://127.0.0.1:9", "--token-env", "NO_SUCH_TOKEN_VAR", "--", "true")
+    bad_policy = run("--policy", str(bad), "--ledger", str(tmp_path / "l"), *named, "--", sys.executable, "x.py")
+    assert bad_policy.returncode == 2 and "error:" in bad_policy.stderr and "server-name" not in bad_policy.stderr
+    no_token = run("--url", "http://127.0.0.1:9", "--token-env", "NO_SUCH_TOKEN_VAR", *named, "--", "true")
     assert no_token.returncode == 2 and "NO_SUCH_TOKEN_VAR" in no_token.stderr
-    no_server = run("--policy", str(setup / "test.policy"), "--ledger", str(tmp_path / "l2"), "--",
+    no_server = run("--policy", str(setup / "test.policy"), "--ledger", str(tmp_path / "l2"), *named, "--",
                     str(tmp_path / "no-such-server"))
     assert no_server.returncode == 1 and "cannot start" in no_server.stderr
-    not_mcp = run("--policy", str(setup / "test.policy"), "--ledger", str(tmp_path / "l2"), "--", "true")
+    not_mcp = run("--policy", str(setup / "test.policy"), "--ledger", str(tmp_path / "l2"), *named, "--", "true")
     assert not_mcp.returncode == 1 and "did not initialize" in not_mcp.stderr.splitlines()[-1]
+    # refused before anything starts (in process: CliRunner, as fast as a usage error should be)
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    local = ("mcp-proxy", "--policy", str(setup / "test.policy"), "--ledger", str(tmp_path / "l3"))
+    refuse = lambda *args: CliRunner().invoke(app, [*local, *args, "--", str(tmp_path / "no-such-server")])
+    # the policy judges a server by the operator's name for it, never the server's own
+    unnamed = refuse()
+    assert unnamed.exit_code == 2 and "--server-name" in unnamed.output
+    for name in ("github__admin", "github_", "git..hub", " "):
+        refused = refuse("--server-name", name)
+        assert refused.exit_code == 2 and "error:" in refused.output, name
+    # an unauthenticated listener: loopback only
+    for address in ("0.0.0.0:0", "[::]:0", "192.168.1.10:8765", "127.0.0.2:8765", "LOCALHOST:8765"):
+        refused = refuse(*named, "--listen", address)
+        assert refused.exit_code == 2 and "loopback" in refused.output, (address, refused.output)
+    assert not (tmp_path / "l3").exists()
 
 
 def test_proxy_through_the_approval_service(setup, tmp_path):
@@ -343,7 +370,10 @@ def test_proxy_through_the_approval_service(setup, tmp_path):
     svc = service_setup(tmp_path / "svc", POLICY.replace("ask mcp__files__send_email",
                                                           "ask mcp__files__send_email\n  approvers 1 from [\"alice\"]"))
     with Server(svc) as server:
-        env = {**proxy_env(), "AGENT_TOKEN": svc.tokens["agent-1"]}
+        dump = tmp_path / "server-env.json"
+        env = {**proxy_env(), "AGENT_TOKEN": svc.tokens["agent-1"], "ALSO_THE_TOKEN": svc.tokens["agent-1"],
+               "COUNTERSIGN_URL": server.url, "COUNTERSIGN_HOOK_SECRET": "s3cret", "DUMP_ENV_TO": str(dump),
+               "A_SERVER_SETTING": "kept"}
         params = StdioServerParameters(command=sys.executable, cwd=str(ROOT), env=env, args=[
             "-m", "cli.main", "mcp-proxy", "--url", server.url, "--token-env", "AGENT_TOKEN", "--server-name", "files",
             "--", sys.executable, str(setup / "server.py")])
@@ -390,3 +420,104 @@ def test_proxy_through_the_approval_service(setup, tmp_path):
         ("mcp__files__delete_all", "agent-1", "denied", None),
         ("mcp__files__send_email", "agent-1", "executed", "ok")]
     assert rows[2]["decided_by"] == "alice"
+    # the wrapped server got the proxy's environment without countersign's variables and the token
+    server_env = json.loads(dump.read_text())
+    assert server_env["A_SERVER_SETTING"] == "kept" and server_env["PATH"]
+    assert not [key for key in server_env if key.upper().startswith("COUNTERSIGN_")]
+    assert "AGENT_TOKEN" not in server_env and svc.tokens["agent-1"] not in server_env.values()
+
+
+# --- in process: a Gateway over a stand-in upstream ----------------------------------------------
+
+class StandIn:
+    """The wrapped server, as far as the Gateway sees it: lists `names`, runs every call it gets."""
+
+    def __init__(self, names: list[str]):
+        self.tools = [types.Tool(name=name, input_schema={"type": "object"}) for name in names]
+        self.calls: list[tuple[str, dict]] = []
+
+    async def list_tools(self, params=None):
+        return types.ListToolsResult(tools=self.tools)
+
+    async def call_tool(self, name, args, progress_callback=None):
+        self.calls.append((name, args))
+        return types.CallToolResult(content=[types.TextContent(type="text", text=f"ran {name}")])
+
+
+class Request:
+    """What the Gateway reads of the SDK's request context: the JSON-RPC id (no session: one run)."""
+
+    def __init__(self, request_id):
+        self.request_id, self.session = request_id, None
+
+
+def gateway_for(tmp_path: Path, names: list[str], **options):
+    from adapters.backend import AsyncBackend, LocalBackend
+    from adapters.mcp_proxy import Gateway, ProxyOptions
+
+    # the extra rules would allow the `__` tools: refusing them is the proxy's doing, not the policy's
+    gate = Gate(Policy.from_text(POLICY + "allow mcp__files__*\nallow x__y\n", "t.policy"), tmp_path / "ledger")
+    init = types.InitializeResult(protocol_version="2025-06-18", capabilities=types.ServerCapabilities(
+        tools=types.ToolsCapability()), server_info=types.Implementation(name="github", version="1"))
+    upstream = StandIn(names)
+    gateway = Gateway(upstream, init, AsyncBackend(LocalBackend(gate, "agent-1")),
+                      ProxyOptions(server_name="files", **options))
+    return gateway, upstream, gate
+
+
+def test_json_rpc_ids_1_and_the_string_1_are_two_calls(tmp_path):
+    gateway, upstream, gate = gateway_for(tmp_path, ["read_file"])
+
+    async def main():
+        return [await gateway.call_tool(Request(rid), types.CallToolRequestParams(name="read_file",
+                                                                                  arguments={"path": "/a"}))
+                for rid in (1, "1")]
+
+    try:
+        results = anyio.run(main)
+    finally:
+        gate.close()
+    assert [text_of(r) for r in results] == ["ran read_file", "ran read_file"]
+    assert len(upstream.calls) == 2  # neither is taken for a repeat of the other
+    call_ids = sorted(row["call_id"] for row in requests_view(tmp_path / "ledger").values())
+    run = f"mcp-{gateway.process_run}"
+    assert call_ids == sorted([f"{run}#1", f'{run}#"1"'])
+
+
+@pytest.mark.parametrize("bare", [False, True])
+def test_a_tool_name_holding_a_double_underscore_is_never_offered_or_proposed(tmp_path, bare):
+    gateway, upstream, gate = gateway_for(tmp_path, ["read_file", "x__y", "mcp__github__merge"],
+                                          bare_tool_names=bare)
+
+    async def main():
+        listed = await gateway.list_tools(Request(1), None)
+        calls = [await gateway.call_tool(Request(i), types.CallToolRequestParams(name=name, arguments={}))
+                 for i, name in enumerate(["x__y", "mcp__github__merge"], 2)]
+        return listed, calls
+
+    try:
+        listed, calls = anyio.run(main)
+    finally:
+        gate.close()
+    assert [tool.name for tool in listed.tools] == ["read_file"]
+    assert all(r.is_error and "'__'" in text_of(r) and r.meta["countersign"]["status"] == "refused_name" for r in calls)
+    assert upstream.calls == []
+    assert requests_view(tmp_path / "ledger") == {}  # refused before it is proposed
+
+
+def test_the_server_name_comes_from_the_operator_only():
+    from adapters.mcp_names import server_name
+    from adapters.mcp_proxy import Gateway, ProxyError, ProxyOptions
+
+    init = types.InitializeResult(protocol_version="2025-06-18", capabilities=types.ServerCapabilities(),
+                                  server_info=types.Implementation(name="files", version="1"))
+    with pytest.raises(ProxyError, match="--server-name"):
+        Gateway(None, init, None, ProxyOptions())
+    for name in ("github__admin", "github_", "a..b", "", "  "):
+        with pytest.raises(ValueError):
+            server_name(name)
+        with pytest.raises(ProxyError):
+            Gateway(None, init, None, ProxyOptions(server_name=name))
+    assert server_name("my.files") == "my_files" and server_name("_files-2") == "_files-2"
+    gateway = Gateway(None, init, None, ProxyOptions(server_name="docs"))
+    assert gateway.ledger_tool("read") == "mcp__docs__read"
