@@ -105,8 +105,6 @@ def test_a_node_re_run_never_applies_one_calls_approval_to_another_call(local, t
 
 # --- OpenAI Agents: the in-process reviewer sees the model's arguments, approves the ledger's --
 
-@pytest.mark.xfail(strict=True, reason="openai_agents.Pending shows the item's arguments with the ledger's "
-                   "current digest: an edit made elsewhere is approved by a reviewer who never saw it")
 def test_an_in_process_reviewer_approves_only_the_arguments_shown(tmp_path):
     """HIGH. `resolve` builds each Pending from the SDK item's arguments (what the model asked)
     but with `settled.args_digest`, the ledger's current digest. When someone edited the call in
@@ -222,7 +220,8 @@ def test_a_wrapped_mcp_server_cannot_choose_the_name_the_policy_judges_it_by():
 # --- a tool that ran, and an outcome the service refuses ------------------------------------------
 
 @pytest.mark.xfail(strict=True, reason="a result over the service's body limit: the outcome is never recorded "
-                   "and the model is told the call did not run, though it ran")
+                   "(the OpenAI Agents adapter now tells the model the call ran; the outcome still needs "
+                   "ServiceBackend.finish to report such a result without its value)")
 def test_a_call_that_ran_is_never_reported_to_the_model_as_not_run(tmp_path):
     """MEDIUM. ServiceBackend.execute runs the tool, then POSTs the whole result to
     /v1/requests/{id}/outcome even with keep_result=False (where only its digest is recorded).
