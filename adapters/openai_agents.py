@@ -21,19 +21,24 @@ What each piece does, in the SDK's own terms (its human-in-the-loop guide: a too
   call still waiting in countersign, rejected, responded, expired or cancelled never runs.
 - `resolve(result)` takes each interruption of a gated tool to countersign's decision: one given
   in this process by `review` (a reviewer authenticated by their token: adapters.identity, or
-  the service for a ServiceBackend), else the one made in the web inbox, the service's API or
-  `countersign review`, waited for (a quorum above one keeps it waiting until met). Then on the
-  RunState: approve (and edit) → `state.approve(item)`, the tool runs with the approved
-  arguments; reject → `state.reject(item, rejection_message=reason)`, the reason is the tool's
-  output the model sees; respond → `state.reject(item, rejection_message=message)`: the SDK has
-  no "respond", and a rejection message is the one way it lets text stand in for a tool's output
-  without running the tool (the SDK's own record says rejected; the ledger says responded).
+  the service for a ServiceBackend; shown the request's current arguments and their digest,
+  read together from countersign and checked against each other, and the decision binds that
+  digest: an edit made meanwhile is shown again, never approved unseen), else the one made in
+  the web inbox, the service's API or `countersign review`, waited for (a quorum above one
+  keeps it waiting until met). Then on the RunState: approve (and edit) → `state.approve(item)`,
+  the tool runs with the approved arguments; reject → `state.reject(item,
+  rejection_message=reason)`, the reason is the tool's output the model sees; respond →
+  `state.reject(item, rejection_message=message)`: the SDK has no "respond", and a rejection
+  message is the one way it lets text stand in for a tool's output without running the tool
+  (the SDK's own record says rejected; the ledger says responded).
 - `run_gated` runs, resolves and resumes until the run ends or no interruption is countersign's.
 
-Fail closed: an error from the backend, an unknown decision, an unauthenticated reviewer or a
-wait past `timeout` never runs the call. The SDK's sticky decisions (`always_approve`,
-`always_reject`) are not used here, and a call the SDK approved on its own (a sticky approval)
-still needs countersign's approval at invocation.
+Fail closed: an error from the backend, an unknown decision, an unauthenticated reviewer, a
+request whose arguments do not match their digest or a wait past `timeout` never runs the call.
+A call that ran is never reported as not run: when its outcome cannot be recorded, the model
+reads that it ran, with its output, and that the record is missing. The SDK's sticky decisions
+(`always_approve`, `always_reject`) are not used here, and a call the SDK approved on its own (a
+sticky approval) still needs countersign's approval at invocation.
 TODO(sticky decisions, issue 12 section 2, branch `sticky`): once the Gate records "remember"
 decisions, map a reviewer's sticky decision onto them instead of refusing it (STICKY below).
 
@@ -59,6 +64,10 @@ DECISIONS = ("approve", "edit", "reject", "respond")
 STICKY = ("always_approve", "always_reject")  # the SDK's; countersign has none yet (see TODO above)
 DEFAULT_DENY = "countersign's policy denies this call."
 SYNC_MARKER = "__agents_sync_function_tool__"  # agents.tool marks a plain function's invoker with it
+STALE = ("StaleDigest", "stale_digest")  # a decision for arguments edited since they were shown (Gate, service)
+MAX_STALE = 3  # times in a row a reviewer is shown newer arguments before resolve gives up (raises)
+READS = 3  # reads of a request's arguments and digest that may disagree before it is refused
+STARTED_BEFORE = ("ExecutionInProgress", "execution_in_progress", "ExecutionUnknown", "execution_unknown")
 
 
 # --- what an in-process reviewer sees and answers --------------------------------------------
@@ -66,8 +75,10 @@ SYNC_MARKER = "__agents_sync_function_tool__"  # agents.tool marks a plain funct
 @dataclass(frozen=True)
 class Pending:
     """An interruption waiting for a person: `request` (the ledger's), `tool`, `call_id` (the
-    SDK's), `args` (the arguments as proposed, or as this process last edited them),
-    `args_digest` (of the current arguments: approve with it), `reason` (the ask's rule),
+    SDK's), `args` (the request's current arguments, read from countersign: an edit made in the
+    inbox or by an earlier reviewer included, not the model's call item), `args_digest` (the
+    digest of exactly these `args`, read with them and checked against them: the decision binds
+    it, so a reviewer approves only what they were shown), `reason` (the ask's rule),
     `decisions` the rule allows, `needs` ("2 from sups"), `round` (1 for the first decision this
     process asks for, 2 for the next one a quorum still needs, ...), `item` (the SDK's
     ToolApprovalItem)."""
@@ -235,6 +246,7 @@ def _invoker(tool, gating: _Gating):
                 return f"countersign could not read this call ({exc.code}: {exc.message}); it did not run."
             return _said(settled)
         raised: list[BaseException] = []
+        returned: list[Any] = []  # the tool's output once it ran: the call ran, whatever is recorded
 
         async def run_tool(approved: dict) -> Any:
             text = json.dumps(approved)
@@ -243,14 +255,23 @@ def _invoker(tool, gating: _Gating):
                 context = copy.copy(ctx)
                 context.tool_arguments = text
             try:
-                return await gating.invoke(context, text)
+                result = await gating.invoke(context, text)
             except Exception as exc:  # recorded as the outcome, then raised as the SDK would
                 raised.append(exc)
                 raise
+            returned.append(result)
+            return result
 
         try:
             outcome = await backend.execute(verdict.request, run_tool, keep_result=gating.keep_result)
         except BackendError as exc:
+            if raised:  # it ran and failed; the failure goes on to the SDK, recorded or not
+                raise raised[0] from None
+            if returned:  # it ran: never tell the model otherwise (it would retry: a second real run)
+                return _ran_unrecorded(verdict.request, returned[0], exc)
+            if exc.code in STARTED_BEFORE:
+                return (f"countersign: this call (request {verdict.request}) was started before and its outcome "
+                        f"is not known ({exc.code}): it may have run; it was not run again.")
             return f"countersign did not run this call ({exc.code}: {exc.message})."
         if outcome.outcome == "ok":
             if outcome.replayed and not outcome.result_kept:
@@ -261,6 +282,20 @@ def _invoker(tool, gating: _Gating):
         return f"countersign: the tool failed: {outcome.error}"
 
     return invoke
+
+
+def _ran_unrecorded(request: int, result: Any, exc: BackendError) -> str:
+    """What the model reads for a call that ran but whose outcome countersign could not record:
+    that it ran, why the record is missing, and the tool's output."""
+    if isinstance(result, str):
+        output = result
+    else:
+        try:
+            output = json.dumps(result)
+        except (TypeError, ValueError):
+            output = str(result)
+    return (f"countersign: this call ran (request {request}), but its outcome could not be recorded "
+            f"({exc.code}: {exc.message}). The tool's output:\n{output}")
 
 
 def _said(settled: Settled) -> str:
@@ -291,8 +326,10 @@ async def resolve(result: Any, *, review: Review | None = None, reviewers: Calla
     Interruptions of tools countersign does not gate are left as they are (the resumed run
     pauses on them again). Raises BackendError (the state is left as it was for that call,
     which does not run): `unauthenticated` / `forbidden` for a Decision without a reviewer's
-    token, `sticky_unsupported` for always_approve / always_reject, `invalid_decision`, or the
-    backend's refusal (a decision the rule does not allow, a reviewer deciding twice).
+    token, `sticky_unsupported` for always_approve / always_reject, `invalid_decision`,
+    `inconsistent_arguments` for arguments that do not match their digest when read (never
+    shown), or the backend's refusal (a decision the rule does not allow, a reviewer deciding
+    twice, a stale digest MAX_STALE times in a row: a stale one is shown again first).
     """
     state = result.to_state() if hasattr(result, "to_state") else result
     items = result.interruptions if hasattr(result, "interruptions") else state.get_interruptions()
@@ -328,20 +365,31 @@ async def _settle(item, gating: _Gating, review, reviewers, timeout) -> Settled:
                        reason=verdict.reason or DEFAULT_DENY)
     settled = await backend.get(verdict.request)
     give_up = None if timeout is None else time.monotonic() + max(0.0, timeout)
-    asking, rounds = review is not None, 0
+    asking, rounds, stale = review is not None, 0, 0
     while settled.waiting:
         if asking:
-            rounds += 1
-            pending = Pending(verdict.request, item.tool_name, item.call_id, args, settled.args_digest, verdict.reason,
-                              verdict.decisions, verdict.needs, rounds, item)
+            view = await _current(backend, verdict.request)
+            if view.get("status") not in WAITING:  # decided meanwhile: nothing left to ask
+                settled = await backend.get(verdict.request)
+                continue
+            quorum = view.get("quorum") or {}
+            pending = Pending(verdict.request, item.tool_name, item.call_id, view["args"], view["args_digest"],
+                              verdict.reason, tuple(view.get("decisions") or verdict.decisions),
+                              quorum.get("needs") or verdict.needs, rounds + 1, item)
             answer = review(pending)
             answer = await answer if inspect.isawaitable(answer) else answer
             if answer is None:
                 asking = False  # the rest is decided elsewhere: wait for it
                 continue
-            settled = await _decide(backend, verdict.request, settled.args_digest, answer, reviewers)
-            if answer.decision == "edit" and answer.args is not None:
-                args = answer.args
+            try:  # the decision binds the digest of the arguments shown, never a later one
+                settled = await _decide(backend, verdict.request, pending.args_digest, answer, reviewers)
+            except BackendError as exc:
+                stale += 1
+                if exc.code not in STALE or stale > MAX_STALE:
+                    raise
+                settled = await backend.get(verdict.request)  # edited meanwhile: show the new arguments
+                continue
+            rounds, stale = rounds + 1, 0
             continue
         left = None if give_up is None else give_up - time.monotonic()
         if left is not None and left <= 0:
@@ -355,6 +403,31 @@ async def _settle(item, gating: _Gating, review, reviewers, timeout) -> Settled:
                 return settled
         settled = await backend.wait(verdict.request, left)
     return settled
+
+
+async def _current(backend: AsyncBackend, request: int) -> dict:
+    """The request as its reviewer is shown it (Backend.details): its current arguments and
+    their digest in one read, checked against each other before anything is shown. A read whose
+    two halves disagree (an edit landed between them) is read again; one that keeps disagreeing
+    (or a backend that cannot describe a request) is refused: nobody approves unseen arguments."""
+    from ledger.digest import ArgumentsError, value_digest
+
+    details = getattr(backend.backend, "details", None)
+    if details is None:
+        raise BackendError("unsupported_backend", f"{type(backend.backend).__name__} cannot show a request's "
+                           "current arguments; no in-process review is possible with it", request)
+    for _ in range(READS):
+        view = await asyncio.to_thread(details, request)
+        if view.get("status") not in WAITING:
+            return view
+        args, digest = view.get("args"), view.get("args_digest")
+        try:
+            if isinstance(args, dict) and isinstance(digest, str) and value_digest(args) == digest:
+                return view
+        except ArgumentsError:
+            pass
+    raise BackendError("inconsistent_arguments", f"request {request}: the arguments read do not match their "
+                       f"digest ({READS} reads); they are not shown to a reviewer", request)
 
 
 async def _decide(backend: AsyncBackend, request: int, digest: str, answer: Decision, reviewers) -> Settled:

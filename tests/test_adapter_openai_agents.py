@@ -519,3 +519,101 @@ def test_a_call_replayed_under_the_same_run_runs_once(local, keep):
         assert outputs[1] == "order 9: shipped"
     else:
         assert "its result was not kept" in outputs[1]
+
+
+# --- what an in-process reviewer is shown is what their decision binds ---------------------------
+
+def test_the_next_reviewer_of_a_quorum_is_shown_the_edited_arguments(anywhere):
+    """sup-1 edits in this process (one of the two approvals); sup-2, asked next, is shown the
+    edited arguments with their digest, read from countersign, not the model's call item."""
+    b, ran, shown = anywhere, [], []
+    agent, model, run = agent_for(b, [[call("wire", {"to": "acme", "amount": 900}, "c-wire")], [say("wired")]], ran)
+
+    def review(pending):
+        shown.append(pending)
+        if pending.round == 1:
+            return Decision("edit", b.tokens["sup-1"], args={"to": "acme", "amount": 500}, reason="at most 500")
+        return Decision("approve", b.tokens["sup-2"])
+
+    asyncio.run(run_gated(agent, "pay acme", review=review, reviewers=b.reviewers))
+    assert [(p.round, p.args) for p in shown] == [(1, {"to": "acme", "amount": 900}),
+                                                  (2, {"to": "acme", "amount": 500})]
+    assert all(value_digest(p.args) == p.args_digest for p in shown)
+    assert ran == [("wire", "acme", 500)]
+    row = rows(b, run)["c-wire"]
+    assert row["status"] == "executed" and list(row["approved_by"]) == ["sup-1", "sup-2"]
+
+
+def test_an_edit_landing_while_the_reviewer_looks_is_shown_to_them_again(anywhere):
+    """sup-3 edits elsewhere after sup-1 was shown the call and before sup-1's answer: sup-1's
+    approval names the digest they saw, countersign refuses it as stale, and sup-1 is asked
+    again with the new arguments; nothing is approved that they did not see."""
+    b, ran, shown = anywhere, [], []
+    agent, model, run = agent_for(b, [[call("wire", {"to": "acme", "amount": 900}, "c-wire")], [say("wired")]], ran)
+
+    def review(pending):
+        shown.append(pending)
+        if len(shown) == 1:  # the inbox edit lands now
+            b.reviewer("sup-3").decide(pending.request, "edit", reviewer="sup-3", digest=pending.args_digest,
+                                       args={"to": "mallory", "amount": 900})
+        if pending.args["to"] == "mallory":
+            return Decision("reject", b.tokens["sup-1"], reason="Not to mallory.")
+        return Decision("approve", b.tokens["sup-1"])
+
+    asyncio.run(run_gated(agent, "pay acme", review=review, reviewers=b.reviewers))
+    assert [p.args["to"] for p in shown] == ["acme", "mallory"] and [p.round for p in shown] == [1, 1]
+    assert all(value_digest(p.args) == p.args_digest for p in shown)
+    assert ran == [] and model.tool_outputs()["c-wire"] == "Not to mallory."
+    row = rows(b, run)["c-wire"]
+    assert row["status"] == "rejected" and row["decided_by"] == "sup-1"
+
+
+def test_arguments_that_do_not_match_their_digest_are_never_shown(local):
+    """A read whose arguments and digest disagree is read again, then refused: the reviewer is
+    not asked, nothing is decided, nothing runs."""
+    ran, shown = [], []
+
+    class Torn(LocalBackend):
+        def details(self, request):
+            view = super().details(request)
+            return {**view, "args": {**view["args"], "amount": 1}}
+
+    backend = Torn(local.gate, "agent-1")
+    model = ScriptedModel([[call("refund", {"order": 7, "amount": 50}, "c-r")]])
+    agent = gate_tools(Agent(name="a", model=model, tools=make_tools(ran)), backend, run="torn")
+
+    async def main():
+        result = await Runner.run(agent, "refund")
+        with pytest.raises(BackendError) as caught:
+            await resolve(result, review=lambda p: shown.append(p) or Decision("approve", local.tokens["sup-1"]),
+                          reviewers=local.reviewers)
+        return caught.value
+
+    assert asyncio.run(main()).code == "inconsistent_arguments"
+    assert shown == [] and ran == [] and found(local, "torn", "c-r").status == "pending"
+
+
+# --- a call that ran is never reported as not run ------------------------------------------------
+
+def test_a_call_that_ran_but_whose_outcome_was_not_recorded_is_reported_as_run(local):
+    """Recording the outcome fails after the tool ran (the service refused it, or went away):
+    the model reads that the call ran, with its output, and that the outcome is not recorded;
+    the same call again is not run a second time, and the model reads that it may have run."""
+    ran = []
+
+    class Refusing(LocalBackend):
+        def finish(self, request, **kwargs):
+            raise BackendError("body_too_large", "the outcome is over the service's limit", request)
+
+    backend = Refusing(local.gate, "agent-1")
+    outputs = []
+    for _ in range(2):
+        model = ScriptedModel([[call("lookup_order", {"order": 7}, "c-big")], [say("ok")]])
+        agent = gate_tools(Agent(name="a", model=model, tools=make_tools(ran)), backend, run="unrecorded")
+        asyncio.run(Runner.run(agent, "look order 7 up"))
+        outputs.append(model.tool_outputs()["c-big"])
+    assert ran == [("lookup_order", 7)]
+    assert "did not run" not in outputs[0] and "ran" in outputs[0] and "could not be recorded" in outputs[0]
+    assert outputs[0].endswith("order 7: shipped") and "body_too_large" in outputs[0]
+    assert "did not run" not in outputs[1] and "may have run" in outputs[1]
+    assert found(local, "unrecorded", "c-big").status == "executing"

@@ -105,8 +105,6 @@ def test_a_node_re_run_never_applies_one_calls_approval_to_another_call(local, t
 
 # --- OpenAI Agents: the in-process reviewer sees the model's arguments, approves the ledger's --
 
-@pytest.mark.xfail(strict=True, reason="openai_agents.Pending shows the item's arguments with the ledger's "
-                   "current digest: an edit made elsewhere is approved by a reviewer who never saw it")
 def test_an_in_process_reviewer_approves_only_the_arguments_shown(tmp_path):
     """HIGH. `resolve` builds each Pending from the SDK item's arguments (what the model asked)
     but with `settled.args_digest`, the ledger's current digest. When someone edited the call in
