@@ -138,6 +138,7 @@ def _review(tool: str, args: dict, *, call_id: str | None, run: str | None, cont
         answer = interrupt(payload, response_schema=_answer_schema(allowed))
         refused = None
         try:
+            _check_bound(answer, verdict.request, call_id)
             step = _decision_step(answer, tool, view, allowed, reviewers, service)
             if step is not None:
                 yield step
@@ -174,9 +175,11 @@ def _answer_schema(allowed: tuple) -> dict:
     `_decision_step` does)."""
     return {
         "type": "object",
-        "required": ["type"],
+        "required": ["type", "request", "call_id"],
         "properties": {
             "type": {"enum": [*allowed, CHECK]},
+            "request": {"type": "integer", "description": "the REVIEW payload's request (the one this answers)"},
+            "call_id": {"type": "string", "description": "the REVIEW payload's call_id"},
             "token": {"type": "string", "description": "the reviewer's token (who decides)"},
             "digest": {"type": "string", "description": "the digest of the arguments the reviewer saw"},
             "args": {"type": "object", "description": "edit: the new arguments"},
@@ -184,6 +187,28 @@ def _answer_schema(allowed: tuple) -> dict:
             "message": {"type": "string", "description": "respond: the answer in place of the tool's result"},
         },
     }
+
+
+def _check_bound(answer: Any, request: int, call_id: str | None) -> None:
+    """Refuse (BackendError) a resume that does not name the request and call interrupting now.
+
+    LangGraph hands a re-run task its earlier resumes by position (the n-th interrupt() of the
+    task gets the n-th resume: langgraph.types.interrupt), and an interrupt-id-keyed resume
+    (`Command(resume={id: value})`) names a position too (the id is the task's namespace and the
+    count of its resumes). When a call that interrupted before no longer does (it ran), its
+    resume lands on the next call's interrupt, and two calls of one node may have the same
+    argument digest: only the request the resume names tells them apart. So a decision is
+    applied to the request it names, never to the one that happens to be interrupting."""
+    if not isinstance(answer, dict):
+        return  # not a decision at all: _decision_step says so
+    named = answer.get("request")
+    if named is None:
+        raise BackendError("unbound_resume", f"a resume names the request it answers (\"request\": {request}, "
+                           f"\"call_id\": {json.dumps(call_id)}: the REVIEW payload's; resume() puts them in)")
+    if type(named) is not int or named != request or answer.get("call_id") != call_id:
+        raise BackendError("wrong_request", f"this resume answers request {named!r} (call "
+                           f"{json.dumps(answer.get('call_id'), default=str)}), not request {request} "
+                           f"(call {json.dumps(call_id)}) waiting here: nothing was recorded")
 
 
 def _decision_step(answer: Any, tool: str, view: dict, allowed: tuple,
@@ -433,8 +458,9 @@ def _gated(decided: _Decided, outcome) -> Gated:
 def resume(payload: dict, decision: str, *, token: str | None = None, **fields: Any) -> dict:
     """A resume for a REVIEW payload: `resume(p, "approve", token=t)`, `resume(p, "edit",
     token=t, args={...})`, `resume(p, "reject", token=t, reason="...")`, `resume(p, "respond",
-    token=t, message="...")`, `resume(p, "check")`. The digest is the payload's."""
-    answer = {"type": decision, **fields}
+    token=t, message="...")`, `resume(p, "check")`. The request, call id and digest are the
+    payload's: the resume answers that request only (a call waiting on another refuses it)."""
+    answer = {**fields, "type": decision, "request": payload["request"], "call_id": payload["call_id"]}
     if decision != CHECK:
         answer.update(token=token, digest=payload["digest"])
     return answer

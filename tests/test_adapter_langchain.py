@@ -224,8 +224,19 @@ def test_a_resume_without_a_reviewers_token_runs_nothing(world, who, code):
     review = review_of(agent.invoke(Command(resume={**resume(review, "approve", token=token), "reviewer": "sup-1",
                                                     "by": "sup-1"}), cfg))
     assert review["refused"]["code"] == code
-    for bad, bad_code in (("approve please", "invalid_decision"), ({"type": "yes"}, "invalid_decision"),
-                          ({"type": "approve", "token": world.token("sup-1")}, "invalid_decision"),  # no digest
+    for bad, bad_code in (("approve please", "invalid_decision"), ({"type": "yes", "request": review["request"], "call_id": "r1"},
+                                                                     "invalid_decision"),
+                          ({"type": "approve", "token": world.token("sup-1"), "request": review["request"],
+                            "call_id": "r1"}, "invalid_decision"),  # no digest
+                          # a resume is bound to the request (and call) it answers
+                          ({"type": "approve", "token": world.token("sup-1"), "digest": review["digest"]},
+                           "unbound_resume"),
+                          ({**resume(review, "approve", token=world.token("sup-1")), "request": review["request"] + 1},
+                           "wrong_request"),
+                          ({**resume(review, "approve", token=world.token("sup-1")), "request": str(review["request"])},
+                           "wrong_request"),
+                          ({**resume(review, "approve", token=world.token("sup-1")), "call_id": "r2"}, "wrong_request"),
+                          ({"type": "check"}, "unbound_resume"),
                           ({**resume(review, "approve", token=world.token("sup-1")), "digest": "0" * 64}, "StaleDigest"),
                           (resume(review, "reject", token=world.token("sup-1")), "InvalidCall")):  # reject needs a reason
         review = review_of(agent.invoke(Command(resume=bad), cfg))
