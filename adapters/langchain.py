@@ -13,9 +13,11 @@ Every tool call is proposed to countersign (adapters.backend: a local Gate or th
 service): `run` is the thread id of the runnable config, `call_id` the model's tool call id (the
 helper's: thread, checkpoint namespace and tool), `context` what the host passes.
 
-- allow: the tool runs through Backend.execute: recorded, at most once, its result kept in the
-  ledger (`keep_result`), so a node LangGraph runs again (a resume, a restart) gets the recorded
-  result back instead of running the tool twice.
+- allow: the tool runs through Backend.execute: recorded, at most once. A node LangGraph runs
+  again (a resume, a restart) gets the recorded outcome back instead of running the tool twice,
+  and the result itself when it was kept in the ledger (`keep_result`: off by default for the
+  middleware, whose tool calls are one LangGraph task each; on by default for `countersign_call`,
+  whose node re-runs from its start on every resume and needs each earlier call's result).
 - deny: the tool never runs; the model gets a ToolMessage (status "error") with the policy's reason.
 - ask: a LangGraph `interrupt()` per call (REVIEW payload below). The resume is a decision —
   approve / edit / reject / respond, as the matching rule allows — by an authenticated reviewer,
@@ -24,39 +26,50 @@ helper's: thread, checkpoint namespace and tool), `context` what the host passes
   approval; a refused resume) the call interrupts again. A rejection's reason or a response's
   message comes back to the model as the call's ToolMessage.
 
-The resume (what `Command(resume=...)` carries; `resume()` builds one):
+The resume (what `Command(resume=...)` carries; `resume()` builds one). Each names the request
+R and call C of the REVIEW payload it answers:
 
-    {"type": "approve", "token": T, "digest": D}
-    {"type": "edit", "token": T, "digest": D, "args": {...}}        # or LangChain's
+    {"type": "approve", "request": R, "call_id": C, "token": T, "digest": D}
+    {"type": "edit", ..., "args": {...}}                           # or LangChain's
         "edited_action": {"name": tool, "args": {...}}
-    {"type": "reject", "token": T, "digest": D, "reason": "..."}    # or "message"
-    {"type": "respond", "token": T, "digest": D, "message": "..."}
-    {"type": "check"}
+    {"type": "reject", ..., "reason": "..."}                       # or "message"
+    {"type": "respond", ..., "message": "..."}
+    {"type": "check", "request": R, "call_id": C}
 
 `token` says who decides: `reviewers(token)` names the reviewer (adapters.identity.RosterReviewers,
 or a host's callable raising BackendError "unauthenticated"); with a ServiceBackend and no
 `reviewers`, the service authenticates the token itself. A name in the resume is never read.
 `digest` is the REVIEW payload's: a decision about arguments that changed since is refused.
 
-Fail closed: a resume that is not a decision, carries no token the reviewers know (or an agent's),
-names a decision the rule does not allow, or that the backend refuses records nothing, runs
-nothing, and the call interrupts again with the refusal in the payload ("refused"). A backend
-error while proposing or reading raises (the graph run stops; nothing ran).
+Fail closed: a resume that names no request ("unbound_resume") or another request or call than
+the one interrupting ("wrong_request"), is not a decision, carries no token the reviewers know (or
+an agent's), names a decision the rule does not allow, or that the backend refuses records
+nothing, runs nothing, and the call interrupts again with the refusal in the payload ("refused").
+A backend error while proposing or reading raises (the graph run stops; nothing ran).
 
 Why the loop is safe to run again: LangGraph re-runs a node from its start on every resume and
-hands back the earlier resumes in order (langgraph.types.interrupt). The loop takes one resume per
-interrupt, and the Gate makes applying one twice a no-op: a repeated approval is a
-DuplicateApproval, a repeated edit or approval of arguments edited since a StaleDigest, a repeated
-reject or respond finds the request decided (the loop ends first). So the second run consumes the
-same resumes as the first, records nothing new, and stops at the same interrupt.
+hands back the earlier resumes by position, not by request (langgraph.types.interrupt: the n-th
+interrupt() of the task gets the n-th resume; an interrupt id names a position too). The loop
+takes one resume per interrupt and applies it only to the request it names. A resume for a call
+that no longer interrupts (it ran since) lands on the next call's interrupt: refused as
+"wrong_request", that call interrupts again and takes the next resume, its own — so one call's
+approval is never applied to another, even when both have the same argument digest (read_file,
+then delete_file, of one path). A resume applied again to its own request is a no-op in the Gate:
+a repeated approval is a DuplicateApproval, a repeated edit or approval of arguments edited since
+a StaleDigest, a repeated reject or respond finds the request decided (the loop ends first). So
+the second run consumes the same resumes as the first, records nothing new, and stops at the same
+interrupt.
 
 The REVIEW payload (the interrupt's value): {"type": "countersign_review", "request", "tool",
 "call_id", "run", "args" (the current, possibly edited ones), "digest", "decisions" (the rule's),
 "reasons", "rules", "needs" ("2 from sups"), "approved_by", "more_needed", "deadline", "link",
 "refused" ({"code", "message"} of the last resume, or None)}.
 
-LangGraph stores resume values in its checkpointer: a token in a resume is stored there too. Use
-short-lived reviewer tokens, or decide in the service's inbox and resume with "check".
+LangGraph stores resume values in its checkpointer: a token in a resume is stored there too, and
+LangGraph replays it on every re-run of the task. It is only ever applied to the request it was
+given for (above), where the reviewer's decision is already recorded (the replay is a no-op). Use
+short-lived reviewer tokens still (anyone reading the checkpointer reads them), or decide in the
+service's inbox and resume with "check".
 
 langchain and langgraph are imported inside the functions and classes that need them (the
 `langchain` extra), so importing this module costs nothing.
@@ -87,7 +100,8 @@ class Gated:
     """What `countersign_call` returns. `status`: "executed" (the tool ran, now or before),
     "failed" (it ran and raised or reported an error), "denied", "rejected", "responded",
     "expired", "cancelled", or "executing" (started before and never finished: it does not run
-    again, and may or may not have run). `result` the tool's result (the kept one when `replayed`);
+    again, and may or may not have run). `result` the tool's result (the kept one when `replayed`;
+    None when `replayed` and not `result_kept`: it ran before and its result was not kept);
     `message` the instruction for the agent (the policy's reason, the rejection's reason, the
     response, the error)."""
 
@@ -97,6 +111,7 @@ class Gated:
     message: str | None = None
     replayed: bool = False
     decided_by: str | None = None
+    result_kept: bool = False
 
     @property
     def ran(self) -> bool:
@@ -138,6 +153,7 @@ def _review(tool: str, args: dict, *, call_id: str | None, run: str | None, cont
         answer = interrupt(payload, response_schema=_answer_schema(allowed))
         refused = None
         try:
+            _check_bound(answer, verdict.request, call_id)
             step = _decision_step(answer, tool, view, allowed, reviewers, service)
             if step is not None:
                 yield step
@@ -174,9 +190,11 @@ def _answer_schema(allowed: tuple) -> dict:
     `_decision_step` does)."""
     return {
         "type": "object",
-        "required": ["type"],
+        "required": ["type", "request", "call_id"],
         "properties": {
             "type": {"enum": [*allowed, CHECK]},
+            "request": {"type": "integer", "description": "the REVIEW payload's request (the one this answers)"},
+            "call_id": {"type": "string", "description": "the REVIEW payload's call_id"},
             "token": {"type": "string", "description": "the reviewer's token (who decides)"},
             "digest": {"type": "string", "description": "the digest of the arguments the reviewer saw"},
             "args": {"type": "object", "description": "edit: the new arguments"},
@@ -184,6 +202,28 @@ def _answer_schema(allowed: tuple) -> dict:
             "message": {"type": "string", "description": "respond: the answer in place of the tool's result"},
         },
     }
+
+
+def _check_bound(answer: Any, request: int, call_id: str | None) -> None:
+    """Refuse (BackendError) a resume that does not name the request and call interrupting now.
+
+    LangGraph hands a re-run task its earlier resumes by position (the n-th interrupt() of the
+    task gets the n-th resume: langgraph.types.interrupt), and an interrupt-id-keyed resume
+    (`Command(resume={id: value})`) names a position too (the id is the task's namespace and the
+    count of its resumes). When a call that interrupted before no longer does (it ran), its
+    resume lands on the next call's interrupt, and two calls of one node may have the same
+    argument digest: only the request the resume names tells them apart. So a decision is
+    applied to the request it names, never to the one that happens to be interrupting."""
+    if not isinstance(answer, dict):
+        return  # not a decision at all: _decision_step says so
+    named = answer.get("request")
+    if named is None:
+        raise BackendError("unbound_resume", f"a resume names the request it answers (\"request\": {request}, "
+                           f"\"call_id\": {json.dumps(call_id)}: the REVIEW payload's; resume() puts them in)")
+    if type(named) is not int or named != request or answer.get("call_id") != call_id:
+        raise BackendError("wrong_request", f"this resume answers request {named!r} (call "
+                           f"{json.dumps(answer.get('call_id'), default=str)}), not request {request} "
+                           f"(call {json.dumps(call_id)}) waiting here: nothing was recorded")
 
 
 def _decision_step(answer: Any, tool: str, view: dict, allowed: tuple,
@@ -367,9 +407,18 @@ def countersign_call(backend: Any, tool: str, args: dict, fn: Callable[[dict], A
 
     `call_id` defaults to "<thread id>:<checkpoint namespace>:<tool>" (stable while LangGraph
     re-runs the task; give one yourself when a node gates the same tool twice); `run` to the
-    thread id. `fn` gets the approved (possibly edited) arguments; its result must be JSON to be
-    kept. Raises GraphInterrupt while a person must decide, what `fn` raised (after recording
-    the failure), and BackendError when the backend fails (nothing ran)."""
+    thread id. `fn` gets the approved (possibly edited) arguments.
+
+    `keep_result` (default True, unlike CountersignMiddleware's): LangGraph re-runs the node from
+    its start on every resume, so each gated call before the one interrupting is replayed, and
+    the node's code after it needs its result: kept in the ledger (it must be JSON), it comes back
+    as `result`. A kept result cannot be redacted from the append-only ledger: pass False for
+    results holding personal data, and then do not rely on `result` when `replayed` (it is None,
+    `result_kept` False); gate one call per node then, so what the node returns is saved in the
+    graph's state (the checkpointer) when it ends.
+
+    Raises GraphInterrupt while a person must decide, what `fn` raised (after recording the
+    failure), and BackendError when the backend fails (nothing ran)."""
     call_id, run = _call_names(tool, call_id, run)
     sync = _sync(backend)
     decided = _drive(_review(tool, args, call_id=call_id, run=run, context=context, reviewers=reviewers,
@@ -425,7 +474,7 @@ async def acountersign_call(backend: Any, tool: str, args: dict, fn: Callable[[d
 def _gated(decided: _Decided, outcome) -> Gated:
     status = "executed" if outcome.outcome == "ok" else "failed"
     return Gated(decided.verdict.request, status, result=outcome.result, message=outcome.error,
-                 replayed=outcome.replayed, decided_by=decided.settled.decided_by)
+                 replayed=outcome.replayed, decided_by=decided.settled.decided_by, result_kept=outcome.result_kept)
 
 
 # --- the resume a host sends ------------------------------------------------------------------
@@ -433,8 +482,9 @@ def _gated(decided: _Decided, outcome) -> Gated:
 def resume(payload: dict, decision: str, *, token: str | None = None, **fields: Any) -> dict:
     """A resume for a REVIEW payload: `resume(p, "approve", token=t)`, `resume(p, "edit",
     token=t, args={...})`, `resume(p, "reject", token=t, reason="...")`, `resume(p, "respond",
-    token=t, message="...")`, `resume(p, "check")`. The digest is the payload's."""
-    answer = {"type": decision, **fields}
+    token=t, message="...")`, `resume(p, "check")`. The request, call id and digest are the
+    payload's: the resume answers that request only (a call waiting on another refuses it)."""
+    answer = {**fields, "type": decision, "request": payload["request"], "call_id": payload["call_id"]}
     if decision != CHECK:
         answer.update(token=token, digest=payload["digest"])
     return answer
@@ -457,7 +507,7 @@ def _middleware_class() -> type:
 
         def __init__(self, backend: Any, *, reviewers: Callable[[str | None], str] | None = None,
                      context: dict | Callable[[Any], dict | None] | None = None,
-                     call_id: Callable[[Any], str] | None = None, keep_result: bool = True):
+                     call_id: Callable[[Any], str] | None = None, keep_result: bool = False):
             super().__init__()
             self.backend = _sync(backend)
             self.abackend = backend if isinstance(backend, AsyncBackend) else AsyncBackend(self.backend)
@@ -637,10 +687,17 @@ async hook wraps a sync one itself). `reviewers`: a callable token -> reviewer's
 required with a local ledger, optional with the service (which authenticates the token).
 `context`: a dict, or a callable (ToolCallRequest -> dict) giving the same dict every time it
 runs for a call (it is part of the call's identity). `call_id`: a callable (ToolCallRequest ->
-str), when the model's tool call ids are not unique across the ledger. `keep_result`: keep each
-tool's answer (its ToolMessage content and status) in the ledger, so a re-run node gets it back
-(default True; pass False for tools whose answers hold personal data: a kept result cannot be
-redacted yet).
+str), when the model's tool call ids are not unique across the ledger.
+
+`keep_result` (default False): keep each tool's answer (its ToolMessage content and status) in
+the ledger itself. Off, the ledger records only the answer's digest. create_agent runs each tool
+call as its own LangGraph task (a Send per call), so a call that ran is run through this
+middleware again only when the process died after the tool ran and before LangGraph saved the
+step: the tool does not run twice either way; with keep_result=True the model gets the kept
+answer back, without it a ToolMessage (status "error") saying the call ran and its answer was not
+kept. Turn it on only for tools whose answers may sit in an append-only ledger for good: a kept
+result cannot be redacted (and the checkpointer holds the ToolMessage anyway, where the host can
+delete it).
 """
 
 

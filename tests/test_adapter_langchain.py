@@ -224,8 +224,19 @@ def test_a_resume_without_a_reviewers_token_runs_nothing(world, who, code):
     review = review_of(agent.invoke(Command(resume={**resume(review, "approve", token=token), "reviewer": "sup-1",
                                                     "by": "sup-1"}), cfg))
     assert review["refused"]["code"] == code
-    for bad, bad_code in (("approve please", "invalid_decision"), ({"type": "yes"}, "invalid_decision"),
-                          ({"type": "approve", "token": world.token("sup-1")}, "invalid_decision"),  # no digest
+    for bad, bad_code in (("approve please", "invalid_decision"), ({"type": "yes", "request": review["request"], "call_id": "r1"},
+                                                                     "invalid_decision"),
+                          ({"type": "approve", "token": world.token("sup-1"), "request": review["request"],
+                            "call_id": "r1"}, "invalid_decision"),  # no digest
+                          # a resume is bound to the request (and call) it answers
+                          ({"type": "approve", "token": world.token("sup-1"), "digest": review["digest"]},
+                           "unbound_resume"),
+                          ({**resume(review, "approve", token=world.token("sup-1")), "request": review["request"] + 1},
+                           "wrong_request"),
+                          ({**resume(review, "approve", token=world.token("sup-1")), "request": str(review["request"])},
+                           "wrong_request"),
+                          ({**resume(review, "approve", token=world.token("sup-1")), "call_id": "r2"}, "wrong_request"),
+                          ({"type": "check"}, "unbound_resume"),
                           ({**resume(review, "approve", token=world.token("sup-1")), "digest": "0" * 64}, "StaleDigest"),
                           (resume(review, "reject", token=world.token("sup-1")), "InvalidCall")):  # reject needs a reason
         review = review_of(agent.invoke(Command(resume=bad), cfg))
@@ -265,7 +276,8 @@ class CrashOnce(AgentMiddleware):
 
 def test_a_node_run_again_gets_the_kept_result_and_the_tool_runs_once(world):
     agent = world.agent(calls(("k1", "lookup", {"order": 3})), done(),
-                        middleware=[CrashOnce(), CountersignMiddleware(world.backend, reviewers=world.reviewers)])
+                        middleware=[CrashOnce(), CountersignMiddleware(world.backend, reviewers=world.reviewers,
+                                                                       keep_result=True)])
     cfg = config("thread-k")
     with pytest.raises(RuntimeError, match="died"):
         agent.invoke({"messages": [{"role": "user", "content": "look"}]}, cfg)
@@ -275,6 +287,24 @@ def test_a_node_run_again_gets_the_kept_result_and_the_tool_runs_once(world):
     assert message.content == "order 3: shipped" and message.response_metadata["countersign"]["replayed"]
     assert world.ran == [("lookup", 3)]
     world.close_and_verify()
+
+
+def test_by_default_no_result_is_kept_and_a_node_run_again_is_told_so(world):
+    agent = world.agent(calls(("k2", "lookup", {"order": 4})), done(),
+                        middleware=[CrashOnce(), CountersignMiddleware(world.backend, reviewers=world.reviewers)])
+    cfg = config("thread-k2")
+    with pytest.raises(RuntimeError, match="died"):
+        agent.invoke({"messages": [{"role": "user", "content": "look"}]}, cfg)
+    request = world.gate.find(call_id="k2").request
+    kept = world.gate.result(request)
+    assert not kept.result_kept and kept.result is None  # only the result's digest is in the ledger
+    out = agent.invoke(None, cfg)
+    message = tool_messages(out)["k2"]
+    assert message.status == "error" and "not kept" in message.content
+    assert world.ran == [("lookup", 4)]  # it ran once, and is not run again
+    world.close_and_verify()
+    (row,) = world.rows("SELECT status, outcome FROM requests")
+    assert row == {"status": "executed", "outcome": "ok"}
 
 
 def test_async_agent_with_async_tools(world):
@@ -400,3 +430,21 @@ def test_two_asks_in_one_turn_are_answered_by_interrupt_id(world):
     got = tool_messages(out)
     assert world.ran == [("refund", 1, 1)] and got["p2"].content == "One is enough."
     world.close_and_verify()
+
+
+def test_a_resume_under_another_calls_interrupt_id_decides_nothing(world):
+    """Command(resume={id: value}) routes by interrupt id (a task and a position), not by
+    request: p1's approval sent under p2's id is refused there, and p1 still waits."""
+    agent = world.agent(calls(("q1", "refund", {"order": 1, "amount": 1}), ("q2", "refund", {"order": 1, "amount": 1})),
+                        done())
+    cfg = config("thread-q")
+    out = agent.invoke({"messages": [{"role": "user", "content": "two refunds"}]}, cfg)
+    pending = {i.value["call_id"]: i for i in out["__interrupt__"]}
+    assert pending["q1"].value["digest"] == pending["q2"].value["digest"]  # the same arguments
+    out = agent.invoke(Command(resume={pending["q2"].id: resume(pending["q1"].value, "approve",
+                                                                token=world.token("sup-1"))}), cfg)
+    again = {i.value["call_id"]: i.value for i in out["__interrupt__"]}
+    assert again["q2"]["refused"]["code"] == "wrong_request" and world.ran == []
+    assert all(not world.gate.get(p.value["request"]).approvals for p in pending.values())
+    world.close_and_verify()
+    assert [r["status"] for r in world.rows("SELECT status FROM requests")] == ["pending", "pending"]

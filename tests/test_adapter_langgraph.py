@@ -116,3 +116,37 @@ def test_the_helper_answers_a_deny_and_a_rejection_without_running(tmp_path, mod
     assert ran == [{"order": 1}]
     gate.close()
     assert verify(tmp_path / "ledger").ok
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_a_node_gating_two_calls_gets_the_first_result_back_only_when_kept(tmp_path, keep):
+    """The node re-runs from its start on the second call's resume: the first call (allowed,
+    ran) is replayed, its result from the ledger when kept (the default), else None with
+    result_kept False; the tool runs once either way."""
+    s = setup(tmp_path / "files", POLICY_TEXT)
+    gate = Gate(Policy.from_text(POLICY_TEXT, "t.policy"), tmp_path / "ledger")
+    backend = LocalBackend(gate, "agent-1")
+    reviewers = RosterReviewers(load_roster(s.roster))
+    ran = []
+    seen = []
+
+    def node(state: State) -> State:
+        first = countersign_call(backend, "lookup", {"order": 1}, lambda a: ran.append(a) or {"shipped": True},
+                                 reviewers=reviewers, keep_result=keep)
+        seen.append((first.result, first.replayed, first.result_kept))
+        second = countersign_call(backend, "refund", {"order": 1, "amount": 2}, lambda a: "refunded",
+                                  reviewers=reviewers, keep_result=keep)
+        return {"outcome": {"first": first.result, "second": second.status}}
+
+    builder = StateGraph(State)
+    builder.add_node("gated", node)
+    builder.add_edge(START, "gated")
+    builder.add_edge("gated", END)
+    graph = builder.compile(checkpointer=InMemorySaver())
+    cfg = {"configurable": {"thread_id": "t-two"}}
+    review = graph.invoke({}, cfg)["__interrupt__"][0].value
+    out = graph.invoke(Command(resume=resume(review, "approve", token=s.tokens["sup-1"])), cfg)
+    assert ran == [{"order": 1}] and out["outcome"]["second"] == "executed"
+    assert seen == [({"shipped": True}, False, keep), ({"shipped": True} if keep else None, True, keep)]
+    gate.close()
+    assert verify(tmp_path / "ledger").ok

@@ -47,8 +47,6 @@ def local(tmp_path):
 
 # --- LangGraph: a resume is matched to an interrupt by position, not by request ---------------
 
-@pytest.mark.xfail(strict=True, reason="a LangGraph resume is not bound to its request: a re-run node hands "
-                   "the first call's approval to the second call (same arguments, same digest)")
 def test_a_node_re_run_never_applies_one_calls_approval_to_another_call(local, tmp_path):
     """HIGH. LangGraph hands a re-run node its earlier resumes by position (the n-th interrupt()
     of the task gets the n-th resume). A node gating two calls (read_file, then delete_file, of
