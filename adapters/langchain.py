@@ -81,7 +81,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, Generator
 
-from adapters.backend import AsyncBackend, BackendError, ServiceBackend, Settled, Verdict
+from adapters.backend import AsyncBackend, BackendError, Outcome, ServiceBackend, Settled, Verdict
 
 REVIEW = "countersign_review"
 DECISIONS = ("approve", "edit", "reject", "respond")
@@ -606,6 +606,9 @@ def _middleware_class() -> type:
                 outcome = self.backend.execute(decided.verdict.request, self._runner(request, handler, live, edited_args),
                                                keep_result=self.keep_result)
             except BackendError as exc:  # ExecutionUnknown: it started once and never said how it went
+                if live:  # the tool ran (OutcomeUnrecorded): its answer stands; only the record is missing
+                    return self._reraise_or(None, live) or self._ran(request, decided, _ran_unrecorded(decided), live,
+                                                                     edited_args)
                 return self._message(request, f"This call did not run now: {exc.message}", "error",
                                      self._meta(decided, "unknown"))
             return self._reraise_or(outcome, live) or self._ran(request, decided, outcome, live, edited_args)
@@ -636,6 +639,9 @@ def _middleware_class() -> type:
             try:
                 outcome = await self.abackend.execute(decided.verdict.request, run, keep_result=self.keep_result)
             except BackendError as exc:
+                if live:  # the tool ran (OutcomeUnrecorded): its answer stands; only the record is missing
+                    return self._reraise_or(None, live) or self._ran(request, decided, _ran_unrecorded(decided), live,
+                                                                     edited_args)
                 return self._message(request, f"This call did not run now: {exc.message}", "error",
                                      self._meta(decided, "unknown"))
             return self._reraise_or(outcome, live) or self._ran(request, decided, outcome, live, edited_args)
@@ -657,6 +663,12 @@ def _middleware_class() -> type:
 @dataclass(frozen=True)
 class _Raised:
     exc: BaseException
+
+
+def _ran_unrecorded(decided: "_Decided") -> Outcome:
+    """The Outcome of a call whose tool ran here but whose report failed (OutcomeUnrecorded):
+    never told to the model as a call that did not run (it would retry it: a second real run)."""
+    return Outcome(decided.verdict.request, "ok")
 
 
 class ToolReportedError(Exception):

@@ -448,3 +448,27 @@ def test_a_resume_under_another_calls_interrupt_id_decides_nothing(world):
     assert all(not world.gate.get(p.value["request"]).approvals for p in pending.values())
     world.close_and_verify()
     assert [r["status"] for r in world.rows("SELECT status FROM requests")] == ["pending", "pending"]
+
+
+def test_a_call_that_ran_but_whose_outcome_was_not_recorded_is_not_told_as_not_run(world):
+    """attacks9 finding 5 for this adapter: the tool ran, the report of its outcome failed
+    (OutcomeUnrecorded): the model gets the tool's real answer, never "did not run" (which
+    would invite a retry under a new call id, a second real run)."""
+    from adapters.backend import BackendError, _report
+
+    class LosesReports(LocalBackend):
+        def execute(self, request, fn, *, keep_result=False):
+            started = self.start(request)
+
+            def finish(request, **kwargs):
+                raise BackendError("unreachable", "the service went away")
+
+            return _report(finish, request, fn(started.args), None, keep_result)
+
+    agent = world.agent(calls(("u1", "lookup", {"order": 9})), done(), backend=LosesReports(world.gate, "agent-1"))
+    out = agent.invoke({"messages": [{"role": "user", "content": "look"}]}, config("thread-u"))
+    message = tool_messages(out)["u1"]
+    assert world.ran == [("lookup", 9)] and "shipped" in message.content and "did not run" not in message.content
+    world.close_and_verify()
+    (row,) = world.rows("SELECT status FROM requests")
+    assert row == {"status": "executing"}  # never runs again
