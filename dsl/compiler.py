@@ -2233,16 +2233,19 @@ class _PlanWriter:
         if kind in ("and", "or"):
             guards, exprs, pre = [], [], []
             assumed = self.assumed
-            for i, part in enumerate(self._runs(s[1])):
-                g, x, p = self.tests_of(kind, part, item) if part[0] == "run" else self.cond(part, item)
-                if i == 0:
-                    guards = g
-                    self.assumed = assumed | set(g)  # checked before any later operand runs
-                else:
-                    x = self._lazy(g, x)
-                exprs.append(f"({x})")
-                pre += p
-            self.assumed = assumed
+            try:  # restored however it ends: a later operand with no shape must not leave the
+                # first one's guards assumed for the next rule written (a type check skipped)
+                for i, part in enumerate(self._runs(s[1])):
+                    g, x, p = self.tests_of(kind, part, item) if part[0] == "run" else self.cond(part, item)
+                    if i == 0:
+                        guards = g
+                        self.assumed = assumed | set(g)  # checked before any later operand runs
+                    else:
+                        x = self._lazy(g, x)
+                    exprs.append(f"({x})")
+                    pre += p
+            finally:
+                self.assumed = assumed
             return guards, f" {kind} ".join(exprs), pre
         if kind == "not":
             g, x, p = self.cond(s[1], item)

@@ -485,3 +485,20 @@ def test_the_windows_variant_is_written_inline():
     policy = Policy.load(SAMPLES / "coding-agent.policy")
     source = policy._plan("Edit")[2].source
     assert "if not W:" in source and "_win_under(" in source, source
+
+
+def test_a_rule_the_plan_cannot_write_leaves_no_type_check_assumed_for_the_next():
+    """Found by CI's hypothesis run (2026-12-07): the deny rule's `and` has no shape the plan
+    writer can write (a path test after two comparisons), and giving up on it left its first
+    operand's guard (`args.a` is a number) assumed; the ask rule after it then compared the
+    string "" with 0 without its type check, got false instead of the error that makes an ask
+    count, and the call was allowed. Fail closed: it asks."""
+    text = ('home "/home/u"\n'
+            'allow t when args.a == ""\n'
+            'deny t when (args.a == 0) and (args.a == "") and (path(args.p) under "proj") reason "no"\n'
+            'ask t when (args.a != "") or (args.a == 0)\n')
+    policy = Policy.from_text(text, "spec.policy")
+    for _ in range(3):  # the first call and the later ones (the plan is built on first use)
+        decision = policy.evaluate("t", {"a": "", "p": "/home/u/proj/x"}, {"cwd": "/home/u/proj"})
+        assert decision.effect == "ask", decision
+        assert any(o.error == "compares a string with a number" for o in decision.outcomes)
