@@ -530,6 +530,8 @@ class _Formatter:
                 if c.message is not None:
                     text += " " + quote(c.message)
             return text
+        if isinstance(c, ast.RememberClause):
+            return "remember " + c.scope
         if isinstance(c, ast.IdClause):
             return "id " + quote(c.rule_id)
         raise TypeError(f"cannot print {c!r}")  # pragma: no cover
