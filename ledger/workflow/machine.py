@@ -188,7 +188,7 @@ class FormatVersion(Violation):
     code = "format-version"
 
 
-_LOG_V2 = (ev.RosterRecorded, ev.PolicyLoaded)  # the events about the log that version 2 adds
+_LOG_V2 = (ev.RosterRecorded, ev.PolicyLoaded, ev.Remembered)  # the events that version 2 adds
 
 
 class Tally:
@@ -556,8 +556,10 @@ class Workflow:
         """Raise the Violation `event` would commit; change nothing."""
         if self.format == ev.FORMAT_V1 and (
             isinstance(event, _LOG_V2) or getattr(event, "signature", msgspec.UNSET) is not msgspec.UNSET
+            or getattr(event, "remembered", msgspec.UNSET) is not msgspec.UNSET
         ):
-            what = f"a {event.__struct_config__.tag} event" if isinstance(event, _LOG_V2) else "a signed decision"
+            what = (f"a {event.__struct_config__.tag} event" if isinstance(event, _LOG_V2)
+                    else "a proposal decided by a standing decision" if isinstance(event, ev.Proposed) else "a signed decision")
             raise FormatVersion(f"{what} needs a {ev.FORMAT} ledger; this one is {ev.FORMAT_V1}", getattr(event, "request", None))
         if isinstance(event, ev.Genesis):
             if self.seen_genesis or self.requests or self._closed:
