@@ -66,7 +66,10 @@ class DecisionBody(msgspec.Struct, forbid_unknown_fields=True):
     """A reviewer's decision on the arguments whose digest they saw. approve: `comment`
     optional; edit: `args` (the new arguments), `reason` optional; reject: `reason` (required:
     it tells the agent what to do instead); respond: `message` (returned in place of the tool's
-    result); cancel: `reason` optional."""
+    result); cancel: `reason` optional. approve and reject: `remember` makes the decision
+    standing ("run", "session" or a duration such as "8h", within what the rule's `remember`
+    clause allows) and `pattern` "exact" limits it to these arguments (docs/ledger-format.md,
+    section 12)."""
 
     decision: Literal["approve", "edit", "reject", "respond", "cancel"]
     digest: str
@@ -74,6 +77,8 @@ class DecisionBody(msgspec.Struct, forbid_unknown_fields=True):
     reason: str | None = None
     message: str | None = None
     comment: str | None = None
+    remember: str | None = None
+    pattern: Literal["exact"] | None = None
 
 
 class StartBody(msgspec.Struct, forbid_unknown_fields=True):
@@ -272,7 +277,8 @@ async def decide(request: Request) -> Response:
         raise ApiError(403, "forbidden", f"{principal.name} is an agent: it may only cancel its own calls", rid)
     service = _service(request)
     state = await run_in_threadpool(service.decide, principal, rid, body.decision, digest=body.digest, args=body.args,
-                                    reason=body.reason, message=body.message, comment=body.comment)
+                                    reason=body.reason, message=body.message, comment=body.comment,
+                                    remember=body.remember, pattern=body.pattern)
     return _json(state_view(service, state))
 
 

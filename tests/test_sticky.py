@@ -356,3 +356,42 @@ def test_the_gate_and_every_verifier_agree_and_replay_gives_the_same_decisions(t
         for request, status in statuses.items():
             if status in ("allowed", "rejected") and again.get(request).standing is not None:
                 assert again.get(request).status in ("allowed", "rejected", "executed", "executing")
+
+
+# --- the service ----------------------------------------------------------------------------------
+
+
+def test_the_service_takes_remember_signs_it_and_the_web_form_offers_only_what_the_rule_allows(tmp_path):
+    pytest.importorskip("starlette")
+    pytest.importorskip("httpx")
+    from starlette.testclient import TestClient
+
+    from ledger.proof.roster import load_roster
+    from service.app import create_app
+    from service_support import setup as service_setup
+
+    s = service_setup(tmp_path, policy_text='ask small_change remember session\nask plain_change\n')
+    with TestClient(create_app(s.service(), web=False)) as client:
+        def propose(tool, n, session="s1"):
+            body = {"tool": tool, "args": {"n": n}, "run": "r1", "context": {"session_id": session}}
+            r = client.post("/v1/proposals", json=body, headers=s.headers("agent-1"))
+            assert r.status_code == 201, r.text
+            return r.json()
+
+        p = propose("small_change", 1)
+        r = client.post(f"/v1/requests/{p['request']}/decision", headers=s.headers("sup-1"),
+                        json={"decision": "approve", "digest": p["args_digest"], "remember": "session"})
+        assert r.status_code == 200, r.text
+        assert propose("small_change", 2)["status"] == "allowed"
+        other = propose("small_change", 3, session="s2")
+        assert other["status"] == "pending"
+        q = propose("plain_change", 1)
+        r = client.post(f"/v1/requests/{q['request']}/decision", headers=s.headers("sup-1"),
+                        json={"decision": "approve", "digest": q["args_digest"], "remember": "run"})
+        assert r.status_code >= 400 and client.get(f"/v1/requests/{q['request']}", headers=s.headers("sup-1")).json()["status"] == "pending"
+    report = verify(s.ledger, rosters=[load_roster(s.roster)])
+    assert report.ok, report  # the remembered event is signed by the service like the decision
+    from ledger.workflow import describe
+    with Gate(None, s.ledger) as gate:
+        assert describe.in_full(gate, other["request"])["remember"] == ["run", "session"]
+        assert describe.in_full(gate, q["request"])["remember"] == []
