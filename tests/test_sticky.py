@@ -395,3 +395,26 @@ def test_the_service_takes_remember_signs_it_and_the_web_form_offers_only_what_t
     with Gate(None, s.ledger) as gate:
         assert describe.in_full(gate, other["request"])["remember"] == ["run", "session"]
         assert describe.in_full(gate, q["request"])["remember"] == []
+
+
+# --- analytics ---------------------------------------------------------------------------------
+
+
+def test_the_projection_keeps_standing_decisions_between_refreshes_and_agrees_with_the_views(setup):
+    pytest.importorskip("duckdb")
+    from ledger.analytics import projection as proj
+    from ledger.analytics.stats import projection_stats, views_stats
+
+    gate, clock, path = setup
+    p = ask(gate)
+    gate.approve(p.request, approver="ann", digest=p.args_digest, remember="session")
+    r = ask(gate, tool="wire", args={})
+    gate.reject(r.request, approver="bob", reason="No.", remember="1h")
+    assert proj.refresh(path).complete  # the standing decisions are folded here, stored in the projection
+    covered = ask(gate, args={"env": "dev", "n": 2})
+    rejected = ask(gate, tool="wire", args={"n": 2})
+    assert (covered.status, rejected.status) == ("allowed", "rejected")
+    result = proj.refresh(path)  # folds the covered proposals with the stored standing decisions
+    assert result.complete and not result.rebuilt, result
+    assert proj.check(path) == []
+    assert projection_stats(path) == views_stats(path)
