@@ -418,3 +418,25 @@ def test_the_projection_keeps_standing_decisions_between_refreshes_and_agrees_wi
     assert result.complete and not result.rebuilt, result
     assert proj.check(path) == []
     assert projection_stats(path) == views_stats(path)
+
+
+def test_the_cli_remembers_a_decision(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    path = tmp_path / "ledger"  # the CLI decides at the wall clock's time, so the calls are proposed at it too
+    with Gate(policy(), path) as gate:
+        p = ask(gate)
+        q = ask(gate, tool="plain", args={})
+    monkeypatch.setenv("COUNTERSIGN_REVIEWER", "ann")
+    runner = CliRunner()
+    refused = runner.invoke(app, ["review", "approve", str(q.request), "--digest", q.args_digest, "--remember", "run",
+                                  "--ledger", str(path)])
+    assert refused.exit_code == 1 and "standing-decision" in refused.output, refused.output
+    done = runner.invoke(app, ["review", "approve", str(p.request), "--digest", p.args_digest, "--remember", "session",
+                               "--exact", "--ledger", str(path)])
+    assert done.exit_code == 0, done.output
+    with Gate(policy(), path) as again:
+        assert ask(again).status == "allowed"
+        assert ask(again, args={"env": "dev", "n": 1}).status == "pending"  # --exact
