@@ -219,6 +219,17 @@ class Remembered(Event, tag="remembered", kw_only=True, frozen=True):
     signature: Signature | msgspec.UnsetType = msgspec.UNSET
 
 
+class Forgotten(Event, tag="forgotten", kw_only=True, frozen=True):
+    """A standing decision (the `remembered` event at seq `standing`) revoked: from this event on
+    it covers no call (docs/ledger-format.md, section 12). `by` is who revoked it (from the
+    caller's authentication), `reason` why. Forgetting never lets anything run: the calls it no
+    longer covers are asked about again."""
+
+    standing: Seq
+    by: NonEmpty
+    reason: str | None
+
+
 class Expired(Event, tag="expired", kw_only=True, frozen=True):
     """The deadline passed without a decision; the safe default (`outcome`, always reject) applied."""
 
@@ -315,6 +326,7 @@ AnyEvent = Union[
     Rejected,
     Responded,
     Remembered,
+    Forgotten,
     Expired,
     Cancelled,
     ExecutionStarted,

@@ -343,6 +343,7 @@ KINDS = {
     "remembered": {"request": _pos, "approver": _str, "decision": _one_of("approve", "reject"), "tool": _str,
                    "policy_digest": _hex, "scope": REMEMBER, "within": _str, "args_digest": _opt_hex, "reason": _opt},
     "responded": {"request": _pos, "approver": _str, "message": _str},
+    "forgotten": {"standing": _pos, "by": lambda v: isinstance(v, str) and len(v) >= 1, "reason": _opt},
     "expired": {"request": _pos, "outcome": _one_of("reject"), "message": _opt},
     "cancelled": {"request": _pos, "by": _str, "reason": _opt},
     "execution_started": {"request": _pos, "args_digest": _hex, "executor": _opt},
@@ -478,6 +479,13 @@ class Workflow:
                     raise Bad(f"already-redacted: {path} of seq {target} lies inside {q}")
             earlier.append(path)
             return
+        if kind == "forgotten":  # section 12: a standing decision in force, no longer
+            st = self.standing.get(e["standing"])
+            if st is None or st.get("forgotten") or (
+                    st["e"]["scope"]["scope"] == "until" and not e["ts"] < st["e"]["within"]):
+                raise Bad(f"not-standing: seq {e['standing']} is no standing decision in force")
+            st["forgotten"] = True
+            return
         if "request" not in e:
             return  # genesis, recovered, roster, policy
         r = self.req.get(e["request"])
@@ -576,7 +584,7 @@ class Workflow:
         for seq, st in self.standing.items():
             s = st["e"]
             scope = s["scope"]["scope"]
-            if not st["stands"] or (s["tool"], s["policy_digest"]) != (p["tool"], p["policy_digest"]):
+            if not st["stands"] or st.get("forgotten") or (s["tool"], s["policy_digest"]) != (p["tool"], p["policy_digest"]):
                 continue
             if not _admits(q["remember"], s["scope"]) or s["args_digest"] not in (None, p["args_digest"]):
                 continue
@@ -759,7 +767,7 @@ def _verify(segs, contents, found, keep, rosters=()):
         kind = body["kind"]
         if kind == "genesis":
             signed.update(format=body["format"], ledger_id=body["ledger_id"])
-        if signed["format"] == FORMAT and (kind in ("roster", "policy", "remembered") or "signature" in body
+        if signed["format"] == FORMAT and (kind in ("roster", "policy", "remembered", "forgotten") or "signature" in body
                                            or "remembered" in body):
             raise Bad(f"a {kind} event with what only {FORMAT_2} allows")
         before = None

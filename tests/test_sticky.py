@@ -316,6 +316,7 @@ STEP = st.one_of(
               st.sampled_from([None, "run", "session", "1h", "8h", "9h"]), st.sampled_from([None, "exact"]),
               st.integers(0, 20)),
     st.tuples(st.just("wait"), st.sampled_from([60, 1800, 3 * 3600])),
+    st.tuples(st.just("forget"), st.integers(0, 20)),
 )
 
 
@@ -347,6 +348,12 @@ def test_the_gate_and_every_verifier_agree_and_replay_gives_the_same_decisions(t
                     assert not isinstance(exc, AssertionError)
             elif step[0] == "wait":
                 clock.advance(step[1])
+            elif step[0] == "forget" and gate.workflow.standing:
+                seqs = sorted(gate.workflow.standing)
+                try:
+                    gate.forget(seqs[step[1] % len(seqs)], by="ann")
+                except StandingDecision.__mro__[1]:  # a Violation (an expired one): nothing appended
+                    pass
         final = {r: gate.get(r).status for r in requests}
     all_verifiers_accept(path)
     # replay: a fresh Gate folding the whole ledger sees the same statuses
@@ -440,3 +447,38 @@ def test_the_cli_remembers_a_decision(tmp_path, monkeypatch):
     with Gate(policy(), path) as again:
         assert ask(again).status == "allowed"
         assert ask(again, args={"env": "dev", "n": 1}).status == "pending"  # --exact
+
+
+def test_a_forgotten_standing_decision_covers_nothing_more(setup):
+    from ledger.workflow.machine import NotStanding
+
+    gate, clock, path = setup
+    p = ask(gate)
+    gate.approve(p.request, approver="ann", digest=p.args_digest, remember="session")
+    standing = ask(gate, args={"env": "x"}).standing
+    assert standing is not None
+    gate.forget(standing, by="ann", reason="changed my mind")
+    assert ask(gate, args={"env": "y"}).status == "pending"
+    before = _count(path)
+    for seq in (standing, p.request, 999):  # forgotten already; not a standing decision; never made
+        with pytest.raises(NotStanding):
+            gate.forget(seq, by="ann")
+    w = ask(gate, tool="wire", args={})
+    gate.reject(w.request, approver="bob", reason="No.", remember="1h")
+    clock.advance(3600)
+    with pytest.raises(NotStanding):  # expired
+        gate.forget(w.request + 2, by="bob")
+    assert _count(path) == before + 4  # the wire call and its decision; no forget was recorded
+    gate.close()
+    all_verifiers_accept(path)
+    # a forged proposal still claiming the forgotten decision is caught
+    lines = _lines(path)
+    seq = next(i for i, line in enumerate(lines, 1) if b'"env":"y"' in line)
+    del lines[seq]  # its interrupted event
+    body, _, data = split(lines[seq - 1].rstrip(b"\n"))
+    event = ev.decode_event(body)
+    forged = msgspec.structs.replace(event, remembered=ev.Covered(by=standing, requirements=policy().evaluate(
+        "deploy", {"env": "y"}, {"session_id": "s1"}).requirements, session="s1"))
+    lines[seq - 1] = compose(ev.encode_event(forged), data)[1]
+    _write(path, _rechain(lines, seq - 1))
+    _assert_caught(path, seq, "not-covered")

@@ -1046,7 +1046,7 @@ t7 AS (
 SELECT *,
        CASE
            WHEN kind = 'genesis' THEN CASE WHEN opened_before THEN 'misplaced-genesis' END
-           WHEN kind IN ('proposed', 'recovered', 'redacted', 'roster', 'policy') THEN NULL  -- redactions: see `violations`
+           WHEN kind IN ('proposed', 'recovered', 'redacted', 'roster', 'policy', 'forgotten') THEN NULL  -- redactions: see `violations`
            WHEN NOT known THEN 'unknown-request'
            WHEN status_before IN ({final}) THEN 'request-final'
            WHEN kind = 'interrupted' THEN CASE WHEN status_before <> 'interrupting' THEN 'not-interruptible' END

@@ -856,6 +856,23 @@ class Gate(CatchUp, Reading):
             return self.respond(request, approver=by, message=message, digest=digest, signing=signing)
         raise InvalidCall(f"unknown decision {decision!r}: one of {', '.join(DECISIONS)}")
 
+    def forget(self, standing: int, *, by: str, reason: str | None = None) -> None:
+        """Revoke the standing decision recorded at seq `standing` (a `forgotten` event): from
+        now on it decides no call, and the calls it covered are asked about again. `by` is the
+        authenticated caller: a reviewer, or an operator (forgetting never lets anything run).
+        Raises NotStanding (nothing appended) when `standing` is no standing decision in force,
+        InvalidCall for an empty `by`."""
+        _request_id(standing)
+        _text("by", by)
+        _text("reason", reason, optional=True, empty_ok=True)
+        with self._lock:
+            def step() -> list[tuple[ev.Event, Any]]:
+                event = ev.Forgotten(ts=self._now(), standing=standing, by=by, reason=reason)
+                self.workflow.check(event)
+                return [(event, None)]
+
+            self._commit(step)
+
     def expire(self) -> list[int]:
         """Apply the timeout's safe default (reject) to every pending request whose deadline has
         passed, in one write. Returns their ids. Silence never approves. (Every other step, and

@@ -33,7 +33,7 @@ The rules (each a Violation subclass, `code` in parentheses):
   a rejection, may stand (standing-decision); it stands once its own decision (the same reviewer,
   the same kind) is the request's next event;
   a proposal recorded as decided by a standing decision names exactly the one `covering` finds
-  for it (not-covered);
+  for it (not-covered); a `forgotten` event names a standing decision in force (not-standing);
 - a decision's `signature`, a `roster` event and a `policy` event only in a
   countersign-ledger/2 ledger (format-version). Signatures themselves are checked against a roster by ledger verify
   (ledger.proof.decisions), not here: the workflow has no roster.
@@ -159,6 +159,13 @@ class NotCovered(Violation):
     code = "not-covered"
 
 
+class NotStanding(Violation):
+    """A `forgotten` event naming no standing decision in force (never made, expired, or
+    forgotten already)."""
+
+    code = "not-standing"
+
+
 class Standing(msgspec.Struct, kw_only=True):
     """A standing decision (ledger.events.Remembered), as the Workflow indexes it. `live` once its
     own decision followed it."""
@@ -188,7 +195,7 @@ class FormatVersion(Violation):
     code = "format-version"
 
 
-_LOG_V2 = (ev.RosterRecorded, ev.PolicyLoaded, ev.Remembered)  # the events that version 2 adds
+_LOG_V2 = (ev.RosterRecorded, ev.PolicyLoaded, ev.Remembered, ev.Forgotten)  # the events that version 2 adds
 
 
 class Tally:
@@ -571,6 +578,12 @@ class Workflow:
             return
         if isinstance(event, (ev.Recovered, ev.RosterRecorded, ev.PolicyLoaded)):
             return
+        if isinstance(event, ev.Forgotten):
+            sd = self.standing.get(event.standing)
+            if sd is None or (sd.scope.scope == "until" and not event.ts < sd.within):
+                raise NotStanding(f"seq {event.standing} is no standing decision in force (never made, expired, or "
+                                  "forgotten already)", sd.request if sd is not None else None)
+            return
         if isinstance(event, ev.Redacted):
             self._check_redaction(event)
             return
@@ -705,6 +718,13 @@ class Workflow:
             self.policy_digest = event.digest
             return
         if isinstance(event, ev.Recovered):
+            return
+        if isinstance(event, ev.Forgotten):
+            sd = self.standing.pop(event.standing, None)
+            if sd is not None:
+                seqs = self._standing_by.get(sd.key, [])
+                if sd.seq in seqs:
+                    seqs.remove(sd.seq)
             return
         if isinstance(event, ev.Redacted):
             if event.target not in self.redacted:
