@@ -482,3 +482,22 @@ def test_a_forgotten_standing_decision_covers_nothing_more(setup):
     lines[seq - 1] = compose(ev.encode_event(forged), data)[1]
     _write(path, _rechain(lines, seq - 1))
     _assert_caught(path, seq, "not-covered")
+
+
+def test_a_covered_proposal_records_its_contexts_session(setup):
+    """verify checks the recorded session against the stored context (a lying writer could
+    otherwise claim another session's standing decision)."""
+    path, p, q, plain = _covered_ledger(setup)
+    lines = _lines(path)
+    body, _, data = split(lines[q.request - 1].rstrip(b"\n"))
+    other = data.replace(b'"session_id":"s1"', b'"session_id":"s9"')
+    event = ev.decode_event(body)
+    # a consistent forgery of the context (digest recomputed) that keeps the recorded session
+    from ledger.digest import value_digest
+    forged = msgspec.structs.replace(event, context_digest=value_digest(msgspec.json.decode(other)["context"]))
+    lines[q.request - 1] = compose(ev.encode_event(forged), other)[1]
+    _write(path, _rechain(lines, q.request - 1))
+    report = verify(path, engine="python")
+    assert not report.ok and report.problem.seq == q.request and report.problem.kind == "data", report.problem
+    assert "session" in report.problem.message
+    assert verify(path).problem == report.problem  # the compiled verifier declines
