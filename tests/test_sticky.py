@@ -501,3 +501,19 @@ def test_a_covered_proposal_records_its_contexts_session(setup):
     assert not report.ok and report.problem.seq == q.request and report.problem.kind == "data", report.problem
     assert "session" in report.problem.message
     assert verify(path).problem == report.problem  # the compiled verifier declines
+
+
+def test_a_gate_opened_from_its_snapshot_keeps_the_standing_decisions(setup):
+    gate, clock, path = setup
+    p = ask(gate)
+    gate.approve(p.request, approver="ann", digest=p.args_digest, remember="session")
+    w = ask(gate, tool="wire", args={})
+    gate.reject(w.request, approver="bob", reason="No.", remember="2h")
+    gate.close()  # saves the snapshot
+    with Gate(policy(), path, clock=clock) as again:
+        assert again._base > 0  # opened from the snapshot, not by a replay
+        assert sorted(again.workflow.standing) == [p.request + 2, w.request + 2]
+        assert ask(again).status == "allowed"
+        assert ask(again, tool="wire", args={"n": 1}).status == "rejected"
+    assert fast_path.verify_fast(path) is None  # the compiled verifier leaves such a ledger to Python
+    all_verifiers_accept(path)

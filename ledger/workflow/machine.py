@@ -184,8 +184,11 @@ class Standing(msgspec.Struct, kw_only=True):
     live: bool = False
 
     @property
-    def key(self) -> tuple[str, str, str, str]:
-        return (self.policy_digest, self.tool, self.scope.scope, "" if self.scope.scope == "until" else self.within)
+    def key(self) -> tuple[str, str, str, str, str]:
+        """Where Workflow indexes it: policy digest, tool, scope, run or session ("" for a time),
+        arguments digest ("" for any)."""
+        return (self.policy_digest, self.tool, self.scope.scope, "" if self.scope.scope == "until" else self.within,
+                self.args_digest or "")
 
 
 class FormatVersion(Violation):
@@ -377,11 +380,12 @@ class Workflow:
         # the policy in force, as the ledger records it. None: no policy event yet.
         self.policy_digest: str | None = None
         # The standing decisions (`remembered` events) that may still cover a call, by seq, and
-        # by (policy digest, tool, scope, run or session; "" for a time) so that finding the ones
-        # a proposal may meet costs the few made for its tool and its run or session, not a scan
-        # of history. Those that lasted until a time are dropped once a proposal comes after it.
+        # by (policy digest, tool, scope, run or session, arguments: Standing.key) so that finding
+        # the ones a proposal may meet costs the few made for its tool, its run or session and its
+        # arguments (or any), not a scan of history. Those that lasted until a time are dropped
+        # once a proposal comes after it.
         self.standing: dict[int, Standing] = {}
-        self._standing_by: dict[tuple[str, str, str, str], list[int]] = {}
+        self._standing_by: dict[tuple[str, str, str, str, str], list[int]] = {}
 
     def add_standing(self, standing: Standing) -> None:
         """Index a standing decision (from a `remembered` event, or a snapshot)."""
@@ -401,11 +405,12 @@ class Workflow:
         allowance = requirements.rememberable if requirements is not None else None
         if allowance is None or not self.standing:
             return None
-        keys = [(policy_digest, tool, "until", "")]
+        places = [("until", "")]
         if run is not None:
-            keys.append((policy_digest, tool, "run", run))
+            places.append(("run", run))
         if session is not None:
-            keys.append((policy_digest, tool, "session", session))
+            places.append(("session", session))
+        keys = [(policy_digest, tool, scope, within, args) for scope, within in places for args in ("", args_digest)]
         best: tuple[bool, int] | None = None
         for key in keys:
             seqs = self._standing_by.get(key)
