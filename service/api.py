@@ -81,6 +81,12 @@ class DecisionBody(msgspec.Struct, forbid_unknown_fields=True):
     pattern: Literal["exact"] | None = None
 
 
+class ForgetBody(msgspec.Struct, forbid_unknown_fields=True):
+    """Why a standing decision is revoked (optional)."""
+
+    reason: str | None = None
+
+
 class StartBody(msgspec.Struct, forbid_unknown_fields=True):
     """Nothing yet: the executor is the authenticated agent."""
 
@@ -94,7 +100,7 @@ class OutcomeBody(msgspec.Struct, forbid_unknown_fields=True):
     error: str | None = None
 
 
-BODIES = (ProposalBody, DecisionBody, StartBody, OutcomeBody)
+BODIES = (ProposalBody, DecisionBody, StartBody, OutcomeBody, ForgetBody)
 
 
 def digits(text: str) -> bool:
@@ -282,6 +288,18 @@ async def decide(request: Request) -> Response:
     return _json(state_view(service, state))
 
 
+async def forget(request: Request) -> Response:
+    """Revoke a standing decision (the seq of its `remembered` event) as the token's reviewer."""
+    principal = _principal(request, "reviewer")
+    text = request.path_params["seq"]
+    if not digits(text) or len(text) > 19 or int(text) < 1:
+        raise ApiError(404, "not-standing", f"no standing decision has the seq {text!r}: a seq is a positive integer")
+    body = await _body(request, ForgetBody)
+    service = _service(request)
+    await run_in_threadpool(service.forget, principal, int(text), body.reason)
+    return _json({"standing": int(text), "forgotten": True})
+
+
 async def history(request: Request) -> Response:
     principal = _principal(request)
     q = request.query_params
@@ -394,6 +412,7 @@ routes = [
     Route("/v1/requests/{request}/start", start, methods=["POST"]),
     Route("/v1/requests/{request}/outcome", outcome, methods=["POST"]),
     Route("/v1/requests/{request}/decision", decide, methods=["POST"]),
+    Route("/v1/standing/{seq}/forget", forget, methods=["POST"]),
     Route("/v1/calls/{call_id:path}", by_call_id, methods=["GET"]),
     Route("/v1/runs/{run:path}/events", run_events, methods=["GET"]),
     Route("/v1/queue", queue, methods=["GET"]),

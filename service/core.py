@@ -369,6 +369,13 @@ class Service:
                                message=message, comment=comment, signing=self.signing, policy=policy,
                                remember=remember, pattern=pattern)
 
+    def forget(self, reviewer: Principal, standing: int, reason: str | None = None) -> None:
+        """Revoke the standing decision at seq `standing` (Gate.forget), as `reviewer`."""
+        if reviewer.kind != "reviewer":
+            raise ApiError(403, FORBIDDEN, f"{reviewer.name} is a {reviewer.kind}; only a reviewer forgets a standing decision")
+        with self.gate() as gate:
+            gate.forget(standing, by=reviewer.name, reason=reason)
+
     def history(self, principal: Principal, *, tool: str | None = None, run: str | None = None,
                 status: str | None = None, decided_by: str | None = None, text: str | None = None,
                 before: int | None = None, limit: int = 50) -> list[dict]:

@@ -396,6 +396,13 @@ def test_the_service_takes_remember_signs_it_and_the_web_form_offers_only_what_t
         r = client.post(f"/v1/requests/{q['request']}/decision", headers=s.headers("sup-1"),
                         json={"decision": "approve", "digest": q["args_digest"], "remember": "run"})
         assert r.status_code >= 400 and client.get(f"/v1/requests/{q['request']}", headers=s.headers("sup-1")).json()["status"] == "pending"
+        # revoking it, as a reviewer (an agent may not): the session's calls are asked about again
+        assert client.post("/v1/standing/1/forget", json={}, headers=s.headers("agent-1")).status_code == 403
+        found = [i for i in range(1, 50) if client.post(f"/v1/standing/{i}/forget", json={"reason": "done"},
+                                                          headers=s.headers("sup-1")).status_code == 200]
+        assert len(found) == 1  # the one standing decision; every other seq is refused (not-standing)
+        assert client.post(f"/v1/standing/{found[0]}/forget", json={}, headers=s.headers("sup-1")).status_code == 409
+        assert propose("small_change", 4)["status"] == "pending"
     report = verify(s.ledger, rosters=[load_roster(s.roster)])
     assert report.ok, report  # the remembered event is signed by the service like the decision
     from ledger.workflow import describe
