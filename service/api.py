@@ -293,7 +293,7 @@ async def forget(request: Request) -> Response:
     principal = _principal(request, "reviewer")
     text = request.path_params["seq"]
     if not digits(text) or len(text) > 19 or int(text) < 1:
-        raise ApiError(404, "not-standing", f"no standing decision has the seq {text!r}: a seq is a positive integer")
+        raise ApiError(404, "not_standing", f"no standing decision has the seq {text!r}: a seq is a positive integer")
     body = await _body(request, ForgetBody)
     service = _service(request)
     await run_in_threadpool(service.forget, principal, int(text), body.reason)
