@@ -27,6 +27,7 @@ def explanation_lines(e: Any) -> list[str]:
         r = e.requirements
         out.append(
             f"  needs: {r.describe()}; decisions {', '.join(r.decisions)}; expires after {r.timeout_seconds}s as a rejection"
+            + (f"; {r.rememberable.describe()}" if r.rememberable is not None else "")
         )
     p = e.precedence
     out.append(f"precedence: {p.rule}")

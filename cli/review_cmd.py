@@ -349,11 +349,18 @@ def _need_digest(digest: Optional[str]) -> str:
     return digest
 
 
+_REMEMBER = typer.Option(None, "--remember", help="Make the decision standing: run, session or a duration such as 8h, "
+                         "as far as the rule's `remember` clause allows (docs/policy-language.md, Remembered decisions).")
+_EXACT = typer.Option(False, "--exact", help="With --remember: only for calls with exactly these arguments.")
+
+
 @app.command()
 def approve(
     request: int = typer.Argument(..., help="The request id."),
     digest: Optional[str] = _DIGEST,
     comment: Optional[str] = typer.Option(None, "--comment", help="A note kept with the approval."),
+    remember: Optional[str] = _REMEMBER,
+    exact: bool = _EXACT,
     ledger: Optional[str] = _LEDGER,
     key: Optional[str] = _KEY,
     roster: Optional[str] = _ROSTER,
@@ -366,7 +373,8 @@ def approve(
     """
     _refuse_as(as_name)
     digest = _need_digest(digest)
-    _step(ledger, lambda g, s: g.approve(request, approver=reviewer(), digest=digest, comment=comment, signing=s),
+    _step(ledger, lambda g, s: g.approve(request, approver=reviewer(), digest=digest, comment=comment, signing=s,
+                                         remember=remember, pattern="exact" if exact else None),
           as_json=as_json, key=key, roster=roster)
 
 
@@ -375,6 +383,8 @@ def reject(
     request: int = typer.Argument(..., help="The request id."),
     reason: str = typer.Option(..., "--reason", help="What the agent should do instead: it is told this."),
     digest: Optional[str] = _DIGEST,
+    remember: Optional[str] = _REMEMBER,
+    exact: bool = _EXACT,
     ledger: Optional[str] = _LEDGER,
     key: Optional[str] = _KEY,
     roster: Optional[str] = _ROSTER,
@@ -387,7 +397,8 @@ def reject(
     """
     _refuse_as(as_name)
     digest = _need_digest(digest)
-    _step(ledger, lambda g, s: g.reject(request, approver=reviewer(), reason=reason, digest=digest, signing=s),
+    _step(ledger, lambda g, s: g.reject(request, approver=reviewer(), reason=reason, digest=digest, signing=s,
+                                        remember=remember, pattern="exact" if exact else None),
           as_json=as_json, key=key, roster=roster)
 
 

@@ -130,6 +130,8 @@ def requirements_shape(rule: ast.Rule) -> Any:
             out.append(("decisions", tuple(sorted({n for n, _ in c.names}))))
         elif isinstance(c, ast.TimeoutClause):
             out.append(("timeout", c.seconds, c.on_timeout or "reject", c.message))
+        elif isinstance(c, ast.RememberClause):
+            out.append(("remember", c.scope, c.seconds))
     return tuple(sorted(out, key=repr))
 
 

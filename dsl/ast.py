@@ -153,12 +153,24 @@ class TimeoutClause:
 
 
 @dataclass(frozen=True, slots=True)
+class RememberClause:
+    """`remember run`, `remember session` or `remember 8h`: the widest scope a reviewer may give a
+    standing decision of this ask. `scope` is the word or the duration as written; `seconds` the
+    parsed duration (None for a word)."""
+
+    scope: str
+    seconds: int | None
+    scope_span: Span
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class IdClause:
     rule_id: str
     span: Span
 
 
-Clause = Union[ReasonClause, ApproversClause, DecisionsClause, TimeoutClause, IdClause]
+Clause = Union[ReasonClause, ApproversClause, DecisionsClause, TimeoutClause, RememberClause, IdClause]
 
 # --- statements -------------------------------------------------------------------------------
 

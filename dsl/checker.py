@@ -40,7 +40,7 @@ from typing import Iterable, Mapping
 from dsl import ast
 from dsl.errors import Diagnostic, Span
 from dsl.hints import flag_names, rewrite
-from dsl.requirements import DECISIONS, TIMEOUT_OUTCOMES
+from dsl.requirements import DECISIONS, MAX_REMEMBER_SECONDS, REMEMBER_SCOPES, TIMEOUT_OUTCOMES
 from dsl.schema import ArgType, ToolSchemas, enum_allows
 from dsl.subjects import Command, PathValue, UrlValue, winpaths
 
@@ -282,6 +282,7 @@ class _Checker:
             ast.ApproversClause: "approvers",
             ast.DecisionsClause: "decisions",
             ast.TimeoutClause: "timeout",
+            ast.RememberClause: "remember",
             ast.IdClause: "id",
         }
         for clause in clauses:
@@ -290,7 +291,7 @@ class _Checker:
                 self.error(f"'{names[kind]}' is written twice", clause.span, f"first at line {seen[kind].span.line}")
                 continue
             seen[kind] = clause
-            if kind in (ast.ApproversClause, ast.DecisionsClause, ast.TimeoutClause) and effect != "ask":
+            if kind in (ast.ApproversClause, ast.DecisionsClause, ast.TimeoutClause, ast.RememberClause) and effect != "ask":
                 self.error(f"'{names[kind]}' applies only to ask", clause.span, f"this is {_article(effect)} rule")
                 continue
             if isinstance(clause, ast.ApproversClause):
@@ -299,6 +300,8 @@ class _Checker:
                 self.decisions(clause)
             elif isinstance(clause, ast.TimeoutClause):
                 self.timeout(clause)
+            elif isinstance(clause, ast.RememberClause):
+                self.remember(clause)
             elif isinstance(clause, ast.IdClause) and not clause.rule_id.strip():
                 self.error("a rule id cannot be empty", clause.span)
 
@@ -354,6 +357,16 @@ class _Checker:
                 clause.span,
                 "a person must always be able to say no (and give the agent a reason)",
             )
+
+    def remember(self, clause: ast.RememberClause) -> None:
+        if clause.seconds is None:
+            if clause.scope not in REMEMBER_SCOPES:
+                hint = _suggest(clause.scope, REMEMBER_SCOPES) or "remember run, remember session or a duration such as remember 8h"
+                self.error(f"unknown scope '{clause.scope}' to remember", clause.scope_span, hint)
+        elif clause.seconds <= 0:
+            self.error("a remembered decision must last longer than zero", clause.span)
+        elif clause.seconds > MAX_REMEMBER_SECONDS:
+            self.error("a decision may be remembered for at most 365 days", clause.span)
 
     def timeout(self, clause: ast.TimeoutClause) -> None:
         if clause.seconds <= 0:

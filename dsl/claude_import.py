@@ -65,7 +65,7 @@ WRAPPERS = frozenset(subjects.WRAPPERS)  # sudo, timeout, nice, env, ...: they r
 # Programs whose operands are files they write (for an Edit deny applied to Bash).
 WRITERS = ("tee", "cp", "mv", "rm", "ln", "install", "touch", "truncate", "chmod", "chown", "rsync", "dd")
 KEYWORDS = frozenset(
-    "policy default group home allow deny ask when reason approvers from decisions timeout else id "
+    "policy default group home allow deny ask when reason approvers from decisions timeout remember else id "
     "and or not in startswith endswith contains glob under any all true false null".split()
 )
 

@@ -25,7 +25,7 @@ from typing import Any, Callable, NamedTuple
 
 from dsl import ast, globs, subjects, values
 from dsl.cache import BUDGETS, BoundedCache, char_bytes
-from dsl.requirements import DEFAULT_DECISIONS, Quorum, Requirements
+from dsl.requirements import DEFAULT_DECISIONS, Quorum, Remember, Requirements
 from dsl.subjects import paths, urls, winpaths
 from dsl.rule_ids import implicit_id
 from dsl.subjects.secrets import is_secret_text
@@ -3003,6 +3003,9 @@ def requirements_of(clauses: tuple[ast.Clause, ...], groups: dict[str, tuple[str
         elif isinstance(clause, ast.TimeoutClause):
             fields["timeout_seconds"] = clause.seconds
             fields["timeout_message"] = clause.message
+        elif isinstance(clause, ast.RememberClause):
+            fields["remember"] = (Remember("until", clause.seconds) if clause.seconds is not None
+                                  else Remember(clause.scope))  # type: ignore[arg-type]
     return Requirements(**fields)
 
 

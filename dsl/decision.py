@@ -79,6 +79,7 @@ class Decision(msgspec.Struct, frozen=True, omit_defaults=True):
             lines.append(
                 f"  needs approval by {r.describe()}; decisions {', '.join(r.decisions)}; "
                 f"expires after {r.timeout_seconds}s as {r.on_timeout}"
+                + (f"; {r.rememberable.describe()}" if r.rememberable is not None else "")
             )
         if len({o.effect for o in self.outcomes if o.counted}) > 1:
             lines.append("  precedence: deny beats ask beats allow")

@@ -11,7 +11,7 @@ not needed, so a file with a check error can still be formatted) and prints it a
   (100 columns) wraps between selectors, continuation lines aligned under the first selector.
 * `when CONDITION` stays on the head line when the whole line fits; otherwise it goes on its own
   line, indented two spaces. Every other clause (`reason`, `approvers`, `decisions`, `timeout`,
-  `id`) is on its own line, indented two spaces, in the order written. A default keeps its
+  `remember`, `id`) is on its own line, indented two spaces, in the order written. A default keeps its
   reason where it was written (after the effect, or as a clause).
 * A condition that does not fit is broken before `or`/`and`: as many operands per line as fit,
   continuation lines of the `when` indented four spaces and starting with the operator; inside
@@ -530,6 +530,8 @@ class _Formatter:
                 if c.message is not None:
                     text += " " + quote(c.message)
             return text
+        if isinstance(c, ast.RememberClause):
+            return "remember " + c.scope
         if isinstance(c, ast.IdClause):
             return "id " + quote(c.rule_id)
         raise TypeError(f"cannot print {c!r}")  # pragma: no cover

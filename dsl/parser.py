@@ -34,7 +34,7 @@ from dsl.errors import Diagnostic, PolicyError, Span, source_lines
 from dsl.grammar import grammar_text
 
 STATEMENT_KEYWORDS = ("policy", "default", "group", "home", "allow", "deny", "ask")
-CLAUSE_KEYWORDS = ("when", "reason", "approvers", "decisions", "timeout", "id")
+CLAUSE_KEYWORDS = ("when", "reason", "approvers", "decisions", "timeout", "remember", "id")
 OPERATOR_KEYWORDS = ("and", "or", "not", "in", "startswith", "endswith", "contains", "glob", "under", "any", "all")
 KEYWORDS = STATEMENT_KEYWORDS + CLAUSE_KEYWORDS + OPERATOR_KEYWORDS + ("from", "else")
 
@@ -367,6 +367,11 @@ class _Builder:
             message=_decode_string(message) if message is not None else None,
             span=_span(children),
         )
+
+    def remember(self, children):  # "remember" (NAME | DURATION)
+        _, scope = children
+        seconds = _parse_duration(scope) if scope.type == "DURATION" else None
+        return ast.RememberClause(str(scope), seconds, _token_span(scope), _span(children))
 
     def rule_id(self, children):  # "id" STRING
         return ast.IdClause(_decode_string(children[1]), _span(children))

@@ -20,6 +20,8 @@ DECISIONS = ("approve", "edit", "reject", "respond")
 DEFAULT_DECISIONS = ("approve", "edit", "reject")
 DEFAULT_TIMEOUT_SECONDS = 24 * 3600
 TIMEOUT_OUTCOMES = ("reject",)
+REMEMBER_SCOPES = ("run", "session")  # narrowest first; a duration is the third kind, "until"
+MAX_REMEMBER_SECONDS = 365 * 24 * 3600
 
 Decision = Literal["approve", "edit", "reject", "respond"]
 Positive = Annotated[int, msgspec.Meta(ge=1)]
@@ -56,6 +58,42 @@ class Quorum(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return f"{self.count} from {who}"
 
 
+class Remember(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """How far a standing decision of an ask may reach (the rule's `remember` clause,
+    docs/policy-language.md "Remembered decisions"): `scope` "run" (the request's run), "session"
+    (the `session_id` of the call's context; a session scope also admits a run scope) or "until"
+    (a time: `seconds` is the longest a reviewer may choose, from the decision's ts)."""
+
+    scope: Literal["run", "session", "until"]
+    seconds: Positive | None = None
+
+    def admits(self, other: "Remember") -> bool:
+        """Does this allowance admit a standing decision of `other`'s scope (and, for until, of
+        at most `other.seconds`)? run ⊂ session; durations compare by length; a duration and a
+        run or session scope are never comparable (one is bounded in time, the other in place)."""
+        if self.scope == "until" or other.scope == "until":
+            return self.scope == other.scope == "until" and (other.seconds or 0) <= (self.seconds or 0)
+        return REMEMBER_SCOPES.index(other.scope) <= REMEMBER_SCOPES.index(self.scope)
+
+    def describe(self) -> str:
+        return f"remember for up to {self.seconds}s" if self.scope == "until" else f"remember for the {self.scope}"
+
+
+def narrowest_remember(items: Iterable[Remember | None]) -> Remember | None:
+    """The allowance that every one of `items` admits, or None: any None (a rule without
+    `remember`), or a duration beside a run or session scope, leaves nothing to remember."""
+    found = list(items)
+    if not found or any(r is None for r in found):
+        return None
+    narrowest = found[0]
+    for r in found[1:]:
+        if narrowest.admits(r):  # type: ignore[union-attr]
+            narrowest = r
+        elif not r.admits(narrowest):  # type: ignore[union-attr, arg-type]
+            return None
+    return narrowest
+
+
 class Requirements(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The conditions a human decision must meet.
 
@@ -65,6 +103,8 @@ class Requirements(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     - `timeout_seconds`: seconds from the interrupt until the request expires.
     - `on_timeout`: what expiry means; always "reject" (silence never approves).
     - `timeout_message`: the text the agent receives on expiry, if the author wrote one.
+    - `remember`: how far a reviewer may make the decision standing (Remember); unset (and absent
+      from the encoding) when it may not be remembered.
     """
 
     quorums: Annotated[tuple[Quorum, ...], msgspec.Meta(min_length=1)] = (Quorum(),)  # at least one (docs/ledger-format.md, 3)
@@ -72,6 +112,12 @@ class Requirements(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     timeout_seconds: Positive = DEFAULT_TIMEOUT_SECONDS
     on_timeout: Literal["reject"] = "reject"
     timeout_message: str | None = None
+    remember: Remember | msgspec.UnsetType = msgspec.UNSET
+
+    @property
+    def rememberable(self) -> Remember | None:
+        """`remember`, or None when unset."""
+        return None if self.remember is msgspec.UNSET else self.remember  # type: ignore[return-value]
 
     @classmethod
     def single(
@@ -125,10 +171,12 @@ def strictest(items: Iterable[Requirements]) -> Requirements:
     for r in reqs[1:]:
         allowed &= set(r.decisions)
     earliest = min(reqs, key=lambda r: r.timeout_seconds)
+    remember = narrowest_remember(r.rememberable for r in reqs)
     return Requirements(
         quorums=combine_quorums(q for r in reqs for q in r.quorums),
         decisions=tuple(d for d in DECISIONS if d in allowed),
         timeout_seconds=earliest.timeout_seconds,
         on_timeout="reject",
         timeout_message=earliest.timeout_message,
+        remember=msgspec.UNSET if remember is None else remember,
     )

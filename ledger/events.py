@@ -27,7 +27,7 @@ from typing import Annotated, Literal, Union
 
 import msgspec
 
-from dsl.requirements import Requirements
+from dsl.requirements import Remember, Requirements
 from ledger.fieldpath import CANONICAL_PATTERN
 
 FORMAT_V1 = "countersign-ledger/1"
@@ -109,13 +109,26 @@ class Genesis(Event, tag="genesis", kw_only=True, frozen=True):
     ledger_id: str
 
 
+class Covered(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """How a proposal the policy answered `ask` was decided by a standing decision instead of a
+    person (docs/ledger-format.md, section 3, `remembered`): `by` is the seq of the `remembered`
+    event, `requirements` what the policy asked for this call (their `remember` admits the
+    standing decision's scope), `session` the `session_id` of the call's context (a string), when
+    it has one."""
+
+    by: Seq
+    requirements: Requirements
+    session: str | None = None
+
+
 class Proposed(Event, tag="proposed", kw_only=True, frozen=True):
     """An agent proposed a tool call and the policy decided its effect.
 
     `proposer` is the agent's identity from the caller's authenticated context; `run` groups the
     calls of one agent run; `call_id` is the agent framework's id for the call (e.g. a tool_use_id),
     used to make a retried proposal idempotent. `rules` are the rules that decided, `reasons` what
-    the agent or the reviewer reads.
+    the agent or the reviewer reads. `remembered` (absent unless set): the policy said ask, and a
+    standing decision decided the call (Covered); it is then allowed or rejected without a person.
     """
 
     run: str | None
@@ -129,6 +142,7 @@ class Proposed(Event, tag="proposed", kw_only=True, frozen=True):
     effect: Effect
     rules: tuple[RuleRef, ...]
     reasons: tuple[str, ...]
+    remembered: Covered | msgspec.UnsetType = msgspec.UNSET
 
 
 class Interrupted(Event, tag="interrupted", kw_only=True, frozen=True):
@@ -182,6 +196,38 @@ class Responded(Event, tag="responded", kw_only=True, frozen=True):
     approver: str
     message: str
     signature: Signature | msgspec.UnsetType = msgspec.UNSET
+
+
+class Remembered(Event, tag="remembered", kw_only=True, frozen=True):
+    """A reviewer made their decision of a request standing: written in the same write as, and
+    just before, that decision (an approval that alone meets the requirements, or a rejection).
+    Later calls of `tool`, decided `ask` by the policy of `policy_digest` whose requirements admit
+    `scope`, within it, with the arguments `args_digest` (None: any), are decided the same way
+    without asking (docs/ledger-format.md, section 3). `scope.scope` says what `within` is: "run",
+    the request's run; "session", the `session_id` of the request's context; "until", a time
+    (`ts` plus `scope.seconds`). `reason` is the rejection's reason (None for an approval)."""
+
+    request: Seq
+    approver: str
+    decision: Literal["approve", "reject"]
+    tool: str
+    policy_digest: Hex64
+    scope: Remember
+    within: str
+    args_digest: Hex64 | None
+    reason: str | None
+    signature: Signature | msgspec.UnsetType = msgspec.UNSET
+
+
+class Forgotten(Event, tag="forgotten", kw_only=True, frozen=True):
+    """A standing decision (the `remembered` event at seq `standing`) revoked: from this event on
+    it covers no call (docs/ledger-format.md, section 12). `by` is who revoked it (from the
+    caller's authentication), `reason` why. Forgetting never lets anything run: the calls it no
+    longer covers are asked about again."""
+
+    standing: Seq
+    by: NonEmpty
+    reason: str | None
 
 
 class Expired(Event, tag="expired", kw_only=True, frozen=True):
@@ -281,6 +327,8 @@ AnyEvent = Union[
     Edited,
     Rejected,
     Responded,
+    Remembered,
+    Forgotten,
     Expired,
     Cancelled,
     ExecutionStarted,
@@ -294,7 +342,7 @@ AnyEvent = Union[
 KINDS = tuple(cls.__struct_config__.tag for cls in AnyEvent.__args__)
 WITH_DATA = (Proposed, Edited)  # the events whose line carries data (arguments, context)
 # an `executed` line may carry the tool's result as data, when the executor chose to keep it
-SIGNABLE = (Approved, Edited, Rejected, Responded, Cancelled)  # the decisions that may carry a `signature`
+SIGNABLE = (Approved, Edited, Rejected, Responded, Cancelled, Remembered)  # the decisions that may carry a `signature`
 
 
 def decider(event: Event) -> str:

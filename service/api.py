@@ -66,7 +66,10 @@ class DecisionBody(msgspec.Struct, forbid_unknown_fields=True):
     """A reviewer's decision on the arguments whose digest they saw. approve: `comment`
     optional; edit: `args` (the new arguments), `reason` optional; reject: `reason` (required:
     it tells the agent what to do instead); respond: `message` (returned in place of the tool's
-    result); cancel: `reason` optional."""
+    result); cancel: `reason` optional. approve and reject: `remember` makes the decision
+    standing ("run", "session" or a duration such as "8h", within what the rule's `remember`
+    clause allows) and `pattern` "exact" limits it to these arguments (docs/ledger-format.md,
+    section 12)."""
 
     decision: Literal["approve", "edit", "reject", "respond", "cancel"]
     digest: str
@@ -74,6 +77,14 @@ class DecisionBody(msgspec.Struct, forbid_unknown_fields=True):
     reason: str | None = None
     message: str | None = None
     comment: str | None = None
+    remember: str | None = None
+    pattern: Literal["exact"] | None = None
+
+
+class ForgetBody(msgspec.Struct, forbid_unknown_fields=True):
+    """Why a standing decision is revoked (optional)."""
+
+    reason: str | None = None
 
 
 class StartBody(msgspec.Struct, forbid_unknown_fields=True):
@@ -93,7 +104,7 @@ class OutcomeBody(msgspec.Struct, forbid_unknown_fields=True):
     result_digest: str | None = None  # instead of `result`: its digest (section 4), the result kept by the agent
 
 
-BODIES = (ProposalBody, DecisionBody, StartBody, OutcomeBody)
+BODIES = (ProposalBody, DecisionBody, StartBody, OutcomeBody, ForgetBody)
 
 
 def digits(text: str) -> bool:
@@ -276,8 +287,21 @@ async def decide(request: Request) -> Response:
         raise ApiError(403, "forbidden", f"{principal.name} is an agent: it may only cancel its own calls", rid)
     service = _service(request)
     state = await run_in_threadpool(service.decide, principal, rid, body.decision, digest=body.digest, args=body.args,
-                                    reason=body.reason, message=body.message, comment=body.comment)
+                                    reason=body.reason, message=body.message, comment=body.comment,
+                                    remember=body.remember, pattern=body.pattern)
     return _json(state_view(service, state))
+
+
+async def forget(request: Request) -> Response:
+    """Revoke a standing decision (the seq of its `remembered` event) as the token's reviewer."""
+    principal = _principal(request, "reviewer")
+    text = request.path_params["seq"]
+    if not digits(text) or len(text) > 19 or int(text) < 1:
+        raise ApiError(404, "not_standing", f"no standing decision has the seq {text!r}: a seq is a positive integer")
+    body = await _body(request, ForgetBody)
+    service = _service(request)
+    await run_in_threadpool(service.forget, principal, int(text), body.reason)
+    return _json({"standing": int(text), "forgotten": True})
 
 
 async def history(request: Request) -> Response:
@@ -392,6 +416,7 @@ routes = [
     Route("/v1/requests/{request}/start", start, methods=["POST"]),
     Route("/v1/requests/{request}/outcome", outcome, methods=["POST"]),
     Route("/v1/requests/{request}/decision", decide, methods=["POST"]),
+    Route("/v1/standing/{seq}/forget", forget, methods=["POST"]),
     Route("/v1/calls/{call_id:path}", by_call_id, methods=["GET"]),
     Route("/v1/runs/{run:path}/events", run_events, methods=["GET"]),
     Route("/v1/queue", queue, methods=["GET"]),

@@ -350,12 +350,16 @@ class Service:
         return out, hidden
 
     def decide(self, reviewer: Principal, request: int, decision: str, *, digest: str, args: Any = None,
-               reason: str | None = None, message: str | None = None, comment: str | None = None) -> RequestState:
+               reason: str | None = None, message: str | None = None, comment: str | None = None,
+               remember: str | None = None, pattern: str | None = None) -> RequestState:
         """Record `reviewer`'s decision, signed by the service. `decision`: approve, edit,
-        reject, respond, or cancel (a reviewer who may decide it, or the proposing agent)."""
+        reject, respond, or cancel (a reviewer who may decide it, or the proposing agent).
+        `remember`, `pattern`: make an approval or a rejection standing (Gate.approve)."""
         with self.gate() as gate:
             state = gate.get(request)
             if decision == "cancel":
+                if remember is not None or pattern is not None:
+                    raise ApiError(422, "invalid_call", "only an approval or a rejection can be remembered", request)
                 if reviewer.kind == "agent" and state.proposer != reviewer.name:
                     raise ApiError(403, FORBIDDEN, "an agent cancels only its own calls", request)
                 return gate.cancel(request, by=reviewer.name, reason=reason, digest=digest, signing=self.signing)
@@ -364,7 +368,15 @@ class Service:
             # an edit re-enters the policy that decided the call (an older one, after a reload)
             policy = self.policies.get(state.policy_digest, self.loaded.policy) if decision == "edit" else None
             return gate.decide(request, decision, by=reviewer.name, digest=digest, args=args, reason=reason,
-                               message=message, comment=comment, signing=self.signing, policy=policy)
+                               message=message, comment=comment, signing=self.signing, policy=policy,
+                               remember=remember, pattern=pattern)
+
+    def forget(self, reviewer: Principal, standing: int, reason: str | None = None) -> None:
+        """Revoke the standing decision at seq `standing` (Gate.forget), as `reviewer`."""
+        if reviewer.kind != "reviewer":
+            raise ApiError(403, FORBIDDEN, f"{reviewer.name} is a {reviewer.kind}; only a reviewer forgets a standing decision")
+        with self.gate() as gate:
+            gate.forget(standing, by=reviewer.name, reason=reason)
 
     def history(self, principal: Principal, *, tool: str | None = None, run: str | None = None,
                 status: str | None = None, decided_by: str | None = None, text: str | None = None,

@@ -52,9 +52,9 @@ from pathlib import Path
 ZERO = "0" * 64
 FORMAT = "countersign-ledger/1"
 FORMAT_2 = "countersign-ledger/2"
-SIGNABLE = ("approved", "edited", "rejected", "responded", "cancelled")
+SIGNABLE = ("approved", "edited", "rejected", "responded", "cancelled", "remembered")
 DECIDER = {"approved": "approver", "edited": "editor", "rejected": "approver", "responded": "approver",
-           "cancelled": "by"}
+           "cancelled": "by", "remembered": "approver"}
 SEGMENT = re.compile(r"events-(\d{8})\.jsonl")
 HEX64 = re.compile(rb"[0-9a-f]{64}")
 TS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z")
@@ -309,10 +309,15 @@ def _obj(spec):
 RULES = lambda v: isinstance(v, list) and all(map(_obj({"id": _str, "line": _nat}), v))
 DECISIONS = ("approve", "edit", "reject", "respond")
 QUORUM = _obj({"count": _pos, "approvers": lambda v: v is None or _strs(v), "group": _opt})
-REQUIREMENTS = _obj({
+_REQUIREMENTS = {
     "quorums": lambda v: isinstance(v, list) and len(v) >= 1 and all(map(QUORUM, v)),
     "decisions": lambda v: _strs(v) and set(v) <= set(DECISIONS), "timeout_seconds": _pos,
-    "on_timeout": _one_of("reject"), "timeout_message": _opt})
+    "on_timeout": _one_of("reject"), "timeout_message": _opt}
+# section 3 and 12: {"scope": "run" | "session"} or {"scope": "until", "seconds": int >= 1}
+REMEMBER = lambda v: _obj({"scope": _one_of("run", "session")})(v) or _obj({"scope": _one_of("until"), "seconds": _pos})(v)
+REQUIREMENTS = lambda v: _obj(_REQUIREMENTS)(v) or _obj({**_REQUIREMENTS, "remember": REMEMBER})(v)  # `remember` optional, last
+_COVERED = {"by": _pos, "requirements": REQUIREMENTS}
+COVERED = lambda v: _obj(_COVERED)(v) or _obj({**_COVERED, "session": _str})(v)  # section 12: `session` optional
 EFFECT = _one_of("allow", "deny", "ask")
 _SIGNATURE_1 = {
     "signer": _one_of("reviewer", "service"), "key": lambda v: isinstance(v, str) and 1 <= len(v) <= 256,
@@ -335,7 +340,10 @@ KINDS = {
                "policy_digest": _hex, "effect": EFFECT, "rules": RULES,
                "requirements": REQUIREMENTS, "reason": _opt},
     "rejected": {"request": _pos, "approver": _str, "reason": _str},
+    "remembered": {"request": _pos, "approver": _str, "decision": _one_of("approve", "reject"), "tool": _str,
+                   "policy_digest": _hex, "scope": REMEMBER, "within": _str, "args_digest": _opt_hex, "reason": _opt},
     "responded": {"request": _pos, "approver": _str, "message": _str},
+    "forgotten": {"standing": _pos, "by": lambda v: isinstance(v, str) and len(v) >= 1, "reason": _opt},
     "expired": {"request": _pos, "outcome": _one_of("reject"), "message": _opt},
     "cancelled": {"request": _pos, "by": _str, "reason": _opt},
     "execution_started": {"request": _pos, "args_digest": _hex, "executor": _opt},
@@ -378,6 +386,8 @@ def parse_line(line: bytes):
     spec = {**COMMON, **(KEY if "key" in body.names else {}), **KINDS[body["kind"]]}
     if body["kind"] in SIGNABLE and body.names[-1:] == ["signature"]:  # section 11.1: optional, last
         spec["signature"] = SIGNATURE
+    if body["kind"] == "proposed" and body.names[-1:] == ["remembered"]:  # section 12: optional, last
+        spec["remembered"] = COVERED
     if not _members(body, spec):
         raise Bad(f"members of {body['kind']} are {body.names}, expected {list(spec)}")
     for k, t in spec.items():
@@ -442,14 +452,23 @@ class Workflow:
         self.req = {}
         self.with_data = {}  # seq of a proposed or edited event -> (kind, request)
         self.redacted = {}  # target -> [paths of the redacted events so far, in order]
+        self.standing = {}  # seq of a remembered event -> its body and whether it stands (section 12)
 
     def apply(self, e):
         kind, seq = e["kind"], e["seq"]
         if kind == "proposed":
+            allowed, final = e["effect"] == "allow", e["effect"] == "deny"
+            if "remembered" in e:
+                c = e["remembered"]
+                if e["effect"] != "ask" or self.covering(e) != c["by"]:
+                    raise Bad(f"not-covered: the standing decision at seq {c['by']} does not cover this proposal")
+                allowed = self.standing[c["by"]]["e"]["decision"] == "approve"
+                final = not allowed
             self.req[seq] = dict(
-                proposer=e["proposer"], effect=e["effect"], digest=e["args_digest"],
-                final=e["effect"] == "deny", interrupted=False, requirements=None,
-                deadline=None, votes=set(), approved=False, started=None, basis=seq)
+                proposer=e["proposer"], effect="allow" if allowed else e["effect"], digest=e["args_digest"],
+                final=final, interrupted=False, requirements=None,
+                deadline=None, votes=set(), approved=False, started=None, basis=seq,
+                tool=e["tool"], run=e["run"], policy_digest=e["policy_digest"], remembering=None)
             self.with_data[seq] = ("proposed", seq)
             return
         if kind == "redacted":
@@ -469,6 +488,13 @@ class Workflow:
                     raise Bad(f"already-redacted: {path} of seq {target} lies inside {q}")
             earlier.append(path)
             return
+        if kind == "forgotten":  # section 12: a standing decision in force, no longer
+            st = self.standing.get(e["standing"])
+            if st is None or st.get("forgotten") or (
+                    st["e"]["scope"]["scope"] == "until" and not e["ts"] < st["e"]["within"]):
+                raise Bad(f"not-standing: seq {e['standing']} is no standing decision in force")
+            st["forgotten"] = True
+            return
         if "request" not in e:
             return  # genesis, recovered, roster, policy
         r = self.req.get(e["request"])
@@ -477,6 +503,15 @@ class Workflow:
         if r["final"]:
             raise Bad(f"request {e['request']} is already final")
         pending = r["interrupted"] and not r["approved"]
+        if r["remembering"] is not None:  # section 12: it stands once its own decision follows
+            st = self.standing[r["remembering"]]
+            if (kind, e.get(DECIDER.get(kind, ""))) == ({"approve": "approved", "reject": "rejected"}[st["e"]["decision"]],
+                                                        st["e"]["approver"]):
+                st["stands"] = True
+            r["remembering"] = None
+        if kind == "remembered":
+            self.remembered(r, e, pending)
+            return
         if kind == "interrupted":
             if r["effect"] != "ask" or r["interrupted"]:
                 raise Bad("only an ask proposal is interrupted, and only once")
@@ -524,6 +559,60 @@ class Workflow:
                 raise Bad("executed without a matching execution_started")
             r["final"] = True
 
+    def remembered(self, r, e, pending):
+        """Section 12: a standing decision of a pending request."""
+        q, who = r["requirements"], e["approver"]
+        if not pending or e["decision"] not in q["decisions"] or not self.admits(r, q, who) or not e["ts"] < r["deadline"]:
+            raise Bad("standing-decision: its reviewer may not decide the request so now")
+        if "remember" not in q or not _admits(q["remember"], e["scope"]):
+            raise Bad("standing-decision: the requirements do not admit its scope")
+        if (e["tool"], e["policy_digest"]) != (r["tool"], r["policy_digest"]):
+            raise Bad("standing-decision: another tool or policy digest than the request's")
+        if e["args_digest"] is not None and e["args_digest"] != r["digest"]:
+            raise Bad("standing-decision: arguments other than the request's current ones")
+        scope = e["scope"]["scope"]
+        if scope == "run" and (r["run"] is None or e["within"] != r["run"]):
+            raise Bad("standing-decision: within is not the request's run")
+        if scope == "until" and e["within"] != _plus(e["ts"], e["scope"]["seconds"]):
+            raise Bad("standing-decision: within is not ts plus the seconds")
+        if e["decision"] == "approve" and (who in r["votes"] or not all(
+                q2["count"] == 1 and (q2["approvers"] is None or who in q2["approvers"]) for q2 in q["quorums"])):
+            raise Bad("standing-decision: one approval by its reviewer does not meet the requirements")
+        if (e["decision"] == "reject") != (e["reason"] is not None):
+            raise Bad("standing-decision: a reason exactly for a rejection")
+        self.standing[e["seq"]] = {"e": e, "stands": False}
+        r["remembering"] = e["seq"]
+
+    def covering(self, p):
+        """Section 12: the seq of the standing decision that covers proposal `p`, or None."""
+        c = p["remembered"]
+        q = c["requirements"]
+        if "remember" not in q:
+            return None
+        best = None
+        for seq, st in self.standing.items():
+            s = st["e"]
+            scope = s["scope"]["scope"]
+            if not st["stands"] or st.get("forgotten") or (s["tool"], s["policy_digest"]) != (p["tool"], p["policy_digest"]):
+                continue
+            if not _admits(q["remember"], s["scope"]) or s["args_digest"] not in (None, p["args_digest"]):
+                continue
+            where = {"run": p["run"], "session": c.get("session")}.get(scope)
+            if (scope == "until" and not p["ts"] < s["within"]) or (scope != "until" and s["within"] != where):
+                continue
+            who = s["approver"]
+            if who == p["proposer"]:
+                continue
+            admitted = [quorum["approvers"] is None or who in quorum["approvers"] for quorum in q["quorums"]]
+            if s["decision"] == "approve" and not ("approve" in q["decisions"] and all(
+                    ok and quorum["count"] == 1 for ok, quorum in zip(admitted, q["quorums"]))):
+                continue
+            if s["decision"] == "reject" and not any(admitted):
+                continue
+            rank = (s["decision"] == "reject", seq)
+            best = rank if best is None or rank > best else best
+        return None if best is None else best[1]
+
     @staticmethod
     def admits(r, q, who):
         return who != r["proposer"] and any(
@@ -537,6 +626,19 @@ class Workflow:
         if all(len([v for v in r["votes"] if q["approvers"] is None or v in q["approvers"]]) >= q["count"]
                for q in r["requirements"]["quorums"]):
             r["approved"] = True
+
+
+def _admits(a, b):
+    """Section 12: Remember `a` admits `b`."""
+    if a["scope"] == "until" or b["scope"] == "until":
+        return a["scope"] == b["scope"] == "until" and b["seconds"] <= a["seconds"]
+    return ("run", "session").index(b["scope"]) <= ("run", "session").index(a["scope"])
+
+
+def _plus(ts, seconds):
+    from datetime import timedelta, timezone
+    t = datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc) + timedelta(seconds=seconds)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 # ---- section 11: rosters and signed decisions ---------------------------------------------------
@@ -674,7 +776,8 @@ def _verify(segs, contents, found, keep, rosters=()):
         kind = body["kind"]
         if kind == "genesis":
             signed.update(format=body["format"], ledger_id=body["ledger_id"])
-        if signed["format"] == FORMAT and (kind in ("roster", "policy") or "signature" in body):
+        if signed["format"] == FORMAT and (kind in ("roster", "policy", "remembered", "forgotten") or "signature" in body
+                                           or "remembered" in body):
             raise Bad(f"a {kind} event with what only {FORMAT_2} allows")
         before = None
         if rosters and kind in SIGNABLE and body["request"] in flow.req:

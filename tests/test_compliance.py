@@ -32,7 +32,8 @@ An *evaluation* case loads the policy (it must load without errors) and evaluate
     "reason"        optional: a substring of one of the Decision's reasons
     "no_reasons"    optional: true when the Decision carries no reason at all
     "requirements"  optional: an object; each key present must equal that field of the Decision's
-                    requirements as JSON (`quorums` is a list of {"count", "approvers", "group"});
+                    requirements as JSON (`quorums` is a list of {"count", "approvers", "group"};
+                    `remember` is {"scope", "seconds"?}, or null when nothing may be remembered);
                     null means the Decision has none
     "met_by"        optional: a list of approver sets (lists of identities) each of which meets
                     every quorum of the Decision's requirements
@@ -73,7 +74,7 @@ EVAL_KEYS = {
     "error_message", "reason", "no_reasons", "requirements", "met_by", "not_met_by",
 }
 DIAG_KEYS = {"comment", "policy", "line", "column", "help"}
-REQUIREMENT_FIELDS = {"quorums", "decisions", "timeout_seconds", "on_timeout", "timeout_message"}
+REQUIREMENT_FIELDS = {"quorums", "decisions", "timeout_seconds", "on_timeout", "timeout_message", "remember"}
 
 
 def _slug(text: str) -> str:
@@ -200,7 +201,8 @@ def test_compliance(filename, group_index, case_index, group, case):
         else:
             assert decision.requirements is not None, f"{where}: the Decision has no requirements:\n{shown}"
             for field, value in expected.items():
-                actual = msgspec.json.decode(msgspec.json.encode(getattr(decision.requirements, field)))
+                got = getattr(decision.requirements, field)
+                actual = None if got is msgspec.UNSET else msgspec.json.decode(msgspec.json.encode(got))
                 assert actual == value, f"{where}: requirements.{field} is {actual!r}, expected {value!r}"
     for approvers in case.get("met_by", []):
         assert decision.requirements.met_by(approvers), f"{where}: {approvers} should meet {decision.requirements.describe()}"

@@ -266,3 +266,59 @@ def test_the_checkpoint_covers_the_whole_ledger_so_the_hashes_are_real(original)
     last = all_lines(path)[-1][2]
     assert lines.split(last)[1] == checkpoint.head
     assert hashlib.sha256(lines.split(last)[0]).hexdigest() == checkpoint.head
+
+
+# --- standing decisions (docs/ledger-format.md, section 12) ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def standing_original(tmp_path_factory) -> tuple[Path, object, dict[str, int]]:
+    """A ledger holding the events standing decisions add: a `remembered` event, a proposal it
+    decided (`remembered` member) and a `forgotten` event; with a checkpoint of all of it."""
+    from dsl import Policy
+    from ledger.clock import ManualClock
+    from ledger.store.log import Ledger
+    from ledger.workflow.gate import Gate
+    from support import START
+
+    path = tmp_path_factory.mktemp("standing") / "ledger"
+    clock = ManualClock(START)
+    policy = Policy.from_text('ask t remember session\n', "standing.policy")
+    with Gate(policy, Ledger(path, segment_bytes=SEGMENT_BYTES, clock=clock), clock=clock) as gate:
+        p = gate.propose("t", {"n": 1}, proposer="agent", run="r1", context={"session_id": "s1"})
+        gate.approve(p.request, approver="sup-1", digest=p.args_digest, remember="session")
+        q = gate.propose("t", {"n": 2}, proposer="agent", run="r2", context={"session_id": "s1"})
+        assert q.status == "allowed"
+        gate.forget(p.request + 2, by="sup-1", reason="done")
+        gate.propose("t", {"n": 3}, proposer="agent", run="r2", context={"session_id": "s1"})
+    checkpoint, _ = make_checkpoint(path, generate_key("standing-key"))
+    return path, checkpoint, {"remembered": p.request + 2, "proposed": q.request, "forgotten": q.request + 1}
+
+
+@pytest.mark.parametrize("op", ["flip", "edit"])
+@pytest.mark.parametrize("kind", ["remembered", "proposed", "forgotten"])
+def test_flipping_or_editing_any_field_of_the_standing_events_is_named_by_seq(standing_original, tmp_path, op, kind):
+    original, checkpoint, seqs = standing_original
+    path = tmp_path / "ledger"
+    shutil.copytree(original, path)
+    rows = all_lines(path)
+    index = seqs[kind] - 1
+    segment, _, line = rows[index]
+    assert f'"kind":"{kind}"'.encode() in line
+    body, _, data = lines.split(line)
+    fields = [f"body.{member}" for member in members(body)] + ["hash"] + (["data"] if data != b"null" else [])
+    assert len(fields) >= 8
+    for field in fields:
+        start, end = field_span(line, field)
+        if op == "flip":
+            middle = (start + end) // 2
+            changed = line[:middle] + bytes([line[middle] ^ 0x01]) + line[middle + 1 :]
+        elif field == "hash":
+            changed = line[:start] + hashlib.sha256(line[start:end]).hexdigest().encode() + line[end:]
+        else:
+            changed = line[:start] + edited_value(line[start:end]) + line[end:]
+        assert changed != line
+        write_lines(path, [(s, changed if i == index else l) for i, (s, _, l) in enumerate(rows)])
+        assert_caught_at(path, checkpoint, index + 1)
+    write_lines(path, [(s, l) for s, _, l in rows])
+    assert verify_against_checkpoint(path, checkpoint)[0].ok

@@ -60,6 +60,10 @@ ask big_change
   id "big"
 deny big_change when args.amount > 1000
   reason "Changes above 1000 are not made by agents."
+
+ask sticky_change
+  remember session
+  id "sticky"
 """
 
 COMMENT = 'looks "fine" \\o/ ✓ — ok'
@@ -152,6 +156,20 @@ def build_gate_ledger(path: Path, segment_bytes: int = 4096) -> dict[str, int]:
     tick(3)
     g.approve(p.request, approver="sup-3", digest=p.args_digest)
     tick(100)
+    # standing decisions (docs/ledger-format.md, section 12): an approval and a rejection, each
+    # deciding a later call of the same session
+    p = g.propose("sticky_change", {"id": 1}, proposer="agent", run="r6", context={"session_id": "s1"})
+    g.approve(p.request, approver="sup-1", digest=p.args_digest, remember="session")
+    p = g.propose("sticky_change", {"id": 2}, proposer="agent", run="r6", context={"session_id": "s1"})
+    assert p.status == "allowed"
+    ids["standing-approved"] = p.request
+    g.execute(p.request, lambda a: None)
+    p = g.propose("sticky_change", {"id": 3}, proposer="agent", run="r7", context={"session_id": "s2"})
+    g.reject(p.request, approver="sup-2", reason="Not in this session.", remember="run")
+    p = g.propose("sticky_change", {"id": 4}, proposer="agent", run="r7", context={"session_id": "s2"})
+    assert p.status == "rejected"
+    ids["standing-rejected"] = p.request
+    g.forget(p.request - 2, by="sup-2", reason="the session is over")  # the rejection's remembered event
     p = g.propose("small_change", {"id": 8}, proposer="agent-2", run="r5", call_id="call-8")
     ids["pending"] = p.request
     assert g.propose("small_change", {"id": 8}, proposer="agent-2", run="r5", call_id="call-8").duplicate
@@ -198,6 +216,16 @@ def plain(value):
     return msgspec.json.decode(msgspec.json.encode(value))
 
 
+def plain_requirements(value):
+    """Requirements as the views give them: a struct whose `remember` is null when unset."""
+    if value is None:
+        return None
+    out = {"remember": None, **plain(value)}
+    if out["remember"] is not None:
+        out["remember"] = {"seconds": None, **out["remember"]}
+    return out
+
+
 def ts_text(value: datetime | None) -> str | None:
     return None if value is None else format_ts(value)
 
@@ -217,6 +245,7 @@ def test_requests_agree_with_the_replay_on_every_field(gate_ledger):
         "approve-execute": "executed", "edit-quorum-2": "executed", "quorum-2": "approved",
         "approve-edit-approve": "approved", "reject": "rejected", "respond": "responded", "cancel": "cancelled",
         "approve-cancel": "cancelled", "expire": "expired", "pending-half": "pending", "pending": "pending",
+        "standing-approved": "executed", "standing-rejected": "rejected",
     }
     for request, state in workflow.requests.items():
         row = by_request[request]
@@ -234,7 +263,7 @@ def test_requests_agree_with_the_replay_on_every_field(gate_ledger):
             "digest": state.digest,
             "original_digest": state.original_digest,
             "status": state.status,
-            "requirements": plain(state.requirements),
+            "requirements": plain_requirements(state.requirements),
             "quorum": max(q.count for q in state.requirements.quorums) if state.requirements else None,
             "quorums": plain(state.requirements.quorums) if state.requirements else None,
             "deadline_text": state.deadline,
@@ -272,6 +301,14 @@ def test_events_carry_every_body_member_of_every_record(gate_ledger):
         row = by_seq[record.seq]
         kinds_seen.add(row["kind"])
         body = plain(record.event)
+        # the views' structs have every member; one msgspec leaves out when unset is null there
+        if body.get("requirements") is not None:
+            body["requirements"] = plain_requirements(record.event.requirements)
+        if body.get("remembered") is not None:
+            body["remembered"] = {**body["remembered"], "session": record.event.remembered.session,
+                                  "requirements": plain_requirements(record.event.remembered.requirements)}
+        if body.get("scope") is not None:
+            body["scope"] = {"seconds": None, **body["scope"]}
         for key, value in body.items():
             column = {"ts": "ts_text", "deadline": "deadline_text"}.get(key, key)
             assert row[column] == value, (record.seq, key)
@@ -339,7 +376,7 @@ def test_pending_decision_times_and_rates_agree_with_the_replay(gate_ledger):
     for record in records:
         event = record.event
         who = getattr(event, "approver", None) or getattr(event, "editor", None)
-        if who is not None:
+        if who is not None and not isinstance(event, ev.Remembered):  # a standing decision is part of its decision
             actions[(who, event.__struct_config__.tag)] += 1
     by_approver = {r["approver"]: r for r in rows(con, "SELECT * FROM rates_by_approver")}
     assert set(by_approver) == {who for who, _ in actions}
@@ -1050,8 +1087,10 @@ def test_every_workflow_rule_has_a_case():
     codes = {cls.code for cls in vars(workflow).values() if isinstance(cls, type) and issubclass(cls, workflow.Violation)}
     # misplaced-genesis is reached only through verify's format check (see t_second_genesis).
     # format-version (a signature or roster event in a version 1 ledger) is not among the views'
-    # rules yet: verify and the Gate check it (tests/test_identity.py).
-    assert codes - {"violation", "misplaced-genesis", "format-version"} == set(UNLAWFUL)
+    # rules yet: verify and the Gate check it (tests/test_identity.py); nor are standing-decision,
+    # not-covered and not-standing (tests/test_sticky.py): the views take a proposal's standing decision as recorded.
+    assert codes - {"violation", "misplaced-genesis", "format-version", "standing-decision", "not-covered",
+                     "not-standing"} == set(UNLAWFUL)
 
 
 def _lawful_tail(f: Forge) -> None:
@@ -1142,7 +1181,7 @@ def test_random_histories_agree_with_the_replay_and_verify(workspace, seed):
     }
     want = {
         s.request: (s.status, s.decision, s.decided_at, s.decided_by, s.reason, list(s.approvals), s.approvers, s.edits,
-                    s.digest, plain(s.requirements), s.deadline, s.executed_at, s.outcome)
+                    s.digest, plain_requirements(s.requirements), s.deadline, s.executed_at, s.outcome)
         for s in workflow.requests.values()
     }
     assert got == want

@@ -63,7 +63,7 @@ import msgspec
 from ledger import events as ev
 from ledger.store import lines as ln
 from ledger.store.log import LedgerUnreadable, list_segments, segment_name
-from ledger.workflow.machine import RequestState, Violation, Workflow
+from ledger.workflow.machine import RequestState, Standing, Violation, Workflow
 
 FORMAT = "countersign-projection/2"
 DIRECTORY = "projection"
@@ -253,13 +253,14 @@ def _freeze(value: Any) -> Any:
 
 
 # The Workflow's indexes of its open requests, made again from them on load (not stored).
-_DERIVED = ("requests", "by_call_id", "pending", "interrupting", "_deadlines", "archive")
+_DERIVED = ("requests", "by_call_id", "pending", "interrupting", "_deadlines", "archive", "_standing_by")
 
 
 def _dump_workflow(workflow: Workflow) -> bytes:
     """The fold's state other than the requests (msgpack, no code): every attribute a
     Workflow has beside `requests`, `by_call_id` and the indexes made from the open requests."""
     aux = {k: v for k, v in vars(workflow).items() if k not in _DERIVED}
+    aux["standing"] = list(workflow.standing.values())  # indexed again on load (Workflow.add_standing)
     return msgspec.msgpack.encode({k: (sorted(v, key=repr) if isinstance(v, set) else v) for k, v in aux.items()})
 
 
@@ -268,6 +269,11 @@ def _load_workflow(workflow: Workflow, blob: bytes | None) -> None:
         return
     for name, value in msgspec.msgpack.decode(blob).items():
         if name in _DERIVED:  # a projection written before they were left out
+            continue
+        if name == "standing":
+            workflow.standing, workflow._standing_by = {}, {}
+            for item in msgspec.convert(value, list[Standing]):
+                workflow.add_standing(item)
             continue
         current = getattr(workflow, name, None)
         if isinstance(current, set):

@@ -142,7 +142,7 @@ COLUMNS: dict[str, dict[str, str]] = {
         "approvals": "BIGINT: len(approved_by)",
         "quorum": "BIGINT: the most approvals any one quorum needs (every quorum must be met)",
         "quorums": "STRUCT(count, approvers, group)[]: the quorums in force, all of which must be met",
-        "requirements": "STRUCT(quorums, decisions, timeout_seconds, on_timeout, timeout_message): "
+        "requirements": "STRUCT(quorums, decisions, timeout_seconds, on_timeout, timeout_message, remember): "
         "those in force (the interrupt's, or the last edit's)",
         "deadline": _T, "deadline_text": "VARCHAR: deadline as the ledger spells it",
         "interrupted_at": _T,
@@ -468,11 +468,20 @@ def _layout_ok(t: mi.Type, at: _At, depth: int = 0) -> str | None:
     """SQL boolean: the objects inside the (valid) value at `at` have exactly msgspec's member
     order, every member present once; None when `t` holds no object."""
     if isinstance(t, mi.StructType):
-        checks = [f"json_keys({at.base}, {_lit(at.path)}) = {_list_lit([f.encode_name for f in t.fields])}"]
+        keys = f"json_keys({at.base}, {_lit(at.path)})"
+        names = [f.encode_name for f in t.fields]
+        # members msgspec leaves out when unset (or, under omit_defaults, when at their default)
+        optional = [f.encode_name for f in t.fields if _omittable(f) or (_omits_defaults(t) and not f.required)]
+        expected = _list_lit(names)
+        if optional:
+            expected = f"list_filter({expected}, lambda k: NOT list_contains({_list_lit(optional)}, k) OR list_contains({keys}, k))"
+        checks = [f"{keys} = {expected}"]
         for f in t.fields:
-            inner = _layout_ok(f.type, at.child(f.encode_name), depth)
+            child = at.child(f.encode_name)
+            inner = _layout_ok(f.type, child, depth)
             if inner is not None:
-                checks.append(inner)
+                checks.append(inner if f.encode_name not in optional
+                              else f"(json_type({child.base}, {_lit(child.path)}) IS NULL OR {inner})")
         return _all(checks)
     if isinstance(t, (mi.VarTupleType, mi.ListType)):
         var = f"x{depth}"
@@ -486,6 +495,10 @@ def _layout_ok(t: mi.Type, at: _At, depth: int = 0) -> str | None:
             raise NotImplementedError(f"no layout check for {t}")
         return None
     return None
+
+
+def _omits_defaults(t: mi.StructType) -> bool:
+    return bool(getattr(t.cls.__struct_config__, "omit_defaults", False))
 
 
 def _omittable(f: mi.Field) -> bool:
@@ -508,7 +521,7 @@ def _canonical_sql() -> str:
         for f in st.fields:
             inner = _layout_ok(f.type, _At("body", _jpath(f.encode_name)))
             if inner is not None:
-                checks.append(inner)
+                checks.append(inner if not _omittable(f) else f"(NOT list_contains(_keys, {_lit(f.encode_name)}) OR {inner})")
         branches.append(f"WHEN {_lit(st.tag)} THEN {_all(checks)}")
     layout = f"CASE json_extract_string(body, '$.\"kind\"') {' '.join(branches)} ELSE false END"
     spelling = (
@@ -910,7 +923,7 @@ _TIMELINE_COLUMNS = ", ".join(
         "position", "seq", "ts", "ts_text", "kind", "request", "run", "proposer", "call_id", "tool", "args_digest",
         "policy", "policy_digest", "effect", "rules", "reasons", "requirements", "deadline", "deadline_text",
         "approver", "comment", "editor", "replaces", "reason", "message", "outcome", "by", "executor",
-        "result_digest", "error", "segment_file", "line",
+        "result_digest", "error", "segment_file", "line", "remembered", "decision",
     )
 )
 
@@ -933,18 +946,30 @@ props AS (
     FROM valid_events WHERE kind = 'proposed'
     QUALIFY row_number() OVER (PARTITION BY seq ORDER BY position DESC) = 1
 ),
+-- the standing decisions (docs/ledger-format.md, section 12): a proposal that names one is decided
+-- by it ("as recorded": whether it covers the proposal is verify's rule, not checked here)
+standing AS (
+    SELECT position AS s_position, seq AS s_seq, decision AS s_decision, approver AS s_approver, reason AS s_reason
+    FROM valid_events WHERE kind = 'remembered'
+    QUALIFY row_number() OVER (PARTITION BY seq ORDER BY position DESC) = 1
+),
 t0 AS (
     SELECT ev.*, props.p_position IS NOT NULL AS known, props.p_proposer AS request_proposer,
+           standing.s_decision, standing.s_reason,
            CASE kind WHEN 'approved' THEN approver WHEN 'edited' THEN editor WHEN 'rejected' THEN approver
-                     WHEN 'responded' THEN approver WHEN 'cancelled' THEN "by" END AS actor,
+                     WHEN 'responded' THEN approver WHEN 'cancelled' THEN "by" WHEN 'remembered' THEN approver
+                     WHEN 'proposed' THEN standing.s_approver END AS actor,
            CASE kind WHEN 'approved' THEN 'approve' WHEN 'edited' THEN 'edit' WHEN 'rejected' THEN 'reject'
                      WHEN 'responded' THEN 'respond' END AS decision_word,
            CASE WHEN kind IN ('proposed', 'edited') THEN args_digest END AS digest_set,
-           CASE WHEN kind IN ('interrupted', 'edited') THEN requirements END AS reqs_set,
+           CASE WHEN kind IN ('interrupted', 'edited') THEN requirements
+                WHEN kind = 'proposed' AND standing.s_decision IS NOT NULL THEN remembered.requirements END AS reqs_set,
            CASE WHEN kind = 'interrupted' THEN deadline_text END AS deadline_set,
            coalesce(sum(CASE WHEN kind IN ('genesis', 'proposed') THEN 1 ELSE 0 END) OVER (
                ORDER BY position ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) > 0 AS opened_before
     FROM ev LEFT JOIN props ON props.p_seq = ev.request AND props.p_position <= ev.position
+            LEFT JOIN standing ON ev.kind = 'proposed' AND standing.s_seq = ev.remembered.by
+                                 AND standing.s_position < ev.position
 ),
 t1 AS (
     SELECT *,
@@ -989,6 +1014,7 @@ t5 AS (
 t6 AS (
     SELECT *,
            CASE WHEN NOT known THEN NULL
+                WHEN kind = 'proposed' AND s_decision IS NOT NULL THEN CASE s_decision WHEN 'approve' THEN 'allowed' ELSE 'rejected' END
                 WHEN kind = 'proposed' THEN CASE effect WHEN 'allow' THEN 'allowed' WHEN 'ask' THEN 'interrupting' ELSE 'denied' END
                 WHEN kind = 'interrupted' THEN 'pending'
                 WHEN kind IN ('approved', 'edited') THEN CASE WHEN reaches_quorum THEN 'approved' END
@@ -1006,6 +1032,7 @@ t7 AS (
            last_value(status_set IGNORE NULLS) OVER w_before AS status_before,
            last_value(status_set IGNORE NULLS) OVER w_upto AS status_after,
            CASE WHEN kind = 'proposed' AND status_set = 'denied' THEN 'deny'
+                WHEN kind = 'proposed' AND s_decision IS NOT NULL THEN s_decision
                 WHEN reaches_quorum THEN 'approve'
                 WHEN kind = 'rejected' THEN 'reject'
                 WHEN kind = 'responded' THEN 'respond'
@@ -1019,7 +1046,7 @@ t7 AS (
 SELECT *,
        CASE
            WHEN kind = 'genesis' THEN CASE WHEN opened_before THEN 'misplaced-genesis' END
-           WHEN kind IN ('proposed', 'recovered', 'redacted', 'roster', 'policy') THEN NULL  -- redactions: see `violations`
+           WHEN kind IN ('proposed', 'recovered', 'redacted', 'roster', 'policy', 'forgotten') THEN NULL  -- redactions: see `violations`
            WHEN NOT known THEN 'unknown-request'
            WHEN status_before IN ({final}) THEN 'request-final'
            WHEN kind = 'interrupted' THEN CASE WHEN status_before <> 'interrupting' THEN 'not-interruptible' END
@@ -1144,7 +1171,8 @@ t AS (
     SELECT *,
            max(epoch) OVER (PARTITION BY request) AS last_epoch,
            position = max(CASE WHEN decision_set IS NOT NULL THEN position END) OVER (PARTITION BY request) AS last_decision,
-           position = max(CASE WHEN kind IN ('rejected', 'responded', 'expired', 'cancelled') THEN position END)
+           position = max(CASE WHEN kind IN ('rejected', 'responded', 'expired', 'cancelled')
+                                    OR (kind = 'proposed' AND s_decision = 'reject') THEN position END)
                OVER (PARTITION BY request) AS last_final,
            position = max(CASE WHEN reqs_set IS NOT NULL THEN position END) OVER (PARTITION BY request) AS last_reqs,
            position = max(CASE WHEN kind = 'interrupted' THEN position END) OVER (PARTITION BY request) AS last_interrupt,
@@ -1159,9 +1187,10 @@ agg AS (
            any_value(status_set) FILTER (WHERE last_status) AS status,
            any_value(decision_set) FILTER (WHERE last_decision) AS decision,
            any_value(ts) FILTER (WHERE last_decision) AS decided_at,
-           any_value(CASE WHEN kind = 'expired' OR (kind = 'proposed') THEN NULL ELSE actor END) FILTER (WHERE last_decision) AS decided_by,
+           any_value(CASE WHEN kind = 'expired' THEN NULL ELSE actor END) FILTER (WHERE last_decision) AS decided_by,
            any_value(CASE kind WHEN 'rejected' THEN reason WHEN 'responded' THEN message
-                               WHEN 'expired' THEN message WHEN 'cancelled' THEN reason END) FILTER (WHERE last_final) AS reason,
+                               WHEN 'expired' THEN message WHEN 'cancelled' THEN reason
+                               WHEN 'proposed' THEN s_reason END) FILTER (WHERE last_final) AS reason,
            coalesce(list(actor ORDER BY position) FILTER (WHERE kind IN ('approved', 'edited')), []::VARCHAR[]) AS approvers,
            coalesce(list(actor ORDER BY position) FILTER (WHERE approval_rank = 1 AND epoch = last_epoch), []::VARCHAR[]) AS approved_by,
            count(*) FILTER (WHERE kind = 'edited') AS edits,

@@ -28,7 +28,7 @@ import msgspec
 
 from ledger import events as ev
 from ledger.clock import is_ts
-from ledger.digest import MAX_NESTING, ArgumentsError, canonical_spelling, is_marker, redacted_digest, value_digest
+from ledger.digest import MAX_NESTING, REDACTED, ArgumentsError, canonical_spelling, is_marker, redacted_digest, value_digest
 from ledger.events import encode_event
 from ledger.fieldpath import FieldPathError, format_field_path, parse_field_path, resolve
 from ledger.proof import decisions, fast
@@ -468,6 +468,21 @@ def _check_data(record, problem, redactions: dict[tuple, str] | None, found: Red
             continue
         if not is_marker(value, digest) and redacted_digest(value, redactions, parts) != digest:
             found.findings[(record.seq, parts)] = f"the value at {where} is neither the value announced nor its marker"
+    if isinstance(event, ev.Proposed) and event.remembered is not msgspec.UNSET:
+        # docs/ledger-format.md section 12: a covered proposal's `session` is its context's
+        # `session_id` (a non-empty string), or absent; unless that field was redacted
+        context = data.get("context")
+        session = context.get("session_id") if isinstance(context, dict) else None
+        recorded = event.remembered.session
+        if isinstance(session, dict) and REDACTED in session:  # redacted: its marker holds the value's digest
+            if recorded is not None and not is_marker(session, value_digest(recorded)):
+                return problem("data", f"the proposal records the session {recorded!r} of a standing decision, "
+                                       "but its context's redacted session_id is another value")
+        else:
+            expected = session if isinstance(session, str) and session else None
+            if recorded != expected:
+                return problem("data", f"the proposal records the session {event.remembered.session!r} of a standing "
+                                       f"decision, but its context's session_id is {expected!r}")
     # The chain covers values, not spellings; requiring the one canonical spelling also catches
     # an edit that keeps every value (1e22 → 1E22), so no stored byte changes unnoticed.
     if canonical_spelling(data) != record.data:

@@ -133,7 +133,25 @@ def in_full(gate: Any, request: int, *, earlier: int = 10) -> dict:
     item["original_args"] = gate.original_arguments(request) if state.edits else None
     item["earlier_in_run"] = [{"request": s.request, "tool": s.tool, "status": s.status, "proposed_at": s.proposed_at}
                               for s in gate.earlier_in_run(request, limit=earlier)]
+    item["remember"] = remember_choices(state)
+    item["standing"] = state.standing
     return item
+
+
+def remember_choices(state: RequestState) -> list[str]:
+    """The `remember` values a reviewer may give a decision of this request (its rule's
+    `remember` clause, docs/policy-language.md): [] when none; "run" and/or "session"; or
+    durations up to the rule's (whole hours, and the rule's own when it is not one)."""
+    allowance = state.requirements.rememberable if state.requirements is not None and state.status == "pending" else None
+    if allowance is None:
+        return []
+    if allowance.scope == "run":
+        return ["run"]
+    if allowance.scope == "session":
+        return ["run", "session"]
+    seconds = allowance.seconds or 0
+    choices = [f"{h}h" for h in (1, 8, 24) if h * 3600 < seconds]
+    return choices + [f"{seconds}s"]
 
 
 def kind_of(event: Any) -> str:

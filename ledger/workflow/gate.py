@@ -29,6 +29,7 @@ authenticate them itself.
 from __future__ import annotations
 
 import copy
+import hashlib
 import re
 import threading
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import msgspec
 
-from dsl.requirements import Requirements
+from dsl.requirements import MAX_REMEMBER_SECONDS, Remember, Requirements
 
 if TYPE_CHECKING:  # the compiler is imported by whoever loads a policy, not by a reviewer's Gate
     from dsl import Decision, Policy
@@ -70,6 +71,7 @@ from ledger.workflow.machine import (
     NotPending,
     RequestFinal,
     StaleDigest,
+    StandingDecision,
     RequestState,
     UnknownRequest,
     combined_requirements,
@@ -106,6 +108,43 @@ def _text(name: str, value: object, *, optional: bool = False, empty_ok: bool = 
     except UnicodeEncodeError:
         raise InvalidCall(f"{name} holds a lone surrogate, which is not Unicode text") from None
     return value
+
+
+_DURATION = re.compile(r"(?:[0-9]+[smhd])+")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def remember_scope(remember: object) -> Remember | None:
+    """What a decision's `remember` asks for: None; "run"; "session"; or a duration as a policy
+    writes one ("8h", "1h30m": until the decision's time plus it). Raises InvalidCall."""
+    if remember is None:
+        return None
+    if remember in ("run", "session"):
+        return Remember(remember)  # type: ignore[arg-type]
+    if isinstance(remember, str) and _DURATION.fullmatch(remember):
+        seconds = sum(int(n) * _UNITS[u] for n, u in re.findall(r"([0-9]+)([smhd])", remember))
+        if 0 < seconds <= MAX_REMEMBER_SECONDS:
+            return Remember("until", seconds)
+    raise InvalidCall(f"remember must be 'run', 'session' or a duration such as '8h' (at most 365d), not {remember!r}")
+
+
+def _session_of(context: object) -> str | None:
+    """The session a call belongs to: its context's `session_id`, when that is a non-empty string."""
+    session = context.get("session_id") if isinstance(context, dict) else None
+    return session if isinstance(session, str) and session else None
+
+
+def _remember(remember: object, pattern: object) -> tuple[Remember, bool] | None:
+    """A decision's `remember` and `pattern` ("exact": only the request's arguments; None: any),
+    checked. Raises InvalidCall."""
+    scope = remember_scope(remember)
+    if pattern not in (None, "exact"):
+        raise InvalidCall(f"pattern must be 'exact' or None, not {pattern!r}")
+    if scope is None:
+        if pattern is not None:
+            raise InvalidCall("a pattern needs remember")
+        return None
+    return scope, pattern == "exact"
 
 
 def _printable(text: str) -> str:
@@ -165,6 +204,7 @@ class Proposal:
     deadline: str | None
     decision: Decision | None
     duplicate: bool = False
+    standing: int | None = None  # the seq of the standing decision that decided an ask, if one did
 
 
 @dataclass(frozen=True)
@@ -504,7 +544,9 @@ class Gate(CatchUp, Reading):
         # The policy sees the arguments as stored, not the caller's objects, which it could change
         # later. It reads nothing but the call and its context, so it decides outside the lock.
         stored_args = msgspec.json.decode(args_json)
-        decision = policy.evaluate(tool, stored_args, msgspec.json.decode(context_json))
+        stored_context = msgspec.json.decode(context_json)
+        decision = policy.evaluate(tool, stored_args, stored_context)
+        session = _session_of(stored_context)
         data = b'{"args":' + args_json + b',"context":' + context_json + b"}"
         with self._lock:
             repeat: list[Proposal] = []
@@ -518,6 +560,13 @@ class Gate(CatchUp, Reading):
                     return []
                 ts = self._now()
                 request = self._seen[0] + 1  # under the commit lock, caught up: this event's seq
+                covered: ev.Covered | msgspec.UnsetType = msgspec.UNSET
+                if decision.effect == "ask" and decision.requirements is not None and decision.requirements.rememberable:
+                    by = self.workflow.covering(tool=tool, policy_digest=decision.policy_digest, run=run, session=session,
+                                                args_digest=digest, ts=ts, proposer=proposer,
+                                                requirements=decision.requirements)
+                    if by is not None:
+                        covered = ev.Covered(by=by, requirements=decision.requirements, session=session)
                 proposed = ev.Proposed(
                     ts=ts,
                     run=run,
@@ -531,14 +580,17 @@ class Gate(CatchUp, Reading):
                     effect=decision.effect,
                     rules=self._rule_refs(decision),
                     reasons=decision.reasons,
+                    remembered=covered,
                 )
                 items: list[tuple[ev.Event, Any]] = [(proposed, data)]
-                if start and decision.effect == "allow":
+                allowed = decision.effect == "allow" or (
+                    covered is not msgspec.UNSET and self.workflow.standing[covered.by].decision == "approve")
+                if start and allowed:
                     # Lawful by construction: an allowed request may run, with its own digest.
                     items.append((ev.ExecutionStarted(ts=ts, request=request, args_digest=digest, executor=executor), None))
                     claimed.append(request)
                     self._running.add(request)  # under the lock, before any other step can see the start
-                if decision.effect == "ask":
+                if decision.effect == "ask" and covered is msgspec.UNSET:
                     assert decision.requirements is not None
                     try:
                         deadline = add_seconds(ts, decision.requirements.timeout_seconds)
@@ -562,7 +614,7 @@ class Gate(CatchUp, Reading):
             state = self._open_state(request)
             # Kept for its execution (read again from the ledger if evicted), unless an edit folded
             # since the commit (the lock was given up meanwhile) replaced these arguments.
-            if decision.effect != "deny" and state.data_seq in (0, request):
+            if state.status not in ("denied", "rejected") and state.data_seq in (0, request):
                 self._data.put(request, {"args": stored_args, "context": msgspec.json.decode(context_json)},
                                4 * len(data) + 200)
             started = None
@@ -575,11 +627,12 @@ class Gate(CatchUp, Reading):
                 effect=decision.effect,
                 status=state.status,
                 args_digest=digest,
-                reasons=decision.reasons,
+                reasons=decision.reasons if state.standing is None or state.reason is None else (state.reason,),
                 rules=decision.deciding,
                 requirements=decision.requirements,
                 deadline=deadline,
                 decision=decision,
+                standing=state.standing,
             ), started
 
     def _repeat(self, call_id: str, tool: str, digest: str, proposer: str, context_digest: str) -> Proposal:
@@ -601,6 +654,7 @@ class Gate(CatchUp, Reading):
             deadline=state.deadline,
             decision=None,
             duplicate=True,
+            standing=state.standing,
         )
 
     def _rule_refs(self, decision: Decision) -> tuple[ev.RuleRef, ...]:
@@ -610,11 +664,15 @@ class Gate(CatchUp, Reading):
     # --- deciding -----------------------------------------------------------------------------
 
     def _decide_one(self, request: int, make: Callable[[], ev.Event], digest: str | None = None,
-                    data: bytes | None = None, signing: Signing | None = None) -> RequestState:
+                    data: bytes | None = None, signing: Signing | None = None,
+                    remember: tuple[Remember, bool] | None = None) -> RequestState:
         """Commit the event `make()` builds against the current state; `digest`, when given, must
         be the request's current argument digest (what the decider saw). With `signing`, the event
         is signed as composed (ledger.proof.decisions): its time is the event's, which the ledger
-        keeps or moves later, never earlier."""
+        keeps or moves later, never earlier. With `remember` (the scope, and whether only these
+        arguments), a `remembered` event (`_standing`) goes just before the decision, in the
+        same write; both are checked first, so a scope the request's rule does not admit appends
+        nothing."""
         with self._lock:
             def step() -> list[tuple[ev.Event, Any]]:
                 if digest is not None:
@@ -623,12 +681,25 @@ class Gate(CatchUp, Reading):
                         raise StaleDigest(f"the decision is for arguments {digest[:12]}…, the request's are now "
                                           f"{state.digest[:12]}…", request)
                 event = make()
+                items: list[tuple[ev.Event, Any]] = []
+                prev = self._seen[1]
+                if remember is not None:
+                    standing = self._standing(request, event, *remember)
+                    if signing is not None and (state := self.workflow.get(request)) is not None:
+                        standing = decisions.sign(standing, signing.key, signer=signing.signer, ledger_id=self._ledger_id,
+                                                  basis=state.data_seq, args=state.digest, prev=prev)
+                    self.workflow.check(standing)
+                    items.append((standing, None))
+                    # the decision follows it: its prev is the standing decision's hash, as the
+                    # ledger will stamp it (seq and prev; its ts is already at least the head's)
+                    stamped = msgspec.structs.replace(standing, seq=self._seen[0] + 1, prev=prev)
+                    prev = hashlib.sha256(ev.encode_event(stamped)).hexdigest()
                 if signing is not None and (state := self.workflow.get(request)) is not None:
                     # under the commit lock, caught up: the head is the event this decision follows
                     event = decisions.sign(event, signing.key, signer=signing.signer, ledger_id=self._ledger_id,
-                                           basis=state.data_seq, args=state.digest, prev=self._seen[1])
+                                           basis=state.data_seq, args=state.digest, prev=prev)
                 self.workflow.check(event)
-                return [(event, data)]
+                return items + [(event, data)]
 
             try:
                 self._commit(step)
@@ -640,21 +711,57 @@ class Gate(CatchUp, Reading):
                 raise type(exc)(exc.message + said, request) from None
             return self._copy_of(request)
 
+    def _standing(self, request: int, decision: ev.Event, scope: Remember, exact: bool) -> ev.Remembered:
+        """The `remembered` event that makes `decision` (an approval or a rejection, its ts set)
+        standing for `scope`: within the request's run, its context's session, or until the
+        decision's time plus the seconds. Raises InvalidCall when the request has no run or
+        session to be remembered for; the workflow checks the rest (StandingDecision)."""
+        state = self._open_state(request)
+        if state.status == "pending" and (state.requirements is None or state.requirements.rememberable is None):
+            raise StandingDecision(f"request {request}: the rule that asked does not let its decision be remembered "
+                                   "(no `remember` clause)", request)
+        if scope.scope == "run":
+            if state.run is None:
+                raise InvalidCall(f"request {request} was proposed without a run: it cannot be remembered for its run")
+            within = state.run
+        elif scope.scope == "session":
+            session = _session_of(self._call_data(request).get("context"))
+            if session is None:
+                raise InvalidCall(f"request {request}'s context has no session_id: it cannot be remembered for its session")
+            within = session
+        else:
+            try:
+                within = add_seconds(decision.ts, scope.seconds or 0)
+            except (OverflowError, ValueError):
+                within = LAST_TS
+        rejection = isinstance(decision, ev.Rejected)
+        return ev.Remembered(
+            ts=decision.ts, request=request, approver=ev.decider(decision), decision="reject" if rejection else "approve",
+            tool=state.tool, policy_digest=state.policy_digest, scope=scope, within=within,
+            args_digest=state.digest if exact else None, reason=decision.reason if rejection else None)
+
     def approve(self, request: int, *, approver: str, digest: str, comment: str | None = None,
-                signing: Signing | None = None) -> RequestState:
+                signing: Signing | None = None, remember: str | None = None, pattern: str | None = None) -> RequestState:
         """Record one approval of the arguments whose digest the approver saw.
 
         Raises a Violation: StaleDigest (the arguments changed), SelfApproval, NotAnApprover,
         DuplicateApproval, DecisionNotAllowed, DeadlinePassed, NotPending, RequestFinal (naming
         who decided and when), UnknownRequest. Returns the request's state; `status` is
         "approved" once the quorum is met.
+
+        `remember` makes the approval standing (docs/ledger-format.md, `remembered`): "run",
+        "session" or a duration ("8h"); `pattern` "exact" limits it to these arguments (None:
+        any arguments of the tool). Refused with StandingDecision (nothing appended) when the
+        request's requirements do not admit that scope, or one approval does not meet them;
+        InvalidCall when the request has no run or session to remember it for.
         """
         _request_id(request)
         _text("approver", approver)
         _text("digest", digest)
         _text("comment", comment, optional=True, empty_ok=True)
         return self._decide_one(request, lambda: ev.Approved(ts=self._now(), request=request, approver=approver,
-                                                             args_digest=digest, comment=comment), signing=signing)
+                                                             args_digest=digest, comment=comment), signing=signing,
+                                remember=_remember(remember, pattern))
 
     def edit(self, request: int, *, editor: str, args: dict, reason: str | None = None,
              digest: str | None = None, signing: Signing | None = None, policy: Policy | None = None) -> RequestState:
@@ -709,16 +816,19 @@ class Gate(CatchUp, Reading):
         return self._decide_one(request, make, digest, b'{"args":' + args_json + b"}", signing)
 
     def reject(self, request: int, *, approver: str, reason: str, digest: str | None = None,
-               signing: Signing | None = None) -> RequestState:
+               signing: Signing | None = None, remember: str | None = None, pattern: str | None = None) -> RequestState:
         """Reject the call. `reason` is returned to the agent as an instruction, so it is required.
-        `digest`, when given, must be the arguments the approver saw (StaleDigest)."""
+        `digest`, when given, must be the arguments the approver saw (StaleDigest). `remember`
+        and `pattern` make the rejection standing, as for `approve`: the calls it covers are
+        rejected with this reason."""
         _request_id(request)
         _text("approver", approver)
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidCall("a rejection needs a reason: it tells the agent what to do instead")
         _text("reason", reason)
         return self._decide_one(request, lambda: ev.Rejected(ts=self._now(), request=request, approver=approver,
-                                                             reason=reason), digest, signing=signing)
+                                                             reason=reason), digest, signing=signing,
+                                remember=_remember(remember, pattern))
 
     def respond(self, request: int, *, approver: str, message: str, digest: str | None = None,
                 signing: Signing | None = None) -> RequestState:
@@ -748,25 +858,48 @@ class Gate(CatchUp, Reading):
 
     def decide(self, request: int, decision: str, *, by: str, digest: str | None = None, args: dict | None = None,
                reason: str | None = None, message: str | None = None, comment: str | None = None,
-               signing: Signing | None = None, policy: Policy | None = None) -> RequestState:
+               signing: Signing | None = None, policy: Policy | None = None, remember: str | None = None,
+               pattern: str | None = None) -> RequestState:
         """One entry point for a decision: "approve" (needs `digest`), "edit" (`args`), "reject"
         (`reason`), "respond" (`message`), by the authenticated `by`. Raises InvalidCall for an
-        unknown decision or a missing part; otherwise as the named method."""
+        unknown decision or a missing part, or `remember` on an edit or a response; otherwise as
+        the named method."""
+        if (remember is not None or pattern is not None) and decision not in ("approve", "reject"):
+            raise InvalidCall("only an approval or a rejection can be remembered")
         if decision == "approve":
             if digest is None:
                 raise InvalidCall("an approval names the argument digest the approver saw")
-            return self.approve(request, approver=by, digest=digest, comment=comment, signing=signing)
+            return self.approve(request, approver=by, digest=digest, comment=comment, signing=signing,
+                                remember=remember, pattern=pattern)
         if decision == "edit":
             if args is None:
                 raise InvalidCall("an edit needs the new arguments")
             return self.edit(request, editor=by, args=args, reason=reason, digest=digest, signing=signing, policy=policy)
         if decision == "reject":
-            return self.reject(request, approver=by, reason=reason or "", digest=digest, signing=signing)
+            return self.reject(request, approver=by, reason=reason or "", digest=digest, signing=signing,
+                               remember=remember, pattern=pattern)
         if decision == "respond":
             if message is None:
                 raise InvalidCall("a response needs the message the agent gets in place of the tool's result")
             return self.respond(request, approver=by, message=message, digest=digest, signing=signing)
         raise InvalidCall(f"unknown decision {decision!r}: one of {', '.join(DECISIONS)}")
+
+    def forget(self, standing: int, *, by: str, reason: str | None = None) -> None:
+        """Revoke the standing decision recorded at seq `standing` (a `forgotten` event): from
+        now on it decides no call, and the calls it covered are asked about again. `by` is the
+        authenticated caller: a reviewer, or an operator (forgetting never lets anything run).
+        Raises NotStanding (nothing appended) when `standing` is no standing decision in force,
+        InvalidCall for an empty `by`."""
+        _request_id(standing)
+        _text("by", by)
+        _text("reason", reason, optional=True, empty_ok=True)
+        with self._lock:
+            def step() -> list[tuple[ev.Event, Any]]:
+                event = ev.Forgotten(ts=self._now(), standing=standing, by=by, reason=reason)
+                self.workflow.check(event)
+                return [(event, None)]
+
+            self._commit(step)
 
     def expire(self) -> list[int]:
         """Apply the timeout's safe default (reject) to every pending request whose deadline has

@@ -28,6 +28,12 @@ The rules (each a Violation subclass, `code` in parentheses):
   of a request that is final, so its arguments are no longer needed (redaction-too-early), and a
   field neither redacted before nor inside a field redacted before (already-redacted);
   `context.…` only for a proposal;
+- a `remembered` event (a standing decision) is by someone who may decide the pending request,
+  in a scope its requirements admit, and only an approval that alone meets the requirements, or
+  a rejection, may stand (standing-decision); it stands once its own decision (the same reviewer,
+  the same kind) is the request's next event;
+  a proposal recorded as decided by a standing decision names exactly the one `covering` finds
+  for it (not-covered); a `forgotten` event names a standing decision in force (not-standing);
 - a decision's `signature`, a `roster` event and a `policy` event only in a
   countersign-ledger/2 ledger (format-version). Signatures themselves are checked against a roster by ledger verify
   (ledger.proof.decisions), not here: the workflow has no roster.
@@ -42,8 +48,9 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from dsl.requirements import Requirements, strictest
+from dsl.requirements import Remember, Requirements, strictest
 from ledger import events as ev
+from ledger.clock import add_seconds
 
 FINAL = ("denied", "rejected", "responded", "expired", "cancelled", "executed")
 _FINAL_CODE = {status: code for code, status in enumerate(FINAL, start=1)}  # one byte per final request
@@ -140,6 +147,50 @@ class AlreadyRedacted(Violation):
     code = "already-redacted"
 
 
+class StandingDecision(Violation):
+    """A `remembered` event that may not stand (see the module docstring)."""
+
+    code = "standing-decision"
+
+
+class NotCovered(Violation):
+    """A proposal recorded as decided by a standing decision that does not cover it."""
+
+    code = "not-covered"
+
+
+class NotStanding(Violation):
+    """A `forgotten` event naming no standing decision in force (never made, expired, or
+    forgotten already)."""
+
+    code = "not-standing"
+
+
+class Standing(msgspec.Struct, kw_only=True):
+    """A standing decision (ledger.events.Remembered), as the Workflow indexes it. `live` once its
+    own decision followed it."""
+
+    seq: int
+    request: int
+    approver: str
+    decision: str
+    tool: str
+    policy_digest: str
+    scope: Remember
+    within: str
+    args_digest: str | None
+    reason: str | None
+    ts: str
+    live: bool = False
+
+    @property
+    def key(self) -> tuple[str, str, str, str, str]:
+        """Where Workflow indexes it: policy digest, tool, scope, run or session ("" for a time),
+        arguments digest ("" for any)."""
+        return (self.policy_digest, self.tool, self.scope.scope, "" if self.scope.scope == "until" else self.within,
+                self.args_digest or "")
+
+
 class FormatVersion(Violation):
     """What version 2 of the format adds (a signed decision, a `roster` or a `policy` event) in a
     ledger whose genesis says version 1."""
@@ -147,7 +198,7 @@ class FormatVersion(Violation):
     code = "format-version"
 
 
-_LOG_V2 = (ev.RosterRecorded, ev.PolicyLoaded)  # the events about the log that version 2 adds
+_LOG_V2 = (ev.RosterRecorded, ev.PolicyLoaded, ev.Remembered, ev.Forgotten)  # the events that version 2 adds
 
 
 class Tally:
@@ -236,6 +287,8 @@ class RequestState:
     data_seq: int = 0  # the seq of the event holding the current arguments: the proposal, or the last edit
     policy_digest: str = ""  # the digest of the policy that decided the proposal
     seqs: list[int] = field(default_factory=list)  # the seqs of the request's events, in order
+    standing: int | None = None  # the seq of the standing decision that decided the proposal, if one did
+    remembering: int | None = None  # the seq of a `remembered` event whose decision has not followed yet
 
     @property
     def final(self) -> bool:
@@ -326,6 +379,65 @@ class Workflow:
         # The digest the last `policy` event names (a Gate opened from its snapshot is told it):
         # the policy in force, as the ledger records it. None: no policy event yet.
         self.policy_digest: str | None = None
+        # The standing decisions (`remembered` events) that may still cover a call, by seq, and
+        # by (policy digest, tool, scope, run or session, arguments: Standing.key) so that finding
+        # the ones a proposal may meet costs the few made for its tool, its run or session and its
+        # arguments (or any), not a scan of history. Those that lasted until a time are dropped
+        # once a proposal comes after it.
+        self.standing: dict[int, Standing] = {}
+        self._standing_by: dict[tuple[str, str, str, str, str], list[int]] = {}
+
+    def add_standing(self, standing: Standing) -> None:
+        """Index a standing decision (from a `remembered` event, or a snapshot)."""
+        self.standing[standing.seq] = standing
+        self._standing_by.setdefault(standing.key, []).append(standing.seq)
+
+    def covering(self, *, tool: str, policy_digest: str, run: str | None, session: str | None, args_digest: str,
+                 ts: str, proposer: str, requirements: Requirements | None) -> int | None:
+        """The seq of the standing decision that decides a call the policy answered `ask` with
+        `requirements`, or None. It covers the call when: it is live, for the same tool and policy
+        digest, the requirements' `remember` admits its scope, the call is in its scope (the same
+        run, the same session, or `ts` before its time), its `args_digest` is None or the call's,
+        its reviewer is not the proposer, and the requirements let that reviewer alone decide so
+        (an approval: "approve" offered and one approval by them meets every quorum; a
+        rejection: some quorum admits them). Among those, a rejection before an approval, then
+        the latest. A function of its arguments and the events folded so far, nothing else."""
+        allowance = requirements.rememberable if requirements is not None else None
+        if allowance is None or not self.standing:
+            return None
+        places = [("until", "")]
+        if run is not None:
+            places.append(("run", run))
+        if session is not None:
+            places.append(("session", session))
+        keys = [(policy_digest, tool, scope, within, args) for scope, within in places for args in ("", args_digest)]
+        best: tuple[bool, int] | None = None
+        for key in keys:
+            seqs = self._standing_by.get(key)
+            if not seqs:
+                continue
+            if key[2] == "until":  # proposals come in time order: a time passed stays passed
+                seqs[:] = [s for s in seqs if ts < self.standing[s].within or not self._drop_standing(s)]
+            for seq in seqs:
+                sd = self.standing[seq]
+                if not sd.live or not allowance.admits(sd.scope) or sd.args_digest not in (None, args_digest):
+                    continue
+                if sd.approver == proposer or (sd.scope.scope == "until" and not ts < sd.within):
+                    continue
+                assert requirements is not None
+                if sd.decision == "approve":
+                    if "approve" not in requirements.decisions or not requirements.met_by((sd.approver,)):
+                        continue
+                elif not requirements.allows(sd.approver):
+                    continue
+                rank = (sd.decision == "reject", seq)
+                if best is None or rank > best:
+                    best = rank
+        return None if best is None else best[1]
+
+    def _drop_standing(self, seq: int) -> bool:
+        del self.standing[seq]
+        return True
 
     def get(self, request: int) -> RequestState | None:
         """The state of a request (from memory, else the archive, then kept in memory), or None
@@ -456,20 +568,34 @@ class Workflow:
         """Raise the Violation `event` would commit; change nothing."""
         if self.format == ev.FORMAT_V1 and (
             isinstance(event, _LOG_V2) or getattr(event, "signature", msgspec.UNSET) is not msgspec.UNSET
+            or getattr(event, "remembered", msgspec.UNSET) is not msgspec.UNSET
         ):
-            what = f"a {event.__struct_config__.tag} event" if isinstance(event, _LOG_V2) else "a signed decision"
+            what = (f"a {event.__struct_config__.tag} event" if isinstance(event, _LOG_V2)
+                    else "a proposal decided by a standing decision" if isinstance(event, ev.Proposed) else "a signed decision")
             raise FormatVersion(f"{what} needs a {ev.FORMAT} ledger; this one is {ev.FORMAT_V1}", getattr(event, "request", None))
         if isinstance(event, ev.Genesis):
             if self.seen_genesis or self.requests or self._closed:
                 raise MisplacedGenesis("a genesis event may only open the ledger")
             return
-        if isinstance(event, (ev.Proposed, ev.Recovered, ev.RosterRecorded, ev.PolicyLoaded)):
+        if isinstance(event, ev.Proposed):
+            if event.remembered is not msgspec.UNSET:
+                self._check_covered(event)
+            return
+        if isinstance(event, (ev.Recovered, ev.RosterRecorded, ev.PolicyLoaded)):
+            return
+        if isinstance(event, ev.Forgotten):
+            sd = self.standing.get(event.standing)
+            if sd is None or (sd.scope.scope == "until" and not event.ts < sd.within):
+                raise NotStanding(f"seq {event.standing} is no standing decision in force (never made, expired, or "
+                                  "forgotten already)", sd.request if sd is not None else None)
             return
         if isinstance(event, ev.Redacted):
             self._check_redaction(event)
             return
         state = self._state(event.request)
-        if isinstance(event, ev.Interrupted):
+        if isinstance(event, ev.Remembered):
+            self._check_remembered(state, event)
+        elif isinstance(event, ev.Interrupted):
             if state.status != "interrupting":
                 raise NotInterruptible(f"request {state.request} is {state.status}; only a new ask is interrupted", state.request)
         elif isinstance(event, ev.Approved):
@@ -515,6 +641,53 @@ class Workflow:
             if event.args_digest != state.digest:
                 raise DigestMismatch("the outcome names other arguments than the execution started with", state.request)
 
+    def _check_remembered(self, state: RequestState, event: ev.Remembered) -> None:
+        request = state.request
+        self._decider(state, event.approver, event.decision, event.ts)
+        reqs = state.requirements
+        assert reqs is not None
+        allowance = reqs.rememberable
+
+        def refuse(why: str) -> None:
+            raise StandingDecision(f"request {request}: {why}", request)
+
+        if allowance is None:
+            refuse("its requirements do not let a decision of it be remembered")
+        if not allowance.admits(event.scope):
+            refuse(f"a standing decision scoped {_scope_text(event.scope)} is wider than the rule allows ({_scope_text(allowance)})")
+        if (event.tool, event.policy_digest) != (state.tool, state.policy_digest):
+            refuse("a standing decision names the request's own tool and policy digest")
+        if event.args_digest is not None and event.args_digest != state.digest:
+            refuse("a standing decision's arguments are the request's current ones, or any")
+        if event.scope.scope == "run" and event.within != state.run:
+            refuse(f"a standing decision for the run names the request's run ({state.run!r}), not {event.within!r}")
+        if event.scope.scope == "until":
+            try:
+                until = add_seconds(event.ts, event.scope.seconds or 0)
+            except (OverflowError, ValueError):
+                until = None
+            if event.within != until:
+                refuse(f"a standing decision for {event.scope.seconds}s lasts until {until}, not {event.within}")
+        if event.decision == "approve" and not reqs.met_by((event.approver,)):
+            refuse(f"an approval stands only where one approval meets the requirements ({reqs.describe()})")
+        if event.decision == "approve" and event.approver in state.approvals:
+            refuse(f"{event.approver} already approved these arguments")
+        if (event.decision == "reject") != (event.reason is not None):
+            refuse("a standing rejection carries its reason, a standing approval none")
+
+    def _check_covered(self, event: ev.Proposed) -> None:
+        covered = event.remembered
+        assert isinstance(covered, ev.Covered)
+        found = None
+        if event.effect == "ask":
+            found = self.covering(tool=event.tool, policy_digest=event.policy_digest, run=event.run,
+                                  session=covered.session, args_digest=event.args_digest, ts=event.ts,
+                                  proposer=event.proposer, requirements=covered.requirements)
+        if found != covered.by:
+            raise NotCovered(
+                f"the proposal names the standing decision at seq {covered.by}, which does not cover it"
+                + (f" (seq {found} does)" if found is not None else ""))
+
     def _check_redaction(self, event: ev.Redacted) -> None:
         target = event.target
         proposal = self.status_of(target) is not None
@@ -551,6 +724,13 @@ class Workflow:
             return
         if isinstance(event, ev.Recovered):
             return
+        if isinstance(event, ev.Forgotten):
+            sd = self.standing.pop(event.standing, None)
+            if sd is not None:
+                seqs = self._standing_by.get(sd.key, [])
+                if sd.seq in seqs:
+                    seqs.remove(sd.seq)
+            return
         if isinstance(event, ev.Redacted):
             if event.target not in self.redacted:
                 self.redacted[event.target] = self.redacted_paths(event.target)
@@ -578,6 +758,13 @@ class Workflow:
                 policy_digest=event.policy_digest,
                 seqs=[seq],
             )
+            if event.remembered is not msgspec.UNSET:
+                state, sd = self.requests[seq], self.standing[event.remembered.by]
+                state.standing, state.requirements = sd.seq, event.remembered.requirements
+                state.decided_at, state.decided_by, state.decision = event.ts, sd.approver, sd.decision
+                state.status = "allowed" if sd.decision == "approve" else "rejected"
+                state.reason = sd.reason
+                status = state.status
             if status == "interrupting":
                 self.interrupting[seq] = self.requests[seq]
             if event.call_id is not None and self.keep_final:
@@ -586,7 +773,21 @@ class Workflow:
             return
         state = self.requests.get(event.request) or self.get(event.request)
         state.seqs.append(seq)
-        if isinstance(event, ev.Interrupted):
+        if state.remembering is not None:
+            # A standing decision stands once its own decision follows it as the request's next
+            # event (the Gate writes both in one write); anything else, and it never does.
+            sd = self.standing.get(state.remembering)
+            decision = "approve" if isinstance(event, ev.Approved) else "reject" if isinstance(event, ev.Rejected) else None
+            if sd is not None and decision == sd.decision and ev.decider(event) == sd.approver:
+                sd.live = True
+            state.remembering = None
+        if isinstance(event, ev.Remembered):
+            state.remembering = seq
+            self.add_standing(Standing(
+                seq=seq, request=state.request, approver=event.approver, decision=event.decision, tool=event.tool,
+                policy_digest=event.policy_digest, scope=event.scope, within=event.within,
+                args_digest=event.args_digest, reason=event.reason, ts=event.ts))
+        elif isinstance(event, ev.Interrupted):
             state.requirements, state.deadline, state.status = event.requirements, event.deadline, "pending"
         elif isinstance(event, ev.Approved):
             state.tally().add(event.approver)
@@ -647,6 +848,10 @@ class Workflow:
         """`check` then `apply`: one event of a replay."""
         self.check(event)
         self.apply(seq, event)
+
+
+def _scope_text(scope: Remember) -> str:
+    return f"for {scope.seconds}s" if scope.scope == "until" else f"to the {scope.scope}"
 
 
 def count_statuses(open_statuses: Iterable[str], final_counts: Iterable[tuple[str, int]]) -> dict[str, int]:

@@ -7,7 +7,8 @@ Tables (one file, `gate.sqlite`):
 - `meta`: one row: the format and the schema (a digest of RequestState's shape: a snapshot of
   another version of the code is not read), the ledger's id, the seq, hash and ts of the last
   event covered, and the store's place of that event (a hint for `record_at`); the digests the
-  last `roster` and the last `policy` event covered name (empty: no such event).
+  last `roster` and the last `policy` event covered name (empty: no such event); the standing
+  decisions (`remembered` events) that may still cover a call (machine.Standing, a msgpack list).
 - `current(request, version, pending, state)`: every request's state as of `meta.seq`
   (RequestState as msgpack); `version` is the seq of the last event that changed it.
 - `history(request, version, until, state)`: states that were current for seqs [version,
@@ -48,10 +49,10 @@ from typing import Any, Iterable
 import msgspec
 
 from ledger.store.log import make_dir, shared_mode
-from ledger.workflow.machine import RequestState
+from ledger.workflow.machine import RequestState, Standing
 
-FORMAT = 5  # 2: `current` has the run column; 3: `redacted` keyed by its seq and path; 4: meta has the roster;
-# 5: meta has the policy digest
+FORMAT = 6  # 2: `current` has the run column; 3: `redacted` keyed by its seq and path; 4: meta has the roster;
+# 5: meta has the policy digest; 6: meta has the standing decisions
 FILE_NAME = "gate.sqlite"
 HORIZON = 100_000
 """Events for which a superseded state is kept (history): a Gate that has folded up to this
@@ -63,10 +64,11 @@ SCHEMA = hashlib.sha256(msgspec.json.encode(msgspec.json.schema(RequestState))).
 
 _ENCODE = msgspec.msgpack.Encoder().encode
 _DECODE = msgspec.msgpack.Decoder(RequestState).decode
+_DECODE_STANDING = msgspec.msgpack.Decoder(list[Standing]).decode
 
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS meta (id INTEGER PRIMARY KEY CHECK (id = 1), format INTEGER, schema TEXT,"
-    " ledger_id TEXT, seq INTEGER, hash TEXT, ts TEXT, place TEXT, roster TEXT, policy_digest TEXT)",
+    " ledger_id TEXT, seq INTEGER, hash TEXT, ts TEXT, place TEXT, roster TEXT, policy_digest TEXT, standing BLOB)",
     "CREATE TABLE IF NOT EXISTS current (request INTEGER PRIMARY KEY, version INTEGER NOT NULL,"
     " pending INTEGER NOT NULL, run TEXT, state BLOB NOT NULL)",
     "CREATE INDEX IF NOT EXISTS current_run ON current (run, request) WHERE run IS NOT NULL",
@@ -130,6 +132,7 @@ class Loaded:
     call_ids: "CallIdFilter"
     roster: str | None = None  # the digest the last `roster` event covered names (None: no such event)
     policy_digest: str | None = None  # the digest the last `policy` event covered names (None: no such event)
+    standing: list[Standing] | None = None  # the standing decisions as of `seq`
 
 
 class CallIdFilter:
@@ -283,14 +286,14 @@ class Snapshot:
         snapshot of this ledger (empty, another format or schema, another ledger)."""
 
         def work(db: sqlite3.Connection) -> Loaded | None:
-            row = db.execute("SELECT format, schema, ledger_id, seq, hash, ts, place, roster, policy_digest FROM meta").fetchone()
+            row = db.execute("SELECT format, schema, ledger_id, seq, hash, ts, place, roster, policy_digest, standing FROM meta").fetchone()
             if row is None or row[:3] != (FORMAT, SCHEMA, ledger_id) or not row[3]:
                 return None
             pending = [_DECODE(blob) for (blob,) in db.execute("SELECT state FROM current WHERE pending = 1 ORDER BY request")]
             self._meta_seq = row[3]
             seen = CallIdFilter(dict(db.execute("SELECT chunk, bits FROM call_id_filter")))
             return Loaded(row[3], row[4], row[5], json.loads(row[6]) if row[6] else None, pending, seen, row[7] or None,
-                          row[8] or None)
+                          row[8] or None, _DECODE_STANDING(row[9]) if row[9] else [])
 
         try:
             return self._run(work)
@@ -303,7 +306,7 @@ class Snapshot:
         def work(db: sqlite3.Connection) -> None:
             for table in ("current", "history", "call_ids", "call_id_filter", "edits", "redacted", "meta"):
                 db.execute(f"DELETE FROM {table}")
-            db.execute("INSERT INTO meta VALUES (1, ?, ?, ?, 0, '', '', '', '', '')", (FORMAT, SCHEMA, ledger_id))
+            db.execute("INSERT INTO meta VALUES (1, ?, ?, ?, 0, '', '', '', '', '', NULL)", (FORMAT, SCHEMA, ledger_id))
             self._meta_seq = 0
 
         self._run(work, write=True)
@@ -313,7 +316,8 @@ class Snapshot:
     def save(self, *, ledger_id: str, base: int, seq: int, hash: str, ts: str, place: Any,
              states: dict[int, tuple[int, int, RequestState]], call_ids: dict[str, int], edits: dict[int, int],
              redacted: Iterable[tuple[int, int, str]], call_id_filter: "CallIdFilter | None" = None,
-             roster: str | None = None, policy_digest: str | None = None) -> int | None:
+             roster: str | None = None, policy_digest: str | None = None,
+             standing: Iterable[Standing] = ()) -> int | None:
         """Advance the snapshot to `seq` with the states that changed after `base` (request ->
         (seq of its first change after base, seq of its last, state as of `seq`)) and the index
         entries. Writes only when the snapshot is this ledger's and base <= its seq < `seq`. The
@@ -345,8 +349,8 @@ class Snapshot:
                     db.execute("INSERT OR REPLACE INTO call_id_filter VALUES (?, ?)", (chunk, merged))
             db.executemany("INSERT OR IGNORE INTO edits VALUES (?, ?)", edits.items())
             db.executemany("INSERT OR IGNORE INTO redacted VALUES (?, ?, ?)", redacted)
-            db.execute("UPDATE meta SET seq = ?, hash = ?, ts = ?, place = ?, roster = ?, policy_digest = ?",
-                       (seq, hash, ts, json.dumps(place), roster or "", policy_digest or ""))
+            db.execute("UPDATE meta SET seq = ?, hash = ?, ts = ?, place = ?, roster = ?, policy_digest = ?, standing = ?",
+                       (seq, hash, ts, json.dumps(place), roster or "", policy_digest or "", _ENCODE(list(standing))))
             db.execute("DELETE FROM history WHERE until <= ?", (seq - HORIZON,))
             self._meta_seq = seq
             return seq

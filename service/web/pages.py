@@ -248,7 +248,7 @@ class Inbox:
         if not isinstance(digest, str) or not digest:
             raise Refused(422, "The form lacks the arguments' digest",
                           "A decision is bound to the digest of the arguments you saw; this form has none.", _back(rid))
-        text = {name: (form.get(name) or "").strip() or None for name in ("reason", "message", "comment")}
+        text = {name: (form.get(name) or "").strip() or None for name in ("reason", "message", "comment", "remember")}
         args = None
         if decision == "edit":
             args = _edited_args(form.get("args"), rid)
@@ -260,7 +260,8 @@ class Inbox:
                           "tool's result.", _back(rid), "invalid_call")
         # The reviewer is the session's principal: no field of the form names anyone.
         await run_in_threadpool(self.service.decide, request.state.principal, rid, decision, digest=digest, args=args,
-                                reason=text["reason"], message=text["message"], comment=text["comment"])
+                                reason=text["reason"], message=text["message"], comment=text["comment"],
+                                remember=text["remember"] if decision in ("approve", "reject") else None)
         return RedirectResponse(f"/inbox/requests/{rid}?done={decision}", status_code=303)
 
     # --- history, runs, dashboard -------------------------------------------------------------
