@@ -252,11 +252,15 @@ class LocalBackend:
         return _settled_of_state(self._guard(lambda: self.gate.cancel(request, by=self.proposer, reason=reason)))
 
     def decide(self, request: int, decision: str, *, reviewer: str, digest: str, args: dict | None = None,
-               reason: str | None = None, message: str | None = None, comment: str | None = None) -> Settled:
-        """A reviewer's decision: `reviewer` is who the host authenticated (never a tool argument)."""
+               reason: str | None = None, message: str | None = None, comment: str | None = None,
+               remember: str | None = None, pattern: str | None = None) -> Settled:
+        """A reviewer's decision: `reviewer` is who the host authenticated (never a tool argument).
+        `remember` ("run", "session" or a duration such as "8h") makes an approval or a
+        rejection a standing one, where the ask's rule allows it (docs/policy-language.md,
+        "Remembered decisions"); `pattern` "exact" limits it to these arguments."""
         return _settled_of_state(self._guard(lambda: self.gate.decide(
             request, decision, by=reviewer, digest=digest, args=args, reason=reason, message=message,
-            comment=comment, signing=self.signing)))
+            comment=comment, signing=self.signing, remember=remember, pattern=pattern)))
 
     def close(self) -> None:
         self.gate.close()
@@ -393,13 +397,14 @@ class ServiceBackend:
 
     def decide(self, request: int, decision: str, *, reviewer: str | None = None, digest: str,
                args: dict | None = None, reason: str | None = None, message: str | None = None,
-               comment: str | None = None) -> Settled:
+               comment: str | None = None, remember: str | None = None, pattern: str | None = None) -> Settled:
         """A reviewer's decision with `reviewer_token` (the token says who; `reviewer` is ignored:
-        the service never takes an identity from a body)."""
+        the service never takes an identity from a body). `remember`, `pattern`: as
+        LocalBackend.decide."""
         if not self.reviewer_token:
             raise BackendError("unauthenticated", "deciding through the service needs a reviewer's token")
         body = {"decision": decision, "digest": digest, "args": args, "reason": reason, "message": message,
-                "comment": comment}
+                "comment": comment, "remember": remember, "pattern": pattern}
         return settled_of(self._call("POST", f"/v1/requests/{int(request)}/decision",
                                      {k: v for k, v in body.items() if v is not None}, token=self.reviewer_token))
 

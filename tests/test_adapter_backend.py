@@ -174,3 +174,35 @@ def test_a_result_is_reported_by_its_digest_unless_kept_and_a_failed_report_says
         asyncio.run(AsyncBackend(Refusing(agent)).execute(v.request, lambda a: runs.append(1) or "the answer"))
     assert runs == [1] and caught.value.outcome.result == "the answer" and "the call ran" in str(caught.value)
     assert agent.get(v.request).status == "executing"  # never runs again
+
+
+REMEMBERING = POLICY_TEXT + '''
+ask send_mail reason "A person reads outgoing mail." remember run id "mail"
+'''
+
+
+@pytest.mark.parametrize("kind", ["local", "service"])
+def test_a_reviewer_may_remember_an_approval_for_the_run_through_either_backend(tmp_path, kind):
+    s = setup(tmp_path / "svc", REMEMBERING)
+    if kind == "local":
+        gate = Gate(Policy.from_text(REMEMBERING, "test.policy"), tmp_path / "l")
+        agent, reviewer, server = LocalBackend(gate, "agent-1"), LocalBackend(gate, "sup-1"), None
+    else:
+        server = Server(s).start()
+        agent = ServiceBackend(server.url, s.tokens["agent-1"])
+        reviewer = ServiceBackend(server.url, s.tokens["agent-1"], reviewer_token=s.tokens["sup-1"])
+    try:
+        first = agent.propose("send_mail", {"to": "a@example.com"}, run="r1")
+        assert first.effect == "ask"
+        reviewer.decide(first.request, "approve", reviewer="sup-1", digest=first.args_digest, remember="run")
+        again = agent.propose("send_mail", {"to": "b@example.com"}, run="r1")
+        elsewhere = agent.propose("send_mail", {"to": "b@example.com"}, run="r2")
+        assert again.status == "allowed" and elsewhere.status == "pending"
+        with pytest.raises(BackendError):  # the rule allows a run, not 8 hours
+            reviewer.decide(elsewhere.request, "approve", reviewer="sup-1", digest=elsewhere.args_digest, remember="8h")
+    finally:
+        if server is not None:
+            server.stop()
+        else:
+            gate.close()
+            assert verify(tmp_path / "l").ok
