@@ -69,7 +69,9 @@ class OutcomeUnrecorded(BackendError):
 class Verdict:
     """What the policy said about a proposed call. `effect` allow, deny or ask; `status` where
     the request stands now (a repeated call id may already be approved or executed);
-    `decisions` the decisions a reviewer may give (an ask's rule says which), `needs` the
+    `decisions` the decisions a reviewer may give (an ask's rule says which), `remember` the
+    `remember` values a reviewer's approval or rejection may carry (the rule's `remember` clause:
+    () when it may not be remembered; docs/policy-language.md "Remembered decisions"), `needs` the
     requirement in words ("2 from finance"), `timeout_seconds` the ask's timeout, `deadline` a
     ledger timestamp; `link` the web inbox's page for it (service with --public-url only)."""
 
@@ -86,6 +88,7 @@ class Verdict:
     deadline: str | None = None
     duplicate: bool = False
     link: str | None = None
+    remember: tuple[str, ...] = ()
 
     @property
     def reason(self) -> str:
@@ -151,7 +154,7 @@ def verdict_of(view: dict) -> Verdict:
                    rules=tuple(view.get("rules") or ()), decisions=tuple(waits.get("decisions") or ()),
                    needs=waits.get("needs"), timeout_seconds=waits.get("timeout_seconds"),
                    deadline=view.get("deadline"), duplicate=bool(view.get("duplicate")),
-                   link=(view.get("links") or {}).get("inbox"))
+                   link=(view.get("links") or {}).get("inbox"), remember=tuple(waits.get("remember") or ()))
 
 
 def settled_of(view: dict) -> Settled:
@@ -169,12 +172,14 @@ def outcome_of(view: dict) -> Outcome:
 
 
 def _verdict_of_proposal(p) -> Verdict:
+    from ledger.workflow.describe import remember_choices_of
+
     reqs = p.requirements if p.status in WAITING else None
     return Verdict(request=p.request, tool=p.tool, effect=p.effect, status=p.status, args_digest=p.args_digest,
                    reasons=tuple(p.reasons), rules=tuple(p.rules),
                    decisions=tuple(reqs.decisions) if reqs else (), needs=reqs.describe() if reqs else None,
                    timeout_seconds=reqs.timeout_seconds if reqs else None, deadline=p.deadline,
-                   duplicate=p.duplicate)
+                   duplicate=p.duplicate, remember=tuple(remember_choices_of(reqs.rememberable)) if reqs else ())
 
 
 def _settled_of_state(state) -> Settled:
@@ -218,10 +223,15 @@ class LocalBackend:
 
     def details(self, request: int) -> dict:
         """The request as a reviewer sees it (ledger.workflow.describe.brief: its current
-        arguments, digest, the decisions allowed, quorum progress): a JSON-ready dict."""
+        arguments, digest, the decisions allowed, quorum progress, and `remember`: the values a
+        decision's `remember` may take, [] when none): a JSON-ready dict."""
         from ledger.workflow import describe
 
-        return self._guard(lambda: describe.brief(self.gate, self.gate.get(request)))
+        def view() -> dict:
+            state = self.gate.get(request)
+            return {**describe.brief(self.gate, state), "remember": describe.remember_choices(state)}
+
+        return self._guard(view)
 
     def find(self, call_id: str) -> Settled | None:
         state = self._guard(lambda: self.gate.find(call_id=call_id))

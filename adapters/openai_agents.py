@@ -30,17 +30,33 @@ What each piece does, in the SDK's own terms (its human-in-the-loop guide: a too
   rejection_message=reason)`, the reason is the tool's output the model sees; respond →
   `state.reject(item, rejection_message=message)`: the SDK has no "respond", and a rejection
   message is the one way it lets text stand in for a tool's output without running the tool
-  (the SDK's own record says rejected; the ledger says responded).
+  (the SDK's own record says rejected; the ledger says responded). The SDK's sticky decisions,
+  `always_approve` / `always_reject`, become countersign's standing decisions (below).
 - `run_gated` runs, resolves and resumes until the run ends or no interruption is countersign's.
 
 Fail closed: an error from the backend, an unknown decision, an unauthenticated reviewer, a
 request whose arguments do not match their digest or a wait past `timeout` never runs the call.
 A call that ran is never reported as not run: when its outcome cannot be recorded, the model
-reads that it ran, with its output, and that the record is missing. The SDK's sticky decisions
-(`always_approve`, `always_reject`) are not used here, and a call the SDK approved on its own (a
-sticky approval) still needs countersign's approval at invocation.
-TODO(sticky decisions, issue 12 section 2, branch `sticky`): once the Gate records "remember"
-decisions, map a reviewer's sticky decision onto them instead of refusing it (STICKY below).
+reads that it ran, with its output, and that the record is missing.
+
+Sticky decisions. A reviewer's `Decision("always_approve", ...)` / `Decision("always_reject",
+...)` (the SDK's `RunState.approve(item, always_approve=True)` / `reject(item,
+always_reject=True)`) is recorded as countersign's standing decision (docs/policy-language.md,
+"Remembered decisions"): the approval or rejection with `remember="run"` and any arguments
+(`pattern=None`: the SDK's sticky decision is per tool, whatever the arguments). Scope "run",
+the narrowest countersign has, because the SDK's own lasts for its run (the RunState's context,
+across its pauses and resumes) and countersign's run is the `run` given to gate_tools, which
+scopes the run's call ids the same way; "session" or a duration would outlive it. Later calls of
+the tool in that run are then decided by countersign itself (allowed: they run; rejected: the
+model reads the standing rejection's reason), with no interruption and no person. The SDK's own
+sticky flag is not set: countersign is the one memory (in the ledger, revocable with
+`countersign forget`/Gate.forget, forgotten on a policy edit), and a later call it does not
+cover (another rule asks, one without `remember`) is asked about again. Where the ask's rule
+has no `remember` clause allowing a run (or the tools were gated without a `run`), the sticky
+decision is refused (BackendError "sticky_not_allowed"), nothing is recorded and the call does
+not run: decide it alone. A call the SDK approved by itself (`state.approve(...)` by hand, or
+an SDK-side always_approve) runs only when countersign allows it (a standing decision covers
+it, or the policy allows it); one still waiting in countersign is withdrawn and does not run.
 
 The framework is imported only inside the functions of this module (an optional extra:
 `pip install 'countersign[openai-agents]'`).
@@ -61,7 +77,9 @@ from adapters.backend import WAITING, AsyncBackend, BackendError, ServiceBackend
 GATING_ATTRIBUTE = "_countersign_gating"  # set on a gated FunctionTool: its _Gating
 RAN = ("allowed", "approved", "executing", "executed")  # statuses whose call may run (or ran)
 DECISIONS = ("approve", "edit", "reject", "respond")
-STICKY = ("always_approve", "always_reject")  # the SDK's; countersign has none yet (see TODO above)
+STICKY = {"always_approve": "approve", "always_reject": "reject"}  # the SDK's → countersign's, remembered:
+STICKY_SCOPE = "run"  # for the run (module docstring: the SDK's sticky decision lasts for its run)
+REFUSED_STICKY = ("StandingDecision", "standing_decision")  # the rule does not allow remembering (Gate, service)
 DEFAULT_DENY = "countersign's policy denies this call."
 SYNC_MARKER = "__agents_sync_function_tool__"  # agents.tool marks a plain function's invoker with it
 STALE = ("StaleDigest", "stale_digest")  # a decision for arguments edited since they were shown (Gate, service)
@@ -81,7 +99,8 @@ class Pending:
     it, so a reviewer approves only what they were shown), `reason` (the ask's rule),
     `decisions` the rule allows, `needs` ("2 from sups"), `round` (1 for the first decision this
     process asks for, 2 for the next one a quorum still needs, ...), `item` (the SDK's
-    ToolApprovalItem)."""
+    ToolApprovalItem), `remember` the scopes the rule lets a decision be remembered for (a
+    sticky always_approve / always_reject needs "run" among them; () when none)."""
 
     request: int
     tool: str
@@ -93,12 +112,14 @@ class Pending:
     needs: str | None
     round: int
     item: Any
+    remember: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class Decision:
     """A reviewer's answer to a Pending. `decision`: approve, edit (with `args`), reject (with
-    `reason`) or respond (with `message`); `token` the reviewer's credential (a roster token:
+    `reason`), respond (with `message`), or the SDK's sticky always_approve / always_reject (with
+    `reason`): an approval or rejection countersign remembers for the run (module docstring); `token` the reviewer's credential (a roster token:
     `countersign roster add NAME --kind reviewer`), from which their name is taken, never from
     this object; `comment` for the ledger."""
 
@@ -230,10 +251,11 @@ def _invoker(tool, gating: _Gating):
         if verdict.effect == "deny":
             return verdict.reason or DEFAULT_DENY
         if verdict.status in WAITING:
-            # The SDK approved what countersign has not (a sticky always_approve, or approve()
-            # called by hand): withdraw it, so the ledger does not keep a call nobody will run.
-            note = ("approved inside the Agents SDK only (its always_approve is not honoured: countersign has "
-                    "no sticky decisions yet); it needs countersign's approval and did not run.")
+            # The SDK approved what countersign has not (approve() called by hand, an SDK-side
+            # always_approve no standing decision of countersign's covers): withdraw it, so the
+            # ledger does not keep a call nobody will run.
+            note = ("approved inside the Agents SDK only (countersign has no approval or standing decision "
+                    "covering it); it needs countersign's approval and did not run.")
             try:
                 await backend.cancel(verdict.request, "the agent's host approved it without countersign")
             except BackendError:
@@ -326,7 +348,8 @@ async def resolve(result: Any, *, review: Review | None = None, reviewers: Calla
     Interruptions of tools countersign does not gate are left as they are (the resumed run
     pauses on them again). Raises BackendError (the state is left as it was for that call,
     which does not run): `unauthenticated` / `forbidden` for a Decision without a reviewer's
-    token, `sticky_unsupported` for always_approve / always_reject, `invalid_decision`,
+    token, `sticky_not_allowed` for an always_approve / always_reject the ask's rule does not
+    let be remembered for the run (nothing recorded), `invalid_decision`,
     `inconsistent_arguments` for arguments that do not match their digest when read (never
     shown), or the backend's refusal (a decision the rule does not allow, a reviewer deciding
     twice, a stale digest MAX_STALE times in a row: a stale one is shown again first).
@@ -375,14 +398,15 @@ async def _settle(item, gating: _Gating, review, reviewers, timeout) -> Settled:
             quorum = view.get("quorum") or {}
             pending = Pending(verdict.request, item.tool_name, item.call_id, view["args"], view["args_digest"],
                               verdict.reason, tuple(view.get("decisions") or verdict.decisions),
-                              quorum.get("needs") or verdict.needs, rounds + 1, item)
+                              quorum.get("needs") or verdict.needs, rounds + 1, item,
+                              tuple(view.get("remember") or ()))
             answer = review(pending)
             answer = await answer if inspect.isawaitable(answer) else answer
             if answer is None:
                 asking = False  # the rest is decided elsewhere: wait for it
                 continue
             try:  # the decision binds the digest of the arguments shown, never a later one
-                settled = await _decide(backend, verdict.request, pending.args_digest, answer, reviewers)
+                settled = await _decide(backend, verdict.request, pending.args_digest, answer, reviewers, gating.run)
             except BackendError as exc:
                 stale += 1
                 if exc.code not in STALE or stale > MAX_STALE:
@@ -430,34 +454,52 @@ async def _current(backend: AsyncBackend, request: int) -> dict:
                        f"digest ({READS} reads); they are not shown to a reviewer", request)
 
 
-async def _decide(backend: AsyncBackend, request: int, digest: str, answer: Decision, reviewers) -> Settled:
-    """Record an in-process decision for the reviewer the token authenticates (fail closed)."""
+async def _decide(backend: AsyncBackend, request: int, digest: str, answer: Decision, reviewers,
+                  run: str | None) -> Settled:
+    """Record an in-process decision for the reviewer the token authenticates (fail closed). A
+    sticky one is the approval or rejection remembered for the run, or refused whole."""
     if not isinstance(answer, Decision):
         raise BackendError("invalid_decision", f"review must return a Decision or None, not {type(answer).__name__}",
                            request)
-    if answer.decision in STICKY:
-        # TODO(sticky decisions, issue 12 section 2): map onto the Gate's "remember" decisions.
-        raise BackendError("sticky_unsupported", f"{answer.decision} is not supported: countersign has no sticky "
-                           "decisions yet; decide this call alone (approve, edit, reject or respond)", request)
-    if answer.decision not in DECISIONS:
-        raise BackendError("invalid_decision", f"unknown decision {answer.decision!r}: one of {', '.join(DECISIONS)}",
-                           request)
+    if answer.decision not in DECISIONS and answer.decision not in STICKY:
+        raise BackendError("invalid_decision", f"unknown decision {answer.decision!r}: one of "
+                           f"{', '.join((*DECISIONS, *STICKY))}", request)
     fields = dict(digest=digest, args=answer.args, reason=answer.reason, message=answer.message,
                   comment=answer.comment)
+    decision = answer.decision
+    if decision in STICKY:
+        if run is None:
+            raise BackendError("sticky_not_allowed", f"{decision} is remembered for the run, and these tools were "
+                               "gated without one (gate_tools(..., run=...)); nothing was recorded: decide this "
+                               "call alone", request)
+        decision = STICKY[decision]
+        fields.update(remember=STICKY_SCOPE, pattern=None)
+    try:
+        return await _record_decision(backend, request, decision, fields, answer, reviewers)
+    except BackendError as exc:
+        if answer.decision in STICKY and exc.code in REFUSED_STICKY:
+            raise BackendError("sticky_not_allowed", f"{answer.decision}: the policy's rule does not let this "
+                               f"decision be remembered for the run ({exc.message}); nothing was recorded: "
+                               "decide this call alone (approve, edit, reject or respond)", request) from None
+        raise
+
+
+async def _record_decision(backend: AsyncBackend, request: int, decision: str, fields: dict, answer: Decision,
+                           reviewers) -> Settled:
     inner = backend.backend
     if isinstance(inner, ServiceBackend):
         if not answer.token:
             raise BackendError("unauthenticated", "the decision carries no reviewer token", request)
         as_reviewer = ServiceBackend(inner.url, inner.token, reviewer_token=answer.token, timeout=inner.timeout)
         try:
-            return await asyncio.to_thread(as_reviewer.decide, request, answer.decision, **fields)
+            return await asyncio.to_thread(as_reviewer.decide, request, decision, **fields)
         finally:
             as_reviewer.close()
     if reviewers is None:
         raise BackendError("unauthenticated", "an in-process decision on a local ledger needs `reviewers` "
                            "(token → name, e.g. adapters.identity.RosterReviewers) to say who decided", request)
     name = reviewers(answer.token)  # raises BackendError unauthenticated / forbidden
-    return await backend.decide(request, answer.decision, reviewer=name, **fields)
+    return await backend.decide(request, decision, reviewer=name, **fields)
 
 
 async def run_gated(agent: Any, input: Any, *, review: Review | None = None,

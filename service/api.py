@@ -196,7 +196,8 @@ def proposal_view(service: Service, p: Proposal) -> dict:
     }
     if p.requirements is not None and p.status in ("pending", "interrupting"):
         out["waits_for"] = {"needs": p.requirements.describe(), "decisions": list(p.requirements.decisions),
-                            "timeout_seconds": p.requirements.timeout_seconds}
+                            "timeout_seconds": p.requirements.timeout_seconds,
+                            "remember": describe.remember_choices_of(p.requirements.rememberable)}
     return out
 
 

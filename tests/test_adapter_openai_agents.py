@@ -50,6 +50,11 @@ ask refund
   timeout 1h
   id "refund"
 
+ask notify
+  reason "A person checks notices."
+  remember run
+  id "notify"
+
 ask wire
   reason "Two supervisors check wires."
   approvers 2 from sups
@@ -123,7 +128,13 @@ def make_tools(ran: list):
         ran.append(("wire", to, amount))
         return f"wired {amount} to {to}"
 
-    return [lookup_order, delete_order, refund, wire]
+    @function_tool
+    def notify(to: str) -> str:
+        """Send a notice."""
+        ran.append(("notify", to))
+        return f"notified {to}"
+
+    return [lookup_order, delete_order, refund, wire, notify]
 
 
 THREE_CALLS = [call("lookup_order", {"order": 7}, "c-lookup"), call("delete_order", {"order": 7}, "c-delete"),
@@ -378,19 +389,68 @@ def test_a_local_decision_without_an_authenticator_fails_closed(local):
 
 
 @pytest.mark.parametrize("decision", ["always_approve", "always_reject", "maybe"])
-def test_sticky_and_unknown_decisions_are_refused(local, decision):
-    ran = []
-    agent, _, run = agent_for(local, [[call("refund", {"order": 4, "amount": 9}, "c-r")]], ran)
+def test_sticky_decisions_the_rule_does_not_allow_and_unknown_ones_are_refused(anywhere, decision):
+    """refund's rule has no `remember` clause: a sticky decision is refused whole (no approval
+    or rejection recorded either), and the call stays paused; it does not run."""
+    b, ran, asked = anywhere, [], []
+    agent, _, run = agent_for(b, [[call("refund", {"order": 4, "amount": 9}, "c-r")]], ran)
+
+    def review(pending):
+        asked.append(pending.remember)
+        return Decision(decision, b.tokens["sup-1"], reason="No refunds this run.")
 
     async def main():
         result = await Runner.run(agent, "refund")
         with pytest.raises(BackendError) as caught:
-            await resolve(result, review=lambda p: Decision(decision, local.tokens["sup-1"]), reviewers=local.reviewers)
+            await resolve(result, review=review, reviewers=b.reviewers)
         return caught.value
 
-    code = asyncio.run(main()).code
-    assert code == ("invalid_decision" if decision == "maybe" else "sticky_unsupported")
-    assert ran == [] and found(local, run, "c-r").status == "pending"
+    error = asyncio.run(main())
+    assert error.code == ("invalid_decision" if decision == "maybe" else "sticky_not_allowed")
+    assert asked == [()]  # the reviewer was told nothing can be remembered here
+    row = found(b, run, "c-r")
+    assert ran == [] and (row.status, row.decision, row.decided_by) == ("pending", None, None)
+    if b.kind == "local":
+        assert [type(r.event).__name__ for r in b.gate.history(row.request)] == ["Proposed", "Interrupted"]
+    assert verify(b.ledger).ok
+
+
+NOTICES = [[call("notify", {"to": "ann"}, "c-n1")], [call("notify", {"to": "bob"}, "c-n2")], [say("done")]]
+
+
+@pytest.mark.parametrize("decision", ["always_approve", "always_reject"])
+def test_a_sticky_decision_is_remembered_for_the_run_and_not_beyond(anywhere, decision):
+    """notify's rule says `remember run`: the SDK's always_approve / always_reject is countersign's
+    standing approval / rejection for the run. The run's second notice is decided by it (no
+    interruption, no person); the same tool in another run is asked about again."""
+    b, ran, asked = anywhere, [], []
+    agent, model, run = agent_for(b, NOTICES, ran)
+
+    def review(pending):
+        asked.append((pending.call_id, pending.remember))
+        return Decision(decision, b.tokens["sup-1"], reason="No notices in this run.")
+
+    result = asyncio.run(run_gated(agent, "notify", review=review, reviewers=b.reviewers))
+    assert result.final_output == "done" and asked == [("c-n1", ("run",))]  # one person, once
+    first, second = found(b, run, "c-n1"), found(b, run, "c-n2")
+    outputs = model.tool_outputs()
+    if decision == "always_approve":
+        assert ran == [("notify", "ann"), ("notify", "bob")]
+        assert outputs == {"c-n1": "notified ann", "c-n2": "notified bob"}
+        assert (first.status, first.decided_by) == ("executed", "sup-1")
+        assert second.status == "executed"
+    else:
+        assert ran == [] and outputs == {"c-n1": "No notices in this run.", "c-n2": "No notices in this run."}
+        assert (first.status, second.status) == ("rejected", "rejected")
+    assert "c-n2" not in {i.call_id for i in result.interruptions}
+
+    other, _, other_run = agent_for(b, [[call("notify", {"to": "cyd"}, "c-n1")]], ran)
+    paused = asyncio.run(Runner.run(other, "notify"))  # another run: asked again
+    assert [i.tool_name for i in paused.interruptions] == ["notify"]
+    assert found(b, other_run, "c-n1").status == "pending" and ("notify", "cyd") not in ran
+    assert verify(b.ledger).ok
+    table = rows(b, run)
+    assert table["c-n2"]["effect"] == "ask" and table["c-n2"]["status"] == second.status
 
 
 def test_an_approval_given_only_inside_the_sdk_never_runs_the_call(local):

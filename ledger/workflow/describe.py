@@ -143,6 +143,12 @@ def remember_choices(state: RequestState) -> list[str]:
     `remember` clause, docs/policy-language.md): [] when none; "run" and/or "session"; or
     durations up to the rule's (whole hours, and the rule's own when it is not one)."""
     allowance = state.requirements.rememberable if state.requirements is not None and state.status == "pending" else None
+    return remember_choices_of(allowance)
+
+
+def remember_choices_of(allowance: Any) -> list[str]:
+    """The `remember` values an allowance (a Requirements' `rememberable`, or None) admits, as
+    `remember_choices` lists them."""
     if allowance is None:
         return []
     if allowance.scope == "run":
