@@ -36,6 +36,15 @@ R and call C of the REVIEW payload it answers:
     {"type": "respond", ..., "message": "..."}
     {"type": "check", "request": R, "call_id": C}
 
+An approve or a reject may carry `"remember": "run" | "session" | "8h"` (and `"pattern":
+"exact"`): the decision then stands for the later calls of the same tool in that scope, which
+countersign decides without asking (docs/policy-language.md, "Remembered decisions"; the run is
+the thread id, so `"run"` is this thread). Only as far as the ask's rule allows: the payload's
+"remember" lists what it allows ([] when the rule has no `remember` clause); a resume asking for
+more is refused whole (nothing recorded, the call interrupts again with the refusal), as is
+`remember` on an edit or a response. LangChain's own HITL has no sticky decision; this is
+countersign's.
+
 `token` says who decides: `reviewers(token)` names the reviewer (adapters.identity.RosterReviewers,
 or a host's callable raising BackendError "unauthenticated"); with a ServiceBackend and no
 `reviewers`, the service authenticates the token itself. A name in the resume is never read.
@@ -63,7 +72,9 @@ interrupt.
 The REVIEW payload (the interrupt's value): {"type": "countersign_review", "request", "tool",
 "call_id", "run", "args" (the current, possibly edited ones), "digest", "decisions" (the rule's),
 "reasons", "rules", "needs" ("2 from sups"), "approved_by", "more_needed", "deadline", "link",
-"refused" ({"code", "message"} of the last resume, or None)}.
+"remember" (the `remember` values the rule allows: [] none; ["run"]; ["run", "session"]; durations
+up to the rule's, e.g. ["1h", "8h", "28800s"], any shorter one allowed too), "refused" ({"code",
+"message"} of the last resume, or None)}.
 
 LangGraph stores resume values in its checkpointer: a token in a resume is stored there too, and
 LangGraph replays it on every re-run of the task. It is only ever applied to the request it was
@@ -181,6 +192,7 @@ def _payload(verdict: Verdict, view: dict, allowed: tuple, call_id, run, refused
         "more_needed": quorum.get("more_needed"),
         "deadline": view.get("deadline") or verdict.deadline,
         "link": verdict.link,
+        "remember": list(view.get("remember") or verdict.remember),
         "refused": refused,
     }
 
@@ -200,6 +212,9 @@ def _answer_schema(allowed: tuple) -> dict:
             "args": {"type": "object", "description": "edit: the new arguments"},
             "reason": {"type": "string", "description": "reject: what the agent should do instead"},
             "message": {"type": "string", "description": "respond: the answer in place of the tool's result"},
+            "remember": {"type": "string", "description": "approve, reject: make the decision standing for "
+                         "later calls of the tool (one of the payload's \"remember\", or a shorter duration)"},
+            "pattern": {"enum": ["exact"], "description": "with remember: only calls with these arguments"},
         },
     }
 
@@ -283,8 +298,24 @@ def _decision_step(answer: Any, tool: str, view: dict, allowed: tuple,
         fields["message"] = message
     if kind == "approve" and _text(answer.get("comment")):
         fields["comment"] = answer["comment"]
+    fields.update(_standing(answer))
     # the service authenticates the reviewer's own token (again, when `reviewers` named them here)
     return _Op("decide", (view["request"], kind), {"token": token if service else None, **fields})
+
+
+def _standing(answer: dict) -> dict:
+    """A resume's `remember` and `pattern` (module docstring), checked for their shape; whether
+    the rule allows them is the backend's to say (it refuses, recording nothing)."""
+    remember, pattern = answer.get("remember"), answer.get("pattern")
+    if remember is None and pattern is None:
+        return {}
+    if answer["type"] not in ("approve", "reject"):
+        raise BackendError("invalid_decision", f"only an approval or a rejection can be remembered, not {answer['type']}")
+    if not isinstance(remember, str) or not remember:
+        raise BackendError("invalid_decision", "remember is \"run\", \"session\" or a duration such as \"8h\"")
+    if pattern not in (None, "exact"):
+        raise BackendError("invalid_decision", f"pattern is \"exact\" or absent (any arguments), not {pattern!r}")
+    return {"remember": remember, "pattern": pattern}
 
 
 def _text(value: Any) -> str | None:
@@ -482,7 +513,8 @@ def _gated(decided: _Decided, outcome) -> Gated:
 def resume(payload: dict, decision: str, *, token: str | None = None, **fields: Any) -> dict:
     """A resume for a REVIEW payload: `resume(p, "approve", token=t)`, `resume(p, "edit",
     token=t, args={...})`, `resume(p, "reject", token=t, reason="...")`, `resume(p, "respond",
-    token=t, message="...")`, `resume(p, "check")`. The request, call id and digest are the
+    token=t, message="...")`, `resume(p, "check")`; an approve or reject may add
+    `remember="run"` (and `pattern="exact"`) to make it standing, as the payload's "remember" allows. The request, call id and digest are the
     payload's: the resume answers that request only (a call waiting on another refuses it)."""
     answer = {**fields, "type": decision, "request": payload["request"], "call_id": payload["call_id"]}
     if decision != CHECK:

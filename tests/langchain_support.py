@@ -23,6 +23,13 @@ ask refund
   timeout 1h
   id "refund"
 
+ask notify
+  reason "A person checks notices."
+  decisions approve, reject
+  remember session
+  timeout 1h
+  id "notify"
+
 ask wire
   reason "Two supervisors check wires."
   approvers 2 from sups

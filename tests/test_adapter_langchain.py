@@ -70,7 +70,13 @@ class World:
             ran.append(("wire", amount))
             return f"wired {amount}"
 
-        self.tools = [lookup, delete_account, refund, wire]
+        @tool
+        def notify(to: str) -> str:
+            """Send a notice."""
+            ran.append(("notify", to))
+            return f"notified {to}"
+
+        self.tools = [lookup, delete_account, refund, wire, notify]
 
     def agent(self, *script: AIMessage, middleware=None, backend=None, **options):
         middleware = middleware if middleware is not None else [
@@ -372,6 +378,84 @@ def test_through_the_approval_service_a_token_or_a_check(world, tmp_path):
         for b in (agent_backend, *inbox.values()):
             b.close()
     assert verify(s.ledger).ok
+
+
+@pytest.mark.parametrize("where", ["local", "service"])
+@pytest.mark.parametrize("decision", ["approve", "reject"])
+def test_a_remembered_decision_decides_the_threads_later_calls_and_no_others(world, decision, where):
+    """notify's rule says `remember session`: an approve or reject resumed with remember="run"
+    stands for the thread (the run): its second notice runs (or is rejected) without an
+    interrupt; another thread is asked again."""
+    from service_process import Server
+
+    server = Server(world.s).start() if where == "service" else None
+    try:
+        backend = ServiceBackend(server.url, world.s.tokens["agent-1"]) if server else world.backend
+        middleware = lambda: [CountersignMiddleware(backend, reviewers=None if server else world.reviewers)]  # noqa: E731
+        agent = world.agent(calls(("n1", "notify", {"to": "ann"})), calls(("n2", "notify", {"to": "bob"})), done(),
+                            middleware=middleware())
+        cfg = config(f"thread-remember-{decision}-{where}")  # (call ids are one namespace in the ledger)
+        review = review_of(agent.invoke({"messages": [{"role": "user", "content": "tell them"}]}, cfg))
+        assert review["tool"] == "notify" and review["remember"] == ["run", "session"]
+        fields = {"reason": "No notices in this thread."} if decision == "reject" else {}
+        out = agent.invoke(Command(resume=resume(review, decision, token=world.token("sup-1"), remember="run",
+                                                 **fields)), cfg)
+        assert "__interrupt__" not in out and out["messages"][-1].content == "All done."  # no second person
+        got = tool_messages(out)
+        if decision == "approve":
+            assert world.ran == [("notify", "ann"), ("notify", "bob")]
+            assert (got["n2"].content, got["n2"].status) == ("notified bob", "success")
+        else:
+            assert world.ran == []
+            assert (got["n2"].content, got["n2"].status) == ("No notices in this thread.", "error")
+
+        other = world.agent(calls(("m1", "notify", {"to": "cyd"})), done(), middleware=middleware())
+        review = review_of(other.invoke({"messages": [{"role": "user", "content": "tell cyd"}]},
+                                        config(f"thread-other-{decision}-{where}")))
+        assert review["tool"] == "notify" and ("notify", "cyd") not in world.ran  # another run: asked again
+        if server:
+            backend.close()
+    finally:
+        if server:
+            server.stop()
+    ledger = world.s.ledger if server else world.ledger
+    if not server:
+        world.gate.close()
+    assert verify(ledger).ok
+    con = connect(ledger)
+    try:
+        (standing,) = con.execute("SELECT count(*) FROM events WHERE kind = 'remembered'").fetchone()
+    finally:
+        con.close()
+    assert standing == 1
+
+
+def test_a_decision_the_rule_does_not_let_be_remembered_is_refused_whole(world):
+    agent = world.agent(calls(("r1", "refund", {"order": 3, "amount": 5})), done())
+    cfg = config("thread-no-remember")
+    review = review_of(agent.invoke({"messages": [{"role": "user", "content": "refund"}]}, cfg))
+    assert review["remember"] == []  # refund's rule has no remember clause
+    for bad, code in ((resume(review, "approve", token=world.token("sup-1"), remember="run"), "StandingDecision"),
+                      (resume(review, "reject", token=world.token("sup-1"), reason="no", remember="run"),
+                       "StandingDecision"),
+                      (resume(review, "respond", token=world.token("sup-1"), message="x", remember="run"),
+                       "invalid_decision"),
+                      (resume(review, "approve", token=world.token("sup-1"), remember="run", pattern="same"),
+                       "invalid_decision")):
+        review = review_of(agent.invoke(Command(resume=bad), cfg))
+        assert review["refused"]["code"] == code, bad
+    state = world.gate.find(call_id="r1")
+    assert world.ran == [] and state.status == "pending" and not state.approvals
+    # wider than the rule allows: notify's `remember session` does not admit 8 hours
+    agent = world.agent(calls(("n1", "notify", {"to": "ann"})), done())
+    cfg = config("thread-too-wide")
+    review = review_of(agent.invoke({"messages": [{"role": "user", "content": "tell ann"}]}, cfg))
+    review = review_of(agent.invoke(Command(resume=resume(review, "approve", token=world.token("sup-1"),
+                                                          remember="8h")), cfg))
+    assert review["refused"]["code"] == "StandingDecision" and world.ran == []
+    world.close_and_verify()
+    assert world.rows("SELECT count(*) AS n FROM events WHERE kind IN ('remembered', 'approved', 'rejected')") == [
+        {"n": 0}]
 
 
 def test_a_failing_tool_is_recorded_and_not_run_again(world):
