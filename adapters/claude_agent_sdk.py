@@ -51,6 +51,17 @@ these calls). Still, the SDK documents that "bypassPermissions" never consults `
 and a CLI that did as documented would run an asked call unapproved: so `countersign_options`
 refuses that mode, and the PreToolUse hook denies an ask made under it (fail closed).
 
+Standing decisions ("don't ask again"). Claude Code's own "always allow" is a permission rule
+(`PermissionResultAllow.updated_permissions`, offered as `ToolPermissionContext.suggestions`)
+that it keeps outside the ledger; this adapter never returns one, and has no in-process reviewer
+who could choose it: a person decides in the inbox, `countersign review`, the service's API or
+Backend.decide, and makes the decision standing there with `remember` where the ask's rule
+allows it (docs/policy-language.md, "Remembered decisions"). The run is the session id (unless
+`run` is given), so `remember run` covers the rest of the Claude session. A later call it covers
+is proposed as any other and comes back `allowed` (PreToolUse gives no opinion, `can_use_tool`
+allows it at once with its arguments, PostToolUse records how it ran) or `rejected` (denied with
+the standing rejection's reason); no one is asked.
+
 The SDK is imported inside the functions that build its objects (claude_agent_sdk, an optional
 extra: `pip install 'countersign[claude-agent-sdk]'`).
 """

@@ -45,6 +45,12 @@ ask Write
   timeout 1h
   id "writes"
 ask Edit approvers 2 from sups timeout 1h id "edits"
+ask NotebookEdit
+  reason "A person checks notebook edits."
+  decisions approve, reject
+  remember run
+  timeout 1h
+  id "notebooks"
 """
 
 CLI = bundled_cli()
@@ -534,3 +540,67 @@ def test_a_quorum_of_two_keeps_can_use_tool_waiting_until_it_is_met(local):
     answer = asyncio.run(main())
     assert isinstance(answer, PermissionResultAllow) and answer.updated_input == args
     assert gate.find(call_id="t-9").status == "executing"  # started: Claude Code runs it now
+
+
+# --- standing decisions: countersign's "don't ask again" -----------------------------------------
+
+@pytest.mark.parametrize("decision", ["approve", "reject"])
+def test_a_remembered_decision_decides_the_sessions_later_calls_and_no_others(local, decision):
+    """NotebookEdit's rule says `remember run` (the run is the session id): a reviewer decides the
+    first call with remember="run"; the session's next call is allowed (or rejected) by
+    countersign itself, with no wait; another session is asked again."""
+    from claude_agent_sdk import PermissionResultAllow, PermissionResultDeny
+
+    gate, agent = local
+    adapter = CountersignPermissions(agent, wait_timeout=30)
+    reviewer = LocalBackend(gate, "sup-1")
+    first, second = ({"notebook_path": f"/p/{n}.ipynb", "new_source": n} for n in ("a", "b"))
+
+    async def main():
+        assert (await adapter.pre_tool_use(pre_input("NotebookEdit", first, "t-20"), "t-20", {})
+                )["hookSpecificOutput"]["permissionDecision"] == "ask"
+        task = asyncio.ensure_future(adapter.can_use_tool("NotebookEdit", first, Context("t-20")))
+        await asyncio.sleep(0.2)
+        state = gate.find(call_id="t-20")
+        assert agent.details(state.request)["remember"] == ["run"]
+        await asyncio.to_thread(reviewer.decide, state.request, decision, reviewer="sup-1", digest=state.digest,
+                                reason="No notebook edits in this session." if decision == "reject" else None,
+                                remember="run")
+        return await asyncio.wait_for(task, 10)
+
+    answer = asyncio.run(main())
+    pre = asyncio.run(adapter.pre_tool_use(pre_input("NotebookEdit", second, "t-21"), "t-21", {}))
+    if decision == "approve":
+        assert isinstance(answer, PermissionResultAllow) and answer.updated_permissions is None
+        assert pre == {}  # allowed by the standing approval: no ask, no person
+        again = asyncio.run(adapter.can_use_tool("NotebookEdit", second, Context("t-21")))
+        assert isinstance(again, PermissionResultAllow) and again.updated_input == second
+        post = {**pre_input("NotebookEdit", second, "t-21"), "hook_event_name": "PostToolUse", "tool_response": "ok"}
+        asyncio.run(adapter.post_tool_use(post, "t-21", {}))
+        assert (gate.find(call_id="t-21").status, gate.find(call_id="t-21").outcome) == ("executed", "ok")
+    else:
+        assert isinstance(answer, PermissionResultDeny) and "No notebook edits" in answer.message
+        assert pre["hookSpecificOutput"]["permissionDecision"] == "deny"
+        assert "No notebook edits in this session." in pre["hookSpecificOutput"]["permissionDecisionReason"]
+        assert gate.find(call_id="t-21").status == "rejected"
+    other = asyncio.run(adapter.pre_tool_use(pre_input("NotebookEdit", second, "t-22", session_id="s-2"), "t-22", {}))
+    assert other["hookSpecificOutput"]["permissionDecision"] == "ask"  # another session: asked again
+    assert gate.find(call_id="t-22").status == "pending"
+
+
+def test_a_decision_the_rule_does_not_let_be_remembered_is_refused_and_nothing_runs(local):
+    from claude_agent_sdk import PermissionResultDeny
+
+    gate, agent = local
+    adapter = CountersignPermissions(agent, wait_timeout=0.3)
+    args = {"file_path": "/p/w", "content": "w"}
+    asyncio.run(adapter.pre_tool_use(pre_input("Write", args, "t-23"), "t-23", {}))
+    state = gate.find(call_id="t-23")
+    assert agent.details(state.request)["remember"] == []  # the writes rule has no remember clause
+    with pytest.raises(BackendError) as refused:
+        LocalBackend(gate, "sup-1").decide(state.request, "approve", reviewer="sup-1", digest=state.digest,
+                                           remember="run")
+    assert refused.value.code == "StandingDecision"
+    assert gate.find(call_id="t-23").status == "pending" and not gate.find(call_id="t-23").approvals
+    answer = asyncio.run(adapter.can_use_tool("Write", args, Context("t-23")))  # still nobody decided: closed
+    assert isinstance(answer, PermissionResultDeny) and gate.find(call_id="t-23").status == "cancelled"
