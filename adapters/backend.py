@@ -316,7 +316,7 @@ class ServiceBackend:
         try:
             return settled_of(self._call("GET", "/v1/calls/" + quote(call_id, safe="")))
         except BackendError as exc:
-            if exc.code == "unknown_request" or exc.code == "http_404":
+            if exc.code in ("unknown_call_id", "unknown_request", "http_404"):
                 return None
             raise
 
