@@ -31,8 +31,6 @@ gets one fails closed: the call does not run.
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import json
 import os
 import threading
@@ -389,6 +387,14 @@ def _json_or_none(value: Any) -> Any:
 
 # --- for asyncio code ----------------------------------------------------------------------------
 
+async def _to_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """asyncio.to_thread, imported when first awaited: a hook process (one per tool call) that
+    never awaits does not pay for importing asyncio."""
+    import asyncio
+
+    return await asyncio.to_thread(fn, *args)
+
+
 class AsyncBackend:
     """A Backend's steps awaited, each in a worker thread (asyncio.to_thread); `execute` awaits a
     coroutine function `fn` on the loop between the durable start and the outcome. Cancelling
@@ -398,35 +404,37 @@ class AsyncBackend:
         self.backend = backend
 
     async def propose(self, tool: str, args: dict, **kwargs: Any) -> Verdict:
-        return await asyncio.to_thread(self.backend.propose, tool, args, **kwargs)
+        return await _to_thread(self.backend.propose, tool, args, **kwargs)
 
     async def get(self, request: int) -> Settled:
-        return await asyncio.to_thread(self.backend.get, request)
+        return await _to_thread(self.backend.get, request)
 
     async def find(self, call_id: str) -> Settled | None:
-        return await asyncio.to_thread(self.backend.find, call_id)
+        return await _to_thread(self.backend.find, call_id)
 
     async def wait(self, request: int, timeout: float | None) -> Settled:
         """Waits in slices of at most a second, so a cancelled waiter frees its thread soon."""
         give_up = None if timeout is None else time.monotonic() + max(0.0, timeout)
         while True:
             left = 1.0 if give_up is None else max(0.0, min(1.0, give_up - time.monotonic()))
-            settled = await asyncio.to_thread(self.backend.wait, request, left)
+            settled = await _to_thread(self.backend.wait, request, left)
             if not settled.waiting or (give_up is not None and time.monotonic() >= give_up):
                 return settled
 
     async def start(self, request: int) -> Started | Outcome:
-        return await asyncio.to_thread(self.backend.start, request)
+        return await _to_thread(self.backend.start, request)
 
     async def finish(self, request: int, **kwargs: Any) -> Outcome:
-        return await asyncio.to_thread(lambda: self.backend.finish(request, **kwargs))
+        return await _to_thread(lambda: self.backend.finish(request, **kwargs))
 
     async def execute(self, request: int, fn: Callable[[dict], Any], *, keep_result: bool = False) -> Outcome:
+        import inspect
+
         started = await self.start(request)
         if isinstance(started, Outcome):
             return started
         try:
-            result = await fn(started.args) if inspect.iscoroutinefunction(fn) else await asyncio.to_thread(fn, started.args)
+            result = await fn(started.args) if inspect.iscoroutinefunction(fn) else await _to_thread(fn, started.args)
             if inspect.isawaitable(result):
                 result = await result
         except Exception as exc:  # the tool's failure is an outcome to record
@@ -436,13 +444,13 @@ class AsyncBackend:
         return Outcome(request, "ok", done.result_digest, None, False, result, done.result_kept)
 
     async def cancel(self, request: int, reason: str | None = None) -> Settled:
-        return await asyncio.to_thread(self.backend.cancel, request, reason)
+        return await _to_thread(self.backend.cancel, request, reason)
 
     async def decide(self, request: int, decision: str, **kwargs: Any) -> Settled:
-        return await asyncio.to_thread(lambda: self.backend.decide(request, decision, **kwargs))
+        return await _to_thread(lambda: self.backend.decide(request, decision, **kwargs))
 
     async def close(self) -> None:
-        await asyncio.to_thread(self.backend.close)
+        await _to_thread(self.backend.close)
 
 
 # --- from the environment --------------------------------------------------------------------

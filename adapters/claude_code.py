@@ -147,11 +147,19 @@ def call_of(payload: dict) -> Call:
 
 
 def context_of(payload: dict) -> dict:
-    """The policy's `context`: `cwd` and `home` (dsl.claude_import.hook_context), `session_id`
-    and `permission_mode` when the payload has them. The transcript path itself is left out."""
-    from dsl.claude_import import hook_context
-
-    context = hook_context(payload)
+    """The policy's `context`: `cwd`, and `home` when the transcript path shows it (as
+    dsl.claude_import.hook_context says, written out here so that a hook through the service
+    imports no part of the policy language), `session_id` and `permission_mode` when the
+    payload has them. The transcript path itself is left out."""
+    context: dict[str, str] = {}
+    cwd = payload.get("cwd")
+    if isinstance(cwd, str):
+        context["cwd"] = cwd
+    transcript = payload.get("transcript_path")
+    if isinstance(transcript, str) and "/.claude/" in transcript and transcript.startswith("/"):
+        context["home"] = transcript.split("/.claude/", 1)[0] or "/"
+    elif isinstance(transcript, str) and "\\.claude\\" in transcript and transcript[1:3] == ":\\":
+        context["home"] = transcript.split("\\.claude\\", 1)[0]
     for name in ("session_id", "permission_mode"):
         value = payload.get(name)
         if isinstance(value, str):
@@ -166,10 +174,14 @@ def proposer_of(session: str | None) -> str:
 
 
 def derived_call_id(tool_use_id: str, tool: str, args: dict) -> str:
-    """The call id of a second, different input under one tool_use_id (module docstring)."""
-    from ledger.digest import value_digest
+    """The call id of a second, different input under one tool_use_id (module docstring): 16 hex
+    digits of SHA-256 over the tool and the input as canonical JSON (sorted keys), so that
+    PreToolUse and PostToolUse derive the same id without importing the ledger."""
+    import hashlib
 
-    return f"{tool_use_id}{DERIVED_SEP}{value_digest({'tool': tool, 'args': args})[:16]}"
+    text = json.dumps({"tool": tool, "args": args}, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      default=str)
+    return f"{tool_use_id}{DERIVED_SEP}{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
 
 
 def os_account() -> str:

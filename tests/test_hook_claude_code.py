@@ -21,6 +21,7 @@ import pytest
 from adapters.backend import LocalBackend, ServiceBackend
 from adapters.claude_code import ClaudeCodeHook, context_of, derived_call_id, main, settings
 from dsl import Policy
+from dsl.claude_import import hook_context
 from ledger import Gate, verify
 from ledger.analytics.views import connect as views
 from ledger.store import log as logmod
@@ -157,6 +158,7 @@ def test_every_corpus_payload_gets_valid_output_and_the_policys_decision(tmp_pat
             counts["no-input"] = counts.get("no-input", 0) + 1
             continue
         assert "could not decide" not in reason, reason  # no CallIdConflict, no error
+        assert {k: v for k, v in context_of(p).items() if k in ("cwd", "home")} == hook_context(p)
         stored = msgspec.json.decode(msgspec.json.encode(args))
         expected = policy.evaluate(p["tool_name"], stored, context_of(p)).effect
         assert got == expected, (p["tool_name"], args, reason)
