@@ -31,8 +31,6 @@ gets one fails closed: the call does not run.
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import json
 import os
 import threading
@@ -354,7 +352,7 @@ class ServiceBackend:
         try:
             return settled_of(self._call("GET", "/v1/calls/" + quote(call_id, safe="")))
         except BackendError as exc:
-            if exc.code == "unknown_request" or exc.code == "http_404":
+            if exc.code in ("unknown_call_id", "unknown_request", "http_404"):
                 return None
             raise
 
@@ -466,10 +464,18 @@ def _report(finish: Callable[..., Outcome], request: int, result: Any, failure: 
 
 async def _report_async(finish, request: int, result: Any, failure: BaseException | None,
                         keep_result: bool) -> Outcome:
-    return await asyncio.to_thread(_report, finish, request, result, failure, keep_result)
+    return await _to_thread(_report, finish, request, result, failure, keep_result)
 
 
 # --- for asyncio code ----------------------------------------------------------------------------
+
+async def _to_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """asyncio.to_thread, imported when first awaited: a hook process (one per tool call) that
+    never awaits does not pay for importing asyncio."""
+    import asyncio
+
+    return await asyncio.to_thread(fn, *args)
+
 
 class AsyncBackend:
     """A Backend's steps awaited, each in a worker thread (asyncio.to_thread); `execute` awaits a
@@ -480,36 +486,38 @@ class AsyncBackend:
         self.backend = backend
 
     async def propose(self, tool: str, args: dict, **kwargs: Any) -> Verdict:
-        return await asyncio.to_thread(self.backend.propose, tool, args, **kwargs)
+        return await _to_thread(self.backend.propose, tool, args, **kwargs)
 
     async def get(self, request: int) -> Settled:
-        return await asyncio.to_thread(self.backend.get, request)
+        return await _to_thread(self.backend.get, request)
 
     async def find(self, call_id: str) -> Settled | None:
-        return await asyncio.to_thread(self.backend.find, call_id)
+        return await _to_thread(self.backend.find, call_id)
 
     async def wait(self, request: int, timeout: float | None) -> Settled:
         """Waits in slices of at most a second, so a cancelled waiter frees its thread soon."""
         give_up = None if timeout is None else time.monotonic() + max(0.0, timeout)
         while True:
             left = 1.0 if give_up is None else max(0.0, min(1.0, give_up - time.monotonic()))
-            settled = await asyncio.to_thread(self.backend.wait, request, left)
+            settled = await _to_thread(self.backend.wait, request, left)
             if not settled.waiting or (give_up is not None and time.monotonic() >= give_up):
                 return settled
 
     async def start(self, request: int) -> Started | Outcome:
-        return await asyncio.to_thread(self.backend.start, request)
+        return await _to_thread(self.backend.start, request)
 
     async def finish(self, request: int, **kwargs: Any) -> Outcome:
-        return await asyncio.to_thread(lambda: self.backend.finish(request, **kwargs))
+        return await _to_thread(lambda: self.backend.finish(request, **kwargs))
 
     async def execute(self, request: int, fn: Callable[[dict], Any], *, keep_result: bool = False) -> Outcome:
         """Backend.execute, awaited; raises OutcomeUnrecorded as there."""
+        import inspect
+
         started = await self.start(request)
         if isinstance(started, Outcome):
             return started
         try:
-            result = await fn(started.args) if inspect.iscoroutinefunction(fn) else await asyncio.to_thread(fn, started.args)
+            result = await fn(started.args) if inspect.iscoroutinefunction(fn) else await _to_thread(fn, started.args)
             if inspect.isawaitable(result):
                 result = await result
             failure = None
@@ -518,13 +526,13 @@ class AsyncBackend:
         return await _report_async(self.backend.finish, request, result, failure, keep_result)
 
     async def cancel(self, request: int, reason: str | None = None) -> Settled:
-        return await asyncio.to_thread(self.backend.cancel, request, reason)
+        return await _to_thread(self.backend.cancel, request, reason)
 
     async def decide(self, request: int, decision: str, **kwargs: Any) -> Settled:
-        return await asyncio.to_thread(lambda: self.backend.decide(request, decision, **kwargs))
+        return await _to_thread(lambda: self.backend.decide(request, decision, **kwargs))
 
     async def close(self) -> None:
-        await asyncio.to_thread(self.backend.close)
+        await _to_thread(self.backend.close)
 
 
 # --- from the environment --------------------------------------------------------------------

@@ -81,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="events in the large ledger (default 10,000,000; 1,000,000 with --quick)")
     ap.add_argument("--ledger-parts", default="append,verify,stats", help="which ledger benchmarks, comma-separated")
     ap.add_argument("--hooks-sizes", default=None, help="--only hooks: ledger sizes, comma-separated (default 1000,10000,100000)")
+    ap.add_argument("--hooks-parts", default="processes,cold",
+                    help="--only hooks: which parts, comma-separated: processes (8 Gate-per-call processes), "
+                    "cold (the cold `countersign hook claude-code` command, local and through the service)")
     ap.add_argument("--hooks-calls", default=None, help="--only hooks: calls per process at each size (default 25,10,3)")
     ap.add_argument("--service-seconds", type=float, default=None,
                     help="--only service: seconds of load per run (default 60, or $COUNTERSIGN_BENCH_SERVICE_SECONDS)")
@@ -107,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         from bench import hooks
 
         ints = lambda text: [int(x) for x in text.split(",") if x.strip()] if text else None  # noqa: E731
-        status = hooks.main(ints(opts.hooks_sizes), ints(opts.hooks_calls), opts.label, not opts.no_write)
+        status = hooks.main(ints(opts.hooks_sizes), ints(opts.hooks_calls), opts.label, not opts.no_write,
+                            tuple(p.strip() for p in opts.hooks_parts.split(",") if p.strip()))
         if opts.only == "hooks" or status:
             return status
     if opts.only in ("all", "ledger"):

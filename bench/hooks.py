@@ -19,6 +19,15 @@ are meant to make it flat.
 
     python -m bench --only hooks                    # results in bench/results/<stamp>-<label>-hooks.json
     python -m bench --only hooks --hooks-sizes 1000,10000 --hooks-calls 20,10
+
+The cold command (`cold`, part "cold"): what Claude Code actually starts per tool call, the
+`countersign hook claude-code` process (python -m cli.entry: the console script's fast path),
+timed from spawn to exit with one PreToolUse payload on stdin (an allowed Read), one process at a
+time, on the same ledger at each size (the Gate opens from its snapshot, written by a Gate opened
+and closed once before), and through `countersign serve` (COUNTERSIGN_URL). Reported: p50 / p99 /
+max ms, and a bare `python -c pass` for the interpreter's own start.
+
+    python -m bench --only hooks --hooks-parts cold   # the cold command only
 """
 
 from __future__ import annotations
@@ -250,7 +259,125 @@ def table(out: dict) -> str:
     return "\n".join(lines)
 
 
-def main(sizes: list[int] | None, calls: list[int] | None, label: str, write: bool) -> int:
+# --- the cold hook command ------------------------------------------------------------------------
+
+COLD_CALLS = 15
+
+
+def _spawn_ms(argv: list[str], stdin: str, env: dict) -> tuple[float, subprocess.CompletedProcess]:
+    began = time.perf_counter()
+    done = subprocess.run(argv, input=stdin, capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    return (time.perf_counter() - began) * 1000, done
+
+
+def _summary(values: list[float]) -> dict:
+    values = sorted(values)
+    return {"p50": round(percentile(values, 50), 1), "p99": round(percentile(values, 99), 1),
+            "max": round(values[-1], 1), "calls": len(values)}
+
+
+def cold_calls(env: dict, calls: int, tag: str) -> tuple[dict, list[str]]:
+    """`calls` cold `countersign hook claude-code` processes, one at a time; (latency, failures)."""
+    argv = [sys.executable, "-m", "cli.entry", "hook", "claude-code"]
+    times, failures = [], []
+    for i in range(calls):
+        payload = {"session_id": f"bench-{tag}", "cwd": "/work/repo", "hook_event_name": "PreToolUse",
+                   "permission_mode": "default", "tool_name": "Read",
+                   "tool_input": {"file_path": f"/work/repo/src/cold_{i}.py"}, "tool_use_id": f"toolu_cold_{tag}_{i}"}
+        ms, done = _spawn_ms(argv, json.dumps(payload), env)
+        try:
+            decision = json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"]
+        except (ValueError, KeyError, TypeError):
+            decision = None
+        if done.returncode != 0 or decision != "allow":
+            failures.append(f"exit {done.returncode}: {done.stdout[-200:]} {done.stderr[-300:]}")
+            continue
+        times.append(ms)
+    return (_summary(times) if times else {}), failures
+
+
+def cold(sizes=SIZES, calls: int = COLD_CALLS, log=print) -> dict:
+    """The cold hook command on a local ledger at each size, then through `countersign serve`."""
+    from ledger import Gate, verify
+
+    base = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for name in ("COUNTERSIGN_URL", "COUNTERSIGN_TOKEN"):
+        base.pop(name, None)
+    bare = sorted(_spawn_ms([sys.executable, "-c", "pass"], "", base)[0] for _ in range(calls))
+    out: dict = {"calls_per_size": calls, "python_pass_ms": _summary(bare), "local": {}, "service": None}
+    work = ledger_gen.workdir() / f"hooks-cold-{os.getpid()}"
+    shutil.rmtree(work, ignore_errors=True)
+    path = work / "ledger"
+    failures: list[str] = []
+    try:
+        Gate(None, path).close()
+        for i, size in enumerate(sizes):
+            events = grow(path, size, seed=i + 1)
+            Gate(None, path).close()  # the snapshot the hook opens from
+            env = {**base, "COUNTERSIGN_POLICY": str(POLICY), "COUNTERSIGN_LEDGER": str(path)}
+            latency, failed = cold_calls(env, calls, f"local{size}")
+            failures += failed
+            out["local"][str(size)] = {"events": events, "latency_ms": latency, "failed": len(failed)}
+            log(f"bench: hooks: cold command, local ledger at {events:,} events: {latency}")
+        out["verified"] = verify(path).ok
+        out["service"] = _cold_service(work, calls, base, log)
+        failures += out["service"].pop("failures", [])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    out["failed"] = len(failures)
+    out["failures"] = failures[:5]
+    out["pass"] = not failures and out.get("verified", False)
+    return out
+
+
+def _cold_service(work: Path, calls: int, base: dict, log) -> dict:
+    """`countersign serve` on a fresh ledger with the coding-agent policy; the cold hook through it."""
+    import signal
+
+    from bench.service_load import _free_port, _write_files
+
+    svc = work / "service"
+    svc.mkdir(parents=True)
+    tokens, files = _write_files(svc, 1)
+    (svc / "bench.policy").write_text(POLICY.read_text())
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen([sys.executable, "-m", "cli.main", "serve", *files, "--port", str(port),
+                               "--log-level", "warning"], cwd=ROOT, env=base, stderr=subprocess.DEVNULL)
+    try:
+        import http.client
+
+        for _ in range(400):
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+                c.request("GET", "/v1/health")
+                if c.getresponse().status == 200:
+                    break
+            except OSError:
+                time.sleep(0.05)
+        env = {**base, "COUNTERSIGN_URL": url, "COUNTERSIGN_TOKEN": tokens["agent-0"]}
+        latency, failed = cold_calls(env, calls, "service")
+        log(f"bench: hooks: cold command through the service: {latency}")
+        return {"latency_ms": latency, "failed": len(failed), "failures": failed}
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=60)
+
+
+def cold_table(out: dict) -> str:
+    lines = ["Cold `countersign hook claude-code` process per call (spawn to exit, one PreToolUse, allowed Read); "
+             f"`python -c pass` p50 {out['python_pass_ms']['p50']} ms", "",
+             "| where | events | p50 ms | p99 ms | max ms |", "|---|---:|---:|---:|---:|"]
+    for size, e in out["local"].items():
+        lat = e["latency_ms"] or {}
+        lines.append(f"| local ledger | {e['events']:,} | {lat.get('p50')} | {lat.get('p99')} | {lat.get('max')} |")
+    service = (out.get("service") or {}).get("latency_ms") or {}
+    lines.append(f"| through the service | - | {service.get('p50')} | {service.get('p99')} | {service.get('max')} |")
+    return "\n".join(lines)
+
+
+def main(sizes: list[int] | None, calls: list[int] | None, label: str, write: bool,
+         parts: tuple[str, ...] = ("processes", "cold")) -> int:
     from bench.timing import timer_overhead_ns
 
     sizes = sizes or list(SIZES)
@@ -259,14 +386,22 @@ def main(sizes: list[int] | None, calls: list[int] | None, label: str, write: bo
     result["settings"] = {"sizes": sizes, "calls_per_process": calls, "processes": PROCESSES,
                           "workdir": str(ledger_gen.workdir())}
     result["timer_overhead_ns"] = timer_overhead_ns()
-    result["hooks"] = run(sizes, calls, log=lambda m: print(m, file=sys.stderr, flush=True))
+    log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    ok = True
+    if "processes" in parts:
+        result["hooks"] = run(sizes, calls, log=log)
+        print(table(result["hooks"]))
+        ok = ok and result["hooks"]["pass"]
+    if "cold" in parts:
+        result["cold_command"] = cold(sizes, log=log)
+        print(cold_table(result["cold_command"]))
+        ok = ok and result["cold_command"]["pass"]
     result["loadavg_after"] = loadavg()
-    print(table(result["hooks"]))
     if write:
         from bench.__main__ import write as write_results
 
         write_results(result, f"{label}-hooks")
-    return 0 if result["hooks"]["pass"] else 1
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

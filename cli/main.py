@@ -2,7 +2,7 @@
 
 import typer
 
-from cli import checkpoint_cmd, import_cmd, ledger_cmd, mcp_cmd, policy_cmd, review_cmd, roster_cmd, serve_cmd, simulate_cmd
+from cli import checkpoint_cmd, hook_cmd, import_cmd, ledger_cmd, mcp_cmd, policy_cmd, review_cmd, roster_cmd, serve_cmd, simulate_cmd
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -17,6 +17,7 @@ policy_cmd.app.add_typer(import_cmd.app, name="import")  # policy import claude-
 app.add_typer(ledger_cmd.app, name="ledger")
 app.add_typer(review_cmd.app, name="review")
 app.add_typer(roster_cmd.app, name="roster")
+app.add_typer(hook_cmd.app, name="hook")  # the adapter itself is imported inside the command
 app.command("simulate")(simulate_cmd.simulate)
 app.command("serve")(serve_cmd.serve)
 app.command("mcp-proxy")(mcp_cmd.mcp_proxy)
