@@ -469,12 +469,12 @@ async def _report_async(finish, request: int, result: Any, failure: BaseExceptio
 
 # --- for asyncio code ----------------------------------------------------------------------------
 
-async def _to_thread(fn: Callable[..., Any], *args: Any) -> Any:
+async def _to_thread(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """asyncio.to_thread, imported when first awaited: a hook process (one per tool call) that
     never awaits does not pay for importing asyncio."""
     import asyncio
 
-    return await asyncio.to_thread(fn, *args)
+    return await asyncio.to_thread(fn, *args, **kwargs)
 
 
 class AsyncBackend:
