@@ -264,3 +264,37 @@ def test_openai_always_approve_in_one_conversation_does_not_approve_the_next_con
         b.close()
     assert ("notify", "everyone") not in ran, "conversation 2's call ran on conversation 1's always_approve"
     assert [i.tool_name for i in second.interruptions] == ["notify"]
+
+
+# --- forget: what a standing decision already let through stays runnable -------------------------
+
+@pytest.mark.xfail(strict=True, reason="forgetting a standing approval leaves the calls it allowed, not yet started, "
+                                       "runnable: no person approved them and the revocation does not reach them")
+def test_forgetting_a_standing_approval_stops_the_calls_it_let_through_that_have_not_run(tmp_path):
+    """LOW-MEDIUM. What: sup-1's standing approval (remember run) covers the agent's next
+    deploys: each is recorded `allowed` at once. The agent proposes several but has not started
+    them yet (the service's agent proposes, then calls POST /v1/requests/{id}/start when it gets
+    to it). sup-1 sees the flood, and forgets the standing decision (POST
+    /v1/standing/{seq}/forget). The calls already covered stay `allowed` and `execute` runs them
+    afterwards. Why it matters: the docs say that from the `forgotten` event "the calls it covered
+    are asked about again"; a reviewer revoking an approval because it is being abused expects
+    the calls that no person looked at to stop, and a covered call carries no deadline, so it may
+    be started days later. A plain approval is different: a person approved that very call. Fix:
+    have `forgotten` end (or return to a person: interrupt) the covered requests of that
+    standing decision that have not started (workflow: a covered request whose `standing` is
+    forgotten is no longer executable; section 12), or document that forget only affects
+    proposals after it and offer a way to cancel the covered ones."""
+    gate, _clock = _gate(tmp_path, SHARED_SCOPES.replace("remember session", "remember run"))
+    p = gate.propose("deploy", {"n": 0}, proposer="agent-1", run="r-1")
+    gate.approve(p.request, approver="sup-1", digest=p.args_digest, remember="run")
+    covered = gate.propose("deploy", {"n": 1}, proposer="agent-1", run="r-1")
+    assert covered.status == "allowed" and covered.standing is not None
+    gate.forget(covered.standing, by="sup-1", reason="being abused")
+    assert gate.propose("deploy", {"n": 2}, proposer="agent-1", run="r-1").status == "pending"
+    ran: list = []
+    try:
+        gate.execute(covered.request, lambda args: ran.append(args) or "deployed")
+    except Exception:  # refused: what the fix does
+        pass
+    gate.close()
+    assert ran == [], "a call allowed only by a forgotten standing decision ran after the forget"
