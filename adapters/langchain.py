@@ -89,6 +89,7 @@ langchain and langgraph are imported inside the functions and classes that need 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable, Generator
 
@@ -541,6 +542,13 @@ def _middleware_class() -> type:
                      context: dict | Callable[[Any], dict | None] | None = None,
                      call_id: Callable[[Any], str] | None = None, keep_result: bool = False):
             super().__init__()
+            if isinstance(context, Mapping) and "session_id" in context:
+                # One middleware serves every thread of the agent: a fixed session_id would make
+                # a `remember session` decision in one thread stand in all of them.
+                raise ValueError("a static `context` gives every thread the same session_id, so a decision "
+                                 "remembered for the session would stand in every thread: pass a callable "
+                                 "(ToolCallRequest -> dict) giving each thread's own session_id, or leave "
+                                 "session_id out (then only `remember run`, this thread, is possible)")
             self.backend = _sync(backend)
             self.abackend = backend if isinstance(backend, AsyncBackend) else AsyncBackend(self.backend)
             self.reviewers, self.context, self.call_id, self.keep_result = reviewers, context, call_id, keep_result
@@ -730,7 +738,10 @@ async hook wraps a sync one itself). `reviewers`: a callable token -> reviewer's
 (adapters.identity.RosterReviewers) that raises BackendError for a token it does not accept;
 required with a local ledger, optional with the service (which authenticates the token).
 `context`: a dict, or a callable (ToolCallRequest -> dict) giving the same dict every time it
-runs for a call (it is part of the call's identity). `call_id`: a callable (ToolCallRequest ->
+runs for a call (it is part of the call's identity). A dict is the same for every thread, so it
+may not hold a `session_id` (ValueError: a decision remembered for that session would stand in
+every thread); a session is per conversation: give it with a callable, e.g. from the request's
+runtime / state. `call_id`: a callable (ToolCallRequest ->
 str), when the model's tool call ids are not unique across the ledger.
 
 `keep_result` (default False): keep each tool's answer (its ToolMessage content and status) in

@@ -3,8 +3,8 @@
     from adapters.backend import connect
     from adapters.openai_agents import gate_tools, run_gated
 
-    agent = gate_tools(Agent(name="support", tools=[refund, lookup_order]), connect(), run="ticket-42")
-    result = await run_gated(agent, "Refund order 7", timeout=600)
+    agent = gate_tools(Agent(name="support", tools=[refund, lookup_order]), connect(), run="support")
+    result = await run_gated(agent, "Refund order 7", timeout=600)   # one conversation: its own run
 
 What each piece does, in the SDK's own terms (its human-in-the-loop guide: a tool's
 `needs_approval`, `RunResult.interruptions`, `RunState.approve` / `RunState.reject`, and
@@ -34,6 +34,17 @@ What each piece does, in the SDK's own terms (its human-in-the-loop guide: a too
   `always_approve` / `always_reject`, become countersign's standing decisions (below).
 - `run_gated` runs, resolves and resumes until the run ends or no interruption is countersign's.
 
+Runs and conversations. An Agent (and so its gated tools) serves every conversation; the SDK's
+run is one RunState (a `Runner.run` with new input, with its pauses and resumes). countersign's
+run for a call is that SDK run's when the run carries a conversation id in its context (the
+context mapping's key, or the context object's attribute, `countersign_conversation`): the
+ledger's run is "<gate_tools run>/<conversation>" (the conversation alone without a gate_tools
+run), and the call ids are scoped by it. `run_gated` gives every run it starts a fresh one
+(`conversation=` names it instead, e.g. to replay a run from its start); a mapping context is
+carried in the RunState and so survives `to_string` / `from_string`. A run without one (a plain
+`Runner.run(agent, input)`) is proposed under the gate_tools run itself, which every
+conversation shares: no sticky decision is accepted for it.
+
 Fail closed: an error from the backend, an unknown decision, an unauthenticated reviewer, a
 request whose arguments do not match their digest or a wait past `timeout` never runs the call.
 A call that ran is never reported as not run: when its outcome cannot be recorded, the model
@@ -45,16 +56,18 @@ always_reject=True)`) is recorded as countersign's standing decision (docs/polic
 "Remembered decisions"): the approval or rejection with `remember="run"` and any arguments
 (`pattern=None`: the SDK's sticky decision is per tool, whatever the arguments). Scope "run",
 the narrowest countersign has, because the SDK's own lasts for its run (the RunState's context,
-across its pauses and resumes) and countersign's run is the `run` given to gate_tools, which
-scopes the run's call ids the same way; "session" or a duration would outlive it. Later calls of
-the tool in that run are then decided by countersign itself (allowed: they run; rejected: the
-model reads the standing rejection's reason), with no interruption and no person. The SDK's own
+across its pauses and resumes) and countersign's run is then that conversation's (above), never
+the gate_tools run shared by every conversation of the agent; "session" or a duration would
+outlive it. Later calls of the tool in that conversation are then decided by countersign itself
+(allowed: they run; rejected: the model reads the standing rejection's reason), with no
+interruption and no person; another conversation is asked again. The SDK's own
 sticky flag is not set: countersign is the one memory (in the ledger, revocable with
 `countersign forget`/Gate.forget, forgotten on a policy edit), and a later call it does not
 cover (another rule asks, one without `remember`) is asked about again. Where the ask's rule
-has no `remember` clause allowing a run (or the tools were gated without a `run`), the sticky
-decision is refused (BackendError "sticky_not_allowed"), nothing is recorded and the call does
-not run: decide it alone. A call the SDK approved by itself (`state.approve(...)` by hand, or
+has no `remember` clause allowing a run, or the call's run is not one conversation's (a run
+without `countersign_conversation`: the gate_tools run, shared), the sticky decision is refused
+(BackendError "sticky_not_allowed"), nothing is recorded and the call does not run: decide it
+alone. A call the SDK approved by itself (`state.approve(...)` by hand, or
 an SDK-side always_approve) runs only when countersign allows it (a standing decision covers
 it, or the policy allows it); one still waiting in countersign is withdrawn and does not run.
 
@@ -70,7 +83,9 @@ import inspect
 import json
 import time
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any, Awaitable, Callable
+from uuid import uuid4
 
 from adapters.backend import WAITING, AsyncBackend, BackendError, ServiceBackend, Settled
 
@@ -79,6 +94,7 @@ RAN = ("allowed", "approved", "executing", "executed")  # statuses whose call ma
 DECISIONS = ("approve", "edit", "reject", "respond")
 STICKY = {"always_approve": "approve", "always_reject": "reject"}  # the SDK's → countersign's, remembered:
 STICKY_SCOPE = "run"  # for the run (module docstring: the SDK's sticky decision lasts for its run)
+CONVERSATION = "countersign_conversation"  # the run context's key / attribute naming one SDK run (module docstring)
 REFUSED_STICKY = ("StandingDecision", "standing_decision")  # the rule does not allow remembering (Gate, service)
 DEFAULT_DENY = "countersign's policy denies this call."
 SYNC_MARKER = "__agents_sync_function_tool__"  # agents.tool marks a plain function's invoker with it
@@ -136,6 +152,21 @@ Review = Callable[[Pending], "Decision | None | Awaitable[Decision | None]"]
 
 # --- gating the tools --------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class _Run:
+    """countersign's run for one call: `name` (the ledger's run, or None), `conversation` (the
+    SDK run's conversation id, or None: then `name` is the gate_tools run, which every
+    conversation of the agent shares, and no sticky decision is accepted under it)."""
+
+    name: str | None
+    conversation: str | None
+
+    def call_id(self, sdk_call_id: str) -> str:
+        """The ledger's call id: the SDK's, under the run when there is one (a provider that
+        numbers its calls per response repeats ids across runs)."""
+        return f"{self.name}/{sdk_call_id}" if self.name else sdk_call_id
+
+
 @dataclass
 class _Gating:
     backend: AsyncBackend
@@ -143,10 +174,44 @@ class _Gating:
     keep_result: bool
     invoke: Callable[[Any, str], Awaitable[Any]]  # the tool's own on_invoke_tool
 
-    def call_id(self, sdk_call_id: str) -> str:
-        """The ledger's call id: the SDK's, under the run when one is given (a provider that
-        numbers its calls per response repeats ids across runs)."""
-        return f"{self.run}/{sdk_call_id}" if self.run else sdk_call_id
+    def run_for(self, context: Any) -> _Run:
+        """countersign's run for a call made in an SDK run whose context object is `context`
+        (the RunContextWrapper's `.context`): the conversation's when it names one."""
+        conversation = _conversation(context)
+        if conversation is None:
+            return _Run(self.run, None)
+        return _Run(f"{self.run}/{conversation}" if self.run else conversation, conversation)
+
+
+def _conversation(context: Any) -> str | None:
+    """The conversation id an SDK run's context carries (CONVERSATION), or None. One that is
+    there but not a non-empty string raises BackendError (the call does not run)."""
+    if context is None:
+        return None
+    if isinstance(context, Mapping):
+        value = context.get(CONVERSATION)
+    else:
+        value = getattr(context, CONVERSATION, None)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise BackendError("invalid_conversation", f"the run context's {CONVERSATION} must be a non-empty string, "
+                           f"not {value!r}")
+    return value
+
+
+def conversation_of(run: Any) -> str | None:
+    """The conversation id of an SDK run (a RunResult, a RunState, a RunContextWrapper or the
+    context object itself), or None: the ledger's run of its calls is "<gate_tools run>/<it>"."""
+    from agents import RunContextWrapper, RunResult, RunState
+
+    if isinstance(run, RunResult) or hasattr(run, "context_wrapper"):  # a RunResult (or a streamed one)
+        run = run.context_wrapper
+    elif isinstance(run, RunState):
+        run = run._context  # the SDK keeps it there; no public accessor in 0.24
+    if isinstance(run, RunContextWrapper):
+        run = run.context
+    return _conversation(run)
 
 
 def _async(backend) -> AsyncBackend:
@@ -228,7 +293,8 @@ def _needs_approval(tool, gating: _Gating):
         """True while countersign waits for a person. A backend error is False here because the
         invocation proposes again and refuses to run (the tool's output says why)."""
         try:
-            verdict = await gating.backend.propose(tool.name, params, run=gating.run, call_id=gating.call_id(call_id))
+            run = gating.run_for(getattr(run_context, "context", None))
+            verdict = await gating.backend.propose(tool.name, params, run=run.name, call_id=run.call_id(call_id))
         except BackendError:
             return False
         return verdict.status in WAITING
@@ -245,7 +311,8 @@ def _invoker(tool, gating: _Gating):
             return "countersign: the arguments are not a JSON object; the call did not run."
         backend = gating.backend
         try:
-            verdict = await backend.propose(tool.name, args, run=gating.run, call_id=gating.call_id(ctx.tool_call_id))
+            run = gating.run_for(getattr(ctx, "context", None))
+            verdict = await backend.propose(tool.name, args, run=run.name, call_id=run.call_id(ctx.tool_call_id))
         except BackendError as exc:
             return f"countersign could not record this call ({exc.code}: {exc.message}); it did not run."
         if verdict.effect == "deny":
@@ -349,18 +416,20 @@ async def resolve(result: Any, *, review: Review | None = None, reviewers: Calla
     pauses on them again). Raises BackendError (the state is left as it was for that call,
     which does not run): `unauthenticated` / `forbidden` for a Decision without a reviewer's
     token, `sticky_not_allowed` for an always_approve / always_reject the ask's rule does not
-    let be remembered for the run (nothing recorded), `invalid_decision`,
-    `inconsistent_arguments` for arguments that do not match their digest when read (never
+    let be remembered for the run, or made in a run that is not one conversation's (nothing
+    recorded), `invalid_decision`, `inconsistent_arguments` for arguments that do not match their digest when read (never
     shown), or the backend's refusal (a decision the rule does not allow, a reviewer deciding
     twice, a stale digest MAX_STALE times in a row: a stale one is shown again first).
     """
     state = result.to_state() if hasattr(result, "to_state") else result
     items = result.interruptions if hasattr(result, "interruptions") else state.get_interruptions()
+    wrapper = getattr(state, "_context", None)  # the run's RunContextWrapper (no public accessor in 0.24)
+    context = getattr(wrapper, "context", None)
     for item in items:
         gating = _gating_for(item)
         if gating is None:
             continue
-        settled = await _settle(item, gating, review, reviewers, timeout)
+        settled = await _settle(item, gating.run_for(context), gating, review, reviewers, timeout)
         if settled.status in RAN:
             state.approve(item)  # the tool's invocation runs it with the approved arguments
         else:
@@ -376,13 +445,13 @@ def _gating_for(item) -> _Gating | None:
     return None
 
 
-async def _settle(item, gating: _Gating, review, reviewers, timeout) -> Settled:
+async def _settle(item, run: _Run, gating: _Gating, review, reviewers, timeout) -> Settled:
     backend = gating.backend
     args = _parse(item.arguments)
     if args is None:
         return Settled(request=0, status="denied", args_digest="",
                        reason="countersign: the arguments are not a JSON object; the call did not run.")
-    verdict = await backend.propose(item.tool_name, args, run=gating.run, call_id=gating.call_id(item.call_id))
+    verdict = await backend.propose(item.tool_name, args, run=run.name, call_id=run.call_id(item.call_id))
     if verdict.effect == "deny":
         return Settled(request=verdict.request, status="denied", args_digest=verdict.args_digest,
                        reason=verdict.reason or DEFAULT_DENY)
@@ -406,7 +475,7 @@ async def _settle(item, gating: _Gating, review, reviewers, timeout) -> Settled:
                 asking = False  # the rest is decided elsewhere: wait for it
                 continue
             try:  # the decision binds the digest of the arguments shown, never a later one
-                settled = await _decide(backend, verdict.request, pending.args_digest, answer, reviewers, gating.run)
+                settled = await _decide(backend, verdict.request, pending.args_digest, answer, reviewers, run)
             except BackendError as exc:
                 stale += 1
                 if exc.code not in STALE or stale > MAX_STALE:
@@ -455,9 +524,10 @@ async def _current(backend: AsyncBackend, request: int) -> dict:
 
 
 async def _decide(backend: AsyncBackend, request: int, digest: str, answer: Decision, reviewers,
-                  run: str | None) -> Settled:
+                  run: _Run) -> Settled:
     """Record an in-process decision for the reviewer the token authenticates (fail closed). A
-    sticky one is the approval or rejection remembered for the run, or refused whole."""
+    sticky one is the approval or rejection remembered for the run, or refused whole: also when
+    the run is not one conversation's (the gate_tools run every conversation shares)."""
     if not isinstance(answer, Decision):
         raise BackendError("invalid_decision", f"review must return a Decision or None, not {type(answer).__name__}",
                            request)
@@ -468,10 +538,13 @@ async def _decide(backend: AsyncBackend, request: int, digest: str, answer: Deci
                   comment=answer.comment)
     decision = answer.decision
     if decision in STICKY:
-        if run is None:
-            raise BackendError("sticky_not_allowed", f"{decision} is remembered for the run, and these tools were "
-                               "gated without one (gate_tools(..., run=...)); nothing was recorded: decide this "
-                               "call alone", request)
+        if run.name is None or run.conversation is None:
+            where = (f"gate_tools' run {run.name!r}, which every conversation of the agent shares"
+                     if run.name is not None else "no run at all")
+            raise BackendError("sticky_not_allowed", f"{decision} is remembered for the SDK's run, and this run's "
+                               f"calls are proposed under {where}: start the conversation with run_gated (or give "
+                               f"its run context a per-conversation {CONVERSATION!r}); nothing was recorded: "
+                               "decide this call alone", request)
         decision = STICKY[decision]
         fields.update(remember=STICKY_SCOPE, pattern=None)
     try:
@@ -504,16 +577,50 @@ async def _record_decision(backend: AsyncBackend, request: int, decision: str, f
 
 async def run_gated(agent: Any, input: Any, *, review: Review | None = None,
                     reviewers: Callable[[str | None], str] | None = None, timeout: float | None = None,
-                    max_pauses: int = 100, **runner_options: Any):
+                    max_pauses: int = 100, conversation: str | None = None, **runner_options: Any):
     """`Runner.run(agent, input, **runner_options)`, then resolve and resume while the run
     pauses on countersign's interruptions (at most `max_pauses` times). Returns the last
-    RunResult: its `interruptions` are empty, or are tools countersign does not gate."""
-    from agents import Runner
+    RunResult: its `interruptions` are empty, or are tools countersign does not gate.
 
-    result = await Runner.run(agent, input, **runner_options)
+    The run is one conversation (module docstring): its context carries `conversation` (a fresh
+    id when None; the one `context` already names is kept) under CONVERSATION, so its calls,
+    and any sticky decision made in it, are countersign's run "<gate_tools run>/<conversation>".
+    A mapping `context` is copied with the key added (the tools read the copy); None becomes
+    {CONVERSATION: id}; another object must carry the attribute itself (TypeError otherwise).
+    `input` a RunState (one restored from text) keeps the conversation its context names.
+    `conversation_of(result)` reads it back."""
+    from agents import RunState, Runner
+
+    context = runner_options.pop("context", None)
+    if isinstance(input, RunState):
+        if conversation is not None or context is not None:
+            raise TypeError("a RunState carries its own context (and conversation): resume it without "
+                            "`conversation` or `context`")
+        result = await Runner.run(agent, input, **runner_options)
+    else:
+        context = _with_conversation(context, conversation)
+        result = await Runner.run(agent, input, context=context, **runner_options)
     for _ in range(max_pauses):
         if not result.interruptions or not any(_gating_for(i) for i in result.interruptions):
             return result
         state = await resolve(result, review=review, reviewers=reviewers, timeout=timeout)
         result = await Runner.run(agent, state, **runner_options)
     return result
+
+
+def _with_conversation(context: Any, conversation: str | None) -> Any:
+    """The context for a new run of run_gated: one naming its conversation (run_gated)."""
+    if conversation is not None and (not isinstance(conversation, str) or not conversation):
+        raise TypeError(f"conversation must be a non-empty string, not {conversation!r}")
+    named = _conversation(context)
+    if named is not None:
+        if conversation is not None and conversation != named:
+            raise TypeError(f"the context names conversation {named!r} and conversation= {conversation!r}")
+        return context
+    conversation = conversation or uuid4().hex
+    if context is None:
+        return {CONVERSATION: conversation}
+    if isinstance(context, Mapping):
+        return {**context, CONVERSATION: conversation}
+    raise TypeError(f"run_gated carries the conversation in the run context: give this {type(context).__name__} "
+                    f"context a {CONVERSATION!r} attribute (one per conversation), or pass a mapping")

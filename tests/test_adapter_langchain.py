@@ -430,6 +430,33 @@ def test_a_remembered_decision_decides_the_threads_later_calls_and_no_others(wor
     assert standing == 1
 
 
+def test_a_session_is_per_thread_a_static_session_id_is_refused(world):
+    """One middleware serves every thread of the agent: a static context holding a session_id
+    would make a `remember session` decision in one thread stand in all of them, so it is
+    refused. A callable context giving each thread its own session works: a decision remembered
+    for thread A's session decides A's next notice, and thread B (same agent) is asked again."""
+    from langgraph.config import get_config
+
+    with pytest.raises(ValueError, match="session_id"):
+        CountersignMiddleware(world.backend, reviewers=world.reviewers, context={"session_id": "s-1"})
+    CountersignMiddleware(world.backend, reviewers=world.reviewers, context={"tenant": "acme"})  # no session: fine
+
+    def per_thread(request):
+        return {"session_id": "session-" + get_config()["configurable"]["thread_id"]}
+
+    middleware = CountersignMiddleware(world.backend, reviewers=world.reviewers, context=per_thread)  # one, shared
+    agent = world.agent(calls(("n1", "notify", {"to": "ann"})), calls(("n2", "notify", {"to": "bob"})), done(),
+                        middleware=[middleware])
+    cfg = config("thread-A")
+    review = review_of(agent.invoke({"messages": [{"role": "user", "content": "tell them"}]}, cfg))
+    out = agent.invoke(Command(resume=resume(review, "approve", token=world.token("sup-1"), remember="session")), cfg)
+    assert "__interrupt__" not in out and world.ran == [("notify", "ann"), ("notify", "bob")]
+    other = world.agent(calls(("m1", "notify", {"to": "cyd"})), done(), middleware=[middleware])  # (call ids: new)
+    review = review_of(other.invoke({"messages": [{"role": "user", "content": "tell cyd"}]}, config("thread-B")))
+    assert review["tool"] == "notify" and ("notify", "cyd") not in world.ran  # another thread's session: asked
+    world.close_and_verify()
+
+
 def test_a_decision_the_rule_does_not_let_be_remembered_is_refused_whole(world):
     agent = world.agent(calls(("r1", "refund", {"order": 3, "amount": 5})), done())
     cfg = config("thread-no-remember")

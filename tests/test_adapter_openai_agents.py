@@ -204,6 +204,7 @@ def anywhere(request, tmp_path, served):
 
 
 _runs = iter(range(1, 10**6))
+CONV = "conv-1"  # the conversation the tests' run_gated calls name: the ledger's run is "<run>/conv-1"
 
 
 def agent_for(b, script, ran, **options):
@@ -226,7 +227,7 @@ def rows(b, run):
         cur = con.execute("SELECT call_id, tool, effect, status, decision, decided_by, reason, edits, outcome, "
                           "result_digest, proposer, approved_by FROM requests WHERE run = ? ORDER BY request", [run])
         names = [d[0] for d in cur.description]
-        return {r[0].split("/", 1)[1]: dict(zip(names, r)) for r in cur.fetchall()}
+        return {r[0].rsplit("/", 1)[1]: dict(zip(names, r)) for r in cur.fetchall()}
     finally:
         con.close()
 
@@ -256,7 +257,7 @@ def test_allow_deny_and_an_ask_decided_in_process(anywhere, decision):
         d = want["decision"]
         return Decision(d.decision, b.tokens["sup-1"], d.args, d.reason, d.message, d.comment)
 
-    result = asyncio.run(run_gated(agent, "refund order 7", review=review, reviewers=b.reviewers))
+    result = asyncio.run(run_gated(agent, "refund order 7", conversation=CONV, review=review, reviewers=b.reviewers))
     assert result.final_output == "done" and not result.interruptions
 
     # the reviewer was asked once, about the refund alone, with the rule's reason and decisions
@@ -278,7 +279,7 @@ def test_allow_deny_and_an_ask_decided_in_process(anywhere, decision):
 
     # the ledger verifies, and its views tell the same story
     assert verify(b.ledger).ok
-    table = rows(b, run)
+    table = rows(b, f"{run}/{CONV}")
     assert set(table) == {"c-lookup", "c-delete", "c-refund"}
     lookup, delete, refund = table["c-lookup"], table["c-delete"], table["c-refund"]
     assert (lookup["effect"], lookup["status"], lookup["outcome"]) == ("allow", "executed", "ok")
@@ -301,10 +302,10 @@ def test_a_quorum_of_two_keeps_the_call_paused_until_met(anywhere):
         asked.append(pending.round)
         return Decision("approve", b.tokens[next(order)])
 
-    result = asyncio.run(run_gated(agent, "pay acme", review=review, reviewers=b.reviewers))
+    result = asyncio.run(run_gated(agent, "pay acme", conversation=CONV, review=review, reviewers=b.reviewers))
     assert asked == [1, 2]  # asked again after the first approval, while one was missing
     assert ran == [("wire", "acme", 900)] and result.final_output == "wired"
-    row = rows(b, run)["c-wire"]
+    row = rows(b, f"{run}/{CONV}")["c-wire"]
     assert row["status"] == "executed" and list(row["approved_by"]) == ["sup-1", "sup-2"]
     assert verify(b.ledger).ok
 
@@ -344,9 +345,9 @@ def test_resolve_waits_for_decisions_made_elsewhere(anywhere):
 def test_silence_past_the_timeout_withdraws_the_call(local):
     ran = []
     agent, model, run = agent_for(local, [[call("refund", {"order": 1, "amount": 5}, "c-r")], [say("gave up")]], ran)
-    result = asyncio.run(run_gated(agent, "refund", timeout=0.3))
+    result = asyncio.run(run_gated(agent, "refund", conversation=CONV, timeout=0.3))
     assert ran == [] and result.final_output == "gave up"
-    row = found(local, run, "c-r")
+    row = found(local, f"{run}/{CONV}", "c-r")
     assert row.status == "cancelled" and row.decided_by == "agent-1"
     assert model.tool_outputs()["c-r"] == row.reason and "no decision within 0.3 s" in row.reason
     assert verify(local.ledger).ok
@@ -421,8 +422,9 @@ NOTICES = [[call("notify", {"to": "ann"}, "c-n1")], [call("notify", {"to": "bob"
 @pytest.mark.parametrize("decision", ["always_approve", "always_reject"])
 def test_a_sticky_decision_is_remembered_for_the_run_and_not_beyond(anywhere, decision):
     """notify's rule says `remember run`: the SDK's always_approve / always_reject is countersign's
-    standing approval / rejection for the run. The run's second notice is decided by it (no
-    interruption, no person); the same tool in another run is asked about again."""
+    standing approval / rejection for the run (run_gated's conversation). The run's second notice
+    is decided by it (no interruption, no person); the same tool in another run is asked about
+    again."""
     b, ran, asked = anywhere, [], []
     agent, model, run = agent_for(b, NOTICES, ran)
 
@@ -430,9 +432,9 @@ def test_a_sticky_decision_is_remembered_for_the_run_and_not_beyond(anywhere, de
         asked.append((pending.call_id, pending.remember))
         return Decision(decision, b.tokens["sup-1"], reason="No notices in this run.")
 
-    result = asyncio.run(run_gated(agent, "notify", review=review, reviewers=b.reviewers))
+    result = asyncio.run(run_gated(agent, "notify", conversation=CONV, review=review, reviewers=b.reviewers))
     assert result.final_output == "done" and asked == [("c-n1", ("run",))]  # one person, once
-    first, second = found(b, run, "c-n1"), found(b, run, "c-n2")
+    first, second = found(b, f"{run}/{CONV}", "c-n1"), found(b, f"{run}/{CONV}", "c-n2")
     outputs = model.tool_outputs()
     if decision == "always_approve":
         assert ran == [("notify", "ann"), ("notify", "bob")]
@@ -449,7 +451,7 @@ def test_a_sticky_decision_is_remembered_for_the_run_and_not_beyond(anywhere, de
     assert [i.tool_name for i in paused.interruptions] == ["notify"]
     assert found(b, other_run, "c-n1").status == "pending" and ("notify", "cyd") not in ran
     assert verify(b.ledger).ok
-    table = rows(b, run)
+    table = rows(b, f"{run}/{CONV}")
     assert table["c-n2"]["effect"] == "ask" and table["c-n2"]["status"] == second.status
 
 
@@ -554,24 +556,24 @@ def test_two_asks_in_one_pause_and_arguments_that_are_not_an_object(local):
     agent, model, run = agent_for(local, [[call("refund", {"order": 1, "amount": 5}, "c-1"),
                                            call("wire", {"to": "acme", "amount": 3}, "c-2"), bad], [say("ok")]], ran)
     tokens = {"refund": iter(["sup-1"]), "wire": iter(["sup-1", "sup-2"])}
-    result = asyncio.run(run_gated(agent, "go", reviewers=local.reviewers,
+    result = asyncio.run(run_gated(agent, "go", conversation=CONV, reviewers=local.reviewers,
                                    review=lambda p: Decision("approve", local.tokens[next(tokens[p.tool])])))
     assert sorted(ran) == [("refund", 1, 5), ("wire", "acme", 3)] and result.final_output == "ok"
     outputs = model.tool_outputs()
     assert outputs["c-1"] == "refunded 5 on order 1" and outputs["c-2"] == "wired 3 to acme"
-    assert "not a JSON object" in outputs["c-bad"] and found(local, run, "c-bad") is None
+    assert "not a JSON object" in outputs["c-bad"] and found(local, f"{run}/{CONV}", "c-bad") is None
 
 
 @pytest.mark.parametrize("keep", [True, False])
 def test_a_call_replayed_under_the_same_run_runs_once(local, keep):
-    """The same run and call id again (a run replayed from its start): the tool does not run a
-    second time; the model reads the kept result, or that it was not kept."""
+    """The same run and call id again (a run replayed from its start: the same conversation): the
+    tool does not run a second time; the model reads the kept result, or that it was not kept."""
     ran, outputs = [], []
     for _ in range(2):
         model = ScriptedModel([[call("lookup_order", {"order": 9}, "c-once")], [say("ok")]])
         agent = gate_tools(Agent(name="a", model=model, tools=make_tools(ran)), local.backend, run="replayed",
                            keep_result=keep)
-        asyncio.run(run_gated(agent, "look"))
+        asyncio.run(run_gated(agent, "look", conversation="replayed-conv"))
         outputs.append(model.tool_outputs()["c-once"])
     assert ran == [("lookup_order", 9)]
     assert outputs[0] == "order 9: shipped"
@@ -595,12 +597,12 @@ def test_the_next_reviewer_of_a_quorum_is_shown_the_edited_arguments(anywhere):
             return Decision("edit", b.tokens["sup-1"], args={"to": "acme", "amount": 500}, reason="at most 500")
         return Decision("approve", b.tokens["sup-2"])
 
-    asyncio.run(run_gated(agent, "pay acme", review=review, reviewers=b.reviewers))
+    asyncio.run(run_gated(agent, "pay acme", conversation=CONV, review=review, reviewers=b.reviewers))
     assert [(p.round, p.args) for p in shown] == [(1, {"to": "acme", "amount": 900}),
                                                   (2, {"to": "acme", "amount": 500})]
     assert all(value_digest(p.args) == p.args_digest for p in shown)
     assert ran == [("wire", "acme", 500)]
-    row = rows(b, run)["c-wire"]
+    row = rows(b, f"{run}/{CONV}")["c-wire"]
     assert row["status"] == "executed" and list(row["approved_by"]) == ["sup-1", "sup-2"]
 
 
@@ -620,11 +622,11 @@ def test_an_edit_landing_while_the_reviewer_looks_is_shown_to_them_again(anywher
             return Decision("reject", b.tokens["sup-1"], reason="Not to mallory.")
         return Decision("approve", b.tokens["sup-1"])
 
-    asyncio.run(run_gated(agent, "pay acme", review=review, reviewers=b.reviewers))
+    asyncio.run(run_gated(agent, "pay acme", conversation=CONV, review=review, reviewers=b.reviewers))
     assert [p.args["to"] for p in shown] == ["acme", "mallory"] and [p.round for p in shown] == [1, 1]
     assert all(value_digest(p.args) == p.args_digest for p in shown)
     assert ran == [] and model.tool_outputs()["c-wire"] == "Not to mallory."
-    row = rows(b, run)["c-wire"]
+    row = rows(b, f"{run}/{CONV}")["c-wire"]
     assert row["status"] == "rejected" and row["decided_by"] == "sup-1"
 
 
@@ -677,3 +679,104 @@ def test_a_call_that_ran_but_whose_outcome_was_not_recorded_is_reported_as_run(l
     assert outputs[0].endswith("order 7: shipped") and "body_too_large" in outputs[0]
     assert "did not run" not in outputs[1] and "may have run" in outputs[1]
     assert found(local, "unrecorded", "c-big").status == "executing"
+
+
+# --- a sticky decision lasts for one conversation (one SDK run), not for the agent ------------------
+
+def test_a_sticky_decision_stays_in_its_conversation_across_a_saved_and_restored_state(tmp_path):
+    """Two conversations of one gated Agent. run_gated gives the first its own run (a fresh
+    conversation id in its context); sup-1's always_approve there covers only it. The second
+    (its context names "conv-b") pauses on the same tool, is saved as text and restored in a new
+    process: the conversation comes back with the context, its call is still asked (the first's
+    standing approval does not reach it) and runs once approved, under "<run>/conv-b"."""
+    from agents import RunState
+
+    from adapters.openai_agents import CONVERSATION, conversation_of
+
+    b, ran = Local(tmp_path), []
+    script = [[call("notify", {"to": "ann"}, "c-1")], [call("notify", {"to": "bob"}, "c-2")], [say("done")],
+              [call("notify", {"to": "cyd"}, "c-1")]]  # the provider numbers calls per conversation: c-1 again
+    agent, model, run = agent_for(b, script, ran)
+    first = asyncio.run(run_gated(agent, "notify", reviewers=b.reviewers,
+                                  review=lambda p: Decision("always_approve", b.tokens["sup-1"])))
+    conv_a = conversation_of(first)
+    assert first.final_output == "done" and ran == [("notify", "ann"), ("notify", "bob")]
+    assert len(conv_a) == 32 and found(b, f"{run}/{conv_a}", "c-2").status == "executed"
+
+    paused = asyncio.run(Runner.run(agent, "notify", context={CONVERSATION: "conv-b"}))
+    assert [i.tool_name for i in paused.interruptions] == ["notify"] and ("notify", "cyd") not in ran
+    assert found(b, f"{run}/conv-b", "c-1").status == "pending"
+    saved = paused.to_state().to_string()
+    b.close()
+
+    later = Local(tmp_path, files=b.s)
+    model2 = ScriptedModel([[say("sent")]])
+    agent2 = gate_tools(Agent(name="support", model=model2, tools=make_tools(ran)), later.backend, run=run)
+
+    async def resume():
+        state = await RunState.from_string(agent2, saved)
+        assert conversation_of(state) == "conv-b"
+        return await run_gated(agent2, state, reviewers=later.reviewers,
+                               review=lambda p: Decision("approve", later.tokens["sup-2"]))
+
+    result = asyncio.run(resume())
+    assert result.final_output == "sent" and ran[-1] == ("notify", "cyd") and len(ran) == 3
+    row = found(later, f"{run}/conv-b", "c-1")
+    assert (row.status, row.decided_by) == ("executed", "sup-2")
+    later.close()
+    assert verify(b.ledger).ok
+
+
+def test_a_sticky_decision_in_a_run_shared_by_every_conversation_is_refused(local):
+    """A plain Runner.run names no conversation: its calls are proposed under gate_tools' run,
+    which every conversation of the agent shares; an always_approve there would reach them all,
+    so it is refused whole (nothing recorded, the call stays paused and does not run)."""
+    ran = []
+    agent, _, run = agent_for(local, [[call("notify", {"to": "ann"}, "c-n")]], ran)
+
+    async def main():
+        result = await Runner.run(agent, "notify")
+        with pytest.raises(BackendError) as caught:
+            await resolve(result, review=lambda p: Decision("always_approve", local.tokens["sup-1"]),
+                          reviewers=local.reviewers)
+        return caught.value
+
+    error = asyncio.run(main())
+    assert error.code == "sticky_not_allowed" and "every conversation" in error.message
+    row = found(local, run, "c-n")
+    assert ran == [] and (row.status, row.decision) == ("pending", None)
+    assert [type(r.event).__name__ for r in local.gate.history(row.request)] == ["Proposed", "Interrupted"]
+
+
+def test_run_gated_carries_the_conversation_in_the_context(local):
+    """A mapping context is copied with the conversation added (the caller's is untouched); one
+    that names a conversation keeps it; an object without the attribute is refused (it may be
+    shared by conversations: run_gated does not write into it)."""
+    from adapters.openai_agents import CONVERSATION, conversation_of
+
+    seen = []
+
+    @function_tool
+    def lookup_order(ctx: ToolContext, order: int) -> str:
+        """Look an order up."""
+        seen.append(dict(ctx.context))
+        return "shipped"
+
+    def agent(script):
+        return gate_tools(Agent(name="a", model=ScriptedModel(script), tools=[lookup_order]), local.backend,
+                          run=f"ctx-{time.monotonic_ns()}")
+
+    mine = {"user": "ann"}
+    result = asyncio.run(run_gated(agent([[call("lookup_order", {"order": 1}, "c-1")], [say("ok")]]), "look",
+                                   context=mine))
+    assert mine == {"user": "ann"} and seen == [{"user": "ann", CONVERSATION: conversation_of(result)}]
+    named = asyncio.run(run_gated(agent([[say("ok")]]), "hi", context={CONVERSATION: "mine"}))
+    assert conversation_of(named) == "mine"
+
+    class Deps:
+        pass
+
+    with pytest.raises(TypeError):
+        asyncio.run(run_gated(agent([[say("ok")]]), "hi", context=Deps()))
+    with pytest.raises(TypeError):
+        asyncio.run(run_gated(agent([[say("ok")]]), "hi", context={CONVERSATION: "a"}, conversation="b"))

@@ -224,8 +224,6 @@ def test_a_reviewer_removed_from_the_roster_approves_nothing_more(tmp_path):
 
 # --- the OpenAI Agents SDK adapter: always_approve for "the run" given to gate_tools ---------------
 
-@pytest.mark.xfail(strict=True, reason="the SDK's always_approve lasts for one RunState; countersign's standing "
-                                       "approval lasts for gate_tools' run, shared by every conversation of the agent")
 def test_openai_always_approve_in_one_conversation_does_not_approve_the_next_conversation(tmp_path):
     """MEDIUM. What: adapters/openai_agents.py maps the SDK's `always_approve` to a standing
     approval for countersign's run, and that run is the `run` given to gate_tools when the agent
