@@ -92,8 +92,8 @@ def test_a_run_approval_covers_only_its_run(setup):
     gate.approve(p.request, approver="ann", digest=p.args_digest, remember="run")
     assert ask(gate, args={"env": "prod"}, session="other").status == "allowed"
     assert ask(gate, args={"env": "prod"}, run="r2").status == "pending"
-    # the deploy rule alone admits a session scope, hence a run scope too
-    assert ask(gate, args={"env": "dev"}).status == "allowed"
+    # a dev deploy is asked by the deploy rule alone: not the rules the reviewer's approval answered
+    assert ask(gate, args={"env": "dev"}).status == "pending"
     all_verifiers_accept(path)
 
 
@@ -113,10 +113,10 @@ def test_a_rejection_for_a_time_rejects_until_then_with_its_reason(setup):
 def test_a_rejection_wins_over_an_approval(setup):
     gate, clock, path = setup
     p = ask(gate)
-    gate.approve(p.request, approver="ann", digest=p.args_digest, remember="session")
-    q = ask(gate, args={"env": "x"})  # covered: allowed
+    gate.approve(p.request, approver="ann", digest=p.args_digest, remember="session", pattern="exact")
+    q = ask(gate)  # covered: allowed
     assert q.status == "allowed"
-    r = ask(gate, args={"env": "y"}, proposer="ann")
+    r = ask(gate, args={"env": "y"})
     gate.reject(r.request, approver="bob", reason="Stop deploying.", remember="run")
     assert ask(gate).status == "rejected"
     assert ask(gate, run="r2").status == "allowed"  # the rejection was for run r1 only
@@ -336,7 +336,8 @@ def test_the_gate_and_every_verifier_agree_and_replay_gives_the_same_decisions(t
                 statuses[p.request] = p.status
                 if p.standing is not None:  # what decided it is a standing decision that covers it
                     sd = gate.workflow.standing[p.standing]
-                    assert sd.tool == tool and sd.approver != who
+                    assert sd.tool == tool and sd.approver != who and sd.proposer == who
+                    assert set(sd.rules) == set(p.rules)
             elif step[0] == "decide" and requests:
                 _, decision, who, remember, pattern, pick = step
                 request = requests[pick % len(requests)]
