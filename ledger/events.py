@@ -201,9 +201,10 @@ class Responded(Event, tag="responded", kw_only=True, frozen=True):
 class Remembered(Event, tag="remembered", kw_only=True, frozen=True):
     """A reviewer made their decision of a request standing: written in the same write as, and
     just before, that decision (an approval that alone meets the requirements, or a rejection).
-    Later calls of `tool`, decided `ask` by the policy of `policy_digest` whose requirements admit
-    `scope`, within it, with the arguments `args_digest` (None: any), are decided the same way
-    without asking (docs/ledger-format.md, section 3). `scope.scope` says what `within` is: "run",
+    Later calls of `tool` by the request's proposer, decided `ask` by the policy of
+    `policy_digest` and by the same set of rules as the request, whose requirements admit `scope`,
+    within it, with the arguments `args_digest` (None: any), are decided the same way without
+    asking, until it is forgotten or another policy is loaded (docs/ledger-format.md, section 12). `scope.scope` says what `within` is: "run",
     the request's run; "session", the `session_id` of the request's context; "until", a time
     (`ts` plus `scope.seconds`). `reason` is the rejection's reason (None for an approval)."""
 
@@ -223,7 +224,8 @@ class Forgotten(Event, tag="forgotten", kw_only=True, frozen=True):
     """A standing decision (the `remembered` event at seq `standing`) revoked: from this event on
     it covers no call (docs/ledger-format.md, section 12). `by` is who revoked it (from the
     caller's authentication), `reason` why. Forgetting never lets anything run: the calls it no
-    longer covers are asked about again."""
+    longer covers are asked about again (and a Gate cancels, in the same write, those it allowed
+    that have not started)."""
 
     standing: Seq
     by: NonEmpty

@@ -372,11 +372,12 @@ class Service:
                                remember=remember, pattern=pattern)
 
     def forget(self, reviewer: Principal, standing: int, reason: str | None = None) -> None:
-        """Revoke the standing decision at seq `standing` (Gate.forget), as `reviewer`."""
+        """Revoke the standing decision at seq `standing` (Gate.forget), as `reviewer`: the calls
+        it allowed that have not started are cancelled, signed by the service."""
         if reviewer.kind != "reviewer":
             raise ApiError(403, FORBIDDEN, f"{reviewer.name} is a {reviewer.kind}; only a reviewer forgets a standing decision")
         with self.gate() as gate:
-            gate.forget(standing, by=reviewer.name, reason=reason)
+            gate.forget(standing, by=reviewer.name, reason=reason, signing=self.signing)
 
     def history(self, principal: Principal, *, tool: str | None = None, run: str | None = None,
                 status: str | None = None, decided_by: str | None = None, text: str | None = None,

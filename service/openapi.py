@@ -50,7 +50,8 @@ _OPERATIONS = {
                                                  "digest they saw; signed by the service. An agent may only cancel its "
                                                  "own", "reviewer", api.DecisionBody, [], 200)},
     "/v1/standing/{seq}/forget": {"post": ("Revoke a standing decision (the seq of its `remembered` event): the "
-                                           "calls it covered are asked about again", "reviewer", api.ForgetBody, [], 200)},
+                                           "calls it covered are asked about again, and those it allowed that have not started are "
+                                           "cancelled", "reviewer", api.ForgetBody, [], 200)},
     "/v1/calls/{call_id}": {"get": ("Look a request up by its call id", "any", None, [], 200)},
     "/v1/runs/{run}/events": {"get": ("Server-sent events of a run's requests: `id` the seq (resume with "
                                       "Last-Event-ID), `event` the kind, `data` JSON; a client that reads too "

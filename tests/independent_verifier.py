@@ -453,6 +453,7 @@ class Workflow:
         self.with_data = {}  # seq of a proposed or edited event -> (kind, request)
         self.redacted = {}  # target -> [paths of the redacted events so far, in order]
         self.standing = {}  # seq of a remembered event -> its body and whether it stands (section 12)
+        self.policy = None  # the digest the last policy event names (section 12: ends other digests' decisions)
 
     def apply(self, e):
         kind, seq = e["kind"], e["seq"]
@@ -468,7 +469,8 @@ class Workflow:
                 proposer=e["proposer"], effect="allow" if allowed else e["effect"], digest=e["args_digest"],
                 final=final, interrupted=False, requirements=None,
                 deadline=None, votes=set(), approved=False, started=None, basis=seq,
-                tool=e["tool"], run=e["run"], policy_digest=e["policy_digest"], remembering=None)
+                tool=e["tool"], run=e["run"], policy_digest=e["policy_digest"], remembering=None,
+                rules=frozenset(rule["id"] for rule in e["rules"]))
             self.with_data[seq] = ("proposed", seq)
             return
         if kind == "redacted":
@@ -494,6 +496,12 @@ class Workflow:
                     st["e"]["scope"]["scope"] == "until" and not e["ts"] < st["e"]["within"]):
                 raise Bad(f"not-standing: seq {e['standing']} is no standing decision in force")
             st["forgotten"] = True
+            return
+        if kind == "policy":  # section 12: another policy in force ends the others' standing decisions for good
+            self.policy = e["digest"]
+            for st in self.standing.values():
+                if st["e"]["policy_digest"] != e["digest"]:
+                    st["forgotten"] = True
             return
         if "request" not in e:
             return  # genesis, recovered, roster, policy
@@ -568,6 +576,8 @@ class Workflow:
             raise Bad("standing-decision: the requirements do not admit its scope")
         if (e["tool"], e["policy_digest"]) != (r["tool"], r["policy_digest"]):
             raise Bad("standing-decision: another tool or policy digest than the request's")
+        if self.policy is not None and e["policy_digest"] != self.policy:
+            raise Bad("standing-decision: the request's policy is not the one the last policy event names")
         if e["args_digest"] is not None and e["args_digest"] != r["digest"]:
             raise Bad("standing-decision: arguments other than the request's current ones")
         scope = e["scope"]["scope"]
@@ -580,7 +590,7 @@ class Workflow:
             raise Bad("standing-decision: one approval by its reviewer does not meet the requirements")
         if (e["decision"] == "reject") != (e["reason"] is not None):
             raise Bad("standing-decision: a reason exactly for a rejection")
-        self.standing[e["seq"]] = {"e": e, "stands": False}
+        self.standing[e["seq"]] = {"e": e, "stands": False, "proposer": r["proposer"], "rules": r["rules"]}
         r["remembering"] = e["seq"]
 
     def covering(self, p):
@@ -594,6 +604,8 @@ class Workflow:
             s = st["e"]
             scope = s["scope"]["scope"]
             if not st["stands"] or st.get("forgotten") or (s["tool"], s["policy_digest"]) != (p["tool"], p["policy_digest"]):
+                continue
+            if st["proposer"] != p["proposer"] or st["rules"] != frozenset(rule["id"] for rule in p["rules"]):
                 continue
             if not _admits(q["remember"], s["scope"]) or s["args_digest"] not in (None, p["args_digest"]):
                 continue

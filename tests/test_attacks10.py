@@ -35,8 +35,6 @@ ask deploy
 """
 
 
-@pytest.mark.xfail(strict=True, reason="a standing decision covers any proposer's call in a run or session of the "
-                                       "same name: agent-2 rides on the approval sup-1 gave agent-1")
 @pytest.mark.parametrize("scope", ["run", "session"])
 def test_another_agent_cannot_put_its_call_into_a_run_or_session_someone_approved(tmp_path, scope):
     """HIGH. What: sup-1 looks at agent-1's deploy in run "r-1" / session "s-1" and approves it
@@ -84,8 +82,6 @@ ask deploy when args.env == "prod"
 """
 
 
-@pytest.mark.xfail(strict=True, reason="a run-scoped approval of a call only the lenient rule asked about covers a "
-                                       "later call the stricter rule asks about")
 def test_approving_a_dev_deploy_for_the_run_does_not_approve_a_prod_deploy(tmp_path):
     """MEDIUM. What: the policy asks about every deploy (rule "deploy") and, separately and more
     strictly, about production deploys (rule "prod": a supervisor, its own reason); both let a
@@ -130,8 +126,6 @@ ask deploy
 """
 
 
-@pytest.mark.xfail(strict=True, reason="standing decisions are keyed on the policy digest alone: reloading the old "
-                                       "text revives every standing decision the edit was said to forget")
 def test_a_policy_edit_forgets_standing_decisions_for_good(tmp_path):
     """LOW-MEDIUM. What: under policy X (deploy: `remember run`) sup-1 approves a deploy for run
     "r-1". The operator edits the policy to Y (no `remember`: every deploy is asked); the docs
@@ -175,8 +169,6 @@ ask wire
 """
 
 
-@pytest.mark.xfail(strict=True, reason="a call covered by a standing approval runs with no check that its reviewer is "
-                                       "still in the roster; a plain approval by the same reviewer is refused")
 def test_a_reviewer_removed_from_the_roster_approves_nothing_more(tmp_path):
     """HIGH. What: in the service, sup-1 approves a `notify` with `remember run`, and approves a
     `wire` plainly. The admin removes sup-1 from the roster (left the company, token or key
@@ -266,8 +258,6 @@ def test_openai_always_approve_in_one_conversation_does_not_approve_the_next_con
 
 # --- forget: what a standing decision already let through stays runnable -------------------------
 
-@pytest.mark.xfail(strict=True, reason="forgetting a standing approval leaves the calls it allowed, not yet started, "
-                                       "runnable: no person approved them and the revocation does not reach them")
 def test_forgetting_a_standing_approval_stops_the_calls_it_let_through_that_have_not_run(tmp_path):
     """LOW-MEDIUM. What: sup-1's standing approval (remember run) covers the agent's next
     deploys: each is recorded `allowed` at once. The agent proposes several but has not started

@@ -92,8 +92,8 @@ def test_a_run_approval_covers_only_its_run(setup):
     gate.approve(p.request, approver="ann", digest=p.args_digest, remember="run")
     assert ask(gate, args={"env": "prod"}, session="other").status == "allowed"
     assert ask(gate, args={"env": "prod"}, run="r2").status == "pending"
-    # the deploy rule alone admits a session scope, hence a run scope too
-    assert ask(gate, args={"env": "dev"}).status == "allowed"
+    # a dev deploy is asked by the deploy rule alone: not the rules the reviewer's approval answered
+    assert ask(gate, args={"env": "dev"}).status == "pending"
     all_verifiers_accept(path)
 
 
@@ -113,10 +113,10 @@ def test_a_rejection_for_a_time_rejects_until_then_with_its_reason(setup):
 def test_a_rejection_wins_over_an_approval(setup):
     gate, clock, path = setup
     p = ask(gate)
-    gate.approve(p.request, approver="ann", digest=p.args_digest, remember="session")
-    q = ask(gate, args={"env": "x"})  # covered: allowed
+    gate.approve(p.request, approver="ann", digest=p.args_digest, remember="session", pattern="exact")
+    q = ask(gate)  # covered: allowed
     assert q.status == "allowed"
-    r = ask(gate, args={"env": "y"}, proposer="ann")
+    r = ask(gate, args={"env": "y"})
     gate.reject(r.request, approver="bob", reason="Stop deploying.", remember="run")
     assert ask(gate).status == "rejected"
     assert ask(gate, run="r2").status == "allowed"  # the rejection was for run r1 only
@@ -336,7 +336,8 @@ def test_the_gate_and_every_verifier_agree_and_replay_gives_the_same_decisions(t
                 statuses[p.request] = p.status
                 if p.standing is not None:  # what decided it is a standing decision that covers it
                     sd = gate.workflow.standing[p.standing]
-                    assert sd.tool == tool and sd.approver != who
+                    assert sd.tool == tool and sd.approver != who and sd.proposer == who
+                    assert set(sd.rules) == set(p.rules)
             elif step[0] == "decide" and requests:
                 _, decision, who, remember, pattern, pick = step
                 request = requests[pick % len(requests)]
@@ -389,7 +390,8 @@ def test_the_service_takes_remember_signs_it_and_the_web_form_offers_only_what_t
         r = client.post(f"/v1/requests/{p['request']}/decision", headers=s.headers("sup-1"),
                         json={"decision": "approve", "digest": p["args_digest"], "remember": "session"})
         assert r.status_code == 200, r.text
-        assert propose("small_change", 2)["status"] == "allowed"
+        covered = propose("small_change", 2)
+        assert covered["status"] == "allowed"
         other = propose("small_change", 3, session="s2")
         assert other["status"] == "pending"
         q = propose("plain_change", 1)
@@ -403,8 +405,11 @@ def test_the_service_takes_remember_signs_it_and_the_web_form_offers_only_what_t
         assert len(found) == 1  # the one standing decision; every other seq is refused (not-standing)
         assert client.post(f"/v1/standing/{found[0]}/forget", json={}, headers=s.headers("sup-1")).status_code == 409
         assert propose("small_change", 4)["status"] == "pending"
+        # the call it allowed, not started, is cancelled by the forget (signed by the service)
+        state = client.get(f"/v1/requests/{covered['request']}", headers=s.headers("sup-1")).json()
+        assert state["status"] == "cancelled", state
     report = verify(s.ledger, rosters=[load_roster(s.roster)])
-    assert report.ok, report  # the remembered event is signed by the service like the decision
+    assert report.ok, report  # the remembered event and the cancels are signed by the service like the decision
     from ledger.workflow import describe
     with Gate(None, s.ledger) as gate:
         assert describe.in_full(gate, other["request"])["remember"] == ["run", "session"]
@@ -524,3 +529,114 @@ def test_a_gate_opened_from_its_snapshot_keeps_the_standing_decisions(setup):
         assert ask(again, tool="wire", args={"n": 1}).status == "rejected"
     assert fast_path.verify_fast(path) is None  # the compiled verifier leaves such a ledger to Python
     all_verifiers_accept(path)
+
+
+# --- attacks10: who, which rules, which policy, forgetting ------------------------------------------
+
+
+def test_a_standing_decision_covers_only_its_proposers_calls_asked_by_the_same_rules(setup):
+    gate, clock, path = setup
+    p = ask(gate)
+    gate.approve(p.request, approver="ann", digest=p.args_digest, remember="session")
+    assert gate.workflow.standing[p.request + 2].proposer == "agent"
+    assert ask(gate, args={"env": "dev", "n": 1}).status == "allowed"
+    assert ask(gate, args={"env": "dev", "n": 2}, proposer="agent-2").status == "pending"  # another agent
+    q = ask(gate, args={"env": "prod"}, proposer="agent-2")  # the deploy and prod rules
+    gate.approve(q.request, approver="bob", digest=q.args_digest, remember="run")
+    assert ask(gate, args={"env": "prod", "n": 1}, proposer="agent-2").status == "allowed"
+    assert ask(gate, args={"env": "dev"}, proposer="agent-2").status == "pending"  # the deploy rule alone
+    all_verifiers_accept(path)
+
+
+@pytest.mark.parametrize("change", ["proposer", "rules"])
+def test_a_proposal_claiming_another_proposers_or_rules_standing_decision_is_caught(setup, change):
+    path, p, q, plain = _covered_ledger(setup)
+
+    def forge(e):
+        if change == "proposer":
+            return msgspec.structs.replace(e, proposer="agent-2")
+        return msgspec.structs.replace(e, rules=e.rules + (ev.RuleRef(id="prod", line=5),))
+
+    _forge(path, q.request, forge)
+    _assert_caught(path, q.request, "not-covered")
+
+
+def test_a_policy_change_ends_standing_decisions_and_a_replaced_policys_call_is_not_remembered(setup):
+    gate, clock, path = setup
+    x = gate.policy
+    y = Policy.from_text(POLICY.replace('ask plain id "plain"', 'ask plain id "plain2"'), "sticky.policy")
+    gate.record_policy(x, "operator")
+    p = ask(gate)
+    gate.approve(p.request, approver="ann", digest=p.args_digest, remember="session")
+    old = ask(gate, args={"env": "old"})
+    assert old.status == "allowed"
+    late = ask(gate, args={"env": "late"}, proposer="agent-2")
+    assert late.status == "pending"
+    gate.record_policy(y, "operator")
+    assert gate.workflow.standing == {}
+    before = _count(path)
+    with pytest.raises(StandingDecision, match="no longer in force"):  # decided by x; y is in force
+        gate.approve(late.request, approver="ann", digest=late.args_digest, remember="session")
+    assert _count(path) == before
+    gate.record_policy(x, "operator")  # the old text again: what it remembered stays forgotten
+    assert ask(gate, args={"env": "dev", "n": 3}).status == "pending"
+    assert gate.execute(old.request, lambda args: "ran").outcome == "ok"  # allowed before the change: it may run
+    gate.close()
+    all_verifiers_accept(path)
+    # a careful forger claiming the ended decision after the revert is caught
+    lines = _lines(path)
+    seq = len(lines) - 3  # the last proposal (proposed, interrupted, then the execution's two events)
+    body, _, data = split(lines[seq - 1].rstrip(b"\n"))
+    event = ev.decode_event(body)
+    assert isinstance(event, ev.Proposed) and event.effect == "ask"
+    covered = ev.Covered(by=p.request + 2, requirements=policy().evaluate("deploy", {"env": "dev"}, {}).requirements,
+                         session="s1")
+    lines[seq - 1] = compose(ev.encode_event(msgspec.structs.replace(event, remembered=covered)), data)[1]
+    del lines[seq]  # its interrupted event
+    _write(path, _rechain(lines, seq - 1))
+    _assert_caught(path, seq, "not-covered")
+
+
+def test_forgetting_cancels_the_calls_it_allowed_that_have_not_started(setup):
+    gate, clock, path = setup
+    p = ask(gate)
+    gate.approve(p.request, approver="ann", digest=p.args_digest, remember="session")
+    ran = ask(gate, args={"env": "dev", "n": 1})
+    waiting = ask(gate, args={"env": "dev", "n": 2})
+    running = ask(gate, args={"env": "dev", "n": 3})
+    assert gate.execute(ran.request, lambda args: "ran").outcome == "ok"
+    gate.start(running.request)
+    gate.close()  # the next Gate opens from the snapshot: it keeps what the decision allowed
+    with Gate(policy(), path, clock=clock) as again:
+        assert again._base > 0
+        assert again.forget(ran.standing, by="bob", reason="abused") == [waiting.request]
+        state = again.get(waiting.request)
+        assert (state.status, state.decided_by) == ("cancelled", "bob")
+        assert f"seq {ran.standing}" in state.reason and "abused" in state.reason
+        assert again.get(running.request).status == "executing"
+        assert again.get(ran.request).status == "executed"
+        with pytest.raises(Exception):
+            again.execute(waiting.request, lambda args: "ran")
+    all_verifiers_accept(path)
+
+
+def test_a_call_a_removed_reviewers_standing_approval_allowed_does_not_start(tmp_path):
+    pytest.importorskip("starlette")
+    from ledger.workflow.gate import UnsignedDecision
+    from service_support import setup as service_setup
+
+    s = service_setup(tmp_path, policy_text='ask notify remember run\n')
+    svc = s.service()
+    try:
+        agent, sup1 = svc.roster.principal("agent-1"), svc.roster.principal("sup-1")
+        n = svc.propose(agent, "notify", {"to": "ann"}, run="r-1")
+        svc.decide(sup1, n.request, "approve", digest=n.args_digest, remember="run")
+        covered = svc.propose(agent, "notify", {"to": "bob"}, run="r-1")
+        assert covered.status == "allowed"
+        blocks = s.roster.read_text().split("[[principal]]")
+        s.roster.write_text("[[principal]]".join(b for b in blocks if 'name = "sup-1"' not in b))
+        assert svc.reload("root-admin")["changed"]
+        with pytest.raises(UnsignedDecision, match="not in the roster"):
+            svc.start(svc.roster.principal("agent-1"), covered.request)
+    finally:
+        svc.close()

@@ -360,6 +360,33 @@ class Gate(CatchUp, Reading):
                 basis, args = seq, event.args_digest
         return None
 
+    def _standing_problem(self, seq: int) -> str | None:
+        """What is wrong, under `self.signers`, with the signatures of the standing decision at
+        `seq` (its `remembered` event, and the decision that follows it), or None. Checked as the
+        request's own approvals are (ledger.proof.decisions.problem), against the request it was
+        made on: the arguments it had then are still its current ones (its decision made it
+        approved or final). Under the lock."""
+        assert self.signers is not None
+        records = self.ledger.records_at([seq, seq + 1])
+        first = records.get(seq)
+        if first is None or not isinstance(first.event, ev.Remembered):
+            return f"the event at seq {seq} is no standing decision, or cannot be read"
+        origin = self.workflow.get(first.event.request)
+        if origin is None:
+            return f"the request of the standing decision at seq {seq} is unknown"
+        for at in (seq, seq + 1):
+            record = records.get(at)
+            if record is None:
+                return f"the event at seq {at} cannot be read"
+            if not isinstance(record.event, ev.SIGNABLE) or record.event.request != origin.request:
+                return f"the event at seq {at} is not the standing decision's"
+            problem = decisions.problem(record.event, record.body, ledger_id=self._ledger_id, basis=origin.data_seq,
+                                        args=origin.digest, proposer=origin.proposer, status="pending",
+                                        roster=self.signers)
+            if problem is not None:
+                return f"standing decision at seq {seq}: {problem}"
+        return None
+
     def record_roster(self, roster: Roster, operator: str) -> None:
         """Append a `roster` event with the roster's digest, unless the last one has it."""
         _text("operator", operator)
@@ -563,8 +590,12 @@ class Gate(CatchUp, Reading):
                 covered: ev.Covered | msgspec.UnsetType = msgspec.UNSET
                 if decision.effect == "ask" and decision.requirements is not None and decision.requirements.rememberable:
                     by = self.workflow.covering(tool=tool, policy_digest=decision.policy_digest, run=run, session=session,
-                                                args_digest=digest, ts=ts, proposer=proposer,
+                                                args_digest=digest, ts=ts, proposer=proposer, rules=decision.deciding,
                                                 requirements=decision.requirements)
+                    if by is not None and self.signers is not None and self._standing_problem(by) is not None:
+                        # signed by no one the roster in force lists: a person is asked (recording
+                        # no coverage is always lawful; another standing decision would not be)
+                        by = None
                     if by is not None:
                         covered = ev.Covered(by=by, requirements=decision.requirements, session=session)
                 proposed = ev.Proposed(
@@ -884,22 +915,49 @@ class Gate(CatchUp, Reading):
             return self.respond(request, approver=by, message=message, digest=digest, signing=signing)
         raise InvalidCall(f"unknown decision {decision!r}: one of {', '.join(DECISIONS)}")
 
-    def forget(self, standing: int, *, by: str, reason: str | None = None) -> None:
+    def forget(self, standing: int, *, by: str, reason: str | None = None, signing: Signing | None = None) -> list[int]:
         """Revoke the standing decision recorded at seq `standing` (a `forgotten` event): from
-        now on it decides no call, and the calls it covered are asked about again. `by` is the
-        authenticated caller: a reviewer, or an operator (forgetting never lets anything run).
-        Raises NotStanding (nothing appended) when `standing` is no standing decision in force,
+        now on it decides no call, and the calls it covered are asked about again. The calls it
+        allowed that have not started are cancelled in the same write (a `cancelled` event each,
+        by `by`, signed with `signing` when given, as `cancel` signs): no person approved them,
+        and the one who did no longer does. `by` is the authenticated caller: a reviewer, or an
+        operator (forgetting never lets anything run). Returns the requests cancelled. Raises
+        NotStanding (nothing appended) when `standing` is no standing decision in force,
         InvalidCall for an empty `by`."""
         _request_id(standing)
         _text("by", by)
         _text("reason", reason, optional=True, empty_ok=True)
+        cancelled: list[int] = []
         with self._lock:
             def step() -> list[tuple[ev.Event, Any]]:
-                event = ev.Forgotten(ts=self._now(), standing=standing, by=by, reason=reason)
+                cancelled.clear()
+                ts = self._now()
+                event = ev.Forgotten(ts=ts, standing=standing, by=by, reason=reason)
                 self.workflow.check(event)
-                return [(event, None)]
+                items: list[tuple[ev.Event, Any]] = [(event, None)]
+                sd = self.workflow.standing[standing]
+                seq, prev = self._seen[0] + 1, self._seen[1]
+                why = f"the standing decision at seq {standing} that allowed it was forgotten" + (
+                    f": {reason}" if reason else "")
+                for request in sorted(sd.open):
+                    state = self.workflow.get(request)
+                    if state is None or state.status != "allowed" or request in self._running:
+                        continue
+                    # each signed decision names the hash of the event before it, as the ledger
+                    # will stamp it (seq and prev; the ts is already at least the head's)
+                    prev = hashlib.sha256(ev.encode_event(msgspec.structs.replace(items[-1][0], seq=seq, prev=prev))).hexdigest()
+                    seq += 1
+                    stop: ev.Event = ev.Cancelled(ts=ts, request=request, by=by, reason=why)
+                    if signing is not None:
+                        stop = decisions.sign(stop, signing.key, signer=signing.signer, ledger_id=self._ledger_id,
+                                              basis=state.data_seq, args=state.digest, prev=prev)
+                    self.workflow.check(stop)
+                    items.append((stop, None))
+                    cancelled.append(request)
+                return items
 
             self._commit(step)
+        return list(cancelled)
 
     def expire(self) -> list[int]:
         """Apply the timeout's safe default (reject) to every pending request whose deadline has
@@ -987,7 +1045,9 @@ class Gate(CatchUp, Reading):
                     )
                 started = ev.ExecutionStarted(ts=self._now(), request=request, args_digest=state.digest, executor=executor)
                 self.workflow.check(started)  # raises when the request may not run
-                if self.signers is not None and state.approvers and (problem := self._signature_problem(state)):
+                if self.signers is not None and (
+                        (state.approvers and (problem := self._signature_problem(state)))
+                        or (state.standing is not None and (problem := self._standing_problem(state.standing)))):
                     raise UnsignedDecision(f"request {request} will not run: {problem} (a decision not made through "
                                            "countersign, or by someone the roster does not list)")
                 if self.trusted_policies is not None and state.policy_digest not in self.trusted_policies:

@@ -30,8 +30,10 @@ The rules (each a Violation subclass, `code` in parentheses):
   `context.…` only for a proposal;
 - a `remembered` event (a standing decision) is by someone who may decide the pending request,
   in a scope its requirements admit, and only an approval that alone meets the requirements, or
-  a rejection, may stand (standing-decision); it stands once its own decision (the same reviewer,
-  the same kind) is the request's next event;
+  a rejection, may stand (standing-decision), of a request decided by the policy in force (the
+  last `policy` event's digest, when there is one); it stands once its own decision (the same
+  reviewer, the same kind) is the request's next event, and until a `forgotten` event names it
+  or a `policy` event names another digest (for good);
   a proposal recorded as decided by a standing decision names exactly the one `covering` finds
   for it (not-covered); a `forgotten` event names a standing decision in force (not-standing);
 - a decision's `signature`, a `roster` event and a `policy` event only in a
@@ -168,10 +170,15 @@ class NotStanding(Violation):
 
 class Standing(msgspec.Struct, kw_only=True):
     """A standing decision (ledger.events.Remembered), as the Workflow indexes it. `live` once its
-    own decision followed it."""
+    own decision followed it. `proposer` and `rules` are those of the request it was made on
+    (its proposer; the ids of the rules that decided it): it covers only that proposer's calls
+    that the same set of rules asked about. `open`: the requests it allowed that have neither
+    started nor ended (what forgetting it cancels)."""
 
     seq: int
     request: int
+    proposer: str
+    rules: tuple[str, ...]
     approver: str
     decision: str
     tool: str
@@ -182,13 +189,14 @@ class Standing(msgspec.Struct, kw_only=True):
     reason: str | None
     ts: str
     live: bool = False
+    open: set[int] = msgspec.field(default_factory=set)
 
     @property
-    def key(self) -> tuple[str, str, str, str, str]:
-        """Where Workflow indexes it: policy digest, tool, scope, run or session ("" for a time),
-        arguments digest ("" for any)."""
-        return (self.policy_digest, self.tool, self.scope.scope, "" if self.scope.scope == "until" else self.within,
-                self.args_digest or "")
+    def key(self) -> tuple[str, str, str, str, str, str]:
+        """Where Workflow indexes it: policy digest, tool, proposer, scope, run or session ("" for
+        a time), arguments digest ("" for any)."""
+        return (self.policy_digest, self.tool, self.proposer, self.scope.scope,
+                "" if self.scope.scope == "until" else self.within, self.args_digest or "")
 
 
 class FormatVersion(Violation):
@@ -385,7 +393,7 @@ class Workflow:
         # arguments (or any), not a scan of history. Those that lasted until a time are dropped
         # once a proposal comes after it.
         self.standing: dict[int, Standing] = {}
-        self._standing_by: dict[tuple[str, str, str, str, str], list[int]] = {}
+        self._standing_by: dict[tuple[str, str, str, str, str, str], list[int]] = {}
 
     def add_standing(self, standing: Standing) -> None:
         """Index a standing decision (from a `remembered` event, or a snapshot)."""
@@ -393,12 +401,14 @@ class Workflow:
         self._standing_by.setdefault(standing.key, []).append(standing.seq)
 
     def covering(self, *, tool: str, policy_digest: str, run: str | None, session: str | None, args_digest: str,
-                 ts: str, proposer: str, requirements: Requirements | None) -> int | None:
+                 ts: str, proposer: str, rules: Iterable[str], requirements: Requirements | None) -> int | None:
         """The seq of the standing decision that decides a call the policy answered `ask` with
         `requirements`, or None. It covers the call when: it is live, for the same tool and policy
-        digest, the requirements' `remember` admits its scope, the call is in its scope (the same
-        run, the same session, or `ts` before its time), its `args_digest` is None or the call's,
-        its reviewer is not the proposer, and the requirements let that reviewer alone decide so
+        digest, made on a request of the same proposer whose deciding rules (`rules`: their ids)
+        are the same set as the call's, the requirements' `remember` admits its scope, the call
+        is in its scope (the same run, the same session, or `ts` before its time), its
+        `args_digest` is None or the call's, its reviewer is not the proposer, and the
+        requirements let that reviewer alone decide so
         (an approval: "approve" offered and one approval by them meets every quorum; a
         rejection: some quorum admits them). Among those, a rejection before an approval, then
         the latest. A function of its arguments and the events folded so far, nothing else."""
@@ -410,19 +420,23 @@ class Workflow:
             places.append(("run", run))
         if session is not None:
             places.append(("session", session))
-        keys = [(policy_digest, tool, scope, within, args) for scope, within in places for args in ("", args_digest)]
+        keys = [(policy_digest, tool, proposer, scope, within, args) for scope, within in places
+                for args in ("", args_digest)]
+        asked = frozenset(rules)
         best: tuple[bool, int] | None = None
         for key in keys:
             seqs = self._standing_by.get(key)
             if not seqs:
                 continue
-            if key[2] == "until":  # proposals come in time order: a time passed stays passed
+            if key[3] == "until":  # proposals come in time order: a time passed stays passed
                 seqs[:] = [s for s in seqs if ts < self.standing[s].within or not self._drop_standing(s)]
             for seq in seqs:
                 sd = self.standing[seq]
                 if not sd.live or not allowance.admits(sd.scope) or sd.args_digest not in (None, args_digest):
                     continue
                 if sd.approver == proposer or (sd.scope.scope == "until" and not ts < sd.within):
+                    continue
+                if sd.proposer != proposer or frozenset(sd.rules) != asked:
                     continue
                 assert requirements is not None
                 if sd.decision == "approve":
@@ -438,6 +452,16 @@ class Workflow:
     def _drop_standing(self, seq: int) -> bool:
         del self.standing[seq]
         return True
+
+    def _end_standing(self, seq: int) -> None:
+        """Drop a standing decision from the indexes: it covers no call from now on."""
+        sd = self.standing.pop(seq, None)
+        if sd is not None:
+            seqs = self._standing_by.get(sd.key, [])
+            if sd.seq in seqs:
+                seqs.remove(sd.seq)
+            if not seqs:
+                self._standing_by.pop(sd.key, None)
 
     def get(self, request: int) -> RequestState | None:
         """The state of a request (from memory, else the archive, then kept in memory), or None
@@ -657,6 +681,9 @@ class Workflow:
             refuse(f"a standing decision scoped {_scope_text(event.scope)} is wider than the rule allows ({_scope_text(allowance)})")
         if (event.tool, event.policy_digest) != (state.tool, state.policy_digest):
             refuse("a standing decision names the request's own tool and policy digest")
+        if self.policy_digest is not None and event.policy_digest != self.policy_digest:
+            refuse("the request was decided by a policy no longer in force (the last `policy` event names another "
+                   "digest): its decision cannot be remembered")
         if event.args_digest is not None and event.args_digest != state.digest:
             refuse("a standing decision's arguments are the request's current ones, or any")
         if event.scope.scope == "run" and event.within != state.run:
@@ -682,7 +709,8 @@ class Workflow:
         if event.effect == "ask":
             found = self.covering(tool=event.tool, policy_digest=event.policy_digest, run=event.run,
                                   session=covered.session, args_digest=event.args_digest, ts=event.ts,
-                                  proposer=event.proposer, requirements=covered.requirements)
+                                  proposer=event.proposer, rules=(r.id for r in event.rules),
+                                  requirements=covered.requirements)
         if found != covered.by:
             raise NotCovered(
                 f"the proposal names the standing decision at seq {covered.by}, which does not cover it"
@@ -721,15 +749,15 @@ class Workflow:
             return
         if isinstance(event, ev.PolicyLoaded):  # about the log, not about a request
             self.policy_digest = event.digest
+            # Another policy in force ends, for good, every standing decision made under another
+            # one: reloading an older text does not bring them back.
+            for ended in [seq for seq, sd in self.standing.items() if sd.policy_digest != event.digest]:
+                self._end_standing(ended)
             return
         if isinstance(event, ev.Recovered):
             return
         if isinstance(event, ev.Forgotten):
-            sd = self.standing.pop(event.standing, None)
-            if sd is not None:
-                seqs = self._standing_by.get(sd.key, [])
-                if sd.seq in seqs:
-                    seqs.remove(sd.seq)
+            self._end_standing(event.standing)
             return
         if isinstance(event, ev.Redacted):
             if event.target not in self.redacted:
@@ -765,6 +793,8 @@ class Workflow:
                 state.status = "allowed" if sd.decision == "approve" else "rejected"
                 state.reason = sd.reason
                 status = state.status
+                if status == "allowed":
+                    sd.open.add(seq)
             if status == "interrupting":
                 self.interrupting[seq] = self.requests[seq]
             if event.call_id is not None and self.keep_final:
@@ -784,7 +814,7 @@ class Workflow:
         if isinstance(event, ev.Remembered):
             state.remembering = seq
             self.add_standing(Standing(
-                seq=seq, request=state.request, approver=event.approver, decision=event.decision, tool=event.tool,
+                seq=seq, request=state.request, proposer=state.proposer, rules=state.rules, approver=event.approver, decision=event.decision, tool=event.tool,
                 policy_digest=event.policy_digest, scope=event.scope, within=event.within,
                 args_digest=event.args_digest, reason=event.reason, ts=event.ts))
         elif isinstance(event, ev.Interrupted):
@@ -832,6 +862,10 @@ class Workflow:
             self.pending.pop(state.request, None)
         if state.status != "interrupting":
             self.interrupting.pop(state.request, None)
+        if state.standing is not None and state.status != "allowed":  # started, or cancelled
+            sd = self.standing.get(state.standing)
+            if sd is not None:
+                sd.open.discard(state.request)
         self._drop_if_final(state)
 
     @staticmethod

@@ -51,8 +51,9 @@ import msgspec
 from ledger.store.log import make_dir, shared_mode
 from ledger.workflow.machine import RequestState, Standing
 
-FORMAT = 6  # 2: `current` has the run column; 3: `redacted` keyed by its seq and path; 4: meta has the roster;
-# 5: meta has the policy digest; 6: meta has the standing decisions
+FORMAT = 7  # 2: `current` has the run column; 3: `redacted` keyed by its seq and path; 4: meta has the roster;
+# 5: meta has the policy digest; 6: meta has the standing decisions; 7: a standing decision has its
+# request's proposer and rules, and the requests it allowed that have not started
 FILE_NAME = "gate.sqlite"
 HORIZON = 100_000
 """Events for which a superseded state is kept (history): a Gate that has folded up to this
