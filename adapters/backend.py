@@ -542,7 +542,8 @@ ENVIRONMENT = {
     "COUNTERSIGN_TOKEN": "the agent's bearer token for the service (countersign roster add)",
     "COUNTERSIGN_POLICY": "a .policy file, for a local ledger (with COUNTERSIGN_LEDGER)",
     "COUNTERSIGN_LEDGER": "the ledger directory, for a local ledger",
-    "COUNTERSIGN_PROPOSER": "who proposes, for a local ledger (default: the OS account)",
+    "COUNTERSIGN_PROPOSER": "who proposes, for a local ledger (default: agent:<the OS account>, another identity than "
+                            "the person, who may then approve with `countersign review`)",
 }
 
 
@@ -566,7 +567,10 @@ def connect(*, url: str | None = None, token: str | None = None, policy: str | N
     from dsl import Policy
     from ledger import Gate
 
-    return LocalBackend(Gate(Policy.load(policy), ledger), proposer or env.get("COUNTERSIGN_PROPOSER") or _os_account())
+    # Not the OS account itself: the person at this account reviews with `countersign review`
+    # (as that account), and no one approves their own call (four-eyes).
+    return LocalBackend(Gate(Policy.load(policy), ledger),
+                        proposer or env.get("COUNTERSIGN_PROPOSER") or f"agent:{_os_account()}")
 
 
 def _os_account() -> str:

@@ -505,7 +505,7 @@ ENVIRONMENT = {
     "COUNTERSIGN_TOKEN": "the agent's bearer token for the service",
     "COUNTERSIGN_REVIEWER_TOKEN": "through the service, --on-ask dialog: the token of the person at Claude Code's dialog",
     "COUNTERSIGN_ON_ASK": "dialog or wait (default dialog)",
-    "COUNTERSIGN_WAIT": f"seconds an ask waits on countersign's queue (default {DEFAULT_WAIT})",
+    "COUNTERSIGN_HOOK_WAIT": f"seconds an ask waits on countersign's queue (default {DEFAULT_WAIT})",
 }
 
 
@@ -627,7 +627,7 @@ def run(text: str, options, environ=None) -> Reply:
     open_backends = None
     try:
         on_ask = options.on_ask or env.get("COUNTERSIGN_ON_ASK") or "dialog"
-        wait = options.wait if options.wait is not None else float(env.get("COUNTERSIGN_WAIT") or DEFAULT_WAIT)
+        wait = options.wait if options.wait is not None else float(env.get("COUNTERSIGN_HOOK_WAIT") or DEFAULT_WAIT)
         if on_ask not in ON_ASK:
             raise ValueError(f"COUNTERSIGN_ON_ASK is one of {', '.join(ON_ASK)}, not {on_ask!r}")
         open_backends = backends(options, env)

@@ -206,3 +206,19 @@ def test_a_reviewer_may_remember_an_approval_for_the_run_through_either_backend(
         else:
             gate.close()
             assert verify(tmp_path / "l").ok
+
+
+def test_connect_proposes_as_an_agent_the_person_at_the_same_account_may_approve(tmp_path):
+    """A new user's finding: connect() proposed as the OS account, so `countersign review
+    approve` from the same account was refused as self-approval."""
+    from adapters.backend import _os_account
+
+    (tmp_path / "p.policy").write_text(POLICY_TEXT)
+    local = connect(environ={"COUNTERSIGN_POLICY": str(tmp_path / "p.policy"), "COUNTERSIGN_LEDGER": str(tmp_path / "l")})
+    try:
+        assert local.proposer == f"agent:{_os_account()}"
+        v = local.propose("small_change", {})
+        assert LocalBackend(local.gate, _os_account()).decide(v.request, "approve", reviewer=_os_account(),
+                                                              digest=v.args_digest).status == "approved"
+    finally:
+        local.close()
