@@ -279,8 +279,9 @@ class LocalBackend:
 class ServiceBackend:
     """`countersign serve` over HTTP (docs/service.md), with the agent's bearer `token` (the
     roster says who it is). `reviewer_token`: a reviewer's, for `decide` (an in-process review,
-    as LangChain's resume is). Uses the standard library's http.client and one kept-alive
-    connection per thread (a hook starts a process per tool call: no HTTP library to import).
+    as LangChain's resume is). Speaks HTTP/1.1 through adapters.http1 (a hook starts a process
+    per tool call: no HTTP library to import, not even http.client), one kept-alive connection
+    per thread.
     `timeout`: seconds per HTTP exchange beyond a long-poll's own."""
 
     def __init__(self, url: str, token: str, *, reviewer_token: str | None = None, timeout: float = 30.0):
@@ -292,15 +293,13 @@ class ServiceBackend:
         self._local = threading.local()  # .connection: this thread's
 
     def _connect(self, timeout: float):
-        import http.client
+        from adapters.http1 import Connection
 
         connection = getattr(self._local, "connection", None)
         if connection is None:
-            cls = http.client.HTTPSConnection if self._parts.scheme == "https" else http.client.HTTPConnection
-            connection = self._local.connection = cls(self._parts.hostname, self._parts.port, timeout=timeout)
-        connection.timeout = timeout
-        if connection.sock is not None:
-            connection.sock.settimeout(timeout)
+            connection = self._local.connection = Connection(self._parts.hostname, self._parts.port,
+                                                             tls=self._parts.scheme == "https", timeout=timeout)
+        connection.settimeout(timeout)
         return connection
 
     def _call(self, method: str, path: str, body: Any = None, *, token: str | None = None,
@@ -314,11 +313,10 @@ class ServiceBackend:
         for attempt in (0, 1):  # a kept-alive connection the server closed: one fresh try
             connection = self._connect(self.timeout + wait)
             try:
-                connection.request(method, prefix + path, body=payload, headers=headers)
-                response = connection.getresponse()
-                data = response.read()
+                response = connection.request(method, prefix + path, body=payload, headers=headers)
+                data = response.body
                 break
-            except (OSError, ConnectionError) as exc:
+            except OSError as exc:
                 connection.close()
                 self._local.connection = None
                 # retry only what cannot have been applied twice harmfully: reads, or a fresh connection's failure
