@@ -645,7 +645,7 @@ def backends(options, environ=None) -> Callable[[str], Any]:
             from ledger.workflow.gate import Gate
 
             try:
-                loaded = Policy.load(policy)
+                loaded = Policy.load(policy, cache=True)  # the checked tree kept between hook calls (dsl.tree_cache)
             except OSError as exc:
                 raise BackendError("policy_unreadable", f"the policy {policy} cannot be read: {exc.strerror or exc}") from None
             except Exception as exc:  # PolicyError: its first diagnostics
