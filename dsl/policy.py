@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from dsl import ast, tree_cache
-from dsl.checker import bidi_warnings, check
 from dsl.compiler import _NO_VARS, CompiledRule, Env, RuleIndex, compile_plan, compile_rule, requirements_of
 from dsl.decision import Decision, DefaultEffect, RuleOutcome, decide
 from dsl.errors import Diagnostic, PolicyError, PolicyInputError, Span, source_lines
@@ -173,6 +172,7 @@ class Policy:
         if kept is not None:
             tree, diagnostics = kept
         else:
+            from dsl.checker import bidi_warnings, check
             from dsl.parser import parse  # Lark: imported only to parse
 
             tree = parse(text, name)
