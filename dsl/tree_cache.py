@@ -8,8 +8,9 @@ the warnings) is kept in a file and read back (a few milliseconds) when the same
 by the same implementation of the language; compiling the tree is done every time, as before.
 
 Key: SHA-256 of the source text and of the implementation's fingerprint: the Python version and
-the size and modification time of every module of `dsl` and of the grammar (what Python's own
-bytecode cache compares), so an upgrade or an edit of the language never reads an older tree.
+the size and modification time of every module of `dsl`, of the grammar and of Lark's package
+(what Python's own bytecode cache compares), so an upgrade or an edit of the language never reads
+an older tree.
 Only `Policy.load` / `from_text` without tools schemas or external groups use it (their checks
 depend on more than the text).
 
@@ -73,11 +74,21 @@ def _fingerprint() -> bytes:
         here = os.path.dirname(os.path.abspath(__file__))
         parts = [sys.version.encode(), _TAG]
         files = [str(grammar_path())]
+        from importlib.util import find_spec  # Lark's version, without importing it: its package's files
+
+        lark = find_spec("lark")
+        if lark is not None and lark.origin:
+            files.append(lark.origin)
+            files.append(os.path.join(os.path.dirname(lark.origin), "lark.py"))
         for root, dirs, names in os.walk(here):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
             files += [os.path.join(root, n) for n in sorted(names) if n.endswith(".py")]
         for path in files:
-            st = os.stat(path)
+            try:
+                st = os.stat(path)
+            except OSError:  # a file of Lark's that this version does not have
+                parts.append(f"{path}:missing".encode("utf-8", "surrogateescape"))
+                continue
             parts.append(f"{os.path.relpath(path, here)}:{st.st_size}:{st.st_mtime_ns}".encode("utf-8", "surrogateescape"))
         _FINGERPRINT.append(hashlib.sha256(b"\n".join(parts)).digest())
     return _FINGERPRINT[0]
