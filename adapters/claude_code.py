@@ -59,8 +59,10 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing: a hook process never needs it
+if TYPE_CHECKING:  # the annotations' names only (they are never evaluated: __future__ annotations)
+    from typing import Any, Callable
 
 EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionDenied")
 ON_ASK = ("dialog", "wait")
@@ -74,14 +76,24 @@ DERIVED_SEP = "#"  # <tool_use_id>#<16 hex>: a second input under one tool_use_i
 DIALOG_COMMENT = "approved in Claude Code's permission dialog"
 
 
-@dataclass
 class Reply:
     """What the hook process prints and how it exits: `output` (a JSON object for stdout, or
     None), `exit_code` (0, or 2: a blocking error whose reason is `stderr`), `stderr`."""
 
-    output: dict | None = None
-    exit_code: int = 0
-    stderr: str = ""
+    __slots__ = ("output", "exit_code", "stderr")
+
+    def __init__(self, output: dict | None = None, exit_code: int = 0, stderr: str = ""):
+        self.output, self.exit_code, self.stderr = output, exit_code, stderr
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.output, self.exit_code, self.stderr) == (other.output, other.exit_code, other.stderr)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as a dataclass without frozen=True
+
+    def __repr__(self) -> str:
+        return f"Reply(output={self.output!r}, exit_code={self.exit_code!r}, stderr={self.stderr!r})"
 
     @property
     def stdout(self) -> str:
@@ -120,17 +132,20 @@ class CannotDecide(Exception):
     """A call the hook cannot put to the policy (no tool_input, a call id reused twice over)."""
 
 
-@dataclass
 class Call:
-    """One tool call as Claude Code describes it."""
+    """One tool call as Claude Code describes it: `event`, `tool`, `args` (tool_input, or None
+    when it is not an object), `tool_use_id`, `session`, `context` (context_of), `payload`."""
 
-    event: str
-    tool: str
-    args: dict | None
-    tool_use_id: str | None
-    session: str | None
-    context: dict
-    payload: dict = field(repr=False)
+    __slots__ = ("event", "tool", "args", "tool_use_id", "session", "context", "payload")
+
+    def __init__(self, event: str, tool: str, args: dict | None, tool_use_id: str | None, session: str | None,
+                 context: dict, payload: dict):
+        self.event, self.tool, self.args, self.tool_use_id = event, tool, args, tool_use_id
+        self.session, self.context, self.payload = session, context, payload
+
+    def __repr__(self) -> str:
+        return (f"Call(event={self.event!r}, tool={self.tool!r}, args={self.args!r}, tool_use_id={self.tool_use_id!r}, "
+                f"session={self.session!r}, context={self.context!r})")
 
 
 def call_of(payload: dict) -> Call:
@@ -534,6 +549,57 @@ def parser():
     return ap
 
 
+_VALUED = {"--on-ask": "on_ask", "--wait": "wait", "--policy": "policy", "--ledger": "ledger", "--url": "url",
+           "--timeout": "timeout"}
+_SWITCHES = {"--keep-result": "keep_result", "--print-settings": "print_settings"}
+
+
+def parse_options(argv: list[str] | None = None):
+    """The command line's options, as `parser().parse_args(argv)` gives them. The command lines
+    Claude Code runs (the options spelled out, each value after its option or after `=`) are
+    read here without importing argparse, which with its formatter costs about 5 ms of every
+    hook's start; any other (--help, an abbreviation, a value argparse would refuse or read
+    differently) goes to argparse, which answers it or prints its error and raises SystemExit."""
+    fast = _plain_options(sys.argv[1:] if argv is None else argv)
+    return fast if fast is not None else parser().parse_args(argv)
+
+
+def _plain_options(argv: list[str]):
+    """A types.SimpleNamespace of the options when every word is one `parse_options` reads here,
+    else None."""
+    import types
+
+    values: dict[str, Any] = {"on_ask": None, "wait": None, "policy": None, "ledger": None, "url": None,
+                              "keep_result": False, "action": None, "print_settings": False, "timeout": None}
+    words = iter(argv)
+    for word in words:
+        if word in _SWITCHES:
+            values[_SWITCHES[word]] = True
+            continue
+        if word == "settings" and values["action"] is None:
+            values["action"] = "settings"
+            continue
+        name, eq, value = word.partition("=")
+        if name not in _VALUED or (eq and not value):
+            return None
+        if not eq:
+            value = next(words, None)
+            if value is None or value.startswith("-"):  # argparse may read it as an option, or a number
+                return None
+        try:
+            if name == "--wait":
+                values["wait"] = float(value)
+            elif name == "--timeout":
+                values["timeout"] = int(value)
+            elif name == "--on-ask" and value not in ON_ASK:
+                return None
+            else:
+                values[_VALUED[name]] = value
+        except ValueError:
+            return None
+    return types.SimpleNamespace(**values)
+
+
 def settings(command: str = "countersign hook claude-code", *, on_ask: str = "dialog", timeout: int = DEFAULT_TIMEOUT,
              extra: str = "") -> dict:
     """The settings.json `hooks` block installing the hook for all four events: PreToolUse with
@@ -579,7 +645,7 @@ def backends(options, environ=None) -> Callable[[str], Any]:
             from ledger.workflow.gate import Gate
 
             try:
-                loaded = Policy.load(policy)
+                loaded = Policy.load(policy, cache=True)  # the checked tree kept between hook calls (dsl.tree_cache)
             except OSError as exc:
                 raise BackendError("policy_unreadable", f"the policy {policy} cannot be read: {exc.strerror or exc}") from None
             except Exception as exc:  # PolicyError: its first diagnostics
@@ -601,7 +667,7 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None, stderr=None, en
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
     env = os.environ if environ is None else environ
     try:
-        options = parser().parse_args(argv)
+        options = parse_options(argv)
     except SystemExit as exc:  # argparse printed its message; an unusable command line blocks the call
         return 0 if exc.code == 0 else 2
     if options.action == "settings" or options.print_settings:

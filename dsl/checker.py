@@ -32,14 +32,12 @@ schema's `enum` are errors. A condition is then checked once for every tool its 
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from typing import Iterable, Mapping
 
 from dsl import ast
 from dsl.errors import Diagnostic, Span
-from dsl.hints import flag_names, rewrite
 from dsl.requirements import DECISIONS, MAX_REMEMBER_SECONDS, REMEMBER_SCOPES, TIMEOUT_OUTCOMES
 from dsl.schema import ArgType, ToolSchemas, enum_allows
 from dsl.subjects import Command, PathValue, UrlValue, winpaths
@@ -84,6 +82,8 @@ MAX_TIMEOUT_SECONDS = 365 * 86400
 
 
 def _suggest(name: str, choices: Iterable[str]) -> str | None:
+    import difflib  # for a misspelled name only
+
     close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
     return f"did you mean '{close[0]}'?" if close else None
 
@@ -846,6 +846,8 @@ class _Checker:
                     why = _never(form, as_op, literal.value, programs)
                     if why is not None:
                         if fix is None:
+                            from dsl.hints import rewrite  # imports dsl.fmt and the parser: for a mistake only
+
                             fix = rewrite(cmp, form, subject, lambda t: _never(form, as_op, t, programs) is not None, programs) or ""
                         outcome = "always true" if cmp.op in ("!=", "not_in") else "never true"
                         self.warning(f"this comparison is {outcome}: {why}", literal.span, f"write `{fix}`" if fix else None)
@@ -927,6 +929,8 @@ def _never(form: str, op: str, text: str, programs: frozenset[str] | None = None
     if form == "parts" and whole and ("/" in text or "\\" in text):
         return f"a path's parts are single names, without '/' ({json.dumps(text)})"
     if form == "flags" and whole and text.startswith("-"):
+        from dsl.hints import flag_names  # imports dsl.fmt and the parser: for a mistake only
+
         names = flag_names(text, programs) if text.strip("-") else None
         if not names:
             return "flags are kept without their dashes"

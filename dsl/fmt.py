@@ -47,7 +47,7 @@ from typing import Any
 
 from dsl import ast
 from dsl.errors import source_lines
-from dsl.parser import KEYWORDS, parse_with_comments
+from dsl.keywords import KEYWORDS
 
 WIDTH = 100
 INDENT = 2  # clauses
@@ -61,6 +61,8 @@ _WS = " \t\r\f"  # what the grammar ignores besides newlines
 
 def format_policy(text: str, name: str = "<policy>") -> str:
     """The canonical layout of a policy's text. Raises `PolicyError` on a syntax error."""
+    from dsl.parser import parse_with_comments  # Lark: not for rule_text, which the compiler uses
+
     text = text.removeprefix("\ufeff")
     tree, tokens = parse_with_comments(text, name)
     return _Formatter(text, tree, tokens).run()

@@ -33,10 +33,7 @@ from dsl import ast
 from dsl.errors import Diagnostic, PolicyError, Span, source_lines
 from dsl.grammar import grammar_text
 
-STATEMENT_KEYWORDS = ("policy", "default", "group", "home", "allow", "deny", "ask")
-CLAUSE_KEYWORDS = ("when", "reason", "approvers", "decisions", "timeout", "remember", "id")
-OPERATOR_KEYWORDS = ("and", "or", "not", "in", "startswith", "endswith", "contains", "glob", "under", "any", "all")
-KEYWORDS = STATEMENT_KEYWORDS + CLAUSE_KEYWORDS + OPERATOR_KEYWORDS + ("from", "else")
+from dsl.keywords import CLAUSE_KEYWORDS, KEYWORDS, OPERATOR_KEYWORDS, STATEMENT_KEYWORDS  # noqa: F401 (named here as before)
 
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 

@@ -25,12 +25,10 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
-from dsl import ast
-from dsl.checker import bidi_warnings, check
+from dsl import ast, tree_cache
 from dsl.compiler import _NO_VARS, CompiledRule, Env, RuleIndex, compile_plan, compile_rule, requirements_of
 from dsl.decision import Decision, DefaultEffect, RuleOutcome, decide
 from dsl.errors import Diagnostic, PolicyError, PolicyInputError, Span, source_lines
-from dsl.parser import parse
 from dsl.values import TOO_DEEP as _TOO_DEEP, EvalError, failure_message
 
 _new_tuple = tuple.__new__
@@ -114,14 +112,15 @@ class Policy:
     # --- loading ------------------------------------------------------------------------------
 
     @classmethod
-    def load(cls, path: str | Path, *, tools: Any = None, groups: Mapping[str, Any] | None = None) -> "Policy":
+    def load(cls, path: str | Path, *, tools: Any = None, groups: Mapping[str, Any] | None = None,
+             cache: bool = False) -> "Policy":
         """Read, parse, check and compile a `.policy` file (UTF-8).
 
         Raises OSError when the file cannot be read and `PolicyError` (every diagnostic, each with
         `file:line:col`) when it is not a valid policy. With `tools` (a `dsl.schema.ToolSchemas`,
         or the path of a tools file), the policy is also checked against the tools' argument
         schemas, and an unknown tool, argument or wrong type is an error too. `groups`: external
-        groups, as for `from_text`.
+        groups, as for `from_text`. `cache`: as for `from_text`.
         """
         path = Path(path)
         data = path.read_bytes()
@@ -132,7 +131,8 @@ class Policy:
         except UnicodeDecodeError as exc:
             line = data[: exc.start].count(b"\n") + 1
             raise PolicyError(str(path), "", (Diagnostic("error", "the file is not valid UTF-8", Span.point(line, 1)),)) from None
-        return cls.from_text(text, name=str(path), default_name=path.stem, source_bytes=data, tools=tools, groups=groups)
+        return cls.from_text(text, name=str(path), default_name=path.stem, source_bytes=data, tools=tools, groups=groups,
+                             cache=cache)
 
     @classmethod
     @_gc_paused
@@ -145,6 +145,7 @@ class Policy:
         source_bytes: bytes | None = None,
         tools: Any = None,
         groups: Mapping[str, Any] | None = None,
+        cache: bool = False,
     ) -> "Policy":
         """Parse, check and compile policy source. `name` is used in diagnostics.
 
@@ -157,20 +158,36 @@ class Policy:
         roster's`; the same members are one group, the policy's), as are an empty external
         group that a rule names and a quorum larger than it. The digest covers the external groups
         the policy names (see `policy_digest`). Raises TypeError when `groups` is not of that shape.
+
+        `cache`: read the checked tree of a source loaded before from, and keep this one's in,
+        the user's cache (dsl.tree_cache: a process that loads the same file each time, as a
+        hook does, skips Lark and the parse); used only without `tools` and `groups`.
         """
         _refuse_surrogates(text, name)
         external = _external_groups(groups)
-        tree = parse(text, name)
-        if tools is not None:
-            from dsl.schema import as_tool_schemas
+        # The checked tree of a source seen before (dsl.tree_cache: no Lark, no parse); only
+        # without tools or external groups, whose checks depend on more than the text.
+        cacheable = cache and tools is None and not external
+        kept = tree_cache.get(text) if cacheable else None
+        if kept is not None:
+            tree, diagnostics = kept
+        else:
+            from dsl.checker import bidi_warnings, check
+            from dsl.parser import parse  # Lark: imported only to parse
 
-            tools = as_tool_schemas(tools)
-        diagnostics = check(tree, tools, external)
-        if not text.isascii():
-            diagnostics = diagnostics + bidi_warnings(text)
-        errors = [d for d in diagnostics if d.severity == "error"]
-        if errors:
-            raise PolicyError(name, text, diagnostics)
+            tree = parse(text, name)
+            if tools is not None:
+                from dsl.schema import as_tool_schemas
+
+                tools = as_tool_schemas(tools)
+            diagnostics = check(tree, tools, external)
+            if not text.isascii():
+                diagnostics = diagnostics + bidi_warnings(text)
+            errors = [d for d in diagnostics if d.severity == "error"]
+            if errors:
+                raise PolicyError(name, text, diagnostics)
+            if cacheable:
+                tree_cache.put(text, tree, diagnostics)
         raw = source_bytes if source_bytes is not None else text.encode("utf-8")
         decl = tree.of_type(ast.PolicyDecl)
         groups = {

@@ -222,3 +222,28 @@ def test_connect_proposes_as_an_agent_the_person_at_the_same_account_may_approve
                                                               digest=v.args_digest).status == "approved"
     finally:
         local.close()
+
+
+def test_the_shapes_are_frozen_records_as_frozen_dataclasses_were():
+    """Verdict, Settled, Outcome, Started (adapters.backend._Record): construction by position or
+    keyword with defaults, equality and hashing by value, a repr, no assignment, pickling."""
+    import pickle
+
+    from adapters.backend import Outcome, Settled, Started, Verdict
+
+    v = Verdict(1, "t", "ask", "pending", "d", reasons=("a ", "b"))
+    assert v == Verdict(request=1, tool="t", effect="ask", status="pending", args_digest="d", reasons=("a ", "b"))
+    assert hash(v) == hash(Verdict(1, "t", "ask", "pending", "d", ("a ", "b")))
+    assert (v.rules, v.decisions, v.needs, v.duplicate, v.remember, v.reason) == ((), (), None, False, (), "a b")
+    assert v != Verdict(1, "t", "ask", "pending", "e") and v != (1, "t")
+    assert repr(Started(3, {"x": 1}, "d")) == "Started(request=3, args={'x': 1}, args_digest='d')"
+    assert Settled(2, "approved", "d").runnable and not Settled(2, "pending", "d", waiting=True).runnable
+    assert pickle.loads(pickle.dumps(Outcome(4, "ok", result=[1]))) == Outcome(4, "ok", None, None, False, [1], False)
+    with pytest.raises(AttributeError):
+        v.status = "allowed"
+    with pytest.raises(AttributeError):
+        del v.status
+    for bad in (lambda: Started(1, {}), lambda: Started(1, {}, "d", "extra"), lambda: Started(1, {}, "d", request=2),
+                lambda: Started(1, {}, "d", nope=1)):
+        with pytest.raises(TypeError):
+            bad()

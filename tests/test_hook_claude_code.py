@@ -17,6 +17,8 @@ from pathlib import Path
 
 import msgspec
 import pytest
+import hypothesis
+from hypothesis import strategies as st
 
 from adapters.backend import LocalBackend, ServiceBackend
 from adapters.claude_code import ClaudeCodeHook, context_of, derived_call_id, main, settings
@@ -414,3 +416,26 @@ def test_through_the_service_wait_and_dialog(served):
     assert json.loads(r.stdout)["hookSpecificOutput"]["permissionDecision"] == "allow", r.stderr
     agent.close()
     sup.close()
+
+
+OPTION_WORDS = ["--on-ask", "--on-ask=wait", "--on-ask=dialog", "--on-ask=", "dialog", "wait", "maybe", "--wait",
+                "--wait=7.5", "30", "-5", "nan", "x1", "--policy", "--policy=p.policy", "p.policy", "--pol",
+                "--ledger", "--ledger=dir", "--url", "--url=http://h:1", "--keep-result", "--keep-result=1",
+                "--print-settings", "--timeout", "--timeout=60", "settings", "other", "--", "-h", "--help", ""]
+
+
+@hypothesis.given(st.lists(st.sampled_from(OPTION_WORDS), max_size=7))
+@hypothesis.settings(max_examples=600, deadline=None)
+def test_the_fast_option_reader_agrees_with_argparse(words):
+    """adapters.claude_code.parse_options reads the usual command lines without argparse: whatever
+    it reads itself is what argparse reads (it hands every other command line to argparse)."""
+    from adapters.claude_code import _plain_options, parser
+
+    fast = _plain_options(words)
+    if fast is None:
+        return
+    try:
+        slow = parser().parse_args(words)
+    except SystemExit:
+        pytest.fail(f"argparse refuses {words!r}, the fast reader read {vars(fast)}")
+    assert repr(sorted(vars(fast).items())) == repr(sorted(vars(slow).items()))  # repr: nan is nan

@@ -33,16 +33,35 @@ parser, little maintained) and shlex (a tokenizer, not a parser: it knows nothin
 
 from __future__ import annotations
 
+from importlib import import_module
+
 from dsl.subjects.command import Command
 from dsl.subjects.paths import MAX_PATH_TEXT, PathValue, make_path, path_glob, under
-from dsl.subjects.programs import FLAG_ALIASES, SHELLS, SINGLE_DASH_LONG, WRAPPERS, split_flags
-from dsl.subjects.quoting import brace_expand, splice_continuations
-from dsl.subjects.shell import MAX_SHELL_TEXT, clear_shell_cache, parse_shell, parse_shell_uncached
 from dsl.subjects.urls import MAX_URL_TEXT, UrlValue, parse_url
 from dsl.subjects.winpaths import WinPathValue, WinStr
+
+# The shell's modules (the parser, the programs' tables: about 20 ms to import) are imported on
+# first use (PEP 562): a process that decides a call without shell() (a hook deciding a Read)
+# does not pay for them.
+_WHERE = {
+    "FLAG_ALIASES": "dsl.subjects.programs", "SHELLS": "dsl.subjects.programs",
+    "SINGLE_DASH_LONG": "dsl.subjects.programs", "WRAPPERS": "dsl.subjects.programs",
+    "split_flags": "dsl.subjects.programs",
+    "brace_expand": "dsl.subjects.quoting", "splice_continuations": "dsl.subjects.quoting",
+    "MAX_SHELL_TEXT": "dsl.subjects.shell", "clear_shell_cache": "dsl.subjects.shell",
+    "parse_shell": "dsl.subjects.shell", "parse_shell_uncached": "dsl.subjects.shell",
+}
 
 __all__ = [
     "Command", "PathValue", "make_path", "path_glob", "under", "FLAG_ALIASES", "SHELLS", "SINGLE_DASH_LONG",
     "WRAPPERS", "split_flags", "brace_expand", "splice_continuations", "MAX_SHELL_TEXT", "clear_shell_cache",
     "parse_shell", "parse_shell_uncached", "UrlValue", "parse_url", "MAX_PATH_TEXT", "MAX_URL_TEXT", "WinPathValue", "WinStr",
 ]
+
+
+def __getattr__(name: str):
+    if name in _WHERE:
+        value = getattr(import_module(_WHERE[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'dsl.subjects' has no attribute {name!r}")

@@ -56,7 +56,7 @@ from ledger.proof.keys import (  # noqa: F401 (the keys' names, re-exported: the
     VerificationError, _valid_name, b64, generate_key, key_id, load_public_key, load_signing_key, read_file, unb64,
     write_keypair, write_new,
 )
-from ledger.store.log import OPEN_CHECKS, LedgerCorrupt, LedgerError, LedgerReader, LedgerUnreadable, RawLine, list_segments, parse_line, segment_name
+from ledger.store.log import LedgerCorrupt, LedgerError, LedgerReader, LedgerUnreadable, RawLine, list_segments, parse_line, segment_name
 
 ORIGIN_PREFIX = "countersign.example/ledger/"
 CHECKPOINTS_DIR = "checkpoints"
@@ -324,8 +324,6 @@ def refuse_if_behind_checkpoint(path: str | Path) -> None:
     if problem is not None:
         raise CheckpointConflict(f"{problem}; refusing to append")
 
-
-OPEN_CHECKS.append(refuse_if_behind_checkpoint)
 
 
 def save_checkpoint(path: str | Path, checkpoint: Checkpoint, note: bytes) -> Path:

@@ -39,8 +39,11 @@ import msgspec
 
 from ledger import events as ev
 from ledger.events import encode_event
-from ledger.proof.keys import MalformedError, SigningKey, b64, unb64
-from ledger.proof.roster import Roster
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING; the keys and the roster are imported when a decision is signed or checked
+if TYPE_CHECKING:
+    from ledger.proof.keys import SigningKey
+    from ledger.proof.roster import Roster
 
 STATEMENT_FORMAT = "countersign-decision/2"
 STATEMENT_FORMAT_1 = "countersign-decision/1"
@@ -95,6 +98,8 @@ def sign(event, key: SigningKey, *, signer: Signer, ledger_id: str, basis: int, 
     `signature`, made with `key` over the version 2 statement. `basis` and `args` are the
     request's arguments before this decision (RequestState.data_seq and .digest); `prev` is the
     hash of the event the decision will follow (the writer's head, under the commit lock)."""
+    from ledger.proof.keys import b64
+
     unsigned = msgspec.structs.replace(event, signature=msgspec.UNSET)
     message = _statement_of(unsigned, encode_event(unsigned), ledger_id, basis, args, signer, event.ts, prev)
     signature = ev.Signature(signer=signer, key=key.name, key_id=key.public.id.hex(), time=event.ts,
@@ -114,6 +119,8 @@ def problem(event, body: bytes, *, ledger_id: str, basis: int, args: str, propos
     decider the roster lists with that kind. The one exception: the Gate's own cancel of an ask
     whose interrupt was never written (`by` "countersign", request still interrupting), which is
     no one's decision and can only stop a call."""
+    from ledger.proof.keys import MalformedError, unb64
+
     kind = event.__struct_config__.tag
     who = ev.decider(event)
     signature = event.signature

@@ -32,13 +32,16 @@ from ledger.digest import MAX_NESTING, REDACTED, ArgumentsError, canonical_spell
 from ledger.events import encode_event
 from ledger.fieldpath import FieldPathError, format_field_path, parse_field_path, resolve
 from ledger.proof import decisions, fast
-from ledger.proof.roster import Roster
 from ledger.proof.report import EXIT_BAD, EXIT_OK, EXIT_UNREADABLE, Problem, Report, close_report  # noqa: F401 (re-exported)
 from ledger.store.lines import LineError
 from ledger.store.lines import split as lines_split
 from ledger.store.log import LedgerCorrupt, LedgerReader, LedgerUnreadable, RawLine, continues, list_segments, parse_line  # noqa: F401
 from ledger.store.scan import read_lines
 from ledger.workflow.machine import Violation, Workflow
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING; the roster (tomllib, the keys) only where a caller gives one
+if TYPE_CHECKING:
+    from ledger.proof.roster import Roster
 
 
 def verify(path: str | Path, expect_head: str | None = None, *, engine: str = "auto",

@@ -81,9 +81,10 @@ _COPY_BYTES = 1 << 20  # chunk size for copying and hashing fragments of any siz
 OPEN_CHECKS: list[Callable[[Path], None]] = []
 """What a writer checks before it appends to a ledger directory: each callable gets the path and
 raises a LedgerError to refuse. The layers above storage register theirs here, so that storage
-imports none of them: ledger.proof.checkpoint registers `refuse_if_behind_checkpoint` (a ledger
-shorter than, or diverging from, its latest signed checkpoint is never extended), and the
-package `ledger` imports that module, so every writer, however it was imported, runs the check."""
+imports none of them: the package `ledger` (which runs before any of its modules) registers
+ledger.proof.checkpoint's `refuse_if_behind_checkpoint` (a ledger shorter than, or diverging
+from, its latest signed checkpoint is never extended), so every writer, however it was
+imported, runs the check."""
 
 
 class LedgerError(Exception):

@@ -42,12 +42,12 @@ from dsl.requirements import MAX_REMEMBER_SECONDS, Remember, Requirements
 
 if TYPE_CHECKING:  # the compiler is imported by whoever loads a policy, not by a reviewer's Gate
     from dsl import Decision, Policy
+    from ledger.proof.roster import Roster  # annotations only: a Gate without signers never reads a roster
 from ledger import events as ev
 from ledger.clock import Clock, add_seconds, format_ts, utc_now
 from ledger.digest import ArgumentsError, encode_arguments, value_digest
 from ledger.proof import decisions
 from ledger.proof.decisions import RECOVERY, Signing
-from ledger.proof.roster import Roster
 from ledger.store.lines import MAX_LINE_BYTES
 from ledger.store.log import Ledger, LedgerCorrupt, LineTooLong, Record
 from ledger.workflow.catchup import CatchUp
