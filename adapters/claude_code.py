@@ -424,6 +424,19 @@ class ClaudeCodeHook:
         request, status = state.request, state.status
         if status == "executed":
             return recorded(event)  # recorded before (a repeated hook): once only
+        if status in ("pending", "interrupting", "allowed", "approved"):
+            # What ran is the input of this PostToolUse. The approval and the start are recorded
+            # only for the arguments the request holds now: a reviewer may have edited it on
+            # countersign's queue while Claude Code's dialog showed (and then ran) the original.
+            from ledger.digest import ArgumentsError, value_digest
+
+            try:
+                ran = value_digest(call.args) if call.args is not None else None
+            except ArgumentsError:
+                ran = None
+            if ran != state.args_digest:
+                return recorded(event, f"the call ran with arguments other than those countersign request {request} "
+                                       "now holds (edited on countersign's queue meanwhile?); its run is not recorded")
         if status in ("pending", "interrupting"):
             try:
                 state = backend.decide(request, "approve", reviewer=self.reviewer, digest=state.args_digest,

@@ -20,9 +20,12 @@ fields. Raises OSError (ConnectionError, TimeoutError, ProtocolError) on any fai
 from __future__ import annotations
 
 import socket
+import time
 
 MAX_LINE = 65536
 MAX_HEADERS = 100
+MAX_BODY = 64 << 20  # bytes of a response body: the service never sends more than a ledger line's worth
+PIECE = 65536
 
 
 class ProtocolError(ConnectionError):
@@ -41,13 +44,16 @@ class Response:
 
 class Connection:
     """One connection to `host`:`port` (`tls` for https), opened on the first request.
-    `timeout`: seconds for connecting and for each read or write (None: none)."""
+    `timeout`: seconds for connecting, and for the whole of each response once the request is
+    sent (None: none): a server that keeps talking (interim answers, a body a byte at a time)
+    is cut off too, with TimeoutError."""
 
     def __init__(self, host: str, port: int | None, *, tls: bool = False, timeout: float | None = None):
         self.host, self.tls, self.timeout = host, tls, timeout
         self.port = port or (443 if tls else 80)
         self.sock: socket.socket | None = None
         self._file = None
+        self._deadline: float | None = None
 
     def _open(self) -> None:
         # getaddrinfo encodes a str host with the "idna" codec (one more import); an ASCII name
@@ -83,6 +89,7 @@ class Connection:
         percent-encoded. Raises OSError; the connection is closed after any failure."""
         if self.sock is None:
             self._open()
+        self._deadline = None if self.timeout is None else time.monotonic() + self.timeout
         try:
             self.sock.sendall(self._head(method, target, body, headers or {}) + (body or b""))
             response, keep = self._read_response(method)
@@ -106,11 +113,30 @@ class Connection:
                 raise ValueError(f"a request line or header field holds CR, LF or NUL: {line[:60]!r}")
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
+    def _tick(self) -> None:
+        """Before each read from the socket: raise TimeoutError once the response's time is up,
+        and let the read wait no longer than what is left."""
+        if self._deadline is None:
+            return
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"the server's answer took longer than {self.timeout:g} s")
+        self.sock.settimeout(left)
+
     def _line(self) -> bytes:
-        line = self._file.readline(MAX_LINE + 1)
-        if len(line) > MAX_LINE:
-            raise ProtocolError("a status or header line longer than 65,536 bytes")
-        return line
+        """One line, read a socket read at a time (so the deadline holds within it)."""
+        line = b""
+        while True:
+            self._tick()
+            ahead = self._file.peek(1)[:PIECE]
+            if not ahead:
+                return line  # the connection closed
+            end = ahead.find(b"\n")
+            line += self._file.read(len(ahead) if end < 0 else end + 1)
+            if len(line) > MAX_LINE:
+                raise ProtocolError("a status or header line longer than 65,536 bytes")
+            if end >= 0:
+                return line
 
     def _read_response(self, method: str) -> tuple[Response, bool]:
         while True:
@@ -135,7 +161,7 @@ class Connection:
             if not length.strip().isdigit():
                 raise ProtocolError(f"a Content-Length that is not a number: {length[:40]!r}")
             return Response(status, reason, headers, self._exactly(int(length))), keep
-        return Response(status, reason, headers, self._file.read()), False  # delimited by the close
+        return Response(status, reason, headers, self._read_until(None)), False  # delimited by the close
 
     def _headers(self) -> dict[str, str]:
         headers: dict[str, str] = {}
@@ -150,8 +176,24 @@ class Connection:
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
         raise ProtocolError(f"more than {MAX_HEADERS} header fields")
 
+    def _read_until(self, n: int | None) -> bytes:
+        """`n` bytes (None: up to the close), a socket read at a time, at most MAX_BODY."""
+        parts, got = [], 0
+        while n is None or got < n:
+            self._tick()
+            piece = self._file.read1(PIECE if n is None else min(PIECE, n - got))
+            if not piece:
+                break
+            parts.append(piece)
+            got += len(piece)
+            if got > MAX_BODY:
+                raise ProtocolError(f"a response body longer than {MAX_BODY:,} bytes")
+        return b"".join(parts)
+
     def _exactly(self, n: int) -> bytes:
-        data = self._file.read(n)
+        if n > MAX_BODY:
+            raise ProtocolError(f"a response body longer than {MAX_BODY:,} bytes")
+        data = self._read_until(n)
         if len(data) < n:
             raise ConnectionError(f"the server closed the connection after {len(data)} of {n} bytes")
         return data
