@@ -179,24 +179,32 @@ def query(
     directory: str = typer.Argument(..., help="The ledger directory."),
     sql: str = typer.Argument(..., help="One SQL statement over the views (events, requests, pending, ...)."),
     fmt: str = typer.Option("table", "--format", help="table, csv or json."),
+    log: bool = typer.Option(False, "--log", help="Read the log itself (every line parsed in SQL, the history as "
+                             "recorded, lawful or not) instead of the projection: slow on a large ledger."),
 ) -> None:
-    """Run one read-only SQL statement (a SELECT) over the ledger's DuckDB views.
+    """Run one read-only SQL statement (a SELECT) over the ledger's views (docs/views.md).
 
     Views: events, requests, pending, decision_times, rates_by_tool, rates_by_rule,
-    rates_by_approver, chain_breaks, violations.
+    rates_by_approver, chain_breaks, violations, torn_tail, coverage.
+
+    They read the ledger's columnar projection (DIR/projection/projection.duckdb), built from the
+    log on the first query and brought up to date at every later one. Its rows cover the lines it
+    verified: a warning says when a line stopped it.
 
     Example: countersign ledger query build/demo-ledger "select tool, status from requests"
     """
     if fmt not in ("table", "csv", "json"):
         fail(f"--format must be table, csv or json, not {fmt!r}")
-    from ledger.analytics.views import query as run_query
+    from ledger.analytics.query import run
 
     try:
-        columns, rows = run_query(directory, sql)
+        answer = run(directory, sql, source="log" if log else "projection", progress=_progress())
     except Exception as exc:
         _fail_on_query_error(exc)
         raise
-    _integrity_warning(directory)
+    if not log:
+        _coverage_warning(directory, answer.coverage)
+    columns, rows = answer.columns, answer.rows
     if fmt == "json":
         echo_json([dict(zip(columns, row)) for row in rows])
     elif fmt == "csv":
@@ -210,6 +218,57 @@ def query(
         table(columns, rows)
 
 
+def _progress():
+    """A progress bar on stderr while the projection reads much of the log (a terminal only)."""
+    import sys
+
+    if not sys.stderr.isatty():
+        return None
+    state: dict = {}
+
+    def update(done: int, total: int) -> None:
+        if "bar" not in state:
+            if total < (32 << 20):  # a few seconds at most: no bar
+                return
+            from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+            bar = Progress("projecting the ledger", BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+                           transient=True, console=_stderr_console())
+            bar.start()
+            state["bar"], state["task"] = bar, bar.add_task("project", total=total)
+        state["bar"].update(state["task"], completed=done)
+        if done >= total:
+            state.pop("bar").stop()
+
+    return update
+
+
+def _stderr_console():
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def _coverage_warning(directory: str, coverage) -> None:
+    """Rows that do not cover the whole log: say which lines they cover and why they stop."""
+    if coverage.built and coverage.reason not in (None, "no projection yet"):
+        say(f"note: the projection was rebuilt from the log ({coverage.reason})", err=True)
+    if coverage.problem is not None:
+        say(
+            f"warning: {directory}: the rows cover seq 1 to {coverage.events:,}, which verified; seq {coverage.problem_seq} "
+            f"fails a check ({coverage.problem}) and the lines from it on are not in the views "
+            "(chain_breaks / violations hold the problem; --log reads the history as recorded; run ledger verify)",
+            err=True,
+        )
+    if coverage.torn_bytes:
+        say(
+            f"note: {directory}: the last segment ends with {coverage.torn_bytes:,} bytes after its last line feed: an "
+            "unfinished write, or a cut that only a checkpoint or an expected head (ledger verify --head/--checkpoint) "
+            "tells apart; they are not in the views",
+            err=True,
+        )
+
+
 @app.command()
 def stats(
     directory: str = typer.Argument(..., help="The ledger directory."),
@@ -219,14 +278,24 @@ def stats(
 
     Example: countersign ledger stats build/demo-ledger
     """
+    from ledger.analytics.query import coverage as projection_coverage
     from ledger.analytics.stats import stats as run_stats
+    from ledger.analytics.projection import ProjectionError
 
     try:
+        try:
+            covered = projection_coverage(directory, progress=_progress())
+        except ProjectionError:
+            covered = None
         result = run_stats(directory)
     except Exception as exc:
         _fail_on_query_error(exc)
         raise
-    _integrity_warning(directory)
+    if covered is None:
+        _integrity_warning(directory)
+    elif covered.problem is not None:
+        say(f"warning: {directory} does not verify (seq {covered.problem_seq}: {covered.problem}); "
+            "these results describe the history as recorded", err=True)
     if as_json:
         echo_json(result)
         return
