@@ -77,8 +77,9 @@ DIRECTORY = "projection"
 DATABASE = "projection.duckdb"
 LOCK = "LOCK"
 STATE = "STATE"  # what the last refresh covered, for a check that needs no database (up_to_date)
-CHUNK_EVENTS = 50_000  # lines collected in memory before they go into the database
+CHUNK_EVENTS = 20_000  # lines collected in memory before they go into the database (about 20 MB)
 TABLES = tuple(schema.TABLES)
+MEMORY_LIMIT = "512MB"  # DuckDB's, for every connection to a projection (a 16 MiB line needs about 200 MB)
 
 Progress = Callable[[int, int], None]
 """progress(bytes read, bytes to read): called as a refresh reads the log."""
@@ -325,6 +326,7 @@ class _Projector:
         self.touched: set[int] = set()  # open requests changed by this refresh
         self.closed: set[int] = set()  # requests that were open at the start and are final now
         self.seen: dict[str, list[int]] = {}  # segment name → [first position, lines] read by this refresh
+        self.flushes = 0
         self.workflow = Workflow()
         self.workflow.requests = _Requests(self._lookup_final)
         self.workflow.by_call_id = _Discard()
@@ -535,16 +537,19 @@ class _Projector:
         if not lines:
             return
         chunk = self.chunk_dir / f".chunk-{os.getpid()}-{table}.jsonl"
+        # DuckDB's reader sizes its buffers by maximum_object_size: the longest line here, not the most allowed
+        longest = max(map(len, lines)) + 1024
         source = (f"read_json('{_sql_path(chunk)}', format = 'newline_delimited', columns = {columns}, "
-                  f"maximum_object_size = {_MAX_ROW_BYTES}, ignore_errors = true)")
+                  f"maximum_object_size = {min(longest, _MAX_ROW_BYTES)}, ignore_errors = true)")
         try:
             with open(chunk, "wb") as handle:
                 handle.writelines(lines)
-            self.con.execute(f"CREATE OR REPLACE TEMP TABLE _incoming AS {select(source)}")
-            refused = self.con.execute(f"SELECT count(*) FROM _incoming WHERE {key} IS NULL").fetchone()[0]
-            self.con.execute(f"INSERT INTO {table} SELECT * FROM _incoming WHERE {key} IS NOT NULL")
+            self.con.execute(f"INSERT INTO {table} {select(source)}")
+            # a line the reader refused is a row of NULLs (ignore_errors): mend those lines
+            refused = self.con.execute(f"DELETE FROM {table} WHERE {key} IS NULL").fetchone()[0]
             if refused:
-                present = {r[0] for r in self.con.execute(f"SELECT {key} FROM _incoming WHERE {key} IS NOT NULL").fetchall()}
+                first = json.loads(lines[0][: lines[0].index(b",")] + b"}")[key]
+                present = {r[0] for r in self.con.execute(f"SELECT {key} FROM {table} WHERE {key} >= ?", [first]).fetchall()}
                 missing = [line for line in lines if json.loads(line[: line.index(b",")] + b"}")[key] not in present]
                 with open(chunk, "wb") as handle:
                     handle.writelines(mend(line) + b"\n" for line in missing)
@@ -552,7 +557,6 @@ class _Projector:
                 self.con.execute(f"INSERT INTO {table} {select(strict)}")
         finally:
             chunk.unlink(missing_ok=True)
-            self.con.execute("DROP TABLE IF EXISTS _incoming")
 
     def _insert_requests(self, table: str, rows: list[dict], extra: dict[str, str] | None = None) -> None:
         lines = [line + b"\n" for line in _LINES.encode_lines(rows).splitlines()] if rows else []
@@ -570,18 +574,15 @@ class _Projector:
         if self.finals:
             self.con.execute("CREATE OR REPLACE TEMP TABLE _finals AS SELECT * FROM final_requests LIMIT 0")
             self._insert_requests("_finals", self.finals)
-            keys = ", ".join(schema.SUMMARY_KEYS)
             self.con.execute("INSERT INTO final_requests SELECT * FROM _finals")
             self.con.execute(f"INSERT INTO final_seconds SELECT {schema.SECONDS_SQL} FROM _finals "
                              "WHERE effect = 'ask' AND decision IS NOT NULL")
-            self.con.execute(
-                f"CREATE OR REPLACE TEMP TABLE _summary AS SELECT {keys}, sum(n)::BIGINT AS n FROM ("
-                f"SELECT * FROM final_summary UNION ALL SELECT {keys}, count(*) FROM _finals GROUP BY ALL) GROUP BY ALL"
-            )
-            self.con.execute("DELETE FROM final_summary")
-            self.con.execute("INSERT INTO final_summary SELECT * FROM _summary")
-            self.con.execute("DROP TABLE _summary")
+            # counts of this chunk's final requests by the stats' keys; stats sum them (a key may
+            # have a row per flush; `compact_summary` merges them)
+            keys = ", ".join(schema.SUMMARY_KEYS)
+            self.con.execute(f"INSERT INTO final_summary SELECT {keys}, count(*) FROM _finals GROUP BY ALL")
             self.con.execute("DROP TABLE _finals")
+            self.flushes += 1
         self.finals.clear()
         self.recent_finals.clear()
 
@@ -641,6 +642,9 @@ def _connect(db: Path, read_only: bool = False):
 
     con = duckdb.connect(str(db), read_only=read_only)
     con.execute("SET TimeZone = 'UTC'")
+    # bounded: a refresh inserts a chunk at a time and a query over the views needs little
+    # (DuckDB spills what does not fit); its default is 80 % of the machine's memory
+    con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
     return con
 
 
@@ -806,6 +810,15 @@ def _create(con) -> None:
         con.execute(statement)
 
 
+def _compact_summary(con) -> None:
+    """One row per key in final_summary (each refresh adds its own)."""
+    keys = ", ".join(schema.SUMMARY_KEYS)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _summary AS SELECT {keys}, sum(n)::BIGINT AS n FROM final_summary GROUP BY ALL")
+    con.execute("DELETE FROM final_summary")
+    con.execute("INSERT INTO final_summary SELECT * FROM _summary")
+    con.execute("DROP TABLE _summary")
+
+
 def _record_segments(con, root: Path, from_segment: int, first_positions: dict[str, tuple[int, int]]) -> None:
     """Record inode, size and mtime of every segment from `from_segment` on (what was just read)."""
     con.execute("DELETE FROM segments WHERE segment >= ?", [from_segment])
@@ -855,6 +868,8 @@ def _refresh_locked(root: Path, pdir: Path, con, rebuild: bool, progress: Progre
         seq, head, head_segment, head_offset, end_offset, head_line, last_ts, ledger_id, problem, torn = projector.run(*start)
         added = seq - start[0]
         projector.write_open(everything=meta is None)
+        if projector.flushes and con.execute("SELECT count(*) FROM final_summary").fetchone()[0] > 4096:
+            _compact_summary(con)
         first_ts = meta["first_ts"] if meta is not None else None
         if first_ts is None and seq > 0:
             first_ts = con.execute("SELECT ts FROM event_rows WHERE position = 1").fetchone()[0]
@@ -1036,6 +1051,9 @@ def snapshot(con) -> dict[str, list[tuple]]:
             out[table] = con.execute("SELECT * EXCLUDE (refreshed_at) FROM meta").fetchall()
         elif table == "segments":
             out[table] = con.execute("SELECT segment, segment_file, size, first_position, lines FROM segments ORDER BY segment").fetchall()
+        elif table == "final_summary":  # rows per refresh: compare the sums
+            keys = ", ".join(schema.SUMMARY_KEYS)
+            out[table] = con.execute(f"SELECT {keys}, sum(n)::BIGINT FROM final_summary GROUP BY ALL ORDER BY ALL").fetchall()
         else:
             out[table] = con.execute(f"SELECT * FROM {table} ORDER BY {_ORDER[table]}").fetchall()
     return out

@@ -75,7 +75,8 @@ def _coverage(result: proj.Refresh) -> Coverage:
 @contextmanager
 def open_views(path: str | Path, *, progress: proj.Progress | None = None) -> Iterator[Views]:
     """Refresh the projection of the ledger at `path` (building it when there is none) and yield
-    Views over it; the projection stays locked (no refresh by another process) until the block
+    Views over it (read-only when the projection was up to date, else the refreshing connection:
+    run only SELECTs through it, as `run` does); the projection stays locked (no refresh by another process) until the block
     ends. `progress(done, total)` is told the bytes read while it refreshes. Raises
     ledger.store.log.LedgerUnreadable when `path` is not a ledger, projection.ProjectionError when
     no projection can be written (neither in the ledger's directory nor in the cache)."""
@@ -84,9 +85,10 @@ def open_views(path: str | Path, *, progress: proj.Progress | None = None) -> It
     root = Path(path)
     for quick in (True, False):
         with proj.opened(root, progress=progress, quick=quick) as (con, result):
+            if con is not None:  # it was refreshed: read through the same connection (a second open costs more)
+                yield Views(con, _coverage(result))
+                return
             pdir = proj._where(root, False)
-            if con is not None:
-                con.close()  # the writer's connection; the query reads through a read-only one
             try:
                 ro = proj._connect(pdir / proj.DATABASE, read_only=True)
             except duckdb.Error:
