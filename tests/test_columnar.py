@@ -268,3 +268,10 @@ def test_a_ledger_directory_that_cannot_be_written_gets_its_projection_in_the_ca
     assert answer.rows[0][0] > 0
     assert not (path / "projection").exists()
     assert (proj.fallback_directory(path) / proj.DATABASE).is_file()
+
+
+def test_docs_views_md_lists_every_view_and_column():
+    assert (ROOT / "docs" / "views.md").read_text() == schema.views_markdown(), (
+        "docs/views.md is generated: python -c 'from ledger.analytics.schema import views_markdown; "
+        "open(\"docs/views.md\", \"w\").write(views_markdown())'"
+    )

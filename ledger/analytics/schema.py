@@ -239,6 +239,10 @@ def columns_doc() -> dict[str, dict[str, str]]:
     """view → column → "TYPE: meaning": the log views' documentation, adjusted to the projection."""
     doc = {name: dict(log_views.COLUMNS[name]) for name in VIEW_NAMES if name in log_views.COLUMNS}
     doc["events"].pop("body", None)
+    for column, text in doc["events"].items():  # the log views give a body member's from_json shape: the SQL type here
+        at = text.find(": the body member")
+        if at > 0 and column in EVENT_ROWS_COLUMNS:
+            doc["events"][column] = EVENT_ROWS_COLUMNS[column] + text[at:]
     doc["events"]["valid"] = "BOOLEAN: true (every projected line was checked; see `coverage`)"
     doc["events"]["hash_ok"] = "BOOLEAN: true (the hash was checked when the line was projected)"
     doc["events"]["canonical"] = "BOOLEAN: true (the layout was checked when the line was projected)"
@@ -247,3 +251,80 @@ def columns_doc() -> dict[str, dict[str, str]]:
     doc["chain_breaks"]["check_order"] = "INTEGER: 0 (the projection keeps only the first problem)"
     doc["coverage"] = dict(COVERAGE_COLUMNS)
     return doc
+
+
+VIEW_PURPOSE = {
+    "events": "One row per line covered: every body member of every event kind as a typed column, the data beside "
+              "the body as JSON (`args`, `context`), and where the line is.",
+    "requests": "One row per request (a `proposed` event): its state folded from its events by the workflow "
+                "(ledger.workflow.RequestState).",
+    "pending": "The requests waiting for a person now: who may decide, what is still missing, the digest an approval "
+               "must name.",
+    "decision_times": "One row per decided ask: seconds from the proposal to the decision.",
+    "rates_by_tool": "Requests and their outcomes counted per tool, with shares of the asks.",
+    "rates_by_rule": "The same per deciding rule (a request decided by several rules counts for each).",
+    "rates_by_approver": "Per reviewer: approvals, rejections, edits and responses, with shares.",
+    "chain_breaks": "The first problem with the chain or the line format, when a line stopped the projection "
+                    "(verify's kind `chain` or `format`); empty on an intact ledger.",
+    "violations": "The first event that breaks a workflow rule, when one stopped the projection (verify's kind "
+                  "`workflow`); empty on a lawful ledger.",
+    "torn_tail": "The bytes after the last line feed of the last segment, if any: an unfinished write, or a cut that "
+                 "only a checkpoint or an expected head tells apart.",
+    "coverage": "One row: which lines the rows cover (seq 1 to `events`), whether that is every line, and what was "
+                "checked.",
+}
+
+
+def views_markdown() -> str:
+    """docs/views.md: every view and column, with its type and meaning (tests/test_columnar.py
+    checks that the file is this text)."""
+    out = [
+        "# The views: SQL over a ledger's history",
+        "",
+        "<!-- Generated from ledger/analytics/schema.py (views_markdown); tests/test_columnar.py checks it. -->",
+        "",
+        "`countersign ledger query DIR \"SQL\"` runs one read-only SELECT over these views; `countersign ledger export`",
+        "writes them as Parquet, CSV or JSON Lines; `countersign ledger stats` and `ledger report` read them.",
+        "",
+        "They live in the ledger's columnar projection, `DIR/projection/projection.duckdb`: a DuckDB database",
+        "derived from the log, never authoritative, rebuilt from the log whenever it is deleted. The first query",
+        "builds it (every line read and checked once; a progress bar on a terminal), every later query first",
+        "reads the lines appended since. A ledger directory that cannot be written gets its projection in",
+        "`$XDG_CACHE_HOME/countersign/projections/` instead.",
+        "",
+        "Any DuckDB client can open the file read-only while no query is refreshing it:",
+        "",
+        "```python",
+        "import duckdb",
+        "con = duckdb.connect(\"DIR/projection/projection.duckdb\", read_only=True)",
+        "con.sql(\"SELECT tool, median(seconds) FROM decision_times GROUP BY tool\").show()",
+        "```",
+        "",
+        "or, from the DuckDB CLI, `ATTACH 'DIR/projection/projection.duckdb' AS ledger (READ_ONLY); SELECT * FROM ledger.pending;`.",
+        "Run `countersign ledger query DIR \"select 1\"` first so that it holds every line.",
+        "",
+        "## What the rows cover",
+        "",
+        "Each line is checked once, when it is projected: " + CHECKED + ".",
+        "A line that fails stops the projection before it: the rows cover the lines before it, `coverage.complete`",
+        "is false, and the problem is the one row of `chain_breaks` or `violations` (the problem `ledger verify`",
+        "reports first). `countersign ledger query` says so on stderr. Not checked here: " + NOT_CHECKED + ".",
+        "",
+        "`countersign ledger query --log DIR \"SQL\"` runs the same SQL over views that parse the log itself at",
+        "every query (ledger/analytics/views.py): the history as recorded, lawful or not, every problem a row of",
+        "`chain_breaks` / `violations`, and the view `ledger_lines` with each line's bytes; minutes on a million",
+        "events.",
+        "",
+        "Times are `TIMESTAMPTZ` in UTC; durations are seconds (`DOUBLE`); shares are fractions in [0, 1].",
+        "",
+    ]
+    doc = columns_doc()
+    for view in VIEW_NAMES:
+        out += [f"## `{view}`", "", VIEW_PURPOSE[view], "", "| column | type | meaning |", "|---|---|---|"]
+        for column, text in doc[view].items():
+            kind, _, meaning = text.partition(": ")
+            if not meaning and " " in kind and not kind.isupper():
+                kind, meaning = "", kind
+            out.append(f"| `{column}` | {kind.replace('|', '/')} | {meaning.replace('|', '/')} |")
+        out.append("")
+    return "\n".join(out)
