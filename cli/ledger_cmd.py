@@ -311,12 +311,14 @@ def project(
     check: bool = typer.Option(False, "--check", help="Also rebuild it from the log alone elsewhere and compare: exit 1 if they differ."),
     as_json: bool = typer.Option(False, "--json", help="Print what was done as JSON."),
 ) -> None:
-    """Make or refresh the ledger's columnar projection (DIR/projection/), which `ledger stats`
-    then reads instead of parsing every line.
+    """Make or refresh the ledger's columnar projection (DIR/projection/), which every view
+    (`ledger query`, `stats`, `export`, `report`) reads; they refresh it themselves, so this
+    command is for building it ahead of time, rebuilding it, or checking it.
 
-    Only the lines after the last one projected are read; if that line is no longer in the log
-    (a truncation or a rewrite: its hash differs) the projection is rebuilt from the log alone.
-    A line that fails a check stops it there (exit 1); stats then use the views.
+    Only the lines after the last one projected are read; a segment that changed since (a
+    redaction) is read again; if the last line projected is no longer in the log (a truncation or
+    a rewrite: its hash differs) the projection is rebuilt from the log alone. A line that fails a
+    check stops it there (exit 1): the views cover the lines before it.
 
     Example: countersign ledger project build/demo-ledger
     """
@@ -324,7 +326,7 @@ def project(
     from ledger.store.log import LedgerUnreadable
 
     try:
-        result = proj.refresh(directory, rebuild=rebuild)
+        result = proj.refresh(directory, rebuild=rebuild, progress=_progress())
         differ = proj.check(directory) if check else None
     except (LedgerUnreadable, proj.ProjectionError) as exc:
         fail(str(exc))
@@ -342,7 +344,7 @@ def project(
             f"({result.added} added in {result.seconds:.2f}s)"
         )
         if result.problem is not None:
-            say(f"  stopped at seq {result.problem_seq}: {result.problem}; stats use the views (run ledger verify)")
+            say(f"  stopped at seq {result.problem_seq}: {result.problem}; the views cover the lines before it (run ledger verify)")
         if differ is not None:
             typer.echo(f"  check: {'identical to a rebuild from the log' if not differ else 'differs from a rebuild in ' + ', '.join(differ)}")
     if result.problem is not None or differ:

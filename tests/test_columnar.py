@@ -275,3 +275,63 @@ def test_docs_views_md_lists_every_view_and_column():
         "docs/views.md is generated: python -c 'from ledger.analytics.schema import views_markdown; "
         "open(\"docs/views.md\", \"w\").write(views_markdown())'"
     )
+
+
+# --- hypothesis: any history, refreshed at any points ------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), cuts=st.lists(st.floats(0.01, 1.0), min_size=1, max_size=4),
+       unlawful=st.booleans())
+def test_refreshed_at_any_points_the_views_equal_the_log_views(tmp_path_factory, seed, cuts, unlawful):
+    """A random history (lawful, or with an unlawful last event), its bytes revealed in steps as a
+    writer would (torn lines included), the projection refreshed after each: at the end every view
+    equals the log views (the lines before the first problem), and the tables equal a rebuild."""
+    source = tmp_path_factory.mktemp("source") / "ledger"
+    random_history(source, random.Random(seed), steps=80, unlawful_end=unlawful, segment_bytes=3000)
+    segments = [(p.name, p.read_bytes()) for p in list_segments(source)]
+    total = sum(len(b) for _, b in segments)
+    target = tmp_path_factory.mktemp("target") / "ledger"
+    target.mkdir()
+    for cut in sorted(int(total * c) for c in cuts) + [total]:
+        remaining = cut
+        for name, data in segments:
+            if remaining <= 0:
+                break
+            (target / name).write_bytes(data[:remaining])
+            remaining -= len(data)
+        if list_segments(target):
+            proj.refresh(target)
+    report = verify(target)
+    with open_views(target) as views:
+        assert views.coverage.complete == report.ok
+        if not report.ok:
+            assert views.coverage.problem_seq == report.problem.seq
+        log = log_views.connect(target)
+        try:
+            if report.ok:
+                for view in KEYED:
+                    assert _rows(views.con, view) == _rows(log, view), view
+            else:  # the requests of the lines before the problem
+                limit = views.coverage.events
+                mine = views.con.execute("SELECT request, status FROM requests ORDER BY 1").fetchall()
+                replayed = _replay_statuses(target, limit)
+                assert mine == replayed
+        finally:
+            log.close()
+    assert proj.check(target) == []
+
+
+def _replay_statuses(path: Path, limit: int) -> list[tuple[int, str]]:
+    from ledger.store.log import LedgerReader
+    from ledger.workflow.machine import Workflow
+
+    workflow = Workflow()
+    for record in LedgerReader(path).records():
+        if record.seq > limit:
+            break
+        workflow.step(record.seq, record.event)
+    return sorted((r, s.status) for r, s in workflow.requests.items())

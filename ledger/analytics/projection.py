@@ -203,8 +203,25 @@ def _requirements_dict(r) -> dict | None:
 _POLICY, _INTERRUPTED, _STARTED, _EXECUTOR, _LAST = range(5)
 
 
+_REQUIREMENT_COLUMNS: dict[Any, tuple] = {}  # Requirements → (quorum, quorums, requirements) columns; few distinct
+
+
+def _requirement_columns(r) -> tuple:
+    if r is None:
+        return None, None, None
+    found = _REQUIREMENT_COLUMNS.get(r)
+    if found is None:
+        if len(_REQUIREMENT_COLUMNS) > 1024:
+            _REQUIREMENT_COLUMNS.clear()
+        found = _REQUIREMENT_COLUMNS[r] = (
+            max(q.count for q in r.quorums) if r.quorums else None, [_quorum_dict(q) for q in r.quorums],
+            _requirements_dict(r),
+        )
+    return found
+
+
 def _request_row(state: RequestState, aux: list) -> dict:
-    r = state.requirements
+    quorum, quorums, requirements = _requirement_columns(state.requirements)
     return {
         "request": state.request, "tool": state.tool, "run": state.run, "proposer": state.proposer,
         "call_id": state.call_id, "policy": aux[_POLICY], "policy_digest": state.policy_digest,
@@ -213,9 +230,7 @@ def _request_row(state: RequestState, aux: list) -> dict:
         "status": state.status, "decision": state.decision, "decided_at": state.decided_at,
         "decided_by": state.decided_by, "reason": state.reason, "approvers": list(state.approvers),
         "approved_by": list(state.approvals), "approvals": len(state.approvals),
-        "quorum": max(q.count for q in r.quorums) if r is not None and r.quorums else None,
-        "quorums": [_quorum_dict(q) for q in r.quorums] if r is not None else None,
-        "requirements": _requirements_dict(r), "deadline": state.deadline, "deadline_text": state.deadline,
+        "quorum": quorum, "quorums": quorums, "requirements": requirements, "deadline": state.deadline, "deadline_text": state.deadline,
         "interrupted_at": aux[_INTERRUPTED], "edited": state.edits > 0, "edits": state.edits,
         "digest": state.digest, "original_digest": state.original_digest,
         "execution_started_at": aux[_STARTED], "executor": aux[_EXECUTOR], "executed_at": state.executed_at,
@@ -256,10 +271,12 @@ def _load_workflow(workflow: Workflow, blob: bytes | None) -> None:
         current = getattr(workflow, name, None)
         if isinstance(current, set):
             value = {_freeze(v) for v in value}
-        elif isinstance(current, dict):
-            value = {k: _freeze(v) for k, v in value.items()}
+        elif isinstance(current, dict):  # values as the fold keeps them (Workflow.redacted appends to its lists)
+            value = dict(value)
         elif isinstance(current, tuple):
             value = _freeze(value)
+        elif isinstance(current, bytearray):
+            value = bytearray(value)
         setattr(workflow, name, value)
 
 
