@@ -335,3 +335,26 @@ def _replay_statuses(path: Path, limit: int) -> list[tuple[int, str]]:
             break
         workflow.step(record.seq, record.event)
     return sorted((r, s.status) for r, s in workflow.requests.items())
+
+
+def test_query_and_stats_read_only_what_is_new_and_never_run_a_full_verify(ledgers, tmp_path, monkeypatch):
+    """The newcomer's waits: every `stats` and `query` parsed every line and then ran a full verify."""
+    import ledger.proof.verify as verify_module
+
+    path = copy_ledger(ledgers["gate"], tmp_path / "ledger")
+    assert coverage(path).built
+    with Forge(path) as forge:
+        forge.clock.set(forge.clock().replace(year=2027))
+        forge.ask(proposer="agent-7")
+    result = proj.refresh(path)
+    assert result.added == 2 and not result.rebuilt  # the two new lines, nothing else
+
+    def no_verify(*args, **kwargs):
+        raise AssertionError("a query ran a full verify")
+
+    monkeypatch.setattr(verify_module, "verify", no_verify)
+    runner = CliRunner()
+    for args in (["ledger", "query", str(path), "select count(*) from pending"], ["ledger", "stats", str(path)],
+                 ["ledger", "stats", str(path), "--json"]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
