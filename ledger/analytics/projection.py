@@ -79,7 +79,8 @@ LOCK = "LOCK"
 STATE = "STATE"  # what the last refresh covered, for a check that needs no database (up_to_date)
 CHUNK_EVENTS = 20_000  # lines collected in memory before they go into the database (about 20 MB)
 TABLES = tuple(schema.TABLES)
-MEMORY_LIMIT = "512MB"  # DuckDB's, for every connection to a projection (a 16 MiB line needs about 200 MB)
+MEMORY_LIMIT = "256MB"  # DuckDB's, for every connection to a projection
+LONG_LINES_MEMORY_LIMIT = "1GB"  # while a chunk holding a line over 4 MiB goes in (a 16 MiB line needs about 200 MB)
 
 Progress = Callable[[int, int], None]
 """progress(bytes read, bytes to read): called as a refresh reads the log."""
@@ -558,7 +559,10 @@ class _Projector:
         longest = max(map(len, lines)) + 1024
         source = (f"read_json('{_sql_path(chunk)}', format = 'newline_delimited', columns = {columns}, "
                   f"maximum_object_size = {min(longest, _MAX_ROW_BYTES)}, ignore_errors = true)")
+        raised = longest > (4 << 20)
         try:
+            if raised:
+                self.con.execute(f"SET memory_limit = '{LONG_LINES_MEMORY_LIMIT}'")
             with open(chunk, "wb") as handle:
                 handle.writelines(lines)
             self.con.execute(f"INSERT INTO {table} {select(source)}")
@@ -574,6 +578,8 @@ class _Projector:
                 self.con.execute(f"INSERT INTO {table} {select(strict)}")
         finally:
             chunk.unlink(missing_ok=True)
+            if raised:
+                self.con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
 
     def _insert_requests(self, table: str, rows: list[dict], extra: dict[str, str] | None = None) -> None:
         lines = [line + b"\n" for line in _LINES.encode_lines(rows).splitlines()] if rows else []
