@@ -102,29 +102,19 @@ TARGETS = {
 
 # --- the questions -------------------------------------------------------------------------------
 
-# The baselines' fold of the raw lines into requests. @SOURCE is read_json_auto(...) or the table.
+# The baselines' fold of the raw lines into requests, in one pass (GROUP BY request): the last
+# event's kind gives the status; the approvals since the last edit (an edit is the editor's
+# approval), counted against the largest quorum count in force, say whether an approval decided;
+# a later rejection, response, expiry or cancel is the last decision. @SOURCE is read_json_auto(...)
+# or the table; @MATERIALIZED is set where `e` is read twice (stats).
 _FOLD = """
-e AS MATERIALIZED (
+e AS @MATERIALIZED (
     SELECT body.seq AS seq, body.kind AS kind,
            CASE WHEN body.kind = 'proposed' THEN body.seq ELSE body.request END AS request,
            CAST(body.ts AS TIMESTAMPTZ) AS ts, body.tool AS tool, body.effect AS effect,
-           coalesce(body.approver, body.editor) AS actor, body.outcome AS outcome,
+           body.outcome AS outcome,
            list_max(list_transform(body.requirements.quorums, lambda q: q.count)) AS quorum
     FROM @SOURCE
-),
-epochs AS (
-    SELECT *,
-           count(*) FILTER (WHERE kind = 'edited') OVER (PARTITION BY request ORDER BY seq) AS epoch,
-           last_value(quorum IGNORE NULLS) OVER (PARTITION BY request ORDER BY seq) AS quorum_now
-    FROM e WHERE request IS NOT NULL
-),
-steps AS (
-    SELECT *,
-           kind IN ('rejected', 'responded', 'expired', 'cancelled')
-           OR (kind IN ('approved', 'edited')
-               AND count(*) FILTER (WHERE kind IN ('approved', 'edited'))
-                       OVER (PARTITION BY request, epoch ORDER BY seq) >= quorum_now) AS decides
-    FROM epochs
 ),
 per_request AS (
     SELECT request,
@@ -132,63 +122,80 @@ per_request AS (
            any_value(effect) FILTER (WHERE kind = 'proposed') AS effect,
            any_value(ts) FILTER (WHERE kind = 'proposed') AS proposed_at,
            arg_max(kind, seq) AS last_kind,
-           arg_max(decides, seq) AS last_decides,
-           arg_max(CASE kind WHEN 'rejected' THEN 'reject' WHEN 'responded' THEN 'respond'
-                             WHEN 'expired' THEN 'expire' WHEN 'cancelled' THEN 'cancel' ELSE 'approve' END, seq)
-               FILTER (WHERE decides) AS decision,
-           arg_max(ts, seq) FILTER (WHERE decides) AS decided_at,
+           arg_max(kind, seq) FILTER (WHERE kind IN ('rejected', 'responded', 'expired', 'cancelled')) AS final_kind,
+           max(ts) FILTER (WHERE kind IN ('rejected', 'responded', 'expired', 'cancelled')) AS final_at,
+           arg_max(quorum, seq) FILTER (WHERE quorum IS NOT NULL) AS quorum,
+           coalesce(max(seq) FILTER (WHERE kind = 'edited'), 0) AS last_edit,
+           list(struct_pack(seq := seq, ts := ts) ORDER BY seq) FILTER (WHERE kind IN ('approved', 'edited')) AS acts,
            count(*) FILTER (WHERE kind = 'edited') > 0 AS edited,
            arg_max(outcome, seq) FILTER (WHERE kind = 'executed') AS outcome
-    FROM steps GROUP BY request
+    FROM e WHERE request IS NOT NULL GROUP BY request
+),
+approvals AS (
+    SELECT *, list_filter(coalesce(acts, []), lambda a: a.seq >= last_edit) AS current
+    FROM per_request WHERE tool IS NOT NULL
 ),
 folded AS (
     SELECT request, tool, effect, proposed_at, edited, outcome,
-           CASE WHEN effect = 'deny' THEN 'deny' ELSE decision END AS decision,
-           CASE WHEN effect = 'deny' THEN proposed_at ELSE decided_at END AS decided_at,
+           CASE WHEN effect = 'deny' THEN 'deny'
+                WHEN final_kind IS NOT NULL THEN CASE final_kind WHEN 'rejected' THEN 'reject' WHEN 'responded' THEN 'respond'
+                                                                 WHEN 'expired' THEN 'expire' ELSE 'cancel' END
+                WHEN len(current) >= quorum THEN 'approve' END AS decision,
+           CASE WHEN effect = 'deny' THEN proposed_at
+                WHEN final_kind IS NOT NULL THEN final_at
+                WHEN len(current) >= quorum THEN current[quorum].ts END AS decided_at,
            CASE last_kind
                WHEN 'proposed' THEN CASE effect WHEN 'allow' THEN 'allowed' WHEN 'deny' THEN 'denied'
                                                 ELSE 'interrupting' END
                WHEN 'interrupted' THEN 'pending'
-               WHEN 'approved' THEN CASE WHEN last_decides THEN 'approved' ELSE 'pending' END
-               WHEN 'edited' THEN CASE WHEN last_decides THEN 'approved' ELSE 'pending' END
+               WHEN 'approved' THEN CASE WHEN len(current) >= quorum THEN 'approved' ELSE 'pending' END
+               WHEN 'edited' THEN CASE WHEN len(current) >= quorum THEN 'approved' ELSE 'pending' END
                WHEN 'rejected' THEN 'rejected' WHEN 'responded' THEN 'responded'
                WHEN 'expired' THEN 'expired' WHEN 'cancelled' THEN 'cancelled'
                WHEN 'execution_started' THEN 'executing' WHEN 'executed' THEN 'executed'
            END AS status
-    FROM per_request WHERE tool IS NOT NULL
+    FROM approvals
 )"""
+_FOLD_ONCE = _FOLD.replace("@MATERIALIZED ", "")
 
+_BY_STATUS = "SELECT status, count(*) AS requests FROM @REQUESTS GROUP BY status ORDER BY status"
+_P50_BY_TOOL = """SELECT tool, quantile_cont((epoch_us(decided_at) - epoch_us(proposed_at)) / 1e6, 0.5) AS p50_seconds
+FROM @REQUESTS WHERE effect = 'ask' AND decision IS NOT NULL GROUP BY tool ORDER BY tool"""
+# Every reviewer who acted (as rates_by_approver), with the number of approved events.
+_APPROVALS = """SELECT coalesce(body.approver, body.editor) AS approver,
+       count(*) FILTER (WHERE body.kind = 'approved') AS approvals
+FROM @SOURCE WHERE body.kind IN ('approved', 'edited', 'rejected', 'responded')
+GROUP BY 1 ORDER BY 1"""
+
+# Per question: the SQL over countersign's views; the baselines' (@SOURCE: read_json_auto(...) or
+# the native table); and over a native table of requests folded at its build (`folded`).
 QUESTIONS: dict[str, dict[str, str]] = {
     "requests_by_status": {
         "what": "requests by status",
         "countersign": "SELECT status, count(*) AS requests FROM requests GROUP BY status ORDER BY status",
-        "baseline": "WITH" + _FOLD + "\nSELECT status, count(*) AS requests FROM folded GROUP BY status ORDER BY status",
+        "baseline": "WITH" + _FOLD_ONCE + "\n" + _BY_STATUS.replace("@REQUESTS", "folded"),
+        "folded": _BY_STATUS.replace("@REQUESTS", "folded_requests"),
     },
     "decision_p50_by_tool": {
         "what": "time to decision p50 by tool",
         "countersign": "SELECT tool, quantile_cont(seconds, 0.5) AS p50_seconds FROM decision_times "
         "GROUP BY tool ORDER BY tool",
-        "baseline": "WITH" + _FOLD + """
-SELECT tool, quantile_cont((epoch_us(decided_at) - epoch_us(proposed_at)) / 1e6, 0.5) AS p50_seconds
-FROM folded WHERE effect = 'ask' AND decision IS NOT NULL GROUP BY tool ORDER BY tool""",
+        "baseline": "WITH" + _FOLD_ONCE + "\n" + _P50_BY_TOOL.replace("@REQUESTS", "folded"),
+        "folded": _P50_BY_TOOL.replace("@REQUESTS", "folded_requests"),
     },
     "approvals_by_approver": {
         "what": "approvals per approver",
         "countersign": "SELECT approver, approve AS approvals FROM rates_by_approver ORDER BY approver",
-        # Every reviewer who acted (as rates_by_approver), with the number of approved events.
-        "baseline": """SELECT coalesce(body.approver, body.editor) AS approver,
-       count(*) FILTER (WHERE body.kind = 'approved') AS approvals
-FROM @SOURCE WHERE body.kind IN ('approved', 'edited', 'rejected', 'responded')
-GROUP BY 1 ORDER BY 1""",
+        "baseline": _APPROVALS,
+        "folded": _APPROVALS.replace("@SOURCE", "ledger_rows"),  # needs no fold
     },
 }
 
-# ledger.analytics.stats.Stats's numbers (as_of and the oldest pending age left out) from the fold.
-STATS_BASELINE = "WITH" + _FOLD + """,
-r AS MATERIALIZED (
+# ledger.analytics.stats.Stats's numbers (as_of and the oldest pending age left out).
+_STATS = """r AS MATERIALIZED (
     SELECT tool, effect, status, decision, edited, outcome,
            (epoch_us(decided_at) - epoch_us(proposed_at)) / 1e6 AS seconds
-    FROM folded
+    FROM @REQUESTS
 ),
 tools AS (
     SELECT tool, struct_pack(
@@ -207,7 +214,7 @@ tools AS (
                failed := count(*) FILTER (WHERE outcome = 'error')) AS counts
     FROM r GROUP BY tool
 )
-SELECT (SELECT count(*) FROM e) AS events,
+SELECT (@EVENTS) AS events,
        (SELECT count(*) FROM r) AS requests,
        (SELECT list(struct_pack(k := status, n := n)) FROM (SELECT status, count(*) AS n FROM r GROUP BY status)) AS by_status,
        (SELECT list(struct_pack(k := decision, n := n))
@@ -219,6 +226,10 @@ SELECT (SELECT count(*) FROM e) AS events,
        (SELECT count(*) FROM r WHERE effect = 'ask') AS asks,
        (SELECT count(*) FROM r WHERE effect = 'ask' AND edited) AS edited_asks,
        (SELECT list(struct_pack(k := tool, v := counts)) FROM tools) AS by_tool"""
+STATS_BASELINE = ("WITH" + _FOLD.replace("@MATERIALIZED", "MATERIALIZED") + ",\n"
+                  + _STATS.replace("@REQUESTS", "folded").replace("@EVENTS", "SELECT count(*) FROM e"))
+STATS_FOLDED = "WITH " + _STATS.replace("@REQUESTS", "folded_requests").replace("@EVENTS", "SELECT count(*) FROM ledger_rows")
+FOLDED_TABLE = "CREATE TABLE folded_requests AS WITH" + _FOLD_ONCE.replace("@SOURCE", "ledger_rows") + "\nSELECT * FROM folded"
 
 STATS_KEYS = ("events", "requests", "by_status", "pending", "decisions", "decided_asks", "decision_p50_seconds",
               "decision_p90_seconds", "asks", "edited_asks", "by_tool")
@@ -378,6 +389,16 @@ def baselines(path: Path, work: Path, repeats: int) -> dict:
             _log(f"bench analytics: DuckDB native table: {name}")
             timing, answer = _warm(lambda: _fetch(con, text), repeats)
             out["native"][name] = {**timing, "answer": _answer(name, *answer)}
+        _log("bench analytics: DuckDB native table of requests folded at its build")
+        started = time.perf_counter()
+        con.execute(FOLDED_TABLE)
+        con.execute("CHECKPOINT")
+        out["folded_build_ms"] = _ms(time.perf_counter() - started)
+        out["folded"] = {}
+        for name, text in [*((q, QUESTIONS[q]["folded"]) for q in QUESTIONS), ("stats", STATS_FOLDED)]:
+            _log(f"bench analytics: DuckDB folded table: {name}")
+            timing, answer = _warm(lambda: _fetch(con, text), repeats)
+            out["folded"][name] = {**timing, "answer": _answer(name, *answer)}
     finally:
         con.close()
         database.unlink(missing_ok=True)
@@ -503,7 +524,8 @@ def agreement(out: dict) -> dict:
             continue
         for side, getter in (("cold_cli", lambda: out["cold"][name]["answer"]),
                              ("read_json_auto", lambda: out["baselines"]["raw"][name]["answer"]),
-                             ("native_table", lambda: out["baselines"]["native"][name]["answer"])):
+                             ("native_table", lambda: out["baselines"]["native"][name]["answer"]),
+                             ("folded_table", lambda: out["baselines"]["folded"][name]["answer"])):
             try:
                 got = getter()
             except (KeyError, TypeError):
@@ -556,24 +578,28 @@ def render(out: dict) -> str:
              f"commit {out['versions']['countersign_commit']}",
              "",
              "| question | countersign warm (first call) | cold CLI (peak memory) | DuckDB read_json_auto | "
-             "native table | warm / native | agree: CLI, read_json_auto, native |",
-             "|---|---:|---:|---:|---:|---:|---|"]
+             "native table | warm / native | native table of requests folded at build | "
+             "agree: CLI, read_json_auto, native, folded |",
+             "|---|---:|---:|---:|---:|---:|---:|---|"]
     for name in NAMES:
         what = QUESTIONS[name]["what"] if name in QUESTIONS else "ledger stats"
         wn, cn = w.get(name), c.get(name)
         warm_cell = f"{_cell(wn)} ({_cell(wn, 'first_ms')})" if wn else "-"
         cold_cell = f"{_cell(cn, 'ms')} ({cn['peak_mb']:.0f} MB)" if cn else "-"
         raw, native = (b.get("raw") or {}).get(name), (b.get("native") or {}).get(name)
+        folded = (b.get("folded") or {}).get(name)
         ratio = "-"
         if wn and native and native["median_ms"]:
             ratio = f"{wn['median_ms'] / native['median_ms']:.1f}×"
         agree = out["agreement"].get(name, {})
         marks = ", ".join({True: "yes", False: "NO"}[agree[k]] if k in agree else "-"
-                          for k in ("cold_cli", "read_json_auto", "native_table"))
-        lines.append(f"| {what} | {warm_cell} | {cold_cell} | {_cell(raw)} | {_cell(native)} | {ratio} | {marks} |")
+                          for k in ("cold_cli", "read_json_auto", "native_table", "folded_table"))
+        lines.append(f"| {what} | {warm_cell} | {cold_cell} | {_cell(raw)} | {_cell(native)} | {ratio} | {_cell(folded)} "
+                     f"| {marks} |")
     lines.append("")
     if b:
-        lines.append(f"native table: built in {_cell(b, 'native_build_ms')} ({b['native_rows']:,} rows, {b['native_mb']} MB)")
+        lines.append(f"native table: built in {_cell(b, 'native_build_ms')} ({b['native_rows']:,} rows, {b['native_mb']} MB); "
+                     f"the table of folded requests from it in {_cell(b, 'folded_build_ms')}")
     if w and w.get("projection_mb") is not None:
         lines.append(f"countersign's projection: {w['projection_mb']} MB")
     r = out.get("refresh")
@@ -602,9 +628,10 @@ def run(events: int = EVENTS, parts=PARTS, repeats: int = REPEATS) -> dict:
                        "workdir": str(ledger_gen.workdir()), "cli": _cli()}
     out["ledger"] = {"source": str(source), **info}
     out["targets"] = TARGETS
-    out["sql"] = {name: {"countersign": q["countersign"], "baseline": q["baseline"]} for name, q in QUESTIONS.items()}
+    out["sql"] = {name: {k: q[k] for k in ("countersign", "baseline", "folded")} for name, q in QUESTIONS.items()}
     out["sql"]["stats"] = {"countersign": "ledger.analytics.stats.stats(DIR) / countersign ledger stats DIR --json",
-                           "baseline": STATS_BASELINE}
+                           "baseline": STATS_BASELINE, "folded": STATS_FOLDED}
+    out["sql"]["folded_table"] = FOLDED_TABLE
     work = Path(tempfile.mkdtemp(prefix="analytics-", dir=ledger_gen.workdir()))
     try:
         path = work / "ledger"
