@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="--only service: seconds of load per run (default 60, or $COUNTERSIGN_BENCH_SERVICE_SECONDS)")
     ap.add_argument("--service-clients", default="32,8", help="--only service: agent processes per run, comma-separated")
     ap.add_argument("--events", type=int, default=None,
-                    help="--only analytics: events in the ledger (default 1,000,000)")
+                    help="--only analytics: events in the ledger (default 1,000,000; 100,000 with --quick)")
     ap.add_argument("--analytics-parts", default="baselines,warm,cold,refresh",
                     help="--only analytics: which parts, comma-separated: baselines (DuckDB on the raw JSONL and "
                     "on a native table), warm (in process), cold (the CLI, new processes), refresh (after 10,000 "
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     if opts.only in ("all", "analytics"):
         from bench import analytics
 
-        status = analytics.main(opts.label, not opts.no_write, opts.events,
+        status = analytics.main(opts.label, not opts.no_write, opts.events or (100_000 if opts.quick else None),
                                 tuple(p.strip() for p in opts.analytics_parts.split(",") if p.strip()),
                                 opts.analytics_repeats)
         if opts.only == "analytics" or status:
