@@ -37,7 +37,8 @@ countersign builds beside them (DIR/projection/) is built here, from nothing, on
   (bench.ledger_stats._append_lawful), question 1 asked once more: refresh = that time less the
   "nothing new" time. While every query reads every line (the views today) that difference is
   the cost of 9,999 more lines within the noise of a full read; it says something once a query
-  with nothing new is cheap.
+  with nothing new is cheap (the target counts as not met while the "nothing new" queries spread
+  wider than it).
 
 Every answer is compared with countersign's warm answer (`agree` in the results): the cold CLI's
 JSON, both baselines, and after the append the new counts. How the baselines were made fair:
@@ -512,7 +513,8 @@ def refresh(path: Path, work: Path, settle_calls: int = 3) -> dict:
         grew[status] = grew.get(status, 0) - n
     grew = {k: v for k, v in grew.items() if v}
     return {"question": "requests_by_status", "appended_events": appended, "first_on_copy_ms": _ms(first),
-            "nothing_new_ms": _ms(statistics.median(nothing_new)), "after_append_ms": _ms(after_s),
+            "nothing_new_ms": _ms(statistics.median(nothing_new)),
+            "nothing_new_spread_ms": _ms(max(nothing_new) - min(nothing_new)), "after_append_ms": _ms(after_s),
             "refresh_ms": _ms(after_s - statistics.median(nothing_new)),
             "requests_added": grew, "agree": grew == {"executed": appended // 3}}
 
@@ -567,8 +569,11 @@ def verdicts(out: dict) -> dict:
             res[f"{name}.peak_memory_mb"] = {"value": c[name]["peak_mb"], "max": TARGETS["peak_memory_mb"]["max"],
                                              "met": c[name]["peak_mb"] <= TARGETS["peak_memory_mb"]["max"]}
     if r:
-        res["refresh_ms"] = {"value": r["refresh_ms"], "max": TARGETS["refresh_ms"]["max"],
-                             "met": r["refresh_ms"] <= TARGETS["refresh_ms"]["max"]}
+        # A difference smaller than the spread of the queries it is taken from tells nothing: not met.
+        limit = TARGETS["refresh_ms"]["max"]
+        resolved = r["nothing_new_spread_ms"] <= limit
+        res["refresh_ms"] = {"value": r["refresh_ms"], "max": limit, "met": resolved and r["refresh_ms"] <= limit,
+                             "resolved": resolved}
     return res
 
 
@@ -621,7 +626,8 @@ def render(out: dict) -> str:
     scale = "" if s["events"] >= TARGETS["events"] else f" (the targets are for {TARGETS['events']:,} events; this run has {s['events']:,})"
     lines.append("targets" + scale + ":")
     for key, v in out["verdicts"].items():
-        lines.append(f"- {key}: {'met' if v['met'] else 'NOT MET'} ({v['value']}, at most {v['max']})")
+        why = "" if v.get("resolved", True) else "; lost in the noise: the queries with nothing new spread wider"
+        lines.append(f"- {key}: {'met' if v['met'] else 'NOT MET'} ({v['value']}, at most {v['max']}{why})")
     return "\n".join(lines)
 
 
