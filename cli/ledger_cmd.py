@@ -371,33 +371,41 @@ def report(
     since: Optional[str] = typer.Option(None, "--since", help="Count from this time on (ISO 8601; UTC unless it says; default: the first event)."),
     until: Optional[str] = typer.Option(None, "--until", help="Count up to this time, excluded (default: up to the last event, included)."),
 ) -> None:
-    """The approval-fatigue report: queue size over time, time to decision by tool and by
-    reviewer (p50, p90), rubber-stamp approvals, edit and reject rates over time (drift), load
-    per reviewer, the rules that raise the most asks and how often those end approved
-    unchanged (allow-rule candidates), and expiries.
+    """The approval-fatigue report: queue size over time, time to decision
+    by tool and by reviewer (p50, p90), rubber-stamp approvals, edit and
+    reject rates over time (drift), load per reviewer, the rules that raise
+    the most asks and how often those end approved unchanged (allow-rule
+    candidates), and expiries.
 
-    --out writes one HTML page that needs no network (charts as inline SVG, no script); --json
-    prints the same numbers. Only ids, tools, rules, reviewers, counts and times are shown,
-    never a tool's arguments. Definitions: docs/report.md.
+    --out writes one HTML page that needs no network (inline SVG charts, no
+    script); --json prints the same numbers. Only ids, tools, rules,
+    reviewers, counts and times appear, never a tool's arguments.
+    Definitions: docs/report.md.
 
-    JSON keys (stable; times are UTC, durations seconds, shares fractions or null):
+    JSON keys (stable; times UTC, durations seconds, shares 0..1 or null):
     generated_at, rubber_stamp_seconds;
     coverage {events, first_seq, last_seq, first_at, last_at, head};
     window {since, until, events, bucket, bucket_seconds};
-    totals {requests, asks, ask_share, decided, approved, approved_unchanged, edited, rejected,
-    responded, expired, cancelled, approvals, rubber_stamps, edit_share, reject_share,
-    p50_seconds, p90_seconds};
+    totals {requests, asks, ask_share, decided, approved,
+    approved_unchanged, edited, rejected, responded, expired, cancelled,
+    approvals, rubber_stamps, edit_share, reject_share, p50_seconds,
+    p90_seconds};
     queue {waiting, oldest_seconds, peak, peak_at};
-    buckets [{start, asks, decided, approved, edited, rejected, responded, expired, approvals,
-    rubber_stamps, queue_max, queue_end, edit_share, reject_share}];
+    buckets [{start, asks, decided, approved, edited, rejected, responded,
+    expired, approvals, rubber_stamps, queue_max, queue_end, edit_share,
+    reject_share}];
+    rates {bucket, bucket_seconds, buckets [{start, decided, edited,
+    rejected, edit_share, reject_share}]};
     by_tool, by_approver [{key, decisions, p50_seconds, p90_seconds}];
     rubber_stamps {threshold_seconds, approvals, rubber_stamps, share,
     histogram [{from_seconds, to_seconds, approvals, rubber_stamp}],
     by_approver [{approver, approvals, rubber_stamps, share}],
     recent [{request, tool, approver, seconds, at}]};
-    load [{approver, actions, approve, edit, reject, respond, requests, rubber_stamps, share}];
-    rules [{policy, rule, asks, ended, approved_unchanged, approved_edited, rejected, responded,
-    expired, cancelled, pending, unchanged_share, candidate}];
+    load [{approver, actions, approve, edit, reject, respond, requests,
+    rubber_stamps, share}];
+    rules [{policy, rule, asks, ended, approved_unchanged, approved_edited,
+    rejected, responded, expired, cancelled, pending, unchanged_share,
+    candidate}];
     expiries {expired, ended, share, by_tool [{tool, expired}]};
     verify {ok, problem}.
 
