@@ -16,9 +16,10 @@ What it reads: only the views `requests` and `events` of ledger.analytics.views,
 columns documented in its COLUMNS (never `args`, `context`, `data` or `body`): the same names
 and columns serve whether the views read the JSON Lines files or a columnar projection. The
 two are copied once into temporary tables (`_report_*`, dropped before returning) so that each
-view is computed once, whatever the number of questions asked of it. The `pending`,
-`decision_times` and `rates_by_*` views answer the same questions for the whole history only
-(they carry no time to window them by), so they are not used.
+view is computed once, whatever the number of questions asked of it. The other views are not
+needed: `pending` is the queue now only, `rates_by_*` carry no time to window them by, and
+`decision_times` measures from the proposal and counts expiries and cancellations, which the
+report keeps apart.
 
 What a person sees is minimal: request ids, tools, policy and rule ids, reviewer names, counts
 and times. No argument, context, reason or message leaves the ledger through a report.
