@@ -19,6 +19,15 @@ from native_support import EXT_SUFFIX, source_sha256, why_not_buildable
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _without_pythonpath():
+    """The commands below run the installed wheel: a PYTHONPATH naming a checkout (as tests in a
+    git worktree are run, its subprocesses needing that checkout) would come before it."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("PYTHONPATH", raising=False)
+        yield
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     """The wheel, built without network, and the python of a fresh venv it is installed in."""
