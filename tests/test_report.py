@@ -425,3 +425,20 @@ def test_the_page_opens_in_chromium_with_no_network(ledger, tmp_path):
         finally:
             browser.close()
     assert refused == [] and problems == []
+
+
+def test_names_from_the_ledger_are_escaped_on_the_page(tmp_path):
+    """A tool, a reviewer or a rule is named by whoever wrote the policy or runs the agent: on the
+    page (text and SVG alike) it is text, never markup."""
+    clock = ManualClock(START)
+    g = Gate(Policy.from_text(POLICY, "report-test.policy"), tmp_path / "l", clock=clock)
+    tool, reviewer = '<img src=x onerror="fetch(1)">', "</svg><script>alert(1)</script>"
+    p = g.propose(tool, {"q": 1}, proposer="agent")
+    clock.advance(2)
+    g.approve(p.request, approver=reviewer, digest=p.args_digest)
+    g.close()
+    out = tmp_path / "r.html"
+    assert runner.invoke(app, ["ledger", "report", str(tmp_path / "l"), "--out", str(out)]).exit_code == 0
+    html = out.read_text()
+    assert "<script" not in html and "<img" not in html and html.count("</svg>") == 9
+    assert "&lt;img src=x onerror=&#34;fetch(1)&#34;&gt;" in html or "&lt;img src=x onerror=&quot;fetch(1)&quot;&gt;" in html
