@@ -29,6 +29,8 @@ Tables (ledger.analytics.schema.TABLES):
 - `open_requests`: the same columns for every other request, its folded state (`state`, JSON)
   and what the fold keeps beside it (`aux`, JSON); a row is rewritten when an event touches it.
 - `problems` (0 or 1 row): the first line that failed a check, which stopped the projection.
+- `review_counts`: per reviewer, the requests acted on and the approvals, rejections, edits and
+  responses, added by each refresh (the view `rates_by_approver` sums them).
 - `final_summary` and `final_seconds`: the final requests counted by (tool, effect, status,
   decision, edited, outcome) and their seconds to decision, kept as they are added, so that
   `stats` read a few hundred rows instead of every request.
@@ -200,8 +202,11 @@ def _requirements_dict(r) -> dict | None:
 
 
 # aux: what the fold keeps of a request beside its RequestState, for the columns the state lacks:
-# [policy name, interrupted_at, execution_started_at, executor, last_event_at]
-_POLICY, _INTERRUPTED, _STARTED, _EXECUTOR, _LAST = range(5)
+# [policy name, interrupted_at, execution_started_at, executor, last_event_at, reviewers who acted on it]
+_POLICY, _INTERRUPTED, _STARTED, _EXECUTOR, _LAST, _ACTORS = range(6)
+# rates_by_approver's counts, kept as the fold goes: kind → its slot in [requests, actions, approve,
+# reject, edit, respond] (requests: those the reviewer acted on, each counted once)
+_REVIEW_SLOT = {"approved": 2, "rejected": 3, "edited": 4, "responded": 5}
 
 
 _REQUIREMENT_COLUMNS: dict[Any, tuple] = {}  # Requirements → (quorum, quorums, requirements) columns; few distinct
@@ -345,6 +350,7 @@ class _Projector:
         self.closed: set[int] = set()  # requests that were open at the start and are final now
         self.seen: dict[str, list[int]] = {}  # segment name → [first position, lines] read by this refresh
         self.flushes = 0
+        self.reviews: dict[str, list[int]] = {}  # reviewer → counts added by this refresh (_REVIEW_SLOT)
         self.workflow = Workflow()
         self.workflow.requests = _Requests(self._lookup_final)
         self.workflow.by_call_id = _Discard()
@@ -400,6 +406,7 @@ class _Projector:
         assert len(prefix) == 8 and len(hash_mark) == 9 and len(data_mark) == 9
         chunk, finals, recent, auxes, touched = self.lines, self.finals, self.recent_finals, self.aux, self.touched
         seen = self.seen
+        reviews = self.reviews
         ts_ok: dict[str, bool] = {}
         number = segment if segment > 0 else 1
         pos = offset
@@ -494,7 +501,7 @@ class _Projector:
                                             request if isinstance(request, int) else None) from None
                             if kind == "proposed":
                                 request = expected
-                                aux = auxes[expected] = [event.policy, None, None, None, ts]
+                                aux = auxes[expected] = [event.policy, None, None, None, ts, []]
                             elif isinstance(request, int):
                                 aux = auxes.get(request)
                                 if aux is not None:
@@ -503,6 +510,16 @@ class _Projector:
                                         aux[_INTERRUPTED] = ts
                                     elif kind == "execution_started":
                                         aux[_STARTED], aux[_EXECUTOR] = ts, event.executor
+                                    elif kind in _REVIEW_SLOT:
+                                        actor = event.editor if kind == "edited" else event.approver
+                                        counts = reviews.get(actor)
+                                        if counts is None:
+                                            counts = reviews[actor] = [0, 0, 0, 0, 0, 0]
+                                        counts[1] += 1
+                                        counts[_REVIEW_SLOT[kind]] += 1
+                                        if actor not in aux[_ACTORS]:
+                                            aux[_ACTORS].append(actor)
+                                            counts[0] += 1
                             else:
                                 request = None
                             if request is not None:
@@ -608,6 +625,12 @@ class _Projector:
             self.flushes += 1
         self.finals.clear()
         self.recent_finals.clear()
+
+    def write_reviews(self) -> None:
+        """Add this refresh's counts per reviewer to `review_counts` (the view sums the rows)."""
+        if self.reviews:
+            self.con.executemany("INSERT INTO review_counts VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                 [[actor, *counts] for actor, counts in self.reviews.items()])
 
     def write_open(self, everything: bool) -> None:
         """Rewrite the rows of open_requests that changed: those touched by this refresh and
@@ -891,8 +914,15 @@ def _refresh_locked(root: Path, pdir: Path, con, rebuild: bool, progress: Progre
         seq, head, head_segment, head_offset, end_offset, head_line, last_ts, ledger_id, problem, torn = projector.run(*start)
         added = seq - start[0]
         projector.write_open(everything=meta is None)
+        projector.write_reviews()
         if projector.flushes and con.execute("SELECT count(*) FROM final_summary").fetchone()[0] > 4096:
             _compact_summary(con)
+        if projector.reviews and con.execute("SELECT count(*) FROM review_counts").fetchone()[0] > 4096:
+            con.execute("CREATE OR REPLACE TEMP TABLE _reviews AS SELECT approver, sum(requests), sum(actions), sum(approve), "
+                        "sum(reject), sum(edit), sum(respond) FROM review_counts GROUP BY ALL")
+            con.execute("DELETE FROM review_counts")
+            con.execute("INSERT INTO review_counts SELECT * FROM _reviews")
+            con.execute("DROP TABLE _reviews")
         first_ts = meta["first_ts"] if meta is not None else None
         if first_ts is None and seq > 0:
             first_ts = con.execute("SELECT ts FROM event_rows WHERE position = 1").fetchone()[0]
@@ -1061,7 +1091,7 @@ def refresh(path: str | Path, *, create: bool = True, rebuild: bool = False, pro
         return result
 
 
-_ORDER = {"meta": None, "segments": "segment", "problems": "ALL", "event_rows": "position",
+_ORDER = {"review_counts": "ALL", "meta": None, "segments": "segment", "problems": "ALL", "event_rows": "position",
           "final_requests": "request", "open_requests": "request", "final_summary": "ALL", "final_seconds": "ALL"}
 
 
@@ -1074,6 +1104,9 @@ def snapshot(con) -> dict[str, list[tuple]]:
             out[table] = con.execute("SELECT * EXCLUDE (refreshed_at) FROM meta").fetchall()
         elif table == "segments":
             out[table] = con.execute("SELECT segment, segment_file, size, first_position, lines FROM segments ORDER BY segment").fetchall()
+        elif table == "review_counts":  # rows per refresh: compare the sums
+            out[table] = con.execute("SELECT approver, sum(requests), sum(actions), sum(approve), sum(reject), sum(edit), "
+                                     "sum(respond) FROM review_counts GROUP BY ALL ORDER BY ALL").fetchall()
         elif table == "final_summary":  # rows per refresh: compare the sums
             keys = ", ".join(schema.SUMMARY_KEYS)
             out[table] = con.execute(f"SELECT {keys}, sum(n)::BIGINT FROM final_summary GROUP BY ALL ORDER BY ALL").fetchall()

@@ -168,6 +168,9 @@ TABLES: dict[str, str] = {
     "final_summary": "CREATE TABLE final_summary (" + ", ".join(f"{c} {REQUEST_COLUMNS[c]}" for c in SUMMARY_KEYS)
     + ", n BIGINT)",
     "final_seconds": "CREATE TABLE final_seconds (seconds DOUBLE)",
+    # rates_by_approver's counts, added by each refresh (a reviewer may have a row per refresh)
+    "review_counts": """CREATE TABLE review_counts (
+        approver VARCHAR, requests BIGINT, actions BIGINT, approve BIGINT, reject BIGINT, edit BIGINT, respond BIGINT)""",
 }
 
 _EVENTS_VIEW = (
@@ -199,18 +202,15 @@ VIEWS: dict[str, str] = {
     "events": _EVENTS_VIEW,
     **_log_request_views(),
     "rates_by_approver": """CREATE VIEW rates_by_approver AS
-SELECT CASE kind WHEN 'edited' THEN editor ELSE approver END AS approver,
-       count(DISTINCT request) AS requests,
-       count(*) AS actions,
-       count(*) FILTER (WHERE kind = 'approved') AS approve,
-       count(*) FILTER (WHERE kind = 'rejected') AS reject,
-       count(*) FILTER (WHERE kind = 'edited') AS edit,
-       count(*) FILTER (WHERE kind = 'responded') AS respond,
-       count(*) FILTER (WHERE kind = 'approved') / count(*) AS approve_share,
-       count(*) FILTER (WHERE kind = 'rejected') / count(*) AS reject_share,
-       count(*) FILTER (WHERE kind = 'edited') / count(*) AS edit_share,
-       count(*) FILTER (WHERE kind = 'responded') / count(*) AS respond_share
-FROM event_rows WHERE kind IN ('approved', 'rejected', 'responded', 'edited') GROUP BY 1""",
+WITH c AS (
+    SELECT approver, sum(requests)::BIGINT AS requests, sum(actions)::BIGINT AS actions, sum(approve)::BIGINT AS approve,
+           sum(reject)::BIGINT AS reject, sum(edit)::BIGINT AS edit, sum(respond)::BIGINT AS respond
+    FROM review_counts GROUP BY approver
+)
+SELECT approver, requests, actions, approve, reject, edit, respond,
+       approve / actions AS approve_share, reject / actions AS reject_share,
+       edit / actions AS edit_share, respond / actions AS respond_share
+FROM c""",
     "chain_breaks": """CREATE VIEW chain_breaks AS
 SELECT seq, code AS problem, kind, detail, segment_file, line, 0 AS check_order
 FROM problems WHERE kind IN ('format', 'chain')""",
