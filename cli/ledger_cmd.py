@@ -4,7 +4,7 @@ from typing import List, Optional
 
 import typer
 
-from cli.output import count as _count, EXIT_USAGE, echo_json, fail, say, table, verified_before, visible
+from cli.output import count as _count, EXIT_USAGE, chosen_format, echo_json, emit, fail, format_option, say, verified_before, visible
 
 app = typer.Typer(no_args_is_help=True, help="Verify, query and summarize ledgers.")
 
@@ -178,17 +178,21 @@ def _report_dict(report) -> dict:
 def query(
     directory: str = typer.Argument(..., help="The ledger directory."),
     sql: str = typer.Argument(..., help="One SQL statement over the views (events, requests, pending, ...)."),
-    fmt: str = typer.Option("table", "--format", help="table, csv or json."),
+    fmt: str = format_option(),
+    as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON (--format json)."),
 ) -> None:
     """Run one read-only SQL statement (a SELECT) over the ledger's DuckDB views.
 
     Views: events, requests, pending, decision_times, rates_by_tool, rates_by_rule,
     rates_by_approver, chain_breaks, violations.
 
+    json and jsonl write a JSON column (args, context, data) as its JSON value, a list as an
+    array, a struct as an object, a time in UTC as 2026-01-05T09:00:20.000000Z; csv writes a list,
+    struct or JSON cell as compact JSON text.
+
     Example: countersign ledger query build/demo-ledger "select tool, status from requests"
     """
-    if fmt not in ("table", "csv", "json"):
-        fail(f"--format must be table, csv or json, not {fmt!r}")
+    fmt = chosen_format(fmt, as_json)
     from ledger.analytics.views import query as run_query
 
     try:
@@ -196,18 +200,26 @@ def query(
     except Exception as exc:
         _fail_on_query_error(exc)
         raise
+    types = _column_types(directory, sql, len(columns))
     _integrity_warning(directory)
-    if fmt == "json":
-        echo_json([dict(zip(columns, row)) for row in rows])
-    elif fmt == "csv":
-        import csv
-        import sys
+    emit(columns, rows, fmt, types)
 
-        writer = csv.writer(sys.stdout)
-        writer.writerow(columns)
-        writer.writerows(rows)
-    else:
-        table(columns, rows)
+
+def _column_types(directory: str, sql: str, n: int) -> list[str] | None:
+    """The DuckDB type of each of the `n` columns `sql` returns (DESCRIBE's names, `JSON`,
+    `VARCHAR[]`, ...), None when DuckDB cannot describe it. They say which columns hold JSON,
+    which DuckDB hands over as text. ledger.analytics.views.query returns the names alone, so the
+    statement is described in a second query (binding only, no rows read; it costs a second
+    `connect`); when it returns its cursor's description, take the types from there instead."""
+    from ledger.analytics.views import query as run_query
+
+    try:
+        _names, described = run_query(directory, "DESCRIBE " + sql)
+    except Exception:  # the statement itself ran: whatever DESCRIBE refuses only loses the types
+        return None
+    if len(described) != n:
+        return None
+    return [row[1] for row in described]
 
 
 @app.command()

@@ -1,0 +1,164 @@
+"""One output convention for every command that prints data (issue 13, section 2): --format
+table|csv|json|jsonl and --json; JSON columns as JSON values, lists as lists, CSV cells as compact
+JSON text, times in UTC ending in Z; `policy eval --json` with the same keys whatever the decision."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from cli.main import app
+from cli.output import emit
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "samples"
+runner = CliRunner()
+
+
+def run(*args: str, env: dict | None = None):
+    result = runner.invoke(app, [str(a) for a in args], env=env)
+    assert "Traceback" not in (result.stdout + result.stderr), result.stdout + result.stderr
+    return result
+
+
+@pytest.fixture(scope="module")
+def demo_ledger(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("demo") / "ledger"
+    result = run("simulate", "--policy", SAMPLES / "retail.policy", "--calls", SAMPLES / "demo-calls.jsonl",
+                 "--reviewer", SAMPLES / "demo-reviewer.json", "--ledger", path)
+    assert result.exit_code == 0, result.stderr
+    return path
+
+
+# --- the shared rendering ---------------------------------------------------------------------
+
+
+def _duck_result(sql: str):
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    cursor = con.execute(sql)
+    return [d[0] for d in cursor.description], [d[1] for d in cursor.description], cursor.fetchall()
+
+
+VALUES_SQL = """
+SELECT 'null'::JSON AS j_null, '"a"'::JSON AS j_text, NULL::JSON AS sql_null, [1, 2] AS list,
+       {'a': 1, 'b': ['{"x": [1, 2]}'::JSON]} AS struct, TIMESTAMPTZ '2026-01-05 09:00:20.5+00' AS ts,
+       TIMESTAMP '2026-01-05 09:00:20' AS naive, 1.50::DECIMAL(4, 2) AS dec, '\\x00x'::BLOB AS blob,
+       map([1], ['{"k": null}'::JSON]) AS m, 'inf'::DOUBLE AS inf, true AS yes, 1 AS a, 2 AS a,
+       DATE '2020-01-02' AS day, ['[1]'::JSON, 'null'::JSON] AS json_list
+"""
+
+
+def test_json_writes_json_columns_as_values_lists_as_lists_and_times_in_utc_with_z(capsys):
+    columns, types, rows = _duck_result(VALUES_SQL)
+    emit(columns, rows, "json", types)
+    [row] = json.loads(capsys.readouterr().out)
+    assert row == {
+        "j_null": None, "j_text": "a", "sql_null": None, "list": [1, 2], "struct": {"a": 1, "b": [{"x": [1, 2]}]},
+        "ts": "2026-01-05T09:00:20.500000Z", "naive": "2026-01-05T09:00:20.000000Z", "dec": 1.5, "blob": "AHg=",
+        "m": {"1": {"k": None}}, "inf": None, "yes": True, "a": 1, "a_1": 2, "day": "2020-01-02", "json_list": [[1], None],
+    }
+
+
+def test_a_decimal_is_a_json_number_written_exactly(capsys):
+    columns, types, rows = _duck_result("SELECT 12345678901234567890.123456789::DECIMAL(38, 9) AS d")
+    emit(columns, rows, "jsonl", types)
+    assert capsys.readouterr().out == '{"d":12345678901234567890.123456789}\n'
+
+
+def test_jsonl_is_one_compact_object_a_line_equal_to_json(capsys):
+    columns, types, rows = _duck_result(VALUES_SQL + " UNION ALL " + VALUES_SQL)
+    emit(columns, rows, "jsonl", types)
+    lines = capsys.readouterr().out.splitlines()
+    emit(columns, rows, "json", types)
+    assert [json.loads(line) for line in lines] == json.loads(capsys.readouterr().out)
+    assert len(lines) == 2 and all(": " not in line for line in lines)
+
+
+def test_csv_writes_lists_structs_and_json_as_compact_json_text_never_a_python_repr(capsys):
+    columns, types, rows = _duck_result(VALUES_SQL)
+    emit(columns, rows, "csv", types)
+    header, row = list(csv.reader(io.StringIO(capsys.readouterr().out)))
+    cells = dict(zip(header, row))
+    assert cells["j_null"] == "null" and cells["sql_null"] == ""  # JSON null is not SQL NULL
+    assert cells["j_text"] == '"a"'  # a JSON string keeps its quotes: the cell is JSON text
+    assert cells["list"] == "[1,2]" and cells["struct"] == '{"a":1,"b":[{"x":[1,2]}]}'
+    assert cells["ts"] == "2026-01-05T09:00:20.500000Z" and cells["dec"] == "1.50" and cells["yes"] == "true"
+    assert cells["json_list"] == "[[1],null]"
+    assert "'" not in "".join(row)  # no Python repr anywhere
+
+
+def test_the_table_shows_the_same_cells_as_csv(capsys):
+    columns, types, rows = _duck_result("SELECT [1, 2] AS list, 'null'::JSON AS j, {'a': 'b'} AS s")
+    emit(columns, rows, "table", types)
+    out = capsys.readouterr().out
+    assert "[1,2]" in out and "null" in out and '{"a":"b"}' in out and "'" not in out
+
+
+def test_json_escapes_what_a_terminal_would_act_on_and_stays_the_same_value(capsys):
+    emit(["t"], [["a\x1b[31m\u202eb\x7f\x85"], ["\ud800"]], "jsonl")
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\u202e" not in out and "\x7f" not in out and "\x85" not in out
+    assert [json.loads(line)["t"] for line in out.splitlines()] == ["a\x1b[31m\u202eb\x7f\x85", "\ud800"]
+
+
+# --- ledger query -----------------------------------------------------------------------------
+
+EVENTS_SQL = ("select seq, kind, ts, args, context, data, rules from events "
+              "where kind in ('proposed', 'executed') order by seq limit 4")
+
+
+def test_ledger_query_json_has_json_values_not_strings_holding_json(demo_ledger):
+    result = run("ledger", "query", demo_ledger, EVENTS_SQL, "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    rows = json.loads(result.stdout)
+    proposed = [r for r in rows if r["kind"] == "proposed"]
+    executed = [r for r in rows if r["kind"] == "executed"]
+    assert proposed and executed
+    assert all(isinstance(r["args"], dict) and r["context"] == {} for r in proposed)
+    assert all(r["data"] == {"args": r["args"], "context": {}} for r in proposed)
+    assert all(r["data"] is None and r["args"] is None for r in executed)  # JSON null, not "null"
+    assert all(isinstance(r["rules"], list) and set(r["rules"][0]) == {"id", "line"} for r in proposed)
+    assert all(r["ts"].endswith("Z") and "T" in r["ts"] for r in rows)
+
+
+def test_ledger_query_json_flag_is_format_json_and_jsonl_has_the_same_rows(demo_ledger):
+    by_flag = run("ledger", "query", demo_ledger, EVENTS_SQL, "--json")
+    by_format = run("ledger", "query", demo_ledger, EVENTS_SQL, "--format", "json")
+    lines = run("ledger", "query", demo_ledger, EVENTS_SQL, "--format", "jsonl")
+    assert by_flag.stdout == by_format.stdout
+    assert [json.loads(line) for line in lines.stdout.splitlines()] == json.loads(by_flag.stdout)
+
+
+def test_ledger_query_csv_has_compact_json_cells(demo_ledger):
+    result = run("ledger", "query", demo_ledger, EVENTS_SQL, "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    proposed = next(r for r in rows if r["kind"] == "proposed")
+    executed = next(r for r in rows if r["kind"] == "executed")
+    assert json.loads(proposed["args"]) and proposed["context"] == "{}"
+    assert json.loads(proposed["rules"])[0]["id"] and proposed["rules"].startswith('[{"id":')
+    assert executed["data"] == "null" and executed["args"] == ""
+    assert proposed["ts"].endswith("Z")
+
+
+def test_ledger_query_refuses_an_unknown_format_and_json_beside_another_format(demo_ledger):
+    assert run("ledger", "query", demo_ledger, "select 1", "--format", "xml").exit_code == 2
+    result = run("ledger", "query", demo_ledger, "select 1", "--json", "--format", "csv")
+    assert result.exit_code == 2 and "--json is --format json" in result.stderr
+
+
+def test_ledger_query_of_a_statement_describe_cannot_take_still_prints(demo_ledger):
+    result = run("ledger", "query", demo_ledger, "summarize select request from requests", "--format", "jsonl")
+    assert result.exit_code == 0 and json.loads(result.stdout.splitlines()[0])["column_name"] == "request"
+
+
+def test_indented_json_with_text_beyond_ascii_keeps_its_layout(capsys):
+    emit(["name"], [["Zoë \u202e"]], "json")
+    out = capsys.readouterr().out
+    assert out.startswith("[\n  {\n") and "Zoë \\u202e" in out and json.loads(out) == [{"name": "Zoë \u202e"}]
