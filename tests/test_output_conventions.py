@@ -162,3 +162,50 @@ def test_indented_json_with_text_beyond_ascii_keeps_its_layout(capsys):
     emit(["name"], [["Zoë \u202e"]], "json")
     out = capsys.readouterr().out
     assert out.startswith("[\n  {\n") and "Zoë \\u202e" in out and json.loads(out) == [{"name": "Zoë \u202e"}]
+
+
+# --- policy eval --json ----------------------------------------------------------------------
+
+EVAL_POLICY = """policy "refunds"
+default ask "No rule covers this tool; a person decides."
+group finance = ["fin-1", "fin-2", "fin-3"]
+
+allow get_order
+deny refund when args.amount <= 0
+  reason "A refund amount must be positive."
+ask refund when args.amount > 100
+  reason "Refunds above 100 need two people from finance."
+  approvers 2 from finance
+  timeout 4h else reject
+  remember run
+allow refund when args.amount <= 100
+"""
+DECISION_KEYS = {"effect", "by_default", "policy", "policy_digest", "reasons", "deciding", "outcomes", "requirements"}
+OUTCOME_KEYS = {"rule", "line", "effect", "counted", "error", "reason", "condition"}
+REQUIREMENT_KEYS = {"quorums", "decisions", "timeout_seconds", "on_timeout", "timeout_message", "remember"}
+
+
+@pytest.mark.parametrize("tool, args, effect", [
+    ("get_order", {"id": 1}, "allow"),                      # no condition, no reason
+    ("refund", {"amount": 50}, "allow"),
+    ("refund", {"amount": -1}, "deny"),                     # a reason
+    ("refund", {"amount": 250}, "ask"),                     # requirements with remember
+    ("refund", {"order": "A1"}, "deny"),                    # conditions that could not be evaluated
+    ("close_account", {}, "ask"),                           # the default
+])
+def test_policy_eval_json_has_the_same_keys_whatever_the_decision(tmp_path, tool, args, effect):
+    policy = tmp_path / "refunds.policy"
+    policy.write_text(EVAL_POLICY)
+    result = run("policy", "eval", policy, "--tool", tool, "--args", json.dumps(args), "--json")
+    assert result.exit_code == 0, result.stderr
+    decision = json.loads(result.stdout)
+    assert decision["effect"] == effect and set(decision) == DECISION_KEYS
+    assert all(set(o) == OUTCOME_KEYS for o in decision["outcomes"])
+    if effect == "ask":
+        assert set(decision["requirements"]) == REQUIREMENT_KEYS
+        assert all(set(q) == {"count", "approvers", "group"} for q in decision["requirements"]["quorums"])
+    else:
+        assert decision["requirements"] is None
+    if (tool, effect) == ("refund", "ask") and "amount" in args:
+        assert decision["requirements"]["remember"] == {"scope": "run", "seconds": None}
+        assert decision["requirements"]["quorums"] == [{"count": 2, "approvers": ["fin-1", "fin-2", "fin-3"], "group": "finance"}]
