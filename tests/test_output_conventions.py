@@ -209,3 +209,68 @@ def test_policy_eval_json_has_the_same_keys_whatever_the_decision(tmp_path, tool
     if (tool, effect) == ("refund", "ask") and "amount" in args:
         assert decision["requirements"]["remember"] == {"scope": "run", "seconds": None}
         assert decision["requirements"]["quorums"] == [{"count": 2, "approvers": ["fin-1", "fin-2", "fin-3"], "group": "finance"}]
+
+
+# --- review list, roster check ---------------------------------------------------------------
+
+
+def _now_gate(path: Path):
+    """A Gate of tests.support's policy whose clock starts now: `review list` expires what is due."""
+    from datetime import datetime, timezone
+
+    from ledger.clock import ManualClock
+    from tests.support import gate
+
+    return gate(path, ManualClock(datetime.now(timezone.utc)))
+
+
+@pytest.fixture()
+def queue(tmp_path) -> Path:
+    path = tmp_path / "queue"
+    g = _now_gate(path)
+    g.propose("small_change", {"id": 7, "items": [1, 2]}, proposer="agent-1", run="r1")
+    g.propose("big_change", {"amount": 5}, proposer="agent-1")
+    g.close()
+    return path
+
+
+def test_review_list_formats_carry_the_same_records(queue):
+    as_json = json.loads(run("review", "list", "-l", queue, "--json").stdout)
+    assert json.loads(run("review", "list", "-l", queue, "--format", "json").stdout) == as_json
+    lines = run("review", "list", "-l", queue, "--format", "jsonl").stdout.splitlines()
+    assert [json.loads(line) for line in lines] == as_json and len(as_json) == 2
+    rows = list(csv.DictReader(io.StringIO(run("review", "list", "-l", queue, "--format", "csv").stdout)))
+    assert [int(r["request"]) for r in rows] == [r["request"] for r in as_json]
+    first = rows[0]
+    assert json.loads(first["args"]) == {"id": 7, "items": [1, 2]} and first["args"] == '{"id":7,"items":[1,2]}'
+    assert json.loads(first["quorum"]) == as_json[0]["quorum"] and json.loads(first["decisions"]) == as_json[0]["decisions"]
+    assert first["run"] == "r1" and rows[1]["run"] == "" and first["proposed_at"].endswith("Z")
+
+
+def test_review_list_csv_of_an_empty_queue_is_its_header(tmp_path):
+    from cli.review_cmd import BRIEF_FIELDS
+
+    g = _now_gate(tmp_path / "l")
+    g.propose("read_thing", {}, proposer="agent-1")
+    g.close()
+    assert run("review", "list", "-l", tmp_path / "l", "--format", "csv").stdout.strip() == ",".join(BRIEF_FIELDS)
+    assert run("review", "list", "-l", tmp_path / "l", "--format", "jsonl").stdout == ""
+
+
+def test_review_list_brief_fields_are_the_header(queue):
+    from cli.review_cmd import BRIEF_FIELDS
+
+    assert tuple(json.loads(run("review", "list", "-l", queue, "--json").stdout)[0]) == BRIEF_FIELDS
+
+
+def test_roster_check_formats(tmp_path):
+    roster = tmp_path / "team.toml"
+    assert run("roster", "add", roster, "fin-1", "--kind", "reviewer", "--group", "finance", "--token").exit_code == 0
+    assert run("roster", "add", roster, "agent-7", "--kind", "agent", "--token").exit_code == 0
+    whole = json.loads(run("roster", "check", roster, "--json").stdout)
+    assert whole["ok"] and [p["name"] for p in whole["principals"]] == ["agent-7", "fin-1"]
+    lines = run("roster", "check", roster, "--format", "jsonl").stdout.splitlines()
+    assert [json.loads(line) for line in lines] == [
+        {k: p[k] for k in ("name", "kind", "groups", "keys", "token_sha256")} for p in whole["principals"]]
+    rows = list(csv.DictReader(io.StringIO(run("roster", "check", roster, "--format", "csv").stdout)))
+    assert rows[1]["groups"] == '["finance"]' and json.loads(rows[1]["token_sha256"]) == whole["principals"][1]["token_sha256"]
