@@ -4,7 +4,8 @@ from typing import List, Optional
 
 import typer
 
-from cli.output import count as _count, EXIT_USAGE, chosen_format, echo_json, emit, fail, format_option, say, verified_before, visible
+from cli.output import (count as _count, EXIT_USAGE, chosen_format, echo_json, emit, fail, format_option, json_text, plain, say,
+                        verified_before, visible)
 
 app = typer.Typer(no_args_is_help=True, help="Verify, query and summarize ledgers.")
 
@@ -225,12 +226,20 @@ def _column_types(directory: str, sql: str, n: int) -> list[str] | None:
 @app.command()
 def stats(
     directory: str = typer.Argument(..., help="The ledger directory."),
-    as_json: bool = typer.Option(False, "--json", help="Print the statistics as JSON."),
+    fmt: str = format_option(what="; csv: the by-tool table; jsonl: the json on one line"),
+    as_json: bool = typer.Option(False, "--json", help="Print the statistics as JSON (--format json)."),
 ) -> None:
-    """The queue now, decisions by kind, time to decision (p50, p90) and the edit rate.
+    """The queue now, decisions by kind, time to decision (p50, p90) and the edit rate, then
+    the counts by tool.
+
+    The oldest pending request's wait is measured from now (the wall clock; from the last event
+    if that is later). The by-tool table fits the terminal's width (COLUMNS), in two tables when
+    one does not fit. json (and jsonl, on one line) is the whole ledger.analytics.stats.Stats;
+    csv the by-tool counts, one row a tool.
 
     Example: countersign ledger stats build/demo-ledger
     """
+    fmt = chosen_format(fmt, as_json)
     from ledger.analytics.stats import stats as run_stats
 
     try:
@@ -239,11 +248,18 @@ def stats(
         _fail_on_query_error(exc)
         raise
     _integrity_warning(directory)
-    if as_json:
+    if fmt == "json":
         echo_json(result)
         return
-    from cli.render_stats import render
+    if fmt == "jsonl":
+        typer.echo(json_text(plain(result)))
+        return
+    from cli.render_stats import COUNTS, render
 
+    if fmt == "csv":
+        tools = sorted(result.by_tool.items(), key=lambda kv: (-kv[1].requests, kv[0]))
+        emit(["tool", *COUNTS], [[tool, *(getattr(t, c) for c in COUNTS)] for tool, t in tools], "csv")
+        return
     render(result)
 
 

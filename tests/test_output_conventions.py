@@ -274,3 +274,83 @@ def test_roster_check_formats(tmp_path):
         {k: p[k] for k in ("name", "kind", "groups", "keys", "token_sha256")} for p in whole["principals"]]
     rows = list(csv.DictReader(io.StringIO(run("roster", "check", roster, "--format", "csv").stdout)))
     assert rows[1]["groups"] == '["finance"]' and json.loads(rows[1]["token_sha256"]) == whole["principals"][1]["token_sha256"]
+
+
+# --- ledger stats: the queue's age from now, tables that fit the terminal --------------------
+
+
+def test_stats_measures_the_oldest_wait_from_now_on_a_live_ledger(tmp_path):
+    """A request pending for 8 s shows about 8 s (it showed 0 s: measured at the last event)."""
+    from datetime import datetime, timedelta, timezone
+
+    from ledger.clock import ManualClock
+    from tests.support import gate
+
+    clock = ManualClock(datetime.now(timezone.utc) - timedelta(seconds=8))
+    g = gate(tmp_path / "l", clock)
+    g.propose("small_change", {"id": 1}, proposer="agent-1")  # the last event, 8 s ago
+    g.close()
+    result = run("ledger", "stats", tmp_path / "l", "--json")
+    assert result.exit_code == 0, result.stderr
+    s = json.loads(result.stdout)
+    assert s["pending"] == 1 and 8 <= s["oldest_pending_seconds"] < 60
+    assert s["as_of"].endswith("Z")
+    table = run("ledger", "stats", tmp_path / "l", env={"COLUMNS": "80"})
+    import re
+
+    assert 8 <= int(re.search(r"the oldest waiting (\d+)s", table.stdout).group(1)) < 60
+
+
+LONG_TOOLS = ["modify_pending_order_items", "modify_pending_order_address", "mcp__filesystem__read_multiple_files"]
+
+
+@pytest.fixture(scope="module")
+def long_names_ledger(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("names") / "l"
+    calls = path.parent / "calls.jsonl"
+    calls.write_text("".join(json.dumps({"tool": t, "args": {"n": i}}) + "\n" for i, t in enumerate(LONG_TOOLS * 2)))
+    result = run("simulate", "--policy", SAMPLES / "retail.policy", "--calls", calls, "--ledger", path)
+    assert result.exit_code == 0, result.stderr
+    return path
+
+
+def _table_lines(stdout: str) -> list[str]:
+    return stdout.split("\n\n", 1)[1].splitlines()
+
+
+def test_stats_tables_fit_80_columns_with_whole_headers_and_distinct_names(long_names_ledger, demo_ledger):
+    from cli.render_stats import COUNTS
+
+    for ledger in (long_names_ledger, demo_ledger):
+        result = run("ledger", "stats", ledger, env={"COLUMNS": "80"})
+        assert result.exit_code == 0, result.stderr
+        assert all(len(line) <= 80 for line in result.stdout.splitlines()), result.stdout
+        headers = [line.split() for line in _table_lines(result.stdout) if line.startswith("tool ")]
+        assert sorted(h for line in headers for h in line[1:]) == sorted(COUNTS)  # every header, whole
+    shown = [line.split()[0] for line in _table_lines(run("ledger", "stats", long_names_ledger, env={"COLUMNS": "80"}).stdout)
+             if line.startswith(("modify", "mcp"))]
+    assert len(set(shown)) == len(LONG_TOOLS)  # the cut names still tell the tools apart
+    assert any(name.startswith("modify_pe") and name.endswith("items") for name in shown)
+
+
+def test_stats_table_widens_to_one_table_with_whole_names_when_there_is_room(long_names_ledger):
+    from cli.render_stats import COUNTS
+
+    result = run("ledger", "stats", long_names_ledger, env={"COLUMNS": "160"})
+    assert result.exit_code == 0, result.stderr
+    lines = _table_lines(result.stdout)
+    assert lines[0] == "by tool" and lines[1].split() == ["tool", *COUNTS]
+    assert all(len(line) <= 160 for line in lines)
+    assert {line.split()[0] for line in lines[2:]} == set(LONG_TOOLS)
+
+
+def test_stats_csv_is_the_by_tool_table_and_jsonl_the_json_on_one_line(demo_ledger):
+    from cli.render_stats import COUNTS
+
+    whole = json.loads(run("ledger", "stats", demo_ledger, "--json").stdout)
+    rows = list(csv.DictReader(io.StringIO(run("ledger", "stats", demo_ledger, "--format", "csv").stdout)))
+    assert {r["tool"]: {c: int(r[c]) for c in COUNTS} for r in rows} == whole["by_tool"]
+    [line] = run("ledger", "stats", demo_ledger, "--format", "jsonl").stdout.splitlines()
+    one = json.loads(line)
+    assert {k: v for k, v in one.items() if k not in ("as_of", "oldest_pending_seconds")} == {
+        k: v for k, v in whole.items() if k not in ("as_of", "oldest_pending_seconds")}
