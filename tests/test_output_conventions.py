@@ -354,3 +354,31 @@ def test_stats_csv_is_the_by_tool_table_and_jsonl_the_json_on_one_line(demo_ledg
     one = json.loads(line)
     assert {k: v for k, v in one.items() if k not in ("as_of", "oldest_pending_seconds")} == {
         k: v for k, v in whole.items() if k not in ("as_of", "oldest_pending_seconds")}
+
+
+# --- a torn last line: what verify can know ---------------------------------------------------
+
+
+def test_verify_words_a_torn_last_line_as_what_it_can_know(demo_ledger, tmp_path):
+    import shutil
+
+    path = tmp_path / "torn"
+    shutil.copytree(demo_ledger, path)
+    segment = sorted(path.glob("events-*.jsonl"))[-1]
+    with segment.open("ab") as handle:
+        handle.write(b'{"body":{"kind":"approved","seq":')  # a write that stopped part way, or a cut
+    result = run("ledger", "verify", path)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    warning = result.stderr
+    assert "never acknowledged" not in warning
+    assert "torn line" in warning and "an unfinished write, or the ledger cut mid-line" in warning
+    assert "checkpoint" in warning and "expected head" in warning and "--expect-head" in warning
+    report = json.loads(run("ledger", "verify", path, "--json").stdout)
+    assert any("unfinished write" in w for w in report["warnings"])
+    # The next writer moves it aside; verify then reports the recovery in the same words.
+    from ledger.store.log import Ledger
+
+    Ledger(path).close()
+    result = run("ledger", "verify", path)
+    assert result.exit_code == 0 and "never acknowledged" not in result.stderr
+    assert "moved a torn last line" in result.stderr and "unfinished write" in result.stderr
