@@ -6,6 +6,7 @@ from typing import Any, NoReturn, Sequence
 import typer
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
 
 
 # Characters a terminal acts on instead of showing: C0 and C1 controls and DEL (category Cc), the
@@ -102,6 +103,72 @@ def columns(headers: Sequence[str], rows: Sequence[Sequence[Any]], widths: Seque
 
 
 _aligned = columns  # `emit` takes a parameter of that name
+
+
+# --- Ctrl-C -------------------------------------------------------------------------------------
+
+_reported = False  # whether this process already said what an interrupt left behind
+
+
+def interrupted(message: str) -> NoReturn:
+    """Ctrl-C stopped a command: print `interrupted: message` (what was written, how to go on)
+    to stderr and exit 130. Later Ctrl-Cs are ignored, so the exit itself is not interrupted
+    into a traceback."""
+    global _reported
+    ignore_interrupts()
+    _reported = True
+    typer.echo(f"interrupted: {visible(message)}", err=True)
+    raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def interrupt_reported() -> bool:
+    """Whether a command said what its interrupt left behind (`interrupted`); cli.main says
+    something general for the ones that did not."""
+    return _reported
+
+
+def ignore_interrupts() -> None:
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class Interrupts:
+    """Inside `with Interrupts() as i:` the first Ctrl-C (SIGINT) only asks to stop: `i.requested()`
+    turns true, and the command stops at its next safe point (between two steps that must each
+    be whole), saying so on stderr at once. A second Ctrl-C raises KeyboardInterrupt where the
+    program is, as usual. Outside the main thread (where Python runs signal handlers) it does
+    nothing: Ctrl-C raises KeyboardInterrupt as usual."""
+
+    def __init__(self, notice: str = "stopping after the call in progress (Ctrl-C again stops at once)"):
+        self.notice = notice
+        self._asked = False
+        self._previous: Any = None
+
+    def requested(self) -> bool:
+        return self._asked
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self._asked:
+            raise KeyboardInterrupt
+        self._asked = True
+        typer.echo(self.notice, err=True)
+
+    def __enter__(self) -> "Interrupts":
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        import signal
+
+        if self._previous is not None and signal.getsignal(signal.SIGINT) == self._handle:
+            signal.signal(signal.SIGINT, self._previous)
 
 
 def roster_groups(path: str | None) -> dict[str, tuple[str, ...]] | None:
