@@ -4,8 +4,8 @@ from typing import List, Optional
 
 import typer
 
-from cli.output import (count as _count, EXIT_USAGE, chosen_format, echo_json, emit, fail, format_option, json_text, plain, say,
-                        verified_before, visible)
+from cli.output import (count as _count, EXIT_USAGE, chosen_format, echo_json, emit, fail, format_option, interrupted,
+                        json_text, plain, say, verified_before, visible)
 
 app = typer.Typer(no_args_is_help=True, help="Verify, query and summarize ledgers.")
 
@@ -261,6 +261,53 @@ def stats(
         emit(["tool", *COUNTS], [[tool, *(getattr(t, c) for c in COUNTS)] for tool, t in tools], "csv")
         return
     render(result)
+
+
+@app.command()
+def export(
+    directory: str = typer.Argument(..., help="The ledger directory."),
+    out: str = typer.Option(..., "--out", help="The directory to write into (created if missing): one file a view."),
+    fmt: str = typer.Option("parquet", "--format", metavar="parquet|csv|jsonl",
+                            help="parquet (keeps every type), csv (lists and JSON as JSON text) or jsonl (JSON values)."),
+    views: List[str] = typer.Option([], "--view", metavar="NAME", help="A view to export (repeatable; default: every "
+                                    "view but ledger_lines and torn_tail)."),
+    force: bool = typer.Option(False, "--force", help="Replace files that exist (otherwise nothing is written)."),
+    as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON: [{view, path, rows}]."),
+) -> None:
+    """Write the ledger's views to OUT/<view>.parquet (or .csv, .jsonl) for notebooks, BI tools
+    and DuckDB itself.
+
+    Parquet keeps the columns' types (times as TIMESTAMPTZ in UTC, JSON as JSON, lists and
+    structs nested); csv writes a list, struct or JSON cell as compact JSON text; jsonl JSON
+    values; csv and jsonl write times as 2026-01-05T09:00:20.000000Z. The rows are those `ledger
+    query "select * from VIEW"` prints. A file is written under a temporary name and renamed
+    once whole; files that exist are refused unless --force.
+
+    Example: countersign ledger export build/demo-ledger --out build/demo-export
+    """
+    from ledger.analytics.export import FORMATS, ExportError
+    from ledger.analytics.export import export as run_export
+
+    if fmt not in FORMATS:
+        fail(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    written: list = []
+    try:
+        run_export(directory, out, fmt, views or None, force=force, written=written.append)
+    except ExportError as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        whole = ", ".join(str(w.path) for w in written) or "none"
+        interrupted(f"the export stopped after {_count(len(written), 'file')} written whole ({whole}); the file in progress "
+                    "was removed. Run the same command with --force to write every file anew")
+    except Exception as exc:
+        _fail_on_query_error(exc)
+        raise
+    _integrity_warning(directory)
+    if as_json:
+        echo_json([{"view": w.view, "path": str(w.path), "rows": w.rows} for w in written])
+        return
+    for w in written:
+        say(f"{w.path}: {_count(w.rows, 'row')} of {w.view}")
 
 
 @app.command()

@@ -382,3 +382,102 @@ def test_verify_words_a_torn_last_line_as_what_it_can_know(demo_ledger, tmp_path
     result = run("ledger", "verify", path)
     assert result.exit_code == 0 and "never acknowledged" not in result.stderr
     assert "moved a torn last line" in result.stderr and "unfinished write" in result.stderr
+
+
+# --- ledger export --------------------------------------------------------------------------
+
+EXPORTED = ["events", "requests", "pending", "decision_times", "rates_by_tool", "rates_by_rule", "rates_by_approver",
+            "chain_breaks", "violations"]
+
+
+def _canonical(objects) -> list[str]:
+    return sorted(json.dumps(o, sort_keys=True) for o in objects)
+
+
+def _query_objects(ledger: Path, view: str) -> list[dict]:
+    result = run("ledger", "query", ledger, f"select * from {view}", "--format", "jsonl")
+    assert result.exit_code == 0, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+@pytest.fixture(scope="module")
+def exported(demo_ledger, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("export") / "out"
+    for fmt in ("parquet", "csv", "jsonl"):
+        result = run("ledger", "export", demo_ledger, "--out", out, "--format", fmt)
+        assert result.exit_code == 0, result.stderr
+    return out
+
+
+def test_export_writes_every_view_but_the_raw_lines_in_each_format(exported):
+    for ext in ("parquet", "csv", "jsonl"):
+        assert sorted(p.stem for p in exported.glob(f"*.{ext}")) == sorted(EXPORTED)
+    assert not list(exported.glob(".*"))  # no temporary file left behind
+
+
+def test_exported_parquet_reads_back_with_duckdb_with_the_rows_and_types_of_ledger_query(demo_ledger, exported):
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    for view in EXPORTED:
+        cursor = con.execute(f"SELECT * FROM read_parquet('{exported / (view + '.parquet')}')")
+        types = [d[1] for d in cursor.description]
+        rows = cursor.fetchall()
+        columns = [d[0] for d in cursor.description]
+        described = run("ledger", "query", demo_ledger, f"describe select * from {view}", "--format", "jsonl").stdout
+        assert [str(t) for t in types] == [json.loads(line)["column_type"] for line in described.splitlines()]  # types kept
+        buffer = io.StringIO()
+        from contextlib import redirect_stdout
+
+        with redirect_stdout(buffer):
+            emit(columns, rows, "jsonl", types)
+        from_parquet = [json.loads(line) for line in buffer.getvalue().splitlines()]
+        assert _canonical(from_parquet) == _canonical(_query_objects(demo_ledger, view)), view
+    assert con.execute(f"SELECT count(*) FROM read_parquet('{exported / 'events.parquet'}')").fetchone()[0] == 78
+
+
+def test_exported_jsonl_has_the_rows_of_ledger_query_as_json_values(demo_ledger, exported):
+    for view in EXPORTED:
+        lines = (exported / f"{view}.jsonl").read_text().splitlines()
+        assert _canonical(json.loads(line) for line in lines) == _canonical(_query_objects(demo_ledger, view)), view
+    proposed = next(json.loads(line) for line in (exported / "events.jsonl").read_text().splitlines() if '"proposed"' in line)
+    assert isinstance(proposed["args"], dict) and isinstance(proposed["rules"], list) and proposed["ts"].endswith("Z")
+
+
+def test_exported_csv_has_the_rows_of_ledger_query_csv(demo_ledger, exported):
+    for view in EXPORTED:
+        query = run("ledger", "query", demo_ledger, f"select * from {view}", "--format", "csv").stdout
+        expected = list(csv.reader(io.StringIO(query)))
+        got = list(csv.reader(io.StringIO((exported / f"{view}.csv").read_text())))
+        assert got[0] == expected[0], view
+        assert sorted(got[1:]) == sorted(expected[1:]), view
+
+
+def test_export_refuses_to_overwrite_unless_forced_and_names_unknown_views(demo_ledger, exported, tmp_path):
+    before = (exported / "requests.parquet").stat().st_mtime_ns
+    refused = run("ledger", "export", demo_ledger, "--out", exported, "--view", "requests")
+    assert refused.exit_code == 2 and "already exist" in refused.stderr and "--force" in refused.stderr
+    assert (exported / "requests.parquet").stat().st_mtime_ns == before
+    forced = run("ledger", "export", demo_ledger, "--out", exported, "--view", "requests", "--force", "--json")
+    assert forced.exit_code == 0 and json.loads(forced.stdout) == [
+        {"view": "requests", "path": str(exported / "requests.parquet"), "rows": 24}]
+    unknown = run("ledger", "export", demo_ledger, "--out", tmp_path / "x", "--view", "nope")
+    assert unknown.exit_code == 2 and "no such view: nope" in unknown.stderr and not (tmp_path / "x").exists()
+    raw = run("ledger", "export", demo_ledger, "--out", tmp_path / "raw", "--view", "ledger_lines", "--format", "jsonl")
+    assert raw.exit_code == 0 and len((tmp_path / "raw" / "ledger_lines.jsonl").read_text().splitlines()) == 78
+    assert run("ledger", "export", demo_ledger, "--out", tmp_path / "y", "--format", "xlsx").exit_code == 2
+
+
+def test_export_gets_its_connection_in_one_place(monkeypatch, demo_ledger, tmp_path):
+    """The views are read through `_connection` alone (the projection will take its place there)."""
+    from ledger.analytics import export as module
+
+    calls = []
+    real = module._connection
+
+    def spy(path):
+        calls.append(path)
+        return real(path)
+
+    monkeypatch.setattr(module, "_connection", spy)
+    written = module.export(demo_ledger, tmp_path / "o", "jsonl", ["pending"])
+    assert calls == [demo_ledger] and [(w.view, w.rows) for w in written] == [("pending", 1)]
