@@ -4,7 +4,7 @@ from typing import List, Optional
 
 import typer
 
-from cli.output import (count as _count, EXIT_USAGE, chosen_format, echo_json, emit, fail, format_option, interrupted,
+from cli.output import (count as _count, EXIT_USAGE, chosen_format, echo_json, emit, fail, format_option, interrupted, is_interrupt,
                         json_text, plain, say, verified_before, visible)
 
 app = typer.Typer(no_args_is_help=True, help="Verify, query and summarize ledgers.")
@@ -154,6 +154,9 @@ def _integrity_warning(directory: str) -> None:
 def _fail_on_query_error(exc: Exception) -> None:
     import duckdb
 
+    if is_interrupt(exc):  # Ctrl-C inside DuckDB, which stops the query and raises: nothing was written
+        interrupted("the query stopped; nothing was written")
+
     from ledger.store.log import LedgerUnreadable
     from ledger.analytics.views import QueryRefused
 
@@ -216,7 +219,9 @@ def _column_types(directory: str, sql: str, n: int) -> list[str] | None:
 
     try:
         _names, described = run_query(directory, "DESCRIBE " + sql)
-    except Exception:  # the statement itself ran: whatever DESCRIBE refuses only loses the types
+    except Exception as exc:  # the statement itself ran: whatever DESCRIBE refuses only loses the types
+        if is_interrupt(exc):
+            _fail_on_query_error(exc)
         return None
     if len(described) != n:
         return None
@@ -295,11 +300,12 @@ def export(
         run_export(directory, out, fmt, views or None, force=force, written=written.append)
     except ExportError as exc:
         fail(str(exc))
-    except KeyboardInterrupt:
-        whole = ", ".join(str(w.path) for w in written) or "none"
-        interrupted(f"the export stopped after {_count(len(written), 'file')} written whole ({whole}); the file in progress "
-                    "was removed. Run the same command with --force to write every file anew")
-    except Exception as exc:
+    except (KeyboardInterrupt, Exception) as exc:
+        if is_interrupt(exc):
+            whole = ", ".join(str(w.path) for w in written) or "none"
+            interrupted(f"the export stopped after {_count(len(written), 'file')} written whole ({whole}); the file in "
+                        "progress was removed. Run the same command " + ("with --force to write every file anew" if written
+                                                                         else "again"))
         _fail_on_query_error(exc)
         raise
     _integrity_warning(directory)
@@ -336,6 +342,11 @@ def project(
         fail(str(exc))
     except OSError as exc:  # the directory or a file of it cannot be read or written
         fail(f"{directory}: {exc.strerror or exc}")
+    except (KeyboardInterrupt, Exception) as exc:
+        if not is_interrupt(exc):
+            raise
+        interrupted(f"the projection of {directory} was not brought up to date; it is derived data, never the ledger: "
+                    f"`countersign ledger project {directory}` again goes on from what it holds, or rebuilds it")
     if as_json:
         import msgspec
 

@@ -121,6 +121,16 @@ def interrupted(message: str) -> NoReturn:
     raise typer.Exit(EXIT_INTERRUPTED)
 
 
+def is_interrupt(exc: BaseException) -> bool:
+    """Whether `exc` is Ctrl-C: a KeyboardInterrupt, or how DuckDB reports the query it stopped
+    on one (duckdb.InterruptException, or a RuntimeError "Query interrupted")."""
+    if isinstance(exc, KeyboardInterrupt):
+        return True
+    if type(exc).__name__ == "InterruptException":
+        return True
+    return isinstance(exc, RuntimeError) and str(exc).strip() == "Query interrupted"
+
+
 def interrupt_reported() -> bool:
     """Whether a command said what its interrupt left behind (`interrupted`); cli.main says
     something general for the ones that did not."""

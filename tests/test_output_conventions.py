@@ -481,3 +481,37 @@ def test_export_gets_its_connection_in_one_place(monkeypatch, demo_ledger, tmp_p
     monkeypatch.setattr(module, "_connection", spy)
     written = module.export(demo_ledger, tmp_path / "o", "jsonl", ["pending"])
     assert calls == [demo_ledger] and [(w.view, w.rows) for w in written] == [("pending", 1)]
+
+
+# --- Ctrl-C inside DuckDB ---------------------------------------------------------------------
+
+
+@pytest.fixture()
+def sigint_restored():
+    """`cli.output.interrupted` ignores later Ctrl-Cs, right for a process about to exit; give this
+    one its handler back (children started later would inherit the ignoring)."""
+    import signal
+
+    saved = signal.getsignal(signal.SIGINT)
+    yield
+    signal.signal(signal.SIGINT, saved)
+
+
+@pytest.mark.parametrize("command", [["query", "select 1"], ["stats"], ["export", "--out", "OUT"]])
+def test_a_query_duckdb_stopped_on_ctrl_c_exits_130_without_a_traceback(monkeypatch, demo_ledger, tmp_path, sigint_restored,
+                                                                        command):
+    """DuckDB stops a query on Ctrl-C and raises RuntimeError("Query interrupted"), not KeyboardInterrupt."""
+    import ledger.analytics.export
+    import ledger.analytics.stats
+    import ledger.analytics.views
+
+    def stopped(*args, **kwargs):
+        raise RuntimeError("Query interrupted")
+
+    monkeypatch.setattr(ledger.analytics.views, "query", stopped)
+    monkeypatch.setattr(ledger.analytics.stats, "stats", stopped)
+    monkeypatch.setattr(ledger.analytics.export, "_connection", stopped)
+    args = [str(tmp_path / "out") if a == "OUT" else a for a in command]
+    result = run("ledger", args[0], demo_ledger, *args[1:])
+    assert result.exit_code == 130 and result.stderr.startswith("interrupted: "), result.stderr
+    assert not (tmp_path / "out").exists()
