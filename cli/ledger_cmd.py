@@ -184,11 +184,17 @@ def query(
     sql: str = typer.Argument(..., help="One SQL statement over the views (events, requests, pending, ...)."),
     fmt: str = format_option(),
     as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON (--format json)."),
+    log: bool = typer.Option(False, "--log", help="Read the log itself (every line parsed in SQL, the history as "
+                             "recorded, lawful or not) instead of the projection: slow on a large ledger."),
 ) -> None:
-    """Run one read-only SQL statement (a SELECT) over the ledger's DuckDB views.
+    """Run one read-only SQL statement (a SELECT) over the ledger's views (docs/views.md).
 
     Views: events, requests, pending, decision_times, rates_by_tool, rates_by_rule,
-    rates_by_approver, chain_breaks, violations.
+    rates_by_approver, chain_breaks, violations, torn_tail, coverage.
+
+    They read the ledger's columnar projection (DIR/projection/projection.duckdb), built from the
+    log on the first query and brought up to date at every later one. Its rows cover the lines it
+    verified: a warning says when a line stopped it.
 
     json and jsonl write a JSON column (args, context, data) as its JSON value, a list as an
     array, a struct as an object, a time in UTC as 2026-01-05T09:00:20.000000Z; csv writes a list,
@@ -197,35 +203,90 @@ def query(
     Example: countersign ledger query build/demo-ledger "select tool, status from requests"
     """
     fmt = chosen_format(fmt, as_json)
-    from ledger.analytics.views import query as run_query
+    from ledger.analytics.query import run
 
     try:
-        columns, rows = run_query(directory, sql)
+        answer = run(directory, sql, source="log" if log else "projection", progress=_progress())
     except Exception as exc:
         _fail_on_query_error(exc)
         raise
-    types = _column_types(directory, sql, len(columns))
-    _integrity_warning(directory)
-    emit(columns, rows, fmt, types)
+    if not log:
+        _coverage_warning(directory, answer.coverage)
+    emit(answer.columns, answer.rows, fmt, answer.types)
 
 
-def _column_types(directory: str, sql: str, n: int) -> list[str] | None:
-    """The DuckDB type of each of the `n` columns `sql` returns (DESCRIBE's names, `JSON`,
-    `VARCHAR[]`, ...), None when DuckDB cannot describe it. They say which columns hold JSON,
-    which DuckDB hands over as text. ledger.analytics.views.query returns the names alone, so the
-    statement is described in a second query (binding only, no rows read; it costs a second
-    `connect`); when it returns its cursor's description, take the types from there instead."""
-    from ledger.analytics.views import query as run_query
+def _progress():
+    """A progress bar on stderr while the projection reads much of the log (a terminal only)."""
+    import sys
+
+    if not sys.stderr.isatty():
+        return None
+    state: dict = {}
+
+    def update(done: int, total: int) -> None:
+        if "bar" not in state:
+            if total < (32 << 20):  # a few seconds at most: no bar
+                return
+            from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+            bar = Progress("projecting the ledger", BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+                           transient=True, console=_stderr_console())
+            bar.start()
+            state["bar"], state["task"] = bar, bar.add_task("project", total=total)
+        state["bar"].update(state["task"], completed=done)
+        if done >= total:
+            state.pop("bar").stop()
+
+    return update
+
+
+def _stderr_console():
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def _coverage_warning(directory: str, coverage) -> None:
+    """Rows that do not cover the whole log: say which lines they cover and why they stop."""
+    if coverage.built and coverage.reason not in (None, "no projection yet"):
+        say(f"note: the projection was rebuilt from the log ({coverage.reason})", err=True)
+    if coverage.problem is not None:
+        say(
+            f"warning: {directory}: the rows cover seq 1 to {coverage.events:,}, which verified; seq {coverage.problem_seq} "
+            f"fails a check ({coverage.problem}) and the lines from it on are not in the views "
+            "(chain_breaks / violations hold the problem; --log reads the history as recorded; run ledger verify)",
+            err=True,
+        )
+    if coverage.torn_bytes:
+        say(
+            f"note: {directory}: the last segment ends with {coverage.torn_bytes:,} bytes after its last line feed: an "
+            "unfinished write, or a cut that only a checkpoint or an expected head (ledger verify --expect-head/--checkpoint) "
+            "tells apart; they are not in the views",
+            err=True,
+        )
+
+
+def _coverage(directory: str):
+    """The projection brought up to date (built when there is none, a progress bar on a
+    terminal): the Coverage of its rows (ledger.analytics.query.coverage), None when no
+    projection can be written."""
+    from ledger.analytics.projection import ProjectionError
+    from ledger.analytics.query import coverage as projection_coverage
 
     try:
-        _names, described = run_query(directory, "DESCRIBE " + sql)
-    except Exception as exc:  # the statement itself ran: whatever DESCRIBE refuses only loses the types
-        if is_interrupt(exc):
-            _fail_on_query_error(exc)
+        return projection_coverage(directory, progress=_progress())
+    except ProjectionError:
         return None
-    if len(described) != n:
-        return None
-    return [row[1] for row in described]
+
+
+def _history_warning(directory: str, covered) -> None:
+    """Numbers from a ledger whose lines do not all verify describe a history that may not be
+    true: say so, from the projection's coverage (a full verify when there is none)."""
+    if covered is None:
+        _integrity_warning(directory)
+    elif covered.problem is not None:
+        say(f"warning: {directory} does not verify (seq {covered.problem_seq}: {covered.problem}); "
+            "these results describe the history as recorded", err=True)
 
 
 @app.command()
@@ -248,11 +309,12 @@ def stats(
     from ledger.analytics.stats import stats as run_stats
 
     try:
+        covered = _coverage(directory)
         result = run_stats(directory)
     except Exception as exc:
         _fail_on_query_error(exc)
         raise
-    _integrity_warning(directory)
+    _history_warning(directory, covered)
     if fmt == "json":
         echo_json(result)
         return
@@ -297,6 +359,7 @@ def export(
         fail(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
     written: list = []
     try:
+        covered = _coverage(directory)
         run_export(directory, out, fmt, views or None, force=force, written=written.append)
     except ExportError as exc:
         fail(str(exc))
@@ -308,7 +371,7 @@ def export(
                                                                          else "again"))
         _fail_on_query_error(exc)
         raise
-    _integrity_warning(directory)
+    _history_warning(directory, covered)
     if as_json:
         echo_json([{"view": w.view, "path": str(w.path), "rows": w.rows} for w in written])
         return
@@ -323,12 +386,14 @@ def project(
     check: bool = typer.Option(False, "--check", help="Also rebuild it from the log alone elsewhere and compare: exit 1 if they differ."),
     as_json: bool = typer.Option(False, "--json", help="Print what was done as JSON."),
 ) -> None:
-    """Make or refresh the ledger's columnar projection (DIR/projection/), which `ledger stats`
-    then reads instead of parsing every line.
+    """Make or refresh the ledger's columnar projection (DIR/projection/), which every view
+    (`ledger query`, `stats`, `export`, `report`) reads; they refresh it themselves, so this
+    command is for building it ahead of time, rebuilding it, or checking it.
 
-    Only the lines after the last one projected are read; if that line is no longer in the log
-    (a truncation or a rewrite: its hash differs) the projection is rebuilt from the log alone.
-    A line that fails a check stops it there (exit 1); stats then use the views.
+    Only the lines after the last one projected are read; a segment that changed since (a
+    redaction) is read again; if the last line projected is no longer in the log (a truncation or
+    a rewrite: its hash differs) the projection is rebuilt from the log alone. A line that fails a
+    check stops it there (exit 1): the views cover the lines before it.
 
     Example: countersign ledger project build/demo-ledger
     """
@@ -336,7 +401,7 @@ def project(
     from ledger.store.log import LedgerUnreadable
 
     try:
-        result = proj.refresh(directory, rebuild=rebuild)
+        result = proj.refresh(directory, rebuild=rebuild, progress=_progress())
         differ = proj.check(directory) if check else None
     except (LedgerUnreadable, proj.ProjectionError) as exc:
         fail(str(exc))
@@ -359,7 +424,7 @@ def project(
             f"({result.added} added in {result.seconds:.2f}s)"
         )
         if result.problem is not None:
-            say(f"  stopped at seq {result.problem_seq}: {result.problem}; stats use the views (run ledger verify)")
+            say(f"  stopped at seq {result.problem_seq}: {result.problem}; the views cover the lines before it (run ledger verify)")
         if differ is not None:
             typer.echo(f"  check: {'identical to a rebuild from the log' if not differ else 'differs from a rebuild in ' + ', '.join(differ)}")
     if result.problem is not None or differ:

@@ -2,46 +2,49 @@
 
     DIR/projection/
       LOCK                 held (flock, exclusive) while the projection is refreshed or read
-      projection.duckdb    a DuckDB database: the tables below
+      projection.duckdb    a DuckDB database: the tables and views below
       .chunk-*.jsonl       rows on their way into the database (removed at once; a crash may leave one)
 
 `refresh(DIR)` brings the projection up to date with the log: it reads only the complete lines
-after the last line it covers (it remembers that line's segment, offset, seq and hash), checks
-each of them, folds them into the requests' states with ledger.workflow.Workflow, and appends
-the new rows, all in one DuckDB transaction. The `stats` of ledger.analytics.stats read it instead of
-parsing every line through the views of ledger.analytics.views when it is present and covers the whole
-ledger.
+after the last line it covers (it remembers that line's segment, offset, line number, seq and
+hash), checks each of them, folds them into the requests' states with ledger.workflow.Workflow,
+and appends the new rows, all in one DuckDB transaction. Every view of ledger.analytics.schema
+(`events`, `requests`, `pending`, ..., `coverage`) reads these tables; ledger.analytics.query
+refreshes before each query, so the views are always as current as the log.
 
-Tables:
+Tables (ledger.analytics.schema.TABLES):
 
 - `meta` (one row): the format, the ledger id, `events` (lines covered = the last seq), `head`
   (the hash of the last line covered), where that line is (`head_segment`, `head_offset`,
-  `end_offset`), `last_ts` (the last event's ts as TIMESTAMPTZ) and the open workflow state.
-- `events`: one row per line: seq, ts (TIMESTAMPTZ), kind, request, actor (approver, editor or
-  `by`), segment (its number) and file_offset (bytes before the line in its segment).
+  `end_offset`, `head_line`), the first and last ts, when the log was last read, the torn tail
+  (bytes after the last line feed), and the open workflow state (msgpack).
+- `segments`: one row per segment read: its inode, size and mtime when it was last read, its
+  first position and lines. A segment that changed since (a redaction rewrites one) is read
+  again: its lines must keep their hashes (only the data beside them may change), else the
+  projection is rebuilt from the log alone.
+- `event_rows`: one row per line covered, every body member a typed column, the data beside it
+  as JSON (the `events` view adds the constant and derived columns).
 - `final_requests`: one row per request that is final (denied, rejected, responded, expired,
-  cancelled, executed); never changes once written.
-- `open_requests`: the same columns for every other request, and its folded state (`state`,
-  JSON); rewritten at every refresh.
-- the view `requests`: both.
-- `final_summary`: the final requests counted by (tool, effect, status, decision, edited,
-  outcome), and `final_seconds`: the seconds from proposal to decision of the decided final
-  asks; both kept as final requests are added, so that stats read a few hundred rows and one
-  column instead of every request.
+  cancelled, executed); never changes once written (but for its data, which is not here).
+- `open_requests`: the same columns for every other request, its folded state (`state`, JSON)
+  and what the fold keeps beside it (`aux`, JSON); a row is rewritten when an event touches it.
+- `problems` (0 or 1 row): the first line that failed a check, which stopped the projection.
+- `final_summary` and `final_seconds`: the final requests counted by (tool, effect, status,
+  decision, edited, outcome) and their seconds to decision, kept as they are added, so that
+  `stats` read a few hundred rows instead of every request.
 
-What is checked for each line projected: the line layout, that the body decodes as an event and
-is in its canonical layout, `seq` is the previous one + 1, `prev` the previous hash, the stored
-hash SHA-256 of the body, the genesis first, and every workflow rule. A line that fails stops the
-refresh there (`Refresh.problem`): what came before stays projected, `complete` is false, and
-ledger.analytics.stats falls back to the views, which report the history as recorded. Not checked: the
-data beside the bodies and the spelling of timestamps, which the projection does not use (the
-timestamps are converted exactly as the views convert them). Run `ledger verify` for those.
+What is checked for each line projected (schema.CHECKED): the line layout, that the body decodes
+as an event in its canonical layout, `seq` is the previous one + 1, `prev` the previous hash,
+the stored hash is SHA-256 of the body, ts and deadline are real UTC times in the ledger's
+spelling and ts never goes backwards, the genesis first and only first, and every workflow rule.
+A line that fails stops the refresh there (`Refresh.problem`, the `problems` table): what came
+before stays projected and `coverage.complete` is false. Not checked (schema.NOT_CHECKED): the data
+beside the bodies, signatures and checkpoints; `ledger verify` checks those.
 
 Before reading on, a refresh checks that the line it last covered is still there, byte for
-byte the one whose hash it stored (`head`); if not (the log was truncated, rewritten or replaced)
-the projection is dropped and rebuilt from the log alone. Deleting DIR/projection/ and running
-`refresh` again gives the same tables. The projection lives in a subdirectory, so no file of it
-is ever taken for a segment (segments are DIR/events-NNNNNNNN.jsonl only).
+byte the one whose hash it stored (`head`), and that every earlier segment is the file it read;
+if not (the log was truncated, rewritten or replaced) the projection is dropped and rebuilt from
+the log alone. Deleting DIR/projection/ and refreshing again gives the same tables.
 
 duckdb is imported only inside the functions of this module.
 """
@@ -50,26 +53,37 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
+import re
 import shutil
 import time
 from contextlib import contextmanager
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import msgspec
 
 from ledger import events as ev
+from ledger.analytics import schema
+from ledger.clock import is_ts, utc_now
 from ledger.store import lines as ln
 from ledger.store.log import LedgerUnreadable, list_segments, segment_name
 from ledger.workflow.machine import RequestState, Standing, Violation, Workflow
 
-FORMAT = "countersign-projection/2"
+FORMAT = schema.FORMAT
 DIRECTORY = "projection"
 DATABASE = "projection.duckdb"
 LOCK = "LOCK"
-CHUNK_EVENTS = 250_000  # rows collected in memory before they go into the database
+STATE = "STATE"  # what the last refresh covered, for a check that needs no database (up_to_date)
+CHUNK_EVENTS = 20_000  # lines collected in memory before they go into the database (about 20 MB)
+TABLES = tuple(schema.TABLES)
+MEMORY_LIMIT = "256MB"  # DuckDB's, for every connection to a projection
+LONG_LINES_MEMORY_LIMIT = "1GB"  # while a chunk holding a line over 4 MiB goes in (a 16 MiB line needs about 200 MB)
+
+Progress = Callable[[int, int], None]
+"""progress(bytes read, bytes to read): called as a refresh reads the log."""
 
 _decode = ev.decode_event
 _encode = ev.encode_event
@@ -82,17 +96,21 @@ class ProjectionError(Exception):
 class Refresh(msgspec.Struct, kw_only=True):
     """What a refresh found. `events`: lines covered; `head`: the hash of the last one; `added`:
     lines projected by this refresh; `rebuilt`: the projection was (re)built from the first line
-    (`reason` says why); `complete`: every complete line of the ledger is covered (false when a
-    line failed a check: `problem`, at `problem_seq`); `seconds`: how long it took."""
+    (`reason` says why); `resynced`: segments read again because they changed (a redaction);
+    `complete`: every complete line of the ledger is covered (false when a line failed a check:
+    `problem`, at `problem_seq`); `torn_bytes`: bytes after the last line feed; `seconds`: how
+    long it took."""
 
     events: int = 0
     head: str = ev.GENESIS_PREV
     added: int = 0
     rebuilt: bool = False
     reason: str | None = None
+    resynced: list[str] = []
     complete: bool = False
     problem: str | None = None
     problem_seq: int | None = None
+    torn_bytes: int = 0
     seconds: float = 0.0
 
 
@@ -108,63 +126,6 @@ def exists(path: str | Path) -> bool:
 def remove(path: str | Path) -> None:
     """Delete the projection (it can always be rebuilt from the log)."""
     shutil.rmtree(directory(path), ignore_errors=True)
-
-
-# --- the schema -------------------------------------------------------------------------------------
-
-_REQUEST_COLUMNS = {
-    "request": "BIGINT",
-    "tool": "VARCHAR",
-    "run": "VARCHAR",
-    "proposer": "VARCHAR",
-    "call_id": "VARCHAR",
-    "effect": "VARCHAR",
-    "rule": "VARCHAR",
-    "status": "VARCHAR",
-    "decision": "VARCHAR",
-    "proposed_at": "TIMESTAMPTZ",
-    "decided_at": "TIMESTAMPTZ",
-    "decided_by": "VARCHAR",
-    "deadline": "TIMESTAMPTZ",
-    "edits": "BIGINT",
-    "edited": "BOOLEAN",
-    "approvals": "BIGINT",
-    "outcome": "VARCHAR",
-    "executed_at": "TIMESTAMPTZ",
-}
-_SUMMARY_KEYS = ("tool", "effect", "status", "decision", "edited", "outcome")
-_SECONDS_SQL = "(epoch_us(decided_at) - epoch_us(proposed_at)) / 1e6"  # as ledger.analytics.stats computes it
-_TS_COLUMNS = {name for name, t in _REQUEST_COLUMNS.items() if t == "TIMESTAMPTZ"}
-_EVENT_COLUMNS = {
-    "seq": "BIGINT",
-    "ts": "TIMESTAMPTZ",
-    "kind": "VARCHAR",
-    "request": "BIGINT",
-    "actor": "VARCHAR",
-    "segment": "INTEGER",
-    "file_offset": "BIGINT",
-}
-_SCHEMA = [
-    """CREATE TABLE meta (
-        format VARCHAR, ledger_id VARCHAR, events BIGINT, head VARCHAR,
-        head_segment INTEGER, head_offset BIGINT, end_offset BIGINT,
-        last_ts TIMESTAMPTZ, workflow BLOB)""",
-    "CREATE TABLE events (" + ", ".join(f"{c} {t}" for c, t in _EVENT_COLUMNS.items()) + ")",
-    "CREATE TABLE final_requests (" + ", ".join(f"{c} {t}" for c, t in _REQUEST_COLUMNS.items()) + ")",
-    "CREATE TABLE open_requests (" + ", ".join(f"{c} {t}" for c, t in _REQUEST_COLUMNS.items()) + ", state VARCHAR)",
-    "CREATE VIEW requests AS SELECT * FROM final_requests UNION ALL SELECT * EXCLUDE (state) FROM open_requests",
-    # What stats need of the final requests, kept as they are added: counts by what stats group
-    # on, and the seconds to decision of the decided asks (their quantiles need every value).
-    "CREATE TABLE final_summary (" + ", ".join(f"{c} {_REQUEST_COLUMNS[c]}" for c in _SUMMARY_KEYS) + ", n BIGINT)",
-    "CREATE TABLE final_seconds (seconds DOUBLE)",
-]
-TABLES = ("meta", "events", "final_requests", "open_requests", "final_summary", "final_seconds")
-
-
-def _ts_sql(expr: str) -> str:
-    from ledger.analytics.views import _ts_sql as views_ts  # the views' conversion, so both read times alike
-
-    return views_ts(expr)
 
 
 # --- the fold ---------------------------------------------------------------------------------------
@@ -213,36 +174,69 @@ class _Discard(dict):
         pass
 
 
-_ACTOR = {"approved": "approver", "rejected": "approver", "responded": "approver", "edited": "editor", "cancelled": "by"}
 _STATE_DECODER = msgspec.json.Decoder(RequestState)
 _LINES = msgspec.json.Encoder()
-# A row holds strings of at most two events (a request's proposal and its decision), each inside
-# a line of at most MAX_LINE_BYTES and spelled here as there (msgspec's escapes): DuckDB's
-# read_json refuses objects over its maximum_object_size (16 MiB by default), so it is set above.
+# A chunk line holds a ledger line (at most MAX_LINE_BYTES) and a few numbers; a request row
+# strings of at most two events: DuckDB's read_json refuses objects over maximum_object_size.
 _MAX_ROW_BYTES = 2 * ln.MAX_LINE_BYTES + (1 << 20)
 _STATE_FIELDS = {f.name for f in dataclass_fields(RequestState)}
 
 
-def _request_row(state: RequestState) -> dict:
+def _quorum_dict(q) -> dict:
+    return {"count": q.count, "approvers": list(q.approvers) if q.approvers is not None else None, "group": q.group}
+
+
+def _requirements_dict(r) -> dict | None:
+    """Requirements as the views type them (every member present, nested structs included)."""
+    if r is None:
+        return None
+    out = msgspec.to_builtins(r)
+    out["quorums"] = [_quorum_dict(q) for q in r.quorums]
+    remember = out.get("remember")
+    out["remember"] = None if remember is None else {"scope": remember.get("scope"), "seconds": remember.get("seconds")}
+    for name in schema.BODY_SHAPE["requirements"]:
+        out.setdefault(name, None)
+    return out
+
+
+# aux: what the fold keeps of a request beside its RequestState, for the columns the state lacks:
+# [policy name, interrupted_at, execution_started_at, executor, last_event_at]
+_POLICY, _INTERRUPTED, _STARTED, _EXECUTOR, _LAST = range(5)
+
+
+_REQUIREMENT_COLUMNS: dict[Any, tuple] = {}  # Requirements → (quorum, quorums, requirements) columns; few distinct
+
+
+def _requirement_columns(r) -> tuple:
+    if r is None:
+        return None, None, None
+    found = _REQUIREMENT_COLUMNS.get(r)
+    if found is None:
+        if len(_REQUIREMENT_COLUMNS) > 1024:
+            _REQUIREMENT_COLUMNS.clear()
+        found = _REQUIREMENT_COLUMNS[r] = (
+            max(q.count for q in r.quorums) if r.quorums else None, [_quorum_dict(q) for q in r.quorums],
+            _requirements_dict(r),
+        )
+    return found
+
+
+def _request_row(state: RequestState, aux: list) -> dict:
+    quorum, quorums, requirements = _requirement_columns(state.requirements)
     return {
-        "request": state.request,
-        "tool": state.tool,
-        "run": state.run,
-        "proposer": state.proposer,
-        "call_id": state.call_id,
-        "effect": state.effect,
-        "rule": state.rules[0] if state.rules else None,
-        "status": state.status,
-        "decision": state.decision,
-        "proposed_at": state.proposed_at,
-        "decided_at": state.decided_at,
-        "decided_by": state.decided_by,
-        "deadline": state.deadline,
-        "edits": state.edits,
-        "edited": state.edits > 0,
-        "approvals": len(state.approvals),
-        "outcome": state.outcome,
-        "executed_at": state.executed_at,
+        "request": state.request, "tool": state.tool, "run": state.run, "proposer": state.proposer,
+        "call_id": state.call_id, "policy": aux[_POLICY], "policy_digest": state.policy_digest,
+        "effect": state.effect, "rule": state.rules[0] if state.rules else None, "rules": list(state.rules),
+        "reasons": list(state.reasons), "proposed_at": state.proposed_at, "proposed_at_text": state.proposed_at,
+        "status": state.status, "decision": state.decision, "decided_at": state.decided_at,
+        "decided_by": state.decided_by, "reason": state.reason, "approvers": list(state.approvers),
+        "approved_by": list(state.approvals), "approvals": len(state.approvals),
+        "quorum": quorum, "quorums": quorums, "requirements": requirements, "deadline": state.deadline, "deadline_text": state.deadline,
+        "interrupted_at": aux[_INTERRUPTED], "edited": state.edits > 0, "edits": state.edits,
+        "digest": state.digest, "original_digest": state.original_digest,
+        "execution_started_at": aux[_STARTED], "executor": aux[_EXECUTOR], "executed_at": state.executed_at,
+        "outcome": state.outcome, "result_digest": state.result_digest, "error": state.error,
+        "events": len(state.seqs), "last_event_at": aux[_LAST],
     }
 
 
@@ -268,7 +262,7 @@ def _load_workflow(workflow: Workflow, blob: bytes | None) -> None:
     if not blob:
         return
     for name, value in msgspec.msgpack.decode(blob).items():
-        if name in _DERIVED:  # a projection written before they were left out
+        if name in _DERIVED:
             continue
         if name == "standing":
             workflow.standing, workflow._standing_by = {}, {}
@@ -278,32 +272,79 @@ def _load_workflow(workflow: Workflow, blob: bytes | None) -> None:
         current = getattr(workflow, name, None)
         if isinstance(current, set):
             value = {_freeze(v) for v in value}
-        elif isinstance(current, dict):
-            value = {k: _freeze(v) for k, v in value.items()}
+        elif isinstance(current, dict):  # values as the fold keeps them (Workflow.redacted appends to its lists)
+            value = dict(value)
         elif isinstance(current, tuple):
             value = _freeze(value)
+        elif isinstance(current, bytearray):
+            value = bytearray(value)
         setattr(workflow, name, value)
+
+
+# --- strings DuckDB's JSON reader refuses -------------------------------------------------------------
+
+# A \uD800-\uDFFF escape that is not half of a pair: valid JSON (msgspec reads it) that DuckDB's
+# reader refuses. Such a line is stored with U+FFFD in its place (the log keeps the bytes).
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _mend(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+    if isinstance(value, list):
+        return [_mend(v) for v in value]
+    if isinstance(value, dict):
+        return {_mend(k): _mend(v) for k, v in value.items()}
+    return value
+
+
+def _mended_line(line: bytes) -> bytes:
+    """A chunk line DuckDB could not read, made readable: lone surrogates replaced; data that is
+    not JSON (or not UTF-8) replaced by null (verify reports it). The line is
+    `{"position":...,"file_offset":N,` + a ledger line without its `{`."""
+    place_end = line.index(b',"body":')
+    place = json.loads(line[:place_end] + b"}")
+    body, digest, data = ln.split(b"{" + line[place_end + 1 :].rstrip(b"\n"))
+    try:
+        data_value = json.loads(data)
+    except ValueError:
+        data_value = None
+    value = {**place, "body": json.loads(body), "hash": digest, "data": data_value}
+    return json.dumps(_mend(value), ensure_ascii=False, allow_nan=False).encode("utf-8", "replace")
 
 
 # --- reading the log --------------------------------------------------------------------------------
 
 
 class _Stop(Exception):
-    """A line failed a check: the refresh stops before it."""
+    """A line failed a check: the refresh stops before it. `kind` is verify's (format, chain,
+    workflow), `code` chain_breaks' problem or the Violation's code."""
 
-    def __init__(self, seq: int, message: str):
+    def __init__(self, seq: int, message: str, kind: str = "format", code: str = "unparseable",
+                 event_kind: str | None = None, request: int | None = None):
         super().__init__(message)
-        self.seq, self.message = seq, message
+        self.seq, self.message, self.kind, self.code = seq, message, kind, code
+        self.event_kind, self.request = event_kind, request
+        self.segment_file: str | None = None
+        self.line: int | None = None
+
+
+_ACTOR_KINDS = frozenset({"approved", "rejected", "responded", "edited", "cancelled"})
 
 
 class _Projector:
     """One refresh, inside one DuckDB transaction on `con`."""
 
-    def __init__(self, con, root: Path, chunk_dir: Path):
-        self.con, self.root, self.chunk_dir = con, root, chunk_dir
-        self.events: list[dict] = []
+    def __init__(self, con, root: Path, chunk_dir: Path, progress: Progress | None = None):
+        self.con, self.root, self.chunk_dir, self.progress = con, root, chunk_dir, progress
+        self.lines: list[bytes] = []  # chunk lines of event_rows, waiting for the next flush
         self.finals: list[dict] = []
         self.recent_finals: dict[int, str] = {}  # request → status, final in this refresh and not yet written
+        self.aux: dict[int, list] = {}  # request → aux, for the open requests
+        self.touched: set[int] = set()  # open requests changed by this refresh
+        self.closed: set[int] = set()  # requests that were open at the start and are final now
+        self.seen: dict[str, list[int]] = {}  # segment name → [first position, lines] read by this refresh
+        self.flushes = 0
         self.workflow = Workflow()
         self.workflow.requests = _Requests(self._lookup_final)
         self.workflow.by_call_id = _Discard()
@@ -320,32 +361,36 @@ class _Projector:
         return _FinalRequest(request, status)
 
     def load(self, meta: dict | None) -> None:
-        self.con.execute("CREATE OR REPLACE TEMP TABLE _chunk AS SELECT * FROM final_requests LIMIT 0")
         if meta is None:
             return
         _load_workflow(self.workflow, meta["workflow"])
         self.workflow.by_call_id = _Discard()
         self.workflow.seen_genesis = meta["events"] > 0
-        for request, state in self.con.execute("SELECT request, state FROM open_requests").fetchall():
+        for request, state, aux in self.con.execute("SELECT request, state, aux FROM open_requests").fetchall():
             decoded = _STATE_DECODER.decode(state)
             dict.__setitem__(self.workflow.requests, request, decoded)
+            self.aux[request] = json.loads(aux)
             if decoded.status == "pending":
                 self.workflow.add_pending(decoded)
             elif decoded.status == "interrupting":
                 self.workflow.interrupting[request] = decoded
 
-    def run(self, seq: int, head: str, segment: int, offset: int, ledger_id: str | None):
-        """Fold the complete lines after (segment, offset). Returns (seq, head, head segment,
-        head offset, end offset, ledger id, problem)."""
+    def run(self, seq: int, head: str, segment: int, head_offset: int, offset: int, line_no: int, last_ts: str,
+            ledger_id: str | None):
+        """Fold the complete lines after (segment, offset), the last line covered being at
+        `head_offset` of `segment` (line `line_no`). Returns (seq, head, head segment,
+        head offset, end offset, head line, last ts text, ledger id, problem, torn) where torn is
+        (segment name, offset, bytes) of the bytes after the last line feed, or None."""
         segments = list_segments(self.root)
         names = [p.name for p in segments]
         if not names:
             raise LedgerUnreadable(f"{self.root}: no ledger segments in this directory")
         expected_names = [segment_name(i + 1) for i in range(len(names))]
         problem: _Stop | None = None
+        torn = None
         # the first segment number that is missing: the segments before it are folded, as far as they go
         gap = next((i + 1 for i, (name, want) in enumerate(zip(names, expected_names)) if name != want), None)
-        head_segment, head_offset, end_offset = segment, 0, offset
+        head_segment, end_offset, head_line = segment, offset, line_no
         workflow = self.workflow
         requests = workflow.requests
         check, apply = workflow.check, workflow.apply
@@ -353,22 +398,29 @@ class _Projector:
         split = ln.split
         prefix, hash_mark, data_mark, suffix = ln.PREFIX, ln.HASH_MARK, ln.DATA_MARK, ln.SUFFIX
         assert len(prefix) == 8 and len(hash_mark) == 9 and len(data_mark) == 9
-        events, finals, recent = self.events, self.finals, self.recent_finals
+        chunk, finals, recent, auxes, touched = self.lines, self.finals, self.recent_finals, self.aux, self.touched
+        seen = self.seen
+        ts_ok: dict[str, bool] = {}
         number = segment if segment > 0 else 1
         pos = offset
+        total = sum(p.stat().st_size for p in segments if p.name >= segment_name(number)) - pos if self.progress else 0
+        done = 0
         while problem is None:
             if gap is not None and number >= gap:
-                problem = _Stop(seq + 1, f"{segment_name(gap)} is missing (the segment numbers have a gap)")
+                problem = _Stop(seq + 1, f"{segment_name(gap)} is missing (the segment numbers have a gap)", "format",
+                                "segment-missing")
                 break
-            path = self.root / segment_name(number)
+            name = segment_name(number)
+            path = self.root / name
             following = (self.root / segment_name(number + 1)).exists()  # before reading to the end
             tail = 0  # bytes after the segment's last line feed
+            line = line_no if number == segment else 0
             try:
                 handle = open(path, "rb")
             except FileNotFoundError:
                 if number == 1 and seq == 0:
                     raise LedgerUnreadable(f"{self.root}: no ledger segments in this directory") from None
-                problem = _Stop(seq + 1, f"{segment_name(number)} disappeared while it was read")
+                problem = _Stop(seq + 1, f"{name} disappeared while it was read", "format", "segment-missing")
                 break
             try:
                 with handle:
@@ -376,13 +428,14 @@ class _Projector:
                     # Whole lines, a block at a time (bounded memory: no line is over the limit).
                     for data, base, tail in _blocks(handle, pos):
                         if data is None:  # a line over the limit, which a line feed ends
-                            raise _Stop(seq + 1, f"{ln.too_long(tail)} (at byte {base} of {segment_name(number)})")
+                            raise _Stop(seq + 1, f"{ln.too_long(tail)} (at byte {base} of {name})")
                         end = len(data)
                         start = 0
                         while start < end:
                             nl = data.index(b"\n", start)
                             text = data[start:nl]
                             expected = seq + 1
+                            line += 1
                             # The layout of ledger.store.lines.split, inline; the hash's spelling is checked
                             # below by comparing it with the body's SHA-256 in lowercase hex.
                             cut = text.find(hash_mark, 8)
@@ -398,112 +451,188 @@ class _Projector:
                             except (msgspec.ValidationError, msgspec.DecodeError) as exc:
                                 raise _Stop(expected, f"the body is not a valid event: {exc}") from None
                             if event.seq != expected:
-                                raise _Stop(expected, f"seq is {event.seq}, expected {expected}")
+                                raise _Stop(expected, f"seq is {event.seq}, expected {expected} (a gap, a duplicate or a reordering)",
+                                            "chain", "seq-gap")
                             if event.prev != head:
-                                raise _Stop(expected, "prev is not the previous event's hash")
+                                raise _Stop(expected, "prev is not the previous event's hash (an event was removed, inserted or "
+                                            "changed before it)", "chain", "prev-mismatch")
                             if sha256(body).hexdigest() != digest:
-                                raise _Stop(expected, "the hash does not match the body")
+                                raise _Stop(expected, "the hash does not match the body: the event was changed after it was written",
+                                            "chain", "hash-mismatch")
                             if _encode(event) != body:
-                                raise _Stop(expected, "the body is not in its canonical layout")
+                                raise _Stop(expected, "the body is not in its one canonical layout (member order, spacing or a "
+                                            "repeated member)", "format", "not-canonical")
+                            ts = event.ts
+                            for label, value in (("ts", ts), ("deadline", getattr(event, "deadline", None))):
+                                if value is not None:
+                                    good = ts_ok.get(value)
+                                    if good is None:
+                                        good = ts_ok[value] = is_ts(value)
+                                        if len(ts_ok) > 4096:
+                                            ts_ok.clear()
+                                    if not good:
+                                        raise _Stop(expected, f"{label} {value!r} is not a UTC time YYYY-MM-DDTHH:MM:SS.ffffffZ",
+                                                    "format", "bad-ts")
+                            if ts < last_ts:
+                                raise _Stop(expected, f"ts {ts} is earlier than the previous event's ({last_ts}): time went backwards",
+                                            "chain", "ts-backwards")
                             kind = event.__struct_config__.tag
+                            if (expected == 1) != (kind == "genesis"):
+                                raise _Stop(expected, "the first event, and only the first, is the genesis", "format",
+                                            "genesis-misplaced")
                             if expected == 1:
-                                if kind != "genesis":
-                                    raise _Stop(expected, "the first event is not the genesis")
                                 ledger_id = event.ledger_id
+                            request = getattr(event, "request", None)
                             try:
                                 check(event)
                                 apply(expected, event)
                             except Violation as exc:
-                                raise _Stop(expected, f"workflow: {exc.code}: {exc.message}") from None
+                                raise _Stop(expected, exc.message, "workflow", exc.code, kind,
+                                            exc.request if isinstance(exc.request, int) else request) from None
                             except Exception as exc:  # anything the fold cannot take is not projected
-                                raise _Stop(expected, f"workflow: {type(exc).__name__}: {exc}") from None
-                            request = getattr(event, "request", None)
-                            actor = None
+                                raise _Stop(expected, f"{type(exc).__name__}: {exc}", "workflow", "unfoldable", kind,
+                                            request if isinstance(request, int) else None) from None
                             if kind == "proposed":
                                 request = expected
-                                state = dict.get(requests, expected)
-                                if state is not None and state.final:  # denied
-                                    finals.append(_request_row(state))
-                                    recent[expected] = state.status
-                                    dict.__delitem__(requests, expected)
-                            elif request is not None:
-                                actor = getattr(event, _ACTOR.get(kind, "-"), None)
-                                if isinstance(request, int):
-                                    state = dict.get(requests, request)
-                                    if state is not None and state.final:
-                                        finals.append(_request_row(state))
+                                aux = auxes[expected] = [event.policy, None, None, None, ts]
+                            elif isinstance(request, int):
+                                aux = auxes.get(request)
+                                if aux is not None:
+                                    aux[_LAST] = ts
+                                    if kind == "interrupted":
+                                        aux[_INTERRUPTED] = ts
+                                    elif kind == "execution_started":
+                                        aux[_STARTED], aux[_EXECUTOR] = ts, event.executor
+                            else:
+                                request = None
+                            if request is not None:
+                                state = dict.get(requests, request)
+                                if state is not None:
+                                    if state.final:
+                                        finals.append(_request_row(state, auxes.pop(request)))
                                         recent[request] = state.status
                                         dict.__delitem__(requests, request)
-                            events.append({
-                                "seq": expected, "ts": event.ts, "kind": kind,
-                                "request": request if isinstance(request, int) else None,
-                                "actor": actor if isinstance(actor, str) else None,
-                                "segment": number, "file_offset": base + start,
-                            })
-                            seq, head = expected, digest
-                            head_segment, head_offset, end_offset = number, base + start, base + nl + 1
+                                        touched.discard(request)
+                                        self.closed.add(request)
+                                    else:
+                                        touched.add(request)
+                            counted = seen.get(name)
+                            if counted is None:
+                                seen[name] = [expected, 1]
+                            else:
+                                counted[1] += 1
+                            chunk.append(b'{"position":%d,"segment_file":"%s","line":%d,"file_offset":%d,%s\n'
+                                         % (expected, name.encode(), line, base + start, text[1:]))
+                            seq, head, last_ts = expected, digest, ts
+                            head_segment, head_offset, end_offset, head_line = number, base + start, base + nl + 1, line
                             start = nl + 1
-                            if len(events) >= CHUNK_EVENTS:
+                            if len(chunk) >= CHUNK_EVENTS:
                                 self.flush()
+                        if self.progress is not None:
+                            done += len(data)
+                            self.progress(done, total)
             except _Stop as stop:
+                stop.segment_file, stop.line = name, line
                 problem = stop
                 break
             if not following and not (gap is not None and number + 1 == gap):
+                if tail:
+                    torn = (name, path.stat().st_size - tail, tail)
                 break
             if tail:
-                problem = _Stop(seq + 1, f"{segment_name(number)} ends without a line feed but is not the last segment")
+                problem = _Stop(seq + 1, f"{name} ends without a line feed but is not the last segment", "format",
+                                "unterminated")
+                problem.segment_file, problem.line = name, line + 1
                 break
             number, pos = number + 1, 0
         self.flush()
-        return seq, head, head_segment, head_offset, end_offset, ledger_id, problem
+        return seq, head, head_segment, head_offset, end_offset, head_line, last_ts, ledger_id, problem, torn
 
-    def _write_rows(self, table: str, rows: list[dict], columns: dict[str, str], ts_columns: set[str]) -> None:
-        if not rows:
-            return
-        if table == "final_requests":
-            self._write_rows("_chunk", rows, columns, ts_columns)
-            keys = ", ".join(_SUMMARY_KEYS)
-            self.con.execute("INSERT INTO final_requests SELECT * FROM _chunk")
-            self.con.execute(f"INSERT INTO final_seconds SELECT {_SECONDS_SQL} FROM _chunk "
-                             "WHERE effect = 'ask' AND decision IS NOT NULL")
-            self.con.execute(
-                f"CREATE OR REPLACE TEMP TABLE _summary AS SELECT {keys}, sum(n)::BIGINT AS n FROM ("
-                f"SELECT * FROM final_summary UNION ALL SELECT {keys}, count(*) FROM _chunk GROUP BY ALL) GROUP BY ALL"
-            )
-            self.con.execute("DELETE FROM final_summary")
-            self.con.execute("INSERT INTO final_summary SELECT * FROM _summary")
-            self.con.execute("DROP TABLE _summary")
-            self.con.execute("DELETE FROM _chunk")
+    def _insert_lines(self, table: str, select: Callable[[str], str], columns: str, lines: list[bytes], key: str,
+                      mend: Callable[[bytes], bytes]) -> None:
+        """Insert JSON lines through read_json into `table`: a line DuckDB's reader refuses (a
+        lone surrogate, data that is not JSON) is mended and inserted on its own."""
+        if not lines:
             return
         chunk = self.chunk_dir / f".chunk-{os.getpid()}-{table}.jsonl"
-        with open(chunk, "wb") as handle:
-            handle.write(_LINES.encode_lines(rows))
-        spec = "{" + ", ".join(f"'{c}': '{'VARCHAR' if c in ts_columns else t}'" for c, t in columns.items()) + "}"
-        select = ", ".join(_ts_sql(c) if c in ts_columns else c for c in columns)
+        # DuckDB's reader sizes its buffers by maximum_object_size: the longest line here, not the most allowed
+        longest = max(map(len, lines)) + 1024
+        source = (f"read_json('{_sql_path(chunk)}', format = 'newline_delimited', columns = {columns}, "
+                  f"maximum_object_size = {min(longest, _MAX_ROW_BYTES)}, ignore_errors = true)")
+        raised = longest > (4 << 20)
         try:
-            self.con.execute(
-                f"INSERT INTO {table} SELECT {select} FROM read_json('{_sql_path(chunk)}', format = 'newline_delimited', "
-                f"columns = {spec}, maximum_object_size = {_MAX_ROW_BYTES})"
-            )
+            if raised:
+                self.con.execute(f"SET memory_limit = '{LONG_LINES_MEMORY_LIMIT}'")
+            with open(chunk, "wb") as handle:
+                handle.writelines(lines)
+            self.con.execute(f"INSERT INTO {table} {select(source)}")
+            # a line the reader refused is a row of NULLs (ignore_errors): mend those lines
+            refused = self.con.execute(f"DELETE FROM {table} WHERE {key} IS NULL").fetchone()[0]
+            if refused:
+                first = json.loads(lines[0][: lines[0].index(b",")] + b"}")[key]
+                present = {r[0] for r in self.con.execute(f"SELECT {key} FROM {table} WHERE {key} >= ?", [first]).fetchall()}
+                missing = [line for line in lines if json.loads(line[: line.index(b",")] + b"}")[key] not in present]
+                with open(chunk, "wb") as handle:
+                    handle.writelines(mend(line) + b"\n" for line in missing)
+                strict = source.replace(", ignore_errors = true", "")
+                self.con.execute(f"INSERT INTO {table} {select(strict)}")
         finally:
             chunk.unlink(missing_ok=True)
+            if raised:
+                self.con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+
+    def _insert_requests(self, table: str, rows: list[dict], extra: dict[str, str] | None = None) -> None:
+        lines = [line + b"\n" for line in _LINES.encode_lines(rows).splitlines()] if rows else []
+        extra = extra or {}
+        self._insert_lines(
+            table, lambda source: schema.request_rows_select(source, tuple(extra)),
+            schema.request_json_columns(extra), lines, "request",
+            lambda line: _LINES.encode(_mend(json.loads(line))),
+        )
 
     def flush(self) -> None:
-        self._write_rows("events", self.events, _EVENT_COLUMNS, {"ts"})
-        self._write_rows("final_requests", self.finals, _REQUEST_COLUMNS, _TS_COLUMNS)
-        self.events.clear()
+        self._insert_lines("event_rows", schema.event_rows_select, schema.chunk_columns(), self.lines, "position",
+                           _mended_line)
+        self.lines.clear()
+        if self.finals:
+            self.con.execute("CREATE OR REPLACE TEMP TABLE _finals AS SELECT * FROM final_requests LIMIT 0")
+            self._insert_requests("_finals", self.finals)
+            self.con.execute("INSERT INTO final_requests SELECT * FROM _finals")
+            self.con.execute(f"INSERT INTO final_seconds SELECT {schema.SECONDS_SQL} FROM _finals "
+                             "WHERE effect = 'ask' AND decision IS NOT NULL")
+            # counts of this chunk's final requests by the stats' keys; stats sum them (a key may
+            # have a row per flush; `compact_summary` merges them)
+            keys = ", ".join(schema.SUMMARY_KEYS)
+            self.con.execute(f"INSERT INTO final_summary SELECT {keys}, count(*) FROM _finals GROUP BY ALL")
+            self.con.execute("DROP TABLE _finals")
+            self.flushes += 1
         self.finals.clear()
         self.recent_finals.clear()
 
-    def write_open(self) -> None:
-        """Rewrite open_requests from the fold's open states."""
-        self.con.execute("DELETE FROM open_requests")
+    def write_open(self, everything: bool) -> None:
+        """Rewrite the rows of open_requests that changed: those touched by this refresh and
+        those that became final (all of them when `everything`)."""
+        if everything:
+            self.con.execute("DELETE FROM open_requests")
+            changed = list(dict.keys(self.workflow.requests))
+        else:
+            gone = sorted(self.touched | self.closed)
+            if gone:
+                self.con.execute("CREATE OR REPLACE TEMP TABLE _gone AS SELECT unnest(?::BIGINT[]) AS request", [gone])
+                self.con.execute("DELETE FROM open_requests WHERE request IN (SELECT request FROM _gone)")
+                self.con.execute("DROP TABLE _gone")
+            changed = sorted(self.touched)
         rows = []
-        for request, state in dict.items(self.workflow.requests):
-            row = _request_row(state)
+        for request in changed:
+            state = dict.get(self.workflow.requests, request)
+            if state is None:
+                continue
+            aux = self.aux[request]
+            row = _request_row(state, aux)
             row["state"] = msgspec.json.encode(state).decode()
+            row["aux"] = json.dumps(aux)
             rows.append(row)
-        self._write_rows("open_requests", rows, {**_REQUEST_COLUMNS, "state": "VARCHAR"}, _TS_COLUMNS)
+        self._insert_requests("open_requests", rows, {"state": "VARCHAR", "aux": "VARCHAR"})
 
 
 def _sql_path(path: Path) -> str:
@@ -514,11 +643,10 @@ def _sql_path(path: Path) -> str:
 
 
 @contextmanager
-def _locked(root: Path, create: bool) -> Iterator[Path]:
-    pdir = root / DIRECTORY
+def _locked(pdir: Path, create: bool) -> Iterator[Path]:
     if create:
         try:
-            pdir.mkdir(exist_ok=True)
+            pdir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ProjectionError(f"{pdir}: cannot create the projection ({exc.strerror})") from None
     try:
@@ -532,11 +660,14 @@ def _locked(root: Path, create: bool) -> Iterator[Path]:
         os.close(fd)
 
 
-def _connect(db: Path):
+def _connect(db: Path, read_only: bool = False):
     import duckdb
 
-    con = duckdb.connect(str(db))
+    con = duckdb.connect(str(db), read_only=read_only)
     con.execute("SET TimeZone = 'UTC'")
+    # bounded: a refresh inserts a chunk at a time and a query over the views needs little
+    # (DuckDB spills what does not fit); its default is 80 % of the machine's memory
+    con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
     return con
 
 
@@ -617,64 +748,242 @@ def _head_still_there(root: Path, meta: dict) -> str | None:
     return None
 
 
+def _stat(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _changed_segments(con, root: Path, meta: dict) -> list[tuple[int, str]]:
+    """The covered segments that are not the files the projection read: (number, name). A sealed
+    segment must have the inode, size and mtime recorded; the head segment (which may grow) its
+    inode."""
+    changed = []
+    for number, name, inode, size, mtime in con.execute(
+        "SELECT segment, segment_file, inode, size, mtime_ns FROM segments ORDER BY segment"
+    ).fetchall():
+        now = _stat(root / name)
+        if number == meta["head_segment"]:
+            if now is None or now[0] != inode:
+                changed.append((number, name))
+        elif now != (inode, size, mtime):
+            changed.append((number, name))
+    return changed
+
+
+def _resync(con, root: Path, number: int, name: str, meta: dict) -> str | None:
+    """Read a covered segment that changed again: each of its lines must be the line projected at
+    its position (the same stored hash, the body's SHA-256), only the data beside it may differ
+    (a redaction replaced a value by its marker); the data and offsets are updated. Returns why
+    the projection must be rebuilt instead, or None."""
+    rows = con.execute("SELECT position, hash FROM event_rows WHERE segment_file = ? ORDER BY position", [name]).fetchall()
+    try:
+        raw = (root / name).read_bytes()
+    except OSError as exc:
+        return f"{name} cannot be read ({exc.strerror})"
+    updates: list[bytes] = []
+    offset, head_offset, end_offset = 0, None, None
+    for i, (position, stored) in enumerate(rows):
+        nl = raw.find(b"\n", offset)
+        if nl < 0:
+            return f"{name} has fewer lines than were projected from it"
+        text = raw[offset:nl]
+        try:
+            body, digest, data = ln.split(text)
+        except ln.LineError:
+            return f"line {i + 1} of {name} is no longer a ledger line"
+        if digest != stored or hashlib.sha256(body).hexdigest() != digest:
+            return f"line {i + 1} of {name} is not the line projected at seq {position}"
+        updates.append(b'{"position":%d,"file_offset":%d,"data":%s}\n' % (position, offset, data))
+        if position == meta["events"]:
+            head_offset, end_offset = offset, nl + 1
+        offset = nl + 1
+    chunk = root / DIRECTORY / f".chunk-{os.getpid()}-resync.jsonl"
+    try:
+        with open(chunk, "wb") as handle:
+            handle.writelines(updates)
+        source = (f"read_json('{_sql_path(chunk)}', format = 'newline_delimited', columns = "
+                  f"{{'position': 'BIGINT', 'file_offset': 'BIGINT', 'data': 'JSON'}}, maximum_object_size = {_MAX_ROW_BYTES}, "
+                  "ignore_errors = true)")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _resync AS SELECT * FROM {source}")
+        con.execute("UPDATE event_rows SET file_offset = r.file_offset, "
+                    "data = CASE WHEN json_type(r.data) = 'NULL' THEN NULL ELSE r.data END "
+                    "FROM _resync r WHERE event_rows.position = r.position AND r.position IS NOT NULL")
+        con.execute("DROP TABLE _resync")
+    finally:
+        chunk.unlink(missing_ok=True)
+    if head_offset is not None:
+        meta["head_offset"], meta["end_offset"] = head_offset, end_offset
+    st = _stat(root / name)
+    if st is not None:
+        con.execute("UPDATE segments SET inode = ?, size = ?, mtime_ns = ? WHERE segment = ?", [*st, number])
+    return None
+
+
 def _create(con) -> None:
-    for table in ("requests",):
-        con.execute(f"DROP VIEW IF EXISTS {table}")
-    for table in TABLES:
+    for view in reversed(schema.VIEW_NAMES):
+        con.execute(f"DROP VIEW IF EXISTS {view}")
+    for table in ("events", *TABLES):  # `events` was a table in format 2
         con.execute(f"DROP TABLE IF EXISTS {table}")
-    for statement in _SCHEMA:
+    for statement in schema.TABLES.values():
+        con.execute(statement)
+    for statement in schema.VIEWS.values():
         con.execute(statement)
 
 
-def _refresh_locked(root: Path, pdir: Path, con, rebuild: bool) -> Refresh:
+def _compact_summary(con) -> None:
+    """One row per key in final_summary (each refresh adds its own)."""
+    keys = ", ".join(schema.SUMMARY_KEYS)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _summary AS SELECT {keys}, sum(n)::BIGINT AS n FROM final_summary GROUP BY ALL")
+    con.execute("DELETE FROM final_summary")
+    con.execute("INSERT INTO final_summary SELECT * FROM _summary")
+    con.execute("DROP TABLE _summary")
+
+
+def _record_segments(con, root: Path, from_segment: int, first_positions: dict[str, tuple[int, int]]) -> None:
+    """Record inode, size and mtime of every segment from `from_segment` on (what was just read)."""
+    con.execute("DELETE FROM segments WHERE segment >= ?", [from_segment])
+    for path in list_segments(root):
+        number = int(path.name[7:15])
+        if number < from_segment:
+            continue
+        st = _stat(path)
+        if st is None or path.name not in first_positions:
+            continue
+        first, count = first_positions[path.name]
+        con.execute("INSERT INTO segments VALUES (?, ?, ?, ?, ?, ?, ?)", [number, path.name, *st, first, count])
+
+
+def _refresh_locked(root: Path, pdir: Path, con, rebuild: bool, progress: Progress | None = None) -> Refresh:
     started = time.perf_counter()
     result = Refresh()
     meta = None if rebuild else _read_meta(con)
     if meta is not None and meta.get("format") != FORMAT:
         meta, result.reason = None, f"the projection's format is {meta.get('format')!r}, not {FORMAT!r}"
-    if meta is not None:
-        why = _head_still_there(root, meta)
-        if why is not None:
-            meta, result.reason = None, why
-    elif result.reason is None:
-        result.reason = "rebuild asked for" if rebuild else "no projection yet"
+    (pdir / STATE).unlink(missing_ok=True)  # written again after the commit
     con.execute("BEGIN TRANSACTION")
     try:
+        if meta is not None:
+            for number, name in _changed_segments(con, root, meta):
+                why = _resync(con, root, number, name, meta)
+                if why is not None:
+                    meta, result.reason = None, why
+                    break
+                result.resynced.append(name)
+        if meta is not None:
+            why = _head_still_there(root, meta)
+            if why is not None:
+                meta, result.reason = None, why
+        elif result.reason is None:
+            result.reason = "rebuild asked for" if rebuild else "no projection yet"
         if meta is None:
             _create(con)
             result.rebuilt = True
-        projector = _Projector(con, root, pdir)
+        projector = _Projector(con, root, pdir, progress)
         projector.load(meta)
         if meta is None:
-            start = (0, ev.GENESIS_PREV, 1, 0, None)
+            start = (0, ev.GENESIS_PREV, 1, 0, 0, 0, "", None)
         else:
-            start = (meta["events"], meta["head"], meta["head_segment"], meta["end_offset"], meta["ledger_id"])
-        seq, head, head_segment, head_offset, end_offset, ledger_id, problem = projector.run(*start)
+            start = (meta["events"], meta["head"], meta["head_segment"], meta["head_offset"], meta["end_offset"], meta["head_line"],
+                     meta["last_ts_text"] or "", meta["ledger_id"])
+        seq, head, head_segment, head_offset, end_offset, head_line, last_ts, ledger_id, problem, torn = projector.run(*start)
         added = seq - start[0]
-        if added or meta is None:
-            projector.write_open()
-            row = con.execute(
-                "SELECT ts FROM events WHERE seq > ? AND ts IS NOT NULL ORDER BY seq DESC LIMIT 1", [start[0]]
-            ).fetchone()
-            last_ts = row[0] if row is not None else (meta["last_ts"] if meta is not None else None)
-            con.execute("DELETE FROM meta")
-            con.execute(
-                "INSERT INTO meta VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [FORMAT, ledger_id, seq, head, head_segment, head_offset, end_offset, last_ts, _dump_workflow(projector.workflow)],
-            )
+        projector.write_open(everything=meta is None)
+        if projector.flushes and con.execute("SELECT count(*) FROM final_summary").fetchone()[0] > 4096:
+            _compact_summary(con)
+        first_ts = meta["first_ts"] if meta is not None else None
+        if first_ts is None and seq > 0:
+            first_ts = con.execute("SELECT ts FROM event_rows WHERE position = 1").fetchone()[0]
+        con.execute("DELETE FROM meta")
+        con.execute(
+            "INSERT INTO meta VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS TIMESTAMPTZ), ?, ?, ?, ?, ?, ?, ?)",
+            [FORMAT, ledger_id, seq, head, head_segment, head_offset, end_offset, head_line, first_ts,
+             last_ts or None, last_ts or None, utc_now(), torn[0] if torn else None, torn[1] if torn else None,
+             torn[2] if torn else 0, _tail_sha256(root / torn[0], torn[1]) if torn else None,
+             _dump_workflow(projector.workflow)],
+        )
+        con.execute("DELETE FROM problems")
+        if problem is not None:
+            con.execute("INSERT INTO problems VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        [problem.seq, problem.kind, problem.code, problem.message, problem.event_kind, problem.request,
+                         problem.segment_file, problem.line])
+        from_segment = start[2]
+        counts = {name: (first, n) for name, (first, n) in projector.seen.items()}
+        old = con.execute("SELECT segment_file, first_position, lines FROM segments WHERE segment = ?", [from_segment]).fetchone()
+        if old is not None:
+            first, n = counts.get(old[0], (old[1], 0))
+            counts[old[0]] = (old[1], old[2] + n)
+        _record_segments(con, root, from_segment, counts)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
         raise
     result.events, result.head, result.added = seq, head, added
     if problem is not None:
-        result.problem, result.problem_seq = problem.message, problem.seq
+        message = f"workflow: {problem.code}: {problem.message}" if problem.kind == "workflow" else problem.message
+        result.problem, result.problem_seq = message, problem.seq
     result.complete = problem is None and seq > 0
+    result.torn_bytes = torn[2] if torn else 0
+    _write_state(root, pdir, con, result)
     result.seconds = time.perf_counter() - started
     return result
 
 
-def _open(root: Path, pdir: Path):
+def _write_state(root: Path, pdir: Path, con, result: Refresh) -> None:
+    """Write STATE after a commit: the head, and every segment's inode, size and mtime as read."""
+    if not result.complete or result.torn_bytes:
+        return
+    meta = _read_meta(con)
+    segments = con.execute("SELECT segment_file, inode, size, mtime_ns FROM segments ORDER BY segment").fetchall()
+    state = {"format": FORMAT, "events": meta["events"], "head": meta["head"], "end_offset": meta["end_offset"],
+             "head_segment": segment_name(meta["head_segment"]), "segments": [list(row) for row in segments]}
+    temporary = pdir / (STATE + ".tmp")
+    temporary.write_bytes(msgspec.json.encode(state))
+    os.replace(temporary, pdir / STATE)
+
+
+def up_to_date(root: Path, pdir: Path) -> Refresh | None:
+    """A Refresh saying nothing is to be done, when STATE shows that the log is exactly what the
+    projection covers (no new line, no new segment, no segment changed); else None. Reads one
+    small file and stats the segments: no database is opened."""
+    try:
+        state = msgspec.json.decode((pdir / STATE).read_bytes())
+        if state["format"] != FORMAT or not (pdir / DATABASE).is_file():
+            return None
+        names = [p.name for p in list_segments(root)]
+        recorded = state["segments"]
+        if names != [row[0] for row in recorded] or names[-1] != state["head_segment"]:
+            return None
+        for name, inode, size, mtime in recorded:
+            now = _stat(root / name)
+            if now is None:
+                return None
+            if name == state["head_segment"]:
+                if now[0] != inode or now[1] != state["end_offset"]:
+                    return None
+            elif now != (inode, size, mtime):
+                return None
+    except (OSError, ValueError, KeyError, TypeError, IndexError, LedgerUnreadable):
+        return None
+    return Refresh(events=state["events"], head=state["head"], complete=state["events"] > 0)
+
+
+def _tail_sha256(path: Path, offset: int) -> str | None:
+    """SHA-256 (hex) of the bytes of `path` from `offset` to its end, read in blocks."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            while block := handle.read(1 << 20):
+                digest.update(block)
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def _open(pdir: Path):
     """Connect to the projection's database; a file DuckDB cannot open is deleted (it is derived
     data) and started afresh."""
     import duckdb
@@ -688,47 +997,88 @@ def _open(root: Path, pdir: Path):
         return _connect(db)
 
 
+def fallback_directory(root: Path) -> Path:
+    """Where the projection of a ledger whose directory cannot be written lives:
+    $XDG_CACHE_HOME/countersign/projections/<SHA-256 of the ledger's resolved path, 16 digits>."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    key = hashlib.sha256(str(root.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return base / "countersign" / "projections" / key
+
+
+def _where(root: Path, create: bool) -> Path:
+    """The projection's directory: DIR/projection, or the fallback when DIR cannot be written
+    (an auditor's read-only copy)."""
+    pdir = root / DIRECTORY
+    if pdir.is_dir() and os.access(pdir, os.W_OK):
+        return pdir
+    if not pdir.exists() and os.access(root, os.W_OK):
+        return pdir
+    fallback = fallback_directory(root)
+    if fallback.is_dir() or create:
+        return fallback
+    return pdir
+
+
 @contextmanager
-def opened(path: str | Path, *, create: bool = True, rebuild: bool = False) -> Iterator[tuple[Any, Refresh]]:
+def opened(path: str | Path, *, create: bool = True, rebuild: bool = False,
+           progress: Progress | None = None, quick: bool = False) -> Iterator[tuple[Any, Refresh]]:
     """Refresh the projection of the ledger at `path` and yield `(connection, Refresh)`, the
     projection locked until the block ends (read the tables through the connection). `create`
-    makes one when there is none (else ProjectionError); `rebuild` starts from the first line.
-    Raises LedgerUnreadable when `path` is not a ledger, ProjectionError when the projection
-    cannot be written."""
+    makes one when there is none (else ProjectionError); `rebuild` starts from the first line;
+    `progress(done, total)` is told the bytes read. With `quick`, when STATE shows the projection
+    is up to date (up_to_date) no database is opened and the connection yielded is None. Raises
+    LedgerUnreadable when `path` is not a ledger, ProjectionError when the projection cannot be
+    written."""
     root = Path(path)
     if not root.is_dir():
         raise LedgerUnreadable(f"{root}: no such ledger directory")
     if not list_segments(root):
         raise LedgerUnreadable(f"{root}: no ledger segments in this directory")
-    if not create and not exists(root):
+    pdir = _where(root, create)
+    if not create and not (pdir / DATABASE).is_file():
         raise ProjectionError(f"{root}: no projection")
-    with _locked(root, create) as pdir:
+    with _locked(pdir, create):
+        if quick and not rebuild:
+            current = up_to_date(root, pdir)
+            if current is not None:
+                yield None, current
+                return
         try:
-            con = _open(root, pdir)
+            con = _open(pdir)
         except OSError as exc:
             raise ProjectionError(f"{pdir}: cannot open the projection ({exc})") from None
         try:
-            result = _refresh_locked(root, pdir, con, rebuild)
+            result = _refresh_locked(root, pdir, con, rebuild, progress)
             yield con, result
         finally:
             con.close()
 
 
-def refresh(path: str | Path, *, create: bool = True, rebuild: bool = False) -> Refresh:
+def refresh(path: str | Path, *, create: bool = True, rebuild: bool = False, progress: Progress | None = None) -> Refresh:
     """Bring the projection up to date with the log (see the module docstring); returns what was
     done. Arguments and errors as `opened`."""
-    with opened(path, create=create, rebuild=rebuild) as (_, result):
+    with opened(path, create=create, rebuild=rebuild, progress=progress) as (_, result):
         return result
 
 
+_ORDER = {"meta": None, "segments": "segment", "problems": "ALL", "event_rows": "position",
+          "final_requests": "request", "open_requests": "request", "final_summary": "ALL", "final_seconds": "ALL"}
+
+
 def snapshot(con) -> dict[str, list[tuple]]:
-    """Every table's rows in a fixed order (what a rebuild must reproduce)."""
-    order = {"meta": "1", "events": "seq", "final_requests": "request", "open_requests": "request",
-             "final_summary": "ALL", "final_seconds": "ALL"}
+    """Every table's rows in a fixed order (what a rebuild must reproduce); the meta row without
+    when it was refreshed, and segments without their inode and mtime (a copy has others)."""
     out = {}
     for table in TABLES:
-        rows = con.execute(f"SELECT * FROM {table} ORDER BY {order[table]}").fetchall()
-        out[table] = rows
+        if table == "meta":
+            out[table] = con.execute("SELECT * EXCLUDE (refreshed_at) FROM meta").fetchall()
+        elif table == "segments":
+            out[table] = con.execute("SELECT segment, segment_file, size, first_position, lines FROM segments ORDER BY segment").fetchall()
+        elif table == "final_summary":  # rows per refresh: compare the sums
+            keys = ", ".join(schema.SUMMARY_KEYS)
+            out[table] = con.execute(f"SELECT {keys}, sum(n)::BIGINT FROM final_summary GROUP BY ALL ORDER BY ALL").fetchall()
+        else:
+            out[table] = con.execute(f"SELECT * FROM {table} ORDER BY {_ORDER[table]}").fetchall()
     return out
 
 
@@ -740,11 +1090,12 @@ def check(path: str | Path) -> list[str]:
     root = Path(path)
     with opened(root, create=False) as (con, _):
         mine = snapshot(con)
-    with tempfile.TemporaryDirectory(dir=root / DIRECTORY) as scratch:
-        pdir = Path(scratch)
-        con = _connect(pdir / DATABASE)
+        pdir = _where(root, False)
+    with tempfile.TemporaryDirectory(dir=pdir) as scratch:
+        scratch_dir = Path(scratch)
+        con = _connect(scratch_dir / DATABASE)
         try:
-            _refresh_locked(root, pdir, con, True)
+            _refresh_locked(root, scratch_dir, con, True)
             fresh = snapshot(con)
         finally:
             con.close()

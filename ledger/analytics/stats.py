@@ -7,11 +7,10 @@ Everything is derived from the `events`, `requests` and `decision_times` views, 
 are those of the history as recorded; run `verify` first to know that the history is intact and
 lawful. Units: counts are integers, durations are seconds (float), rates are fractions in [0, 1].
 
-When the ledger has a projection (DIR/projection/, ledger.analytics.projection; `countersign ledger project
-DIR` makes one), `stats` refreshes it incrementally and reads the same numbers from its tables,
-which is much faster on a large ledger; when the projection cannot cover every line (a line
-fails one of its checks, the directory is read-only), the views are used. Both give the same
-Stats.
+`stats` reads the ledger's columnar projection (DIR/projection/, ledger.analytics.projection),
+refreshed first (built on first use), which reads each line once; when the projection cannot
+cover every line (a line fails one of its checks) or cannot be written, the views over the log
+(ledger.analytics.views) are read. Both give the same Stats.
 """
 
 from __future__ import annotations
@@ -88,9 +87,10 @@ def stats(path: str | Path, now: datetime | None = None, *, projection: bool | N
     the wall clock, so that on a live ledger a request pending for 8 s shows 8 s (not its age at
     the last event, which a queue nobody touches never moves). Give `now` for a result that
     depends only on the ledger (the last event's ts, or any instant).
-    `projection`: None (the default) reads the projection when the ledger has one (refreshed
-    first) and the views otherwise; True makes the projection when there is none; False reads
-    the views only. Whenever the projection does not cover the whole ledger the views are read.
+    `projection`: None or True (the default) reads the projection (ledger.analytics.projection),
+    refreshed first and built when there is none; False reads the views over the log only.
+    Whenever the projection does not cover the whole ledger (a line failed a check) or cannot be
+    written, the views over the log are read: they tell the history as recorded.
     Raises ValueError for a naive `now`, ledger.store.log.LedgerUnreadable when `path` is not a ledger.
     """
     if now is None:
@@ -98,12 +98,9 @@ def stats(path: str | Path, now: datetime | None = None, *, projection: bool | N
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
     if projection is not False:
-        from ledger.analytics import projection as proj
-
-        if projection or proj.exists(path):
-            result = projection_stats(path, now, create=bool(projection))
-            if result is not None:
-                return result
+        result = projection_stats(path, now, create=True)
+        if result is not None:
+            return result
     return views_stats(path, now)
 
 
@@ -133,10 +130,15 @@ def projection_stats(path: str | Path, now: datetime | None = None, *, create: b
     if not create and not proj.exists(path):
         return None
     try:
-        with proj.opened(path, create=create) as (con, state):
+        with proj.opened(path, create=create, quick=True) as (con, state):
             if not state.complete:
                 return None
-            return _stats(con, now, _PROJECTION_SOURCES)
+            if con is not None:
+                return _stats(con, now, _PROJECTION_SOURCES)
+        from ledger.analytics.query import open_views
+
+        with open_views(path) as views:  # up to date: read-only
+            return _stats(views.con, now, _PROJECTION_SOURCES)
     except proj.ProjectionError:
         return None
 
