@@ -9,7 +9,9 @@ propose cost, review queue and wait (bench/gate.py; `--only gate`); and the shel
 corpus's commands against tree-sitter-bash (bench/parser.py; `--only parser`); and the approval
 service under 32 agent and 4 reviewer processes over HTTP (bench/service_load.py; `--only service`);
 and the latency `countersign mcp-proxy` adds to an allowed MCP tool call (bench/mcp_proxy.py;
-`--only mcp`, not part of the full run).
+`--only mcp`, not part of the full run); and three questions about a ledger's history and `ledger
+stats`, countersign side by side with DuckDB on the raw JSONL and on a native table, warm, cold and
+after 10,000 new events (bench/analytics.py; `--only analytics`).
 
     python -m bench                       # the full run (about 5 minutes), results in bench/results/
     python -m bench --quick               # 100 and 1,000 rules, fewer rounds (about a minute)
@@ -21,6 +23,7 @@ and the latency `countersign mcp-proxy` adds to an allowed MCP tool call (bench/
     python -m bench --only parser         # the shell parser on the corpus's commands, ours and tree-sitter-bash
     python -m bench --only service        # countersign serve: 32 (then 8) agent processes + 4 reviewers, 60 s each
     python -m bench --only mcp            # an MCP tool call direct and through countersign mcp-proxy, 200 each
+    python -m bench --only analytics      # ledger query and stats at 1,000,000 events against DuckDB (--events N)
 
 Skips with a message (exit 0) when the shared corpus is absent; runs without the Cedar side (and
 says so) when cedarpy is not installed (`pip install -e '.[bench]'`).
@@ -68,12 +71,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="100 and 1,000 rules, 5 rounds, 2 s of Cedar")
     ap.add_argument("--label", default="run", help="name of the results file: bench/results/<date>-<label>.json")
     ap.add_argument("--no-write", action="store_true", help="print only")
-    ap.add_argument("--only", choices=("all", "policy", "ledger", "real", "worst", "hooks", "gate", "parser", "service", "mcp"), default="all",
+    ap.add_argument("--only", choices=("all", "policy", "ledger", "real", "worst", "hooks", "gate", "parser", "service", "mcp",
+                                            "analytics"), default="all",
                     help="the policy language's benchmarks, the ledger's (issue 4: append, verify, stats), "
                     "the sample policies on the real corpus calls (issue 9), the worst cases of every matcher "
                     "(issue 9; not part of all), the hook-shaped Gate benchmark and the shared Gate's "
                     "(issue 10), the shell parser on the corpus's commands against tree-sitter-bash "
-                    "(not part of all), or all")
+                    "(not part of all), the ledger's analytics against DuckDB (issue 13), or all")
     ap.add_argument("--search-seconds", type=float, default=None,
                     help="--only worst: seconds of random search, all matchers together (default 60)")
     ap.add_argument("--ledger", action="store_const", const="ledger", dest="only", help="same as --only ledger")
@@ -88,6 +92,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--service-seconds", type=float, default=None,
                     help="--only service: seconds of load per run (default 60, or $COUNTERSIGN_BENCH_SERVICE_SECONDS)")
     ap.add_argument("--service-clients", default="32,8", help="--only service: agent processes per run, comma-separated")
+    ap.add_argument("--events", type=int, default=None,
+                    help="--only analytics: events in the ledger (default 1,000,000; 100,000 with --quick)")
+    ap.add_argument("--analytics-parts", default="baselines,warm,cold,refresh",
+                    help="--only analytics: which parts, comma-separated: baselines (DuckDB on the raw JSONL and "
+                    "on a native table), warm (in process), cold (the CLI, new processes), refresh (after 10,000 "
+                    "new events)")
+    ap.add_argument("--analytics-repeats", type=int, default=None,
+                    help="--only analytics: timed warm calls after the first (default 5)")
     opts = ap.parse_args(argv)
     if opts.only == "mcp":  # not part of all: `countersign mcp-proxy`'s added latency (bench/mcp_proxy.py)
         from bench import mcp_proxy
@@ -113,6 +125,14 @@ def main(argv: list[str] | None = None) -> int:
         status = hooks.main(ints(opts.hooks_sizes), ints(opts.hooks_calls), opts.label, not opts.no_write,
                             tuple(p.strip() for p in opts.hooks_parts.split(",") if p.strip()))
         if opts.only == "hooks" or status:
+            return status
+    if opts.only in ("all", "analytics"):
+        from bench import analytics
+
+        status = analytics.main(opts.label, not opts.no_write, opts.events or (100_000 if opts.quick else None),
+                                tuple(p.strip() for p in opts.analytics_parts.split(",") if p.strip()),
+                                opts.analytics_repeats)
+        if opts.only == "analytics" or status:
             return status
     if opts.only in ("all", "ledger"):
         from bench import ledger_run

@@ -55,11 +55,14 @@ def _log(message: str) -> None:
 
 
 def _linked_copy(source: Path, target: Path) -> Path:
-    """The ledger's segments hard-linked into `target` (a Gate writes its snapshot beside them)."""
+    """The ledger's segments hard-linked into `target` (a Gate writes its snapshot beside them),
+    but the last one copied: appending to a hard link would append to the cached ledger itself."""
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
-    for segment in sorted(source.glob("events-*.jsonl")):
+    segments = sorted(source.glob("events-*.jsonl"))
+    for segment in segments[:-1]:
         os.link(segment, target / segment.name)
+    shutil.copyfile(segments[-1], target / segments[-1].name)
     return target
 
 

@@ -20,7 +20,9 @@ which the verify benchmark checks on every run.
 
 `events(n)` yields the same workload as (Event, data bytes) for `Ledger.append_batch` and the
 other appenders. `cached(n)` returns a ledger of `n` events under the benchmark's work directory
-(`COUNTERSIGN_BENCH_DIR`, default ~/.cache/countersign-bench), generating it once.
+(`COUNTERSIGN_BENCH_DIR`, default ~/.cache/countersign-bench), generating it once (and again when
+its segments no longer have the size they were written with). A benchmark that appends must do
+so to a copy whose last segment is copied, not hard-linked.
 """
 
 from __future__ import annotations
@@ -261,6 +263,13 @@ def workdir() -> Path:
     return base
 
 
+def _intact(path: Path, info: dict) -> bool:
+    """Whether the segments at `path` still have the number and total size `write_ledger` gave
+    (a cheap check: a benchmark that appended to a hard link of the last segment changed both)."""
+    segments = sorted(path.glob("events-*.jsonl"))
+    return len(segments) == info.get("segments") and sum(s.stat().st_size for s in segments) == info.get("bytes")
+
+
 def cached(n: int, seed: int = 1, log=print) -> tuple[Path, dict]:
     """A ledger of `n` events in the work directory, generated on first use (a file DONE marks a
     complete one). Returns its path and what `write_ledger` returned (with the seconds it took
@@ -268,7 +277,11 @@ def cached(n: int, seed: int = 1, log=print) -> tuple[Path, dict]:
     path = workdir() / f"ledger-{n}-s{seed}-v{VERSION}"
     done = path / "DONE.json"
     if done.is_file():
-        return path, msgspec.json.decode(done.read_bytes())
+        info = msgspec.json.decode(done.read_bytes())
+        if _intact(path, info):
+            return path, info
+        log(f"bench: the cached ledger {path} is not the one generated (its segments changed: appended to "
+            "through a hard link?); generating it again")
     shutil.rmtree(path, ignore_errors=True)
     log(f"bench: generating a ledger of {n:,} events in {path} (once; reused later)")
     started = time.perf_counter()

@@ -29,7 +29,7 @@ from bench.timing import ROOT
 
 def _copy_for_appending(source: Path, target: Path) -> None:
     """A ledger beside `source` sharing its segments (hard links) but the last (copied), so that
-    appending to it leaves the cached ledger as it is; the projection copied too."""
+    appending to it leaves the cached ledger as it is; the projection copied too, when there is one."""
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
     from ledger.store.log import list_segments
@@ -38,7 +38,8 @@ def _copy_for_appending(source: Path, target: Path) -> None:
     for segment in segments[:-1]:
         os.link(segment, target / segment.name)
     shutil.copyfile(segments[-1], target / segments[-1].name)
-    shutil.copytree(source / "projection", target / "projection")
+    if (source / "projection").is_dir():
+        shutil.copytree(source / "projection", target / "projection")
 
 
 def _append_lawful(path: Path, n: int) -> None:

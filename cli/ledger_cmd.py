@@ -471,3 +471,139 @@ def redact(
         say(f"{directory}: redacted {done.path} of seq {done.target} (recorded at seq {done.seq}; value digest {done.value_digest})")
     else:
         say(f"{directory}: {done.path} of seq {done.target} was already redacted (seq {done.seq})")
+
+
+def _moment(text: Optional[str], option: str):
+    """An ISO 8601 date or date-time given on the command line, as an aware datetime (UTC when
+    it names no offset); exit 2 for anything else."""
+    if text is None:
+        return None
+    from datetime import datetime, timezone
+
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        fail(f"{option} must be a date or a date and time (ISO 8601: 2026-12-01 or 2026-12-01T09:30:00Z), not {text!r}")
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment
+
+
+def _integrity(directory: str):
+    """What verify says of the ledger now, for the report's header (and a warning, as `query`
+    and `stats` give one, when it does not verify)."""
+    from ledger.analytics.report import Integrity
+    from ledger.proof.verify import verify as run_verify
+
+    checked = run_verify(directory)
+    p = checked.problem
+    if p is None and checked.unreadable is None:
+        return Integrity(ok=True, problem=None)
+    problem = checked.unreadable or f"{'seq ' + str(p.seq) if p.seq is not None else 'the head'}: {p.kind}: {p.message}"
+    say(f"warning: {directory} does not verify ({problem}); the report describes the history as recorded", err=True)
+    return Integrity(ok=False, problem=problem)
+
+
+@app.command()
+def report(
+    directory: str = typer.Argument(..., help="The ledger directory."),
+    out: Optional[str] = typer.Option(None, "--out", help="Write the report as one self-contained HTML page to this file."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report's numbers as JSON (keys below)."),
+    rubber_stamp: float = typer.Option(
+        10.0, "--rubber-stamp", min=0, metavar="SECONDS",
+        help="An approval given in less than this many seconds after its arguments were shown is a rubber stamp."),
+    since: Optional[str] = typer.Option(None, "--since", help="Count from this time on (ISO 8601; UTC unless it says; default: the first event)."),
+    until: Optional[str] = typer.Option(None, "--until", help="Count up to this time, excluded (default: up to the last event, included)."),
+) -> None:
+    """The approval-fatigue report: queue size over time, time to decision
+    by tool and by reviewer (p50, p90), rubber-stamp approvals, edit and
+    reject rates over time (drift), load per reviewer, the rules that raise
+    the most asks and how often those end approved unchanged (allow-rule
+    candidates), and expiries.
+
+    --out writes one HTML page that needs no network (inline SVG charts, no
+    script); --json prints the same numbers. Only ids, tools, rules,
+    reviewers, counts and times appear, never a tool's arguments.
+    Definitions: docs/report.md.
+
+    JSON keys (stable; times UTC, durations seconds, shares 0..1 or null):
+    generated_at, rubber_stamp_seconds;
+    coverage {events, first_seq, last_seq, first_at, last_at, head};
+    window {since, until, events, bucket, bucket_seconds};
+    totals {requests, asks, ask_share, decided, approved,
+    approved_unchanged, edited, rejected, responded, expired, cancelled,
+    approvals, rubber_stamps, edit_share, reject_share, p50_seconds,
+    p90_seconds};
+    queue {waiting, oldest_seconds, peak, peak_at};
+    buckets [{start, asks, decided, approved, edited, rejected, responded,
+    expired, approvals, rubber_stamps, queue_max, queue_end, edit_share,
+    reject_share}];
+    rates {bucket, bucket_seconds, buckets [{start, decided, edited,
+    rejected, edit_share, reject_share}]};
+    by_tool, by_approver [{key, decisions, p50_seconds, p90_seconds}];
+    rubber_stamps {threshold_seconds, approvals, rubber_stamps, share,
+    histogram [{from_seconds, to_seconds, approvals, rubber_stamp}],
+    by_approver [{approver, approvals, rubber_stamps, share}],
+    recent [{request, tool, approver, seconds, at}]};
+    load [{approver, actions, approve, edit, reject, respond, requests,
+    rubber_stamps, share}];
+    rules [{policy, rule, asks, ended, approved_unchanged, approved_edited,
+    rejected, responded, expired, cancelled, pending, unchanged_share,
+    candidate}];
+    expiries {expired, ended, share, by_tool [{tool, expired}]};
+    verify {ok, problem}.
+
+    Example: countersign ledger report build/demo-ledger --out report.html
+    """
+    import os
+    from datetime import datetime, timezone
+    from pathlib import Path
+
+    import msgspec
+
+    if out is None and not as_json:
+        fail("say where the page goes (--out report.html), or ask for the numbers (--json)")
+    start, end = _moment(since, "--since"), _moment(until, "--until")
+    if start is not None and end is not None and end <= start:
+        fail("--until must be later than --since")
+    target = None
+    if out is not None:
+        target = Path(out)
+        try:
+            inside = target.resolve().parent.is_relative_to(Path(directory).resolve())
+        except OSError as exc:
+            fail(f"{out}: {exc.strerror or exc}")
+        if inside:
+            fail(f"{out} is inside the ledger directory {directory}: write the report elsewhere")
+        if target.is_dir():
+            fail(f"{out} is a directory: name the file to write")
+    from ledger.analytics.report import report as make_report
+
+    try:
+        from ledger.analytics.query import open_views
+
+        with open_views(directory, progress=_progress()) as views:
+            _coverage_warning(directory, views.coverage)
+            numbers = make_report(views.con, now=datetime.now(timezone.utc), rubber_stamp_seconds=rubber_stamp,
+                                  since=start, until=end)
+    except ValueError as exc:  # a window with no time in it
+        fail(str(exc))
+    except Exception as exc:
+        _fail_on_query_error(exc)
+        raise
+    numbers = msgspec.structs.replace(numbers, verify=_integrity(directory))
+    if target is not None:
+        from ledger.analytics.report_page import render
+
+        page = render(numbers, ledger_name=directory).encode()
+        temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        try:
+            temporary.write_bytes(page)
+            os.replace(temporary, target)
+        except OSError as exc:
+            temporary.unlink(missing_ok=True)
+            fail(f"cannot write {out}: {exc.strerror or exc}")
+    if as_json:
+        echo_json(numbers)
+    else:
+        c = numbers.coverage
+        say(f"{out}: report of {_count(c.events, 'event')} (seq {c.first_seq} to {c.last_seq}), "
+            f"{len(page) / 1024:,.0f} KB; head {c.head}")

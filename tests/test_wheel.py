@@ -19,6 +19,15 @@ from native_support import EXT_SUFFIX, source_sha256, why_not_buildable
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _without_pythonpath():
+    """The commands below run the installed wheel: a PYTHONPATH naming a checkout (as tests in a
+    git worktree are run, its subprocesses needing that checkout) would come before it."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("PYTHONPATH", raising=False)
+        yield
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     """The wheel, built without network, and the python of a fresh venv it is installed in."""
@@ -91,3 +100,22 @@ def test_the_wheel_ships_the_compiled_verifier_where_it_can_be_built(installed):
     # The build of the source the wheel ships beside it (or, without it, the checkout's).
     source = archive.read("ledger/_native.c") if "ledger/_native.c" in archive.namelist() else None
     assert digest == source_sha256(source)
+
+
+@pytest.mark.slow
+def test_an_installed_wheel_writes_the_report_page(installed, tmp_path):
+    """`ledger report` finds its template inside the installed package (core dependencies only)."""
+    wheel, venv, purelib, elsewhere = installed
+    assert "ledger/analytics/templates/report.html" in zipfile.ZipFile(wheel).namelist()
+    countersign = str(venv / "bin" / "countersign")
+    ledger = tmp_path / "ledger"
+    simulated = subprocess.run(
+        [countersign, "simulate", "--policy", str(ROOT / "samples/retail.policy"), "--calls",
+         str(ROOT / "samples/demo-calls.jsonl"), "--reviewer", str(ROOT / "samples/demo-reviewer.json"),
+         "--ledger", str(ledger)], cwd=elsewhere, capture_output=True, text=True)
+    assert simulated.returncode == 0, simulated.stderr
+    page = tmp_path / "report.html"
+    result = subprocess.run([countersign, "ledger", "report", str(ledger), "--out", str(page)], cwd=elsewhere,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert page.read_text().count("<svg") == 9

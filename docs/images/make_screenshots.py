@@ -210,6 +210,11 @@ class Demo:
     def reject(self, request: int, who: str, reason: str) -> None:
         self.gate.reject(request, approver=who, reason=reason, digest=self.gate.get(request).digest, signing=self.signing)
 
+    def edit_odds(self, t: float) -> float:
+        """The odds that a desk reviewer edits an ask proposed at `t` (seconds since the start);
+        the report's screenshot (make_report_screenshot.py) raises them over time, as drift."""
+        return 0.12
+
     def desk_review(self, rejection: str, edit: tuple[dict, str] | None = None):
         """A desk ask (one from desk, 30 minutes): approved mostly, sometimes edited, rejected or left to expire."""
         def review(t: float, request: int, agent: str) -> None:
@@ -220,7 +225,7 @@ class Demo:
                 return  # nobody looked in time: the deadline rejects it
             if roll < 0.22:
                 self.at(later + MINUTE, lambda: self.reject(request, who if who != "desk-1" else "desk-2", rejection))
-            elif edit is not None and roll < 0.34:
+            elif edit is not None and roll < 0.22 + self.edit_odds(t):
                 self.at(later + 2 * MINUTE, lambda: self.edit(request, who, *edit))
                 self.execute_later(later + 2 * MINUTE, request, agent)
             else:
