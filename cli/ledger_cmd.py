@@ -4,7 +4,8 @@ from typing import List, Optional
 
 import typer
 
-from cli.output import count as _count, EXIT_USAGE, echo_json, fail, say, table, verified_before, visible
+from cli.output import (count as _count, EXIT_USAGE, chosen_format, echo_json, emit, fail, format_option, interrupted, is_interrupt,
+                        json_text, plain, say, verified_before, visible)
 
 app = typer.Typer(no_args_is_help=True, help="Verify, query and summarize ledgers.")
 
@@ -153,6 +154,9 @@ def _integrity_warning(directory: str) -> None:
 def _fail_on_query_error(exc: Exception) -> None:
     import duckdb
 
+    if is_interrupt(exc):  # Ctrl-C inside DuckDB, which stops the query and raises: nothing was written
+        interrupted("the query stopped; nothing was written")
+
     from ledger.store.log import LedgerUnreadable
     from ledger.analytics.views import QueryRefused
 
@@ -178,7 +182,8 @@ def _report_dict(report) -> dict:
 def query(
     directory: str = typer.Argument(..., help="The ledger directory."),
     sql: str = typer.Argument(..., help="One SQL statement over the views (events, requests, pending, ...)."),
-    fmt: str = typer.Option("table", "--format", help="table, csv or json."),
+    fmt: str = format_option(),
+    as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON (--format json)."),
     log: bool = typer.Option(False, "--log", help="Read the log itself (every line parsed in SQL, the history as "
                              "recorded, lawful or not) instead of the projection: slow on a large ledger."),
 ) -> None:
@@ -191,10 +196,13 @@ def query(
     log on the first query and brought up to date at every later one. Its rows cover the lines it
     verified: a warning says when a line stopped it.
 
+    json and jsonl write a JSON column (args, context, data) as its JSON value, a list as an
+    array, a struct as an object, a time in UTC as 2026-01-05T09:00:20.000000Z; csv writes a list,
+    struct or JSON cell as compact JSON text.
+
     Example: countersign ledger query build/demo-ledger "select tool, status from requests"
     """
-    if fmt not in ("table", "csv", "json"):
-        fail(f"--format must be table, csv or json, not {fmt!r}")
+    fmt = chosen_format(fmt, as_json)
     from ledger.analytics.query import run
 
     try:
@@ -204,18 +212,7 @@ def query(
         raise
     if not log:
         _coverage_warning(directory, answer.coverage)
-    columns, rows = answer.columns, answer.rows
-    if fmt == "json":
-        echo_json([dict(zip(columns, row)) for row in rows])
-    elif fmt == "csv":
-        import csv
-        import sys
-
-        writer = csv.writer(sys.stdout)
-        writer.writerow(columns)
-        writer.writerows(rows)
-    else:
-        table(columns, rows)
+    emit(answer.columns, answer.rows, fmt, answer.types)
 
 
 def _progress():
@@ -263,45 +260,123 @@ def _coverage_warning(directory: str, coverage) -> None:
     if coverage.torn_bytes:
         say(
             f"note: {directory}: the last segment ends with {coverage.torn_bytes:,} bytes after its last line feed: an "
-            "unfinished write, or a cut that only a checkpoint or an expected head (ledger verify --head/--checkpoint) "
+            "unfinished write, or a cut that only a checkpoint or an expected head (ledger verify --expect-head/--checkpoint) "
             "tells apart; they are not in the views",
             err=True,
         )
 
 
-@app.command()
-def stats(
-    directory: str = typer.Argument(..., help="The ledger directory."),
-    as_json: bool = typer.Option(False, "--json", help="Print the statistics as JSON."),
-) -> None:
-    """The queue now, decisions by kind, time to decision (p50, p90) and the edit rate.
-
-    Example: countersign ledger stats build/demo-ledger
-    """
-    from ledger.analytics.query import coverage as projection_coverage
-    from ledger.analytics.stats import stats as run_stats
+def _coverage(directory: str):
+    """The projection brought up to date (built when there is none, a progress bar on a
+    terminal): the Coverage of its rows (ledger.analytics.query.coverage), None when no
+    projection can be written."""
     from ledger.analytics.projection import ProjectionError
+    from ledger.analytics.query import coverage as projection_coverage
 
     try:
-        try:
-            covered = projection_coverage(directory, progress=_progress())
-        except ProjectionError:
-            covered = None
-        result = run_stats(directory)
-    except Exception as exc:
-        _fail_on_query_error(exc)
-        raise
+        return projection_coverage(directory, progress=_progress())
+    except ProjectionError:
+        return None
+
+
+def _history_warning(directory: str, covered) -> None:
+    """Numbers from a ledger whose lines do not all verify describe a history that may not be
+    true: say so, from the projection's coverage (a full verify when there is none)."""
     if covered is None:
         _integrity_warning(directory)
     elif covered.problem is not None:
         say(f"warning: {directory} does not verify (seq {covered.problem_seq}: {covered.problem}); "
             "these results describe the history as recorded", err=True)
-    if as_json:
+
+
+@app.command()
+def stats(
+    directory: str = typer.Argument(..., help="The ledger directory."),
+    fmt: str = format_option(what="; csv: the by-tool table; jsonl: the json on one line"),
+    as_json: bool = typer.Option(False, "--json", help="Print the statistics as JSON (--format json)."),
+) -> None:
+    """The queue now, decisions by kind, time to decision (p50, p90) and the edit rate, then
+    the counts by tool.
+
+    The oldest pending request's wait is measured from now (the wall clock; from the last event
+    if that is later). The by-tool table fits the terminal's width (COLUMNS), in two tables when
+    one does not fit. json (and jsonl, on one line) is the whole ledger.analytics.stats.Stats;
+    csv the by-tool counts, one row a tool.
+
+    Example: countersign ledger stats build/demo-ledger
+    """
+    fmt = chosen_format(fmt, as_json)
+    from ledger.analytics.stats import stats as run_stats
+
+    try:
+        covered = _coverage(directory)
+        result = run_stats(directory)
+    except Exception as exc:
+        _fail_on_query_error(exc)
+        raise
+    _history_warning(directory, covered)
+    if fmt == "json":
         echo_json(result)
         return
-    from cli.render_stats import render
+    if fmt == "jsonl":
+        typer.echo(json_text(plain(result)))
+        return
+    from cli.render_stats import COUNTS, render
 
+    if fmt == "csv":
+        tools = sorted(result.by_tool.items(), key=lambda kv: (-kv[1].requests, kv[0]))
+        emit(["tool", *COUNTS], [[tool, *(getattr(t, c) for c in COUNTS)] for tool, t in tools], "csv")
+        return
     render(result)
+
+
+@app.command()
+def export(
+    directory: str = typer.Argument(..., help="The ledger directory."),
+    out: str = typer.Option(..., "--out", help="The directory to write into (created if missing): one file a view."),
+    fmt: str = typer.Option("parquet", "--format", metavar="parquet|csv|jsonl",
+                            help="parquet (keeps every type), csv (lists and JSON as JSON text) or jsonl (JSON values)."),
+    views: List[str] = typer.Option([], "--view", metavar="NAME", help="A view to export (repeatable; default: every "
+                                    "view but ledger_lines and torn_tail)."),
+    force: bool = typer.Option(False, "--force", help="Replace files that exist (otherwise nothing is written)."),
+    as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON: [{view, path, rows}]."),
+) -> None:
+    """Write the ledger's views to OUT/<view>.parquet (or .csv, .jsonl) for notebooks, BI tools
+    and DuckDB itself.
+
+    Parquet keeps the columns' types (times as TIMESTAMPTZ in UTC, JSON as JSON, lists and
+    structs nested); csv writes a list, struct or JSON cell as compact JSON text; jsonl JSON
+    values; csv and jsonl write times as 2026-01-05T09:00:20.000000Z. The rows are those `ledger
+    query "select * from VIEW"` prints. A file is written under a temporary name and renamed
+    once whole; files that exist are refused unless --force.
+
+    Example: countersign ledger export build/demo-ledger --out build/demo-export
+    """
+    from ledger.analytics.export import FORMATS, ExportError
+    from ledger.analytics.export import export as run_export
+
+    if fmt not in FORMATS:
+        fail(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    written: list = []
+    try:
+        covered = _coverage(directory)
+        run_export(directory, out, fmt, views or None, force=force, written=written.append)
+    except ExportError as exc:
+        fail(str(exc))
+    except (KeyboardInterrupt, Exception) as exc:
+        if is_interrupt(exc):
+            whole = ", ".join(str(w.path) for w in written) or "none"
+            interrupted(f"the export stopped after {_count(len(written), 'file')} written whole ({whole}); the file in "
+                        "progress was removed. Run the same command " + ("with --force to write every file anew" if written
+                                                                         else "again"))
+        _fail_on_query_error(exc)
+        raise
+    _history_warning(directory, covered)
+    if as_json:
+        echo_json([{"view": w.view, "path": str(w.path), "rows": w.rows} for w in written])
+        return
+    for w in written:
+        say(f"{w.path}: {_count(w.rows, 'row')} of {w.view}")
 
 
 @app.command()
@@ -332,6 +407,11 @@ def project(
         fail(str(exc))
     except OSError as exc:  # the directory or a file of it cannot be read or written
         fail(f"{directory}: {exc.strerror or exc}")
+    except (KeyboardInterrupt, Exception) as exc:
+        if not is_interrupt(exc):
+            raise
+        interrupted(f"the projection of {directory} was not brought up to date; it is derived data, never the ledger: "
+                    f"`countersign ledger project {directory}` again goes on from what it holds, or rebuilds it")
     if as_json:
         import msgspec
 

@@ -2,6 +2,7 @@
 
 import typer
 
+from cli.output import EXIT_INTERRUPTED, interrupt_reported
 from cli import checkpoint_cmd, hook_cmd, import_cmd, ledger_cmd, mcp_cmd, policy_cmd, review_cmd, roster_cmd, serve_cmd, simulate_cmd
 
 app = typer.Typer(
@@ -53,7 +54,25 @@ def main() -> None:
     # reporting a write error.
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    app()
+    # Ctrl-C: Typer turns the KeyboardInterrupt into exit code 130 without a word. A command
+    # that writes for long says what it wrote and how to go on (cli.output.interrupted); for the
+    # others, one line, and no traceback from the interpreter's exit.
+    try:
+        app()
+    except KeyboardInterrupt:  # outside Typer's own handling (its parsing of the command line)
+        _interrupted_quietly()
+    except SystemExit as exc:
+        if exc.code == EXIT_INTERRUPTED and not interrupt_reported():
+            _interrupted_quietly()
+        raise
+
+
+def _interrupted_quietly() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    typer.echo("interrupted (Ctrl-C)", err=True)
+    raise SystemExit(EXIT_INTERRUPTED)
 
 
 if __name__ == "__main__":

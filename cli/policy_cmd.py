@@ -95,10 +95,19 @@ def eval_(
     tool: str = typer.Option(..., "--tool", help="The tool's name."),
     args: str = typer.Option("{}", "--args", help="The arguments, a JSON object."),
     context: Optional[str] = typer.Option(None, "--context", help="The caller's context, a JSON object (cwd, run_id, ...)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the decision as JSON."),
+    as_json: bool = typer.Option(False, "--json", help="Print the decision as one JSON object, with the same keys "
+                                 "whatever the decision (listed below; null or empty when they do not apply)."),
     roster: Optional[str] = _ROSTER,
 ) -> None:
     """Decide one call: the effect, every rule that matched with its line, and why.
+
+    With --json, one object with always these keys: effect (allow, deny or ask), by_default (no
+    rule counted: the policy's default applied), policy, policy_digest, reasons (list of text),
+    deciding (the ids of the rules that decided; empty for the default), outcomes (every rule
+    that counted or could not be evaluated, in file order, each with rule, line, effect, counted,
+    error, reason, condition), requirements (null unless ask: quorums, each with count, approvers
+    and group; decisions, timeout_seconds, on_timeout, timeout_message, remember: null or with
+    scope and seconds).
 
     Example: countersign policy eval samples/retail.policy --tool cancel_pending_order
     --args '{"order_id": "#W1", "reason": "ordered by mistake"}'
@@ -115,7 +124,7 @@ def eval_(
     policy = load_policy(file, roster)
     decision = policy.evaluate(tool, arguments, ctx)
     if as_json:
-        echo_json(decision)
+        echo_json(decision_json(decision))
         return
     typer.echo(f"policy {policy.name!r} (sha256 {policy.digest[:16]}…), tool {tool}")
     for line in decision.explain():
@@ -126,6 +135,31 @@ def eval_(
         names = ", ".join(f"line {r.line} [{r.rule_id}] {r.effect}" for r in missed[:6]) + (", ..." if len(missed) > 6 else "")
         say(f"  covered by {len(missed)} rule{'s' if len(missed) != 1 else ''} whose condition did not hold: {names} "
             "(policy explain shows why)")
+
+
+def decision_json(decision) -> dict:
+    """A dsl.Decision as `policy eval --json` prints it: every key always present (the Decision
+    Struct leaves out its defaults, so its own encoding has fewer keys for some decisions)."""
+    r = decision.requirements
+    return {
+        "effect": decision.effect,
+        "by_default": decision.by_default,
+        "policy": decision.policy,
+        "policy_digest": decision.policy_digest,
+        "reasons": list(decision.reasons),
+        "deciding": list(decision.deciding),
+        "outcomes": [{"rule": o.rule, "line": o.line, "effect": o.effect, "counted": o.counted, "error": o.error,
+                      "reason": o.reason, "condition": o.condition} for o in decision.outcomes],
+        "requirements": None if r is None else {
+            "quorums": [{"count": q.count, "approvers": None if q.approvers is None else list(q.approvers), "group": q.group}
+                        for q in r.quorums],
+            "decisions": list(r.decisions),
+            "timeout_seconds": r.timeout_seconds,
+            "on_timeout": r.on_timeout,
+            "timeout_message": r.timeout_message,
+            "remember": None if r.rememberable is None else {"scope": r.rememberable.scope, "seconds": r.rememberable.seconds},
+        },
+    }
 
 
 # --- explain, test, fmt (tooling for policy authors) ------------------------------------------

@@ -14,13 +14,16 @@ from typing import Any, List, Optional
 
 import typer
 
-from cli.output import EXIT_FAIL, EXIT_USAGE, columns, echo_json, fail, say
+from cli.output import EXIT_FAIL, EXIT_USAGE, chosen_format, columns, echo_json, emit, fail, format_option, say
 
 app = typer.Typer(no_args_is_help=True, help="List, inspect and answer the requests waiting for a person.")
 
 LEDGER_ENV = "COUNTERSIGN_LEDGER"
 EXIT_WAITING = 3  # `review wait`: the timeout passed and the request still waits
 TABLE_ROWS = 50  # `review list` shows the oldest this many unless told otherwise: a queue is read from its head
+# The fields of a queue row (ledger.workflow.describe.brief): the header of `list --format csv`.
+BRIEF_FIELDS = ("request", "tool", "run", "proposer", "call_id", "status", "effect", "args_digest", "reasons", "rules",
+                "proposed_at", "deadline", "quorum", "decisions", "args")
 MAY_RUN = frozenset({"allowed", "approved", "executing", "executed"})
 
 _LEDGER = typer.Option(None, "--ledger", "-l", envvar=LEDGER_ENV, help=f"The ledger directory (or ${LEDGER_ENV}).")
@@ -122,21 +125,26 @@ def list_requests(
     tool: Optional[str] = typer.Option(None, "--tool", help="Only requests for this tool."),
     run: Optional[str] = typer.Option(None, "--run", help="Only requests of this run."),
     limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1,
-                                        help="At most this many, oldest first (default: 50 in the table, all with --json or -q)."),
+                                        help="At most this many, oldest first (default: 50 in the table, all in the other formats or with -q)."),
     show_all: bool = typer.Option(False, "--all", help="Every waiting request in the table."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the ids, one a line (for scripts)."),
+    fmt: str = format_option(what="; csv, json and jsonl write every field of each request"),
     as_json: bool = _JSON,
 ) -> None:
     """The pending requests, oldest first: id, tool, arguments in brief, quorum progress, time left.
 
     Catches up with the ledger first and expires what is due (silence rejects). A request's id is
-    the seq of the event that proposed it.
+    the seq of the event that proposed it. csv, json and jsonl write one record a request:
+    request, tool, run, proposer, call_id, status, effect, args_digest, reasons, rules,
+    proposed_at, deadline, quorum, decisions, args (csv: lists and objects as compact JSON).
 
     Example: countersign review list --ledger build/ledger
     """
     from ledger.workflow import describe
 
-    if limit is None and not (show_all or quiet or as_json):
+    fmt = chosen_format(fmt, as_json)
+    as_json = fmt in ("json", "jsonl")  # then an error is a JSON object on stdout too
+    if limit is None and not (show_all or quiet or fmt != "table"):
         limit = TABLE_ROWS
     with _open(ledger, as_json=as_json) as gate:
         rows = gate.pending(limit=limit, tool=tool, run=run)
@@ -146,8 +154,10 @@ def list_requests(
         for s in rows:
             typer.echo(str(s.request))
         return
-    if as_json:
-        echo_json([describe.brief(None, s, args=arguments.get(s.request)) for s in rows])
+    if fmt != "table":
+        briefs = [describe.brief(None, s, args=arguments.get(s.request)) for s in rows]
+        names = list(briefs[0]) if briefs else list(BRIEF_FIELDS)
+        emit(names, [[b[k] for k in names] for b in briefs], fmt)
         return
     if not rows:
         say("no requests are waiting for a decision")

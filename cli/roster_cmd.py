@@ -2,7 +2,7 @@
 
 import typer
 
-from cli.output import EXIT_FAIL, EXIT_USAGE, echo_json, fail, say
+from cli.output import EXIT_FAIL, EXIT_USAGE, chosen_format, echo_json, emit, fail, format_option, say
 
 app = typer.Typer(no_args_is_help=True, help="Make tokens for, and check, a roster of principals (TOML).")
 
@@ -73,16 +73,21 @@ def add(
 @app.command()
 def check(
     roster: str = typer.Argument(..., help="The roster file (TOML)."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    fmt: str = format_option(what="; csv and jsonl write one principal a row"),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON: {ok, digest, principals} (--format json)."),
 ) -> None:
     """Check a roster file and print its principals and its digest (what the ledger records).
 
-    Exit 0: a valid roster. Exit 1: not a valid roster (the message says where).
+    Exit 0: a valid roster. Exit 1: not a valid roster (the message says where). csv and jsonl
+    write one principal a row (name, kind, groups, keys, token_sha256; csv: lists as compact
+    JSON), json one object {ok, digest, principals}; an invalid roster is {ok: false, error}.
 
     Example: countersign roster check roster.toml
     """
     from ledger.proof.roster import RosterError, load_roster
 
+    fmt = chosen_format(fmt, as_json)
+    as_json = fmt in ("json", "jsonl")
     try:
         loaded = load_roster(roster)
     except RosterError as exc:
@@ -91,8 +96,12 @@ def check(
             raise typer.Exit(EXIT_FAIL)
         fail(str(exc), EXIT_FAIL)
     principals = sorted(loaded.principals.values(), key=lambda p: p.name)
-    if as_json:
+    if fmt == "json":
         echo_json({"ok": True, "digest": loaded.digest, "principals": [p.canonical() for p in principals]})
+        return
+    if fmt != "table":
+        fields = ("name", "kind", "groups", "keys", "token_sha256")
+        emit(list(fields), [[p.canonical().get(f) for f in fields] for p in principals], fmt)
         return
     say(f"{roster}: a valid roster of {len(principals)} principal{'s' if len(principals) != 1 else ''}, digest {loaded.digest}")
     for p in principals:

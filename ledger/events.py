@@ -273,8 +273,10 @@ class Executed(Event, tag="executed", kw_only=True, frozen=True):
 
 
 class Recovered(Event, tag="recovered", kw_only=True, frozen=True):
-    """A writer found a torn last line (a crash mid-write) and moved it aside. The fragment was
-    never acknowledged; its size and SHA-256 are kept here, the bytes in `quarantine`."""
+    """A writer found a torn last line and moved it aside: a write that stopped part way (a crash;
+    never acknowledged), or what is left of a line where the ledger was cut, which only a
+    checkpoint or an expected head tells apart. Its size and SHA-256 are kept here, the bytes in
+    `quarantine`."""
 
     segment: str
     offset: Annotated[int, msgspec.Meta(ge=0)]

@@ -248,9 +248,9 @@ def test_recovered_event_after_torn_tail_verifies_with_both(ledgers, tmp_path):
     led = copy_ledger(ledgers["coding"][0], tmp_path / "l")
     with open(led / SEG, "ab") as f:
         f.write(b'{"body":{"kind":"prop')
-    calls = jsonl(tmp_path / "more.jsonl", CODING_CALLS[:2])
+    calls = jsonl(tmp_path / "more.jsonl", CODING_CALLS[:2])  # the ledger holds these two calls: --again
     subprocess.run(simulate_cmd("coding-agent.policy", calls, led, None, "--start",
-                                "2026-02-01T00:00:00Z"), check=True, capture_output=True)
+                                "2026-02-01T00:00:00Z", "--again"), check=True, capture_output=True)
     assert b'"kind":"recovered"' in (led / SEG).read_bytes()
     ok, count, head, bad, code, _ = cli_verify(led)
     assert (ok, code) == (True, 0) and mine(led) == (True, count, head, None)

@@ -30,7 +30,7 @@ from ledger.workflow.gate import Gate
 from ledger.store.lines import compose, split
 from ledger.proof.redact import redact
 from ledger.store.log import Ledger, LedgerReader, LedgerUnreadable
-from ledger.analytics.stats import Stats, stats
+from ledger.analytics.stats import Stats, stats, views_stats
 from ledger.proof.verify import verify
 from ledger.analytics.views import EVENT_COLUMNS, VIEWS, connect, query
 from ledger.workflow.machine import Workflow
@@ -434,10 +434,18 @@ def test_stats_agree_with_the_replay(gate_ledger):
         assert counts.executed == sum(x.outcome == "ok" for x in mine)
         assert counts.failed == sum(x.outcome == "error" for x in mine)
     assert set(s.by_tool) == {x.tool for x in states}
-    # Without `now`, ages are measured at the last event.
-    default = stats(path)
-    assert default.as_of == parse_ts(records[-1].event.ts)
-    assert default.oldest_pending_seconds == pytest.approx(s.oldest_pending_seconds - 600)
+    # Without `now`, views_stats measures ages at the last event, stats at the wall clock (a live queue).
+    at_last = views_stats(path)
+    assert at_last.as_of == parse_ts(records[-1].event.ts)
+    assert at_last.oldest_pending_seconds == pytest.approx(s.oldest_pending_seconds - 600)
+    before = datetime.now(timezone.utc)
+    live = stats(path)
+    after = datetime.now(timezone.utc)
+    assert before <= live.as_of <= after
+    oldest = min(parse_ts(x.proposed_at) for x in pending)
+    assert (before - oldest).total_seconds() <= live.oldest_pending_seconds <= (after - oldest).total_seconds()
+    # A clock behind the ledger measures at the last event: an age is never negative.
+    assert stats(path, now=parse_ts(records[0].event.ts)).as_of == at_last.as_of
     with pytest.raises(ValueError):
         stats(path, now=datetime(2026, 1, 1))
 

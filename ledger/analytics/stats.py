@@ -51,7 +51,10 @@ class Stats(msgspec.Struct, frozen=True, kw_only=True):
     - `pending`: requests waiting for a human decision; `oldest_pending_seconds`: how long the
       oldest of them has waited since it was proposed, in seconds, measured at `as_of` (None when
       nothing is pending).
-    - `as_of`: the instant ages are measured at: the `now` given, else the last event's ts (UTC).
+    - `as_of`: the instant ages are measured at (UTC): the later of the `now` given to `stats`
+      (the wall clock by default) and the last event's ts, so a clock behind the ledger never
+      gives a negative age; `views_stats` and `projection_stats` without `now` use the last
+      event's ts alone.
     - `decisions`: decision → count over all requests (approve, reject, respond, expire, cancel,
       deny); a request approved and then cancelled counts as cancel, as in RequestState.
     - `decided_asks`: asks with a decision; `decision_p50_seconds`, `decision_p90_seconds`: the
@@ -81,14 +84,18 @@ def stats(path: str | Path, now: datetime | None = None, *, projection: bool | N
     """Compute the Stats of the ledger directory at `path`.
 
     `now` (a timezone-aware datetime) is the instant the queue's age is measured at; by default
-    the timestamp of the ledger's last event, so that the result depends only on the ledger.
+    the wall clock, so that on a live ledger a request pending for 8 s shows 8 s (not its age at
+    the last event, which a queue nobody touches never moves). Give `now` for a result that
+    depends only on the ledger (the last event's ts, or any instant).
     `projection`: None or True (the default) reads the projection (ledger.analytics.projection),
     refreshed first and built when there is none; False reads the views over the log only.
     Whenever the projection does not cover the whole ledger (a line failed a check) or cannot be
     written, the views over the log are read: they tell the history as recorded.
     Raises ValueError for a naive `now`, ledger.store.log.LedgerUnreadable when `path` is not a ledger.
     """
-    if now is not None and now.tzinfo is None:
+    if now is None:
+        now = datetime.now(timezone.utc)
+    if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
     if projection is not False:
         result = projection_stats(path, now, create=True)
@@ -98,7 +105,8 @@ def stats(path: str | Path, now: datetime | None = None, *, projection: bool | N
 
 
 def views_stats(path: str | Path, now: datetime | None = None) -> Stats:
-    """The Stats computed over the views of ledger.analytics.views (every line parsed at each call)."""
+    """The Stats computed over the views of ledger.analytics.views (every line parsed at each call);
+    ages measured at `now`, by default at the last event's ts."""
     from ledger.analytics.views import connect
 
     if now is not None and now.tzinfo is None:
@@ -256,6 +264,8 @@ def _stats(con, now: datetime | None, sources: dict[str, str]) -> Stats:
     names = [d[0] for d in cursor.description]
     row = dict(zip(names, cursor.fetchone()))
     as_of = now if now is not None else row["last_ts"]
+    if as_of is not None and row["last_ts"] is not None:
+        as_of = max(as_of, row["last_ts"])  # ledger timestamps never go backwards; nor do ages
     if as_of is not None:
         as_of = as_of.astimezone(timezone.utc)
     oldest_seconds = None

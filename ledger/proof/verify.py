@@ -39,6 +39,13 @@ from ledger.store.log import LedgerCorrupt, LedgerReader, LedgerUnreadable, RawL
 from ledger.store.scan import read_lines
 from ledger.workflow.machine import Violation, Workflow
 
+# What a torn last line can be, as far as the ledger alone tells (docs/ledger-format.md, section 6):
+# the last write of a writer that stopped part way (never acknowledged), or what is left of a line
+# when the ledger was cut in the middle of it, with every event after it gone. The bytes look the
+# same; a signed checkpoint or a head saved earlier says whether events are missing.
+TORN_CAUSES = ("an unfinished write, or the ledger cut mid-line (events after it lost), which only a checkpoint or an "
+               "expected head can tell apart (ledger verify --checkpoint FILE --pubkey KEY, or --expect-head HASH)")
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING; the roster (tomllib, the keys) only where a caller gives one
 if TYPE_CHECKING:
     from ledger.proof.roster import Roster
@@ -91,8 +98,8 @@ def verify(path: str | Path, expect_head: str | None = None, *, engine: str = "a
             if isinstance(record.event, ev.Recovered):
                 e = record.event
                 report.warnings.append(
-                    f"seq {record.seq}: a torn line of {e.fragment_bytes} bytes (never acknowledged) was moved from "
-                    f"{e.segment} to {e.quarantine}"
+                    f"seq {record.seq}: a writer moved a torn last line of {e.fragment_bytes} bytes from {e.segment} to "
+                    f"{e.quarantine}: {TORN_CAUSES}"
                 )
             if isinstance(record.event, ev.Redacted):
                 e = record.event
@@ -148,13 +155,13 @@ def finish_report(report: Report, reader, expected: int, prev: str, prev_ts: str
             )
         elif t.fragment is None:  # over the limit: no whole line, and never read whole
             report.warnings.append(
-                f"{t.segment} ends in a torn line ({t.size} bytes at offset {t.offset}, more than a line may hold) that "
-                "was never acknowledged; the next writer moves it to quarantine/"
+                f"{t.segment} ends in a torn line ({t.size} bytes at offset {t.offset}, more than a line may hold), not "
+                f"counted: {TORN_CAUSES}; the next writer moves it to quarantine/"
             )
         else:
             report.warnings.append(
-                f"{t.segment} ends in a torn line ({len(t.fragment)} bytes at offset {t.offset}) that was never "
-                "acknowledged; the next writer moves it to quarantine/"
+                f"{t.segment} ends in a torn line ({len(t.fragment)} bytes at offset {t.offset}), not counted: "
+                f"{TORN_CAUSES}; the next writer moves it to quarantine/"
             )
     close_report(report, expect_head, head_seen_at, [(state.request, state.status) for state in workflow.requests.values()],
                  workflow.status_counts())

@@ -361,8 +361,8 @@ class RecoveryNote(NamedTuple):
 
     def __str__(self) -> str:
         return (
-            f"{self.segment}: a torn last line ({self.fragment_bytes} bytes at offset {self.offset}, never "
-            f"acknowledged) was moved to {self.quarantine}"
+            f"{self.segment}: a torn last line ({self.fragment_bytes} bytes at offset {self.offset}: an unfinished "
+            f"write, or the ledger cut mid-line) was moved to {self.quarantine}"
         )
 
     def event(self) -> Recovered:

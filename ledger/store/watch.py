@@ -47,8 +47,10 @@ def _notified(directory: Path, grew: Callable[[], bool], end: float) -> bool:
     if left <= 0:
         return grew()
     slice_ms = max(1, int(min(WAKE_SECONDS, left) * 1000))
+    # raise_interrupt: Ctrl-C raises KeyboardInterrupt here, as it would in a sleep (watchfiles
+    # would otherwise log it and end the watch, and a waiter would report "still waiting").
     for _changes in watch(directory, watch_filter=None, recursive=False, debounce=1, step=1,
-                          rust_timeout=slice_ms, yield_on_timeout=True, raise_interrupt=False):
+                          rust_timeout=slice_ms, yield_on_timeout=True, raise_interrupt=True):
         if grew():
             return True
         if time.monotonic() >= end:

@@ -29,9 +29,17 @@ moves past the deadline and the Gate expires the request), leave (nobody decides
 stays pending). `by` lists who decides, in order (default: the eligible reviewers, never the
 proposer); `after` is how long the reviewer takes (default 2m).
 
-Time starts at `start` and moves `gap` seconds between calls and `after` for each review. Every
+Time starts at `start` (or at the ledger's last event, if that is later: ledger timestamps
+never go backwards) and moves `gap` seconds between calls and `after` for each review. Every
 file is read and validated before the ledger is touched: a bad line is reported with its number
 and nothing is written.
+
+A trace run twice into one ledger would be recorded twice. `Simulation.held(calls)` says how much
+of a trace the ledger already holds: the proposals of its calls, in the trace's order, one after
+the other (each call is recognised by its tool, argument and context digests, proposer, run and
+call id, what its `proposed` event records); `run(calls, skip=N)` goes on after the first N.
+`run(calls, stop=...)` stops between two calls when `stop()` says so (a person's Ctrl-C): every
+call is then proposed, reviewed and run whole, or not at all.
 """
 
 from __future__ import annotations
@@ -39,11 +47,12 @@ from __future__ import annotations
 import fnmatch
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 import msgspec
 
 from dsl import Policy
+from ledger import events as ev
 from ledger.store import lines
 from ledger.clock import ManualClock, parse_duration
 from ledger.digest import ArgumentsError, encode_arguments
@@ -99,9 +108,14 @@ class Summary(msgspec.Struct):
     """What a simulation did. Counts are of calls; `outcomes` counts each call's request by its
     status when the simulation ended (a request left pending by one call may expire during a
     later one); `refused` lists review steps the Gate refused (each `line: message`), which a
-    reviewer file can provoke on purpose."""
+    reviewer file can provoke on purpose. `skipped`: the trace's first calls not run (`run`'s
+    `skip`, those the ledger held); `stopped`: `stop()` ended the run before the trace's end,
+    after `calls` of them; `last_line`: the calls file's line of the last call run (0: none)."""
 
     calls: int = 0
+    skipped: int = 0
+    stopped: bool = False
+    last_line: int = 0
     effects: dict[str, int] = {}
     outcomes: dict[str, int] = {}
     executed: int = 0
@@ -221,6 +235,93 @@ def read_reviewers(path: str | Path | None) -> Reviewers:
     return spec
 
 
+# --- recognising a trace the ledger holds ------------------------------------------------------
+
+
+class Held(msgspec.Struct, frozen=True):
+    """How much of a trace a ledger holds (`Simulation.held`).
+
+    - `calls`: how many of the trace's calls, from the first, the ledger holds in order (0: none
+      of it; the trace's length when `complete`). A call whose call id an earlier call of the
+      trace used proposes nothing (the Gate returns the first proposal), and counts with it.
+    - `complete`: the whole trace is in the ledger.
+    - `at_end`: the proposals found are the ledger's last ones (an interrupted run, which
+      `run(calls, skip=calls)` continues); False when something was proposed after them.
+    - `first_request`, `last_request`: the seqs of the first and last proposal found (0: none).
+    - `last_line`: the calls file's line of the last call found (0: none).
+    """
+
+    calls: int = 0
+    complete: bool = False
+    at_end: bool = False
+    first_request: int = 0
+    last_request: int = 0
+    last_line: int = 0
+
+
+def _identity(tool: str, args_digest: str, context_digest: str, proposer: str, run: str | None, call_id: str | None) -> tuple:
+    return (tool, args_digest, context_digest, proposer, run, call_id)
+
+
+def held(ledger: Ledger, calls: list[Call], proposer: str = "agent") -> Held:
+    """How much of `calls` (`proposer`: the proposer of calls naming none) the ledger holds: its
+    longest run of proposals equal, one after the other, to the trace's first calls; a complete
+    occurrence of the trace anywhere wins over a partial one, the last one over earlier ones.
+
+    One pass over the ledger's `proposed` events (Knuth-Morris-Pratt over the trace's
+    identities: linear in the ledger and the trace, whatever repeats they hold), holding only the
+    trace's identities and the seqs of as many proposals as the trace has calls."""
+    from collections import deque
+
+    wanted: list[tuple] = []  # the identities of the calls that propose, in order
+    index: list[int] = []  # the trace's index of each
+    seen_ids: set[str] = set()
+    for i, call in enumerate(calls):
+        if call.call_id is not None:
+            if call.call_id in seen_ids:
+                continue  # the Gate returns the first proposal of this call id: nothing is recorded
+            seen_ids.add(call.call_id)
+        wanted.append(_identity(call.tool, encode_arguments(call.args)[0], encode_arguments(call.context)[0],
+                                call.proposer or proposer, call.run, call.call_id))
+        index.append(i)
+    m = len(wanted)
+    if m == 0:
+        return Held()
+    fail = [0] * m  # fail[k]: the longest proper prefix of wanted[:k + 1] that is also its suffix
+    k = 0
+    for i in range(1, m):
+        while k and wanted[i] != wanted[k]:
+            k = fail[k - 1]
+        if wanted[i] == wanted[k]:
+            k += 1
+        fail[i] = k
+    recent: deque[int] = deque(maxlen=m)  # the seqs of the last m proposals
+    state, complete_at = 0, None
+    for record in ledger.records(kind="proposed"):
+        e = record.event
+        if not isinstance(e, ev.Proposed):
+            continue
+        found = _identity(e.tool, e.args_digest, e.context_digest, e.proposer, e.run, e.call_id)
+        recent.append(record.seq)
+        while state and found != wanted[state]:
+            state = fail[state - 1]
+        if found == wanted[state]:
+            state += 1
+        if state == m:
+            complete_at = (recent[0], record.seq)
+            state = fail[m - 1]
+    if complete_at is not None:
+        last = index[-1]
+        return Held(calls=len(calls), complete=True, at_end=complete_at[1] == (recent[-1] if recent else 0),
+                    first_request=complete_at[0], last_request=complete_at[1], last_line=calls[last].line)
+    if state == 0:
+        return Held()
+    # The trace's calls up to the next one that proposes (the repeats of a call id included).
+    through = index[state] if state < m else len(calls)
+    return Held(calls=through, at_end=True, first_request=recent[-state], last_request=recent[-1],
+                last_line=calls[through - 1].line)
+
+
 # --- running ----------------------------------------------------------------------------------
 
 
@@ -260,19 +361,35 @@ class Simulation:
         self.clock = ManualClock(start)
         # The trace's clock is simulated: no other writer may interleave real time with it.
         self.gate = Gate(policy, Ledger(ledger_path, clock=self.clock, exclusive=True), clock=self.clock)
+        last, _hash = self.gate.ledger.head
+        if last:  # a ledger's timestamps never go backwards: go on from its last event
+            from ledger.clock import parse_ts
+
+            self.clock.set(max(start, parse_ts(self.gate.ledger.record_at(last).event.ts)))
         self.spec = reviewers or Reviewers()
         self.gap = gap_seconds
         self.proposer = proposer
         self.summary = Summary()
 
-    def run(self, calls: list[Call]) -> Summary:
+    def held(self, calls: list[Call]) -> Held:
+        """How much of `calls` the ledger already holds (`held`)."""
+        return held(self.gate.ledger, calls, self.proposer)
+
+    def run(self, calls: list[Call], *, skip: int = 0, stop: Callable[[], bool] | None = None) -> Summary:
+        """Run `calls` after the first `skip`, checking `stop()` before each: when it is true the
+        run ends there (`Summary.stopped`), every call before it proposed, reviewed and run."""
         summary = self.summary
         summary.started = self.clock().isoformat()
+        summary.skipped = skip
         requests = []
-        for call in calls:
+        for call in calls[skip:]:
+            if stop is not None and stop():
+                summary.stopped = True
+                break
             self.clock.advance(self.gap)
             self.gate.expire()
             requests.append(self._one(call))
+            summary.last_line = call.line
         for request in requests:  # the statuses at the end, as the ledger holds them
             self._count(summary.outcomes, "duplicate" if request is None else self.gate.get(request).status)
         summary.events, summary.head = self.gate.ledger.head
@@ -344,7 +461,14 @@ class Simulation:
             self.summary.refused.append(f"line {call.line}: {call.tool}: {exc}")
 
     def close(self) -> None:
+        """Close the Gate (a second close does nothing)."""
         self.gate.close()
+
+    def __enter__(self) -> "Simulation":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
 
 def simulate(
