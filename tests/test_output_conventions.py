@@ -397,9 +397,9 @@ def test_verify_words_a_torn_last_line_as_what_it_can_know(demo_ledger, tmp_path
 
 # What `ledger export` reads: ledger.analytics.export._connection is views.connect, the views over the
 # log, which `ledger query --log` reads too (drop the flag when _connection reads the projection).
-EXPORT_SOURCE = ["--log"]
+EXPORT_SOURCE: list[str] = []  # the export reads the projection's views, as ledger query does
 EXPORTED = ["events", "requests", "pending", "decision_times", "rates_by_tool", "rates_by_rule", "rates_by_approver",
-            "chain_breaks", "violations"]
+            "chain_breaks", "violations", "coverage"]
 
 
 def _canonical(objects) -> list[str]:
@@ -475,13 +475,14 @@ def test_export_refuses_to_overwrite_unless_forced_and_names_unknown_views(demo_
         {"view": "requests", "path": str(exported / "requests.parquet"), "rows": 24}]
     unknown = run("ledger", "export", demo_ledger, "--out", tmp_path / "x", "--view", "nope")
     assert unknown.exit_code == 2 and "no such view: nope" in unknown.stderr and not (tmp_path / "x").exists()
+    # the raw lines are the log itself, not a view of the projection
     raw = run("ledger", "export", demo_ledger, "--out", tmp_path / "raw", "--view", "ledger_lines", "--format", "jsonl")
-    assert raw.exit_code == 0 and len((tmp_path / "raw" / "ledger_lines.jsonl").read_text().splitlines()) == 78
+    assert raw.exit_code == 2 and "no such view: ledger_lines" in raw.stderr
     assert run("ledger", "export", demo_ledger, "--out", tmp_path / "y", "--format", "xlsx").exit_code == 2
 
 
 def test_export_gets_its_connection_in_one_place(monkeypatch, demo_ledger, tmp_path):
-    """The views are read through `_connection` alone (the projection will take its place there)."""
+    """The views are read through `_connection` alone: the projection's."""
     from ledger.analytics import export as module
 
     calls = []

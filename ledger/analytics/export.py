@@ -27,6 +27,7 @@ refused (ExportError, before anything is written) unless `force`.
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterable, NamedTuple
 
@@ -48,11 +49,14 @@ class Written(NamedTuple):
     rows: int
 
 
+@contextmanager
 def _connection(path: str | Path):
-    """The DuckDB connection whose views are exported (the only place this module gets one)."""
-    from ledger.analytics.views import connect
+    """The DuckDB connection whose views are exported (the only place this module gets one): the
+    projection's (ledger.analytics.query.open_views), refreshed first."""
+    from ledger.analytics.query import open_views
 
-    return connect(path)
+    with open_views(path) as views:
+        yield views.con
 
 
 def _quote(name: str) -> str:
@@ -112,8 +116,7 @@ def export(path: str | Path, out: str | Path, fmt: str = "parquet", views: Itera
     if fmt not in FORMATS:
         raise ExportError(f"the format must be one of {', '.join(FORMATS)}, not {fmt!r}")
     out = Path(out)
-    con = _connection(path)
-    try:
+    with _connection(path) as con:
         con.execute("SET TimeZone = 'UTC'")  # the times written are UTC whatever the connection's default
         available = view_names(con)
         if views is None:
@@ -143,5 +146,3 @@ def export(path: str | Path, out: str | Path, fmt: str = "parquet", views: Itera
             if written is not None:
                 written(done[-1])
         return done
-    finally:
-        con.close()
