@@ -1,5 +1,6 @@
 """`countersign ledger ...`: commands for auditors."""
 
+from pathlib import Path
 from typing import List, Optional
 
 import typer
@@ -415,7 +416,8 @@ def project(
     if as_json:
         import msgspec
 
-        echo_json({**msgspec.to_builtins(result), "check_differs": differ})
+        where = str(proj._where(Path(directory), False) / proj.DATABASE)
+        echo_json({**msgspec.to_builtins(result), "check_differs": differ, "database": where})
     else:
         if result.rebuilt:
             say(f"{directory}: projection built from the first line ({result.reason})")
@@ -423,6 +425,7 @@ def project(
             f"{directory}: projection covers {result.events} events, head {result.head} "
             f"({result.added} added in {result.seconds:.2f}s)"
         )
+        say(f"  database: {proj._where(Path(directory), False) / proj.DATABASE} (any DuckDB client may open it read-only)")
         if result.problem is not None:
             say(f"  stopped at seq {result.problem_seq}: {result.problem}; the views cover the lines before it (run ledger verify)")
         if differ is not None:

@@ -24,6 +24,8 @@ WIDE = 200  # the width off a terminal (a file, a pipe) when COLUMNS does not sa
 def _duration(seconds: float | None) -> str:
     if seconds is None:
         return "-"
+    if seconds < 10:  # a sub-second p50 must not read as 1s
+        return f"{seconds:.2f}s".replace(".00s", "s")
     if seconds < 120:
         return f"{seconds:.0f}s"
     if seconds < 7200:

@@ -358,3 +358,19 @@ def test_query_and_stats_read_only_what_is_new_and_never_run_a_full_verify(ledge
                  ["ledger", "stats", str(path), "--json"]):
         result = runner.invoke(app, args)
         assert result.exit_code == 0, result.output
+
+
+def test_a_query_or_export_is_not_held_to_the_refresh_memory_bound(ledgers, tmp_path):
+    """A new user's JSONL export of 100,000 events ran out of memory: the refresh's 256 MB bound
+    was left on the connection the export read through."""
+    path = copy_ledger(ledgers["gate"], tmp_path / "ledger")
+    for _ in range(2):  # the refreshing connection, then a read-only one
+        with open_views(path) as views:
+            limit = views.con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+            assert limit != proj.MEMORY_LIMIT and not limit.startswith("256")
+
+
+def test_stats_show_a_sub_second_time_to_decision_as_it_is():
+    from cli.render_stats import _duration
+
+    assert _duration(0.75) == "0.75s" and _duration(1.6) == "1.60s" and _duration(2.0) == "2s" and _duration(45) == "45s"

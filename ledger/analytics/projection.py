@@ -688,9 +688,10 @@ def _connect(db: Path, read_only: bool = False):
 
     con = duckdb.connect(str(db), read_only=read_only)
     con.execute("SET TimeZone = 'UTC'")
-    # bounded: a refresh inserts a chunk at a time and a query over the views needs little
-    # (DuckDB spills what does not fit); its default is 80 % of the machine's memory
-    con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+    if not read_only:
+        # bounded: a refresh inserts a chunk at a time (DuckDB spills what does not fit); a query
+        # keeps DuckDB's default (80 % of the machine's memory): an export may need more
+        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
     return con
 
 

@@ -86,6 +86,7 @@ def open_views(path: str | Path, *, progress: proj.Progress | None = None) -> It
     for quick in (True, False):
         with proj.opened(root, progress=progress, quick=quick) as (con, result):
             if con is not None:  # it was refreshed: read through the same connection (a second open costs more)
+                con.execute("RESET memory_limit")  # the refresh's bound; a query or an export may need more
                 yield Views(con, _coverage(result))
                 return
             pdir = proj._where(root, False)
