@@ -27,7 +27,7 @@ from typing import Any, Iterator
 import msgspec
 
 from ledger.analytics import projection as proj
-from ledger.analytics.views import QueryRefused, _lit
+from ledger.analytics.views import QueryRefused, _lit, check_select
 
 
 class Coverage(msgspec.Struct, frozen=True, kw_only=True):
@@ -102,20 +102,6 @@ def open_views(path: str | Path, *, progress: proj.Progress | None = None) -> It
             finally:
                 ro.close()
             return
-
-
-def check_select(con, sql: str) -> None:
-    """Raise QueryRefused unless `sql` is exactly one SELECT (WITH, DESCRIBE, SHOW, SUMMARIZE)."""
-    import duckdb
-
-    try:
-        statements = con.extract_statements(sql)
-    except duckdb.Error as exc:
-        raise QueryRefused(f"the SQL does not parse: {exc}") from None
-    if len(statements) != 1:
-        raise QueryRefused(f"give exactly one SQL statement, not {len(statements)}")
-    if statements[0].type != duckdb.StatementType.SELECT:
-        raise QueryRefused(f"only a SELECT statement may run, not {statements[0].type.name}")
 
 
 def _fetch(con, sql: str) -> tuple[list[str], list[str], list[tuple]]:

@@ -1376,6 +1376,20 @@ class QueryRefused(ValueError):
     """The SQL is not one read-only SELECT statement."""
 
 
+def check_select(con, sql: str) -> None:
+    """Raise QueryRefused unless `sql` is exactly one SELECT (WITH, DESCRIBE, SHOW, SUMMARIZE)."""
+    import duckdb
+
+    try:
+        statements = con.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise QueryRefused(f"the SQL does not parse: {exc}") from None
+    if len(statements) != 1:
+        raise QueryRefused(f"give exactly one SQL statement, not {len(statements)}")
+    if statements[0].type != duckdb.StatementType.SELECT:
+        raise QueryRefused(f"only a SELECT statement may run, not {statements[0].type.name}")
+
+
 def query(path: str | Path, sql: str) -> tuple[list[str], list[tuple]]:
     """Run one read-only SQL statement over the views of the ledger at `path`:
     `(column names, rows)`.
@@ -1386,18 +1400,9 @@ def query(path: str | Path, sql: str) -> tuple[list[str], list[tuple]]:
     inside the ledger's directory, and its configuration is locked. Raises QueryRefused,
     ledger.store.log.LedgerUnreadable, and duckdb errors for SQL that does not run.
     """
-    import duckdb
-
     con = connect(path)
     try:
-        try:
-            statements = con.extract_statements(sql)
-        except duckdb.Error as exc:
-            raise QueryRefused(f"the SQL does not parse: {exc}") from None
-        if len(statements) != 1:
-            raise QueryRefused(f"give exactly one SQL statement, not {len(statements)}")
-        if statements[0].type != duckdb.StatementType.SELECT:
-            raise QueryRefused(f"only a SELECT statement may run, not {statements[0].type.name}")
+        check_select(con, sql)
         directory = str(Path(path).resolve())
         con.execute(f"SET allowed_directories = [{_lit(directory + '/')}]")
         con.execute("SET enable_external_access = false")
