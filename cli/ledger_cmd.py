@@ -154,9 +154,10 @@ def _fail_on_query_error(exc: Exception) -> None:
     import duckdb
 
     from ledger.store.log import LedgerUnreadable
+    from ledger.analytics.projection import ProjectionError
     from ledger.analytics.views import QueryRefused
 
-    if isinstance(exc, (LedgerUnreadable, QueryRefused)):
+    if isinstance(exc, (LedgerUnreadable, QueryRefused, ProjectionError)):
         fail(str(exc))
     if isinstance(exc, duckdb.Error):  # a user's SQL mistake or an unreadable file, without a traceback
         lines = str(exc).splitlines() or [""]

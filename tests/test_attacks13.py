@@ -264,3 +264,84 @@ def test_an_earlier_line_of_the_head_segment_changed_in_place_is_not_covered(tmp
         handle.write(raw.replace(b'"tool":"wire"', b'"tool":"wirf"', 1))
     assert not verify(path).ok
     assert not run(path, "SELECT 1").coverage.complete
+
+
+# --- the database file itself -----------------------------------------------------------------------
+
+
+def test_a_redacted_value_is_not_left_in_the_projection_file(tmp_path):
+    """HIGH (privacy). After a redaction the views showed the marker, but projection.duckdb still
+    held the value: DuckDB's UPDATE leaves the old column data in free blocks of the file, which
+    any copy of the projection (it is documented for BI tools and notebooks) carries on."""
+    path = tmp_path / "ledger"
+    secret = "card-" + os.urandom(20).hex()
+    with Forge(path) as forge:
+        target, _ = forge.propose("wire", {"iban": secret, "n": 1}, effect="deny")
+        for n in range(200):
+            forge.propose("wire", {"iban": "other", "n": n}, effect="deny")
+    assert secret in args_of(path, target)
+    redact_cli(path, target, "args.iban")
+    assert "$redacted" in args_of(path, target)
+    for file in (path / proj.DIRECTORY).iterdir():
+        if file.is_file():
+            assert secret.encode() not in file.read_bytes(), f"{file.name} still holds the redacted value"
+    assert proj.check(path) == []
+
+
+# --- errors ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [["query", "SELECT count(*) FROM events"], ["report", "--json"], ["stats"]])
+def test_no_place_for_the_projection_is_a_clear_error(tmp_path, command):
+    """LOW. When neither DIR/projection nor the cache can hold the projection (a service
+    account whose HOME cannot be written, a read-only ledger), `ledger query` and `ledger report`
+    printed a ProjectionError traceback. Here DIR/projection is a file and the cache a file."""
+    path = tmp_path / "ledger"
+    _same_length_ledger(path)
+    (path / proj.DIRECTORY).write_bytes(b"")
+    (tmp_path / "cache").write_bytes(b"")
+    done = subprocess.run([sys.executable, "-m", "cli.main", "ledger", command[0], str(path), *command[1:]], cwd=ROOT,
+                          env={**ENV, "XDG_CACHE_HOME": str(tmp_path / "cache")}, capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in done.stdout + done.stderr, done.stderr
+    assert done.returncode == 0 if command[0] == "stats" else done.returncode in (1, 2)
+
+
+KILLED_BEFORE_COMPACT = r"""
+import sys, time
+from pathlib import Path
+from ledger.analytics import projection as proj
+root, ready = Path(sys.argv[1]), Path(sys.argv[2])
+def stuck(pdir):
+    ready.touch()
+    time.sleep(600)
+proj._compact = stuck
+proj.refresh(root)
+"""
+
+
+def test_a_refresh_killed_after_a_redaction_was_applied_still_leaves_no_copy_of_the_value(tmp_path):
+    """HIGH (privacy), the fix above under a kill: the resync's commit puts the old value in the
+    database's free blocks; a SIGKILL before the file is copied afresh must not let the next
+    queries (STATE's fast path included) keep that file."""
+    path = tmp_path / "ledger"
+    secret = "card-" + os.urandom(20).hex()
+    with Forge(path) as forge:
+        target, _ = forge.propose("wire", {"iban": secret, "n": 1}, effect="deny")
+        for n in range(200):
+            forge.propose("wire", {"iban": "other", "n": n}, effect="deny")
+    assert secret in args_of(path, target)
+    redact_cli(path, target, "args.iban")
+    ready = tmp_path / "ready"
+    child = subprocess.Popen([sys.executable, "-c", KILLED_BEFORE_COMPACT, str(path), str(ready)], cwd=ROOT, env=ENV,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_for(ready, child)
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert "$redacted" in args_of(path, target)
+    for file in (path / proj.DIRECTORY).iterdir():
+        if file.is_file():
+            assert secret.encode() not in file.read_bytes(), f"{file.name} still holds the redacted value"

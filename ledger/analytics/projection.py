@@ -3,7 +3,10 @@
     DIR/projection/
       LOCK                 held (flock, exclusive) while the projection is refreshed or read
       projection.duckdb    a DuckDB database: the tables and views below
-      .chunk-*.jsonl       rows on their way into the database (removed at once; a crash may leave one)
+      .chunk-*.jsonl       rows on their way into the database (removed at once; a crash may leave one,
+                           which the next refresh removes)
+      STATE                what the last complete refresh covered (up_to_date: no database opened)
+      COMPACT              the database still holds replaced values in its free blocks (see _compact)
 
 `refresh(DIR)` brings the projection up to date with the log: it reads only the complete lines
 after the last line it covers (it remembers that line's segment, offset, line number, seq and
@@ -81,6 +84,7 @@ DIRECTORY = "projection"
 DATABASE = "projection.duckdb"
 LOCK = "LOCK"
 STATE = "STATE"  # what the last refresh covered, for a check that needs no database (up_to_date)
+COMPACT = "COMPACT"  # present from the commit that replaced or dropped rows until the file is copied afresh (_compact)
 CHUNK_EVENTS = 20_000  # lines collected in memory before they go into the database (about 20 MB)
 TABLES = tuple(schema.TABLES)
 MEMORY_LIMIT = "256MB"  # DuckDB's, for every connection to a projection
@@ -101,6 +105,8 @@ class Refresh(msgspec.Struct, kw_only=True):
     """What a refresh found. `events`: lines covered; `head`: the hash of the last one; `added`:
     lines projected by this refresh; `rebuilt`: the projection was (re)built from the first line
     (`reason` says why); `resynced`: segments read again because they changed (a redaction);
+    `rewritten`: rows whose data the resync replaced (the database is then copied into a new
+    file, so that no replaced value stays in the old one's free blocks);
     `complete`: every complete line of the ledger is covered (false when a line failed a check:
     `problem`, at `problem_seq`); `torn_bytes`: bytes after the last line feed; `seconds`: how
     long it took."""
@@ -111,6 +117,7 @@ class Refresh(msgspec.Struct, kw_only=True):
     rebuilt: bool = False
     reason: str | None = None
     resynced: list[str] = []
+    rewritten: int = 0
     complete: bool = False
     problem: str | None = None
     problem_seq: int | None = None
@@ -837,6 +844,9 @@ def _resync(con, root: Path, pdir: Path, number: int, name: str, meta: dict, obs
                   f"{{'position': 'BIGINT', 'file_offset': 'BIGINT', 'data': 'JSON'}}, maximum_object_size = {_MAX_ROW_BYTES}, "
                   "ignore_errors = true)")
         con.execute(f"CREATE OR REPLACE TEMP TABLE _resync AS SELECT * FROM {source}")
+        meta["_rewritten"] = meta.get("_rewritten", 0) + con.execute(
+            "SELECT count(*) FROM _resync r JOIN event_rows e ON e.position = r.position WHERE e.data::VARCHAR IS DISTINCT FROM "
+            "(CASE WHEN json_type(r.data) = 'NULL' THEN NULL ELSE r.data END)::VARCHAR").fetchone()[0]
         con.execute("UPDATE event_rows SET file_offset = r.file_offset, "
                     "data = CASE WHEN json_type(r.data) = 'NULL' THEN NULL ELSE r.data END "
                     "FROM _resync r WHERE event_rows.position = r.position AND r.position IS NOT NULL")
@@ -908,6 +918,7 @@ def _refresh_locked(root: Path, pdir: Path, con, rebuild: bool, progress: Progre
                     meta, result.reason = None, why
                     break
                 result.resynced.append(name)
+            result.rewritten = meta.pop("_rewritten", 0) if meta is not None else 0
         if meta is not None:
             why = _head_still_there(root, meta)
             if why is not None:
@@ -953,6 +964,8 @@ def _refresh_locked(root: Path, pdir: Path, con, rebuild: bool, progress: Progre
             first, n = counts.get(old[0], (old[1], 0))
             counts[old[0]] = (old[1], old[2] + n)
         _record_segments(con, root, from_segment, counts, observed)
+        if result.rewritten or (result.rebuilt and result.reason != "no projection yet"):
+            (pdir / COMPACT).touch()  # before the commit: a crash after it must still lead to the copy
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
@@ -970,7 +983,7 @@ def _refresh_locked(root: Path, pdir: Path, con, rebuild: bool, progress: Progre
 
 def _write_state(root: Path, pdir: Path, con, result: Refresh) -> None:
     """Write STATE after a commit: the head, and every segment's inode, size and mtime as read."""
-    if not result.complete or result.torn_bytes:
+    if not result.complete or result.torn_bytes or (pdir / COMPACT).exists():
         return
     meta = _read_meta(con)
     segments = con.execute("SELECT segment_file, inode, size, mtime_ns, ctime_ns FROM segments ORDER BY segment").fetchall()
@@ -988,7 +1001,7 @@ def up_to_date(root: Path, pdir: Path) -> Refresh | None:
     small file and stats the segments: no database is opened."""
     try:
         state = msgspec.json.decode((pdir / STATE).read_bytes())
-        if state["format"] != FORMAT or not (pdir / DATABASE).is_file():
+        if state["format"] != FORMAT or not (pdir / DATABASE).is_file() or (pdir / COMPACT).exists():
             return None
         names = [p.name for p in list_segments(root)]
         recorded = state["segments"]
@@ -1035,6 +1048,31 @@ def _open(pdir: Path):
         for name in (DATABASE, DATABASE + ".wal"):
             (pdir / name).unlink(missing_ok=True)
         return _connect(db)
+
+
+def _compact(pdir: Path) -> None:
+    """Copy the projection's database into a new file (COPY FROM DATABASE: the tables and views,
+    none of the free blocks) and rename it over the old one. Its name starts `.chunk-` so that a
+    copy left by a crash is removed by the next refresh."""
+    import duckdb
+
+    db, fresh = pdir / DATABASE, pdir / ".chunk-compact.duckdb"
+    for name in (fresh, Path(str(fresh) + ".wal")):
+        name.unlink(missing_ok=True)
+    con = duckdb.connect()
+    try:
+        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+        con.execute(f"ATTACH '{_sql_path(db)}' AS old (READ_ONLY)")
+        con.execute(f"ATTACH '{_sql_path(fresh)}' AS fresh")
+        con.execute("COPY FROM DATABASE old TO fresh")
+        con.execute("DETACH fresh")
+        con.execute("DETACH old")
+    finally:
+        con.close()
+    with open(fresh, "rb") as handle:
+        os.fsync(handle.fileno())
+    (pdir / (DATABASE + ".wal")).unlink(missing_ok=True)  # the old file's (its contents are in the copy)
+    os.replace(fresh, db)
 
 
 def fallback_directory(root: Path) -> Path:
@@ -1089,6 +1127,14 @@ def opened(path: str | Path, *, create: bool = True, rebuild: bool = False,
             raise ProjectionError(f"{pdir}: cannot open the projection ({exc})") from None
         try:
             result = _refresh_locked(root, pdir, con, rebuild, progress)
+            if (pdir / COMPACT).exists():
+                # values replaced (a redaction) or tables dropped: DuckDB leaves their bytes in
+                # the file's free blocks, where a copy of the file would carry them on
+                con.close()
+                _compact(pdir)
+                (pdir / COMPACT).unlink()
+                con = _open(pdir)
+                _write_state(root, pdir, con, result)
             yield con, result
         finally:
             con.close()
