@@ -345,3 +345,18 @@ def test_a_refresh_killed_after_a_redaction_was_applied_still_leaves_no_copy_of_
     for file in (path / proj.DIRECTORY).iterdir():
         if file.is_file():
             assert secret.encode() not in file.read_bytes(), f"{file.name} still holds the redacted value"
+
+
+@pytest.mark.parametrize("name", ["md:x", "a?b"])
+def test_a_ledger_path_duckdb_would_read_as_a_url_or_options_is_queried_like_any_other(tmp_path, name):
+    """MEDIUM. The projection's database was opened by the path as given: a relative `md:x`
+    (a directory named so) made DuckDB try to install the MotherDuck extension from the network
+    and fail; a `?` in the path is read as the start of options (DuckDB put the WAL in
+    `g.wal?x/...`), and the failed COMMIT was then hidden behind "cannot rollback - no transaction
+    is active". Now the path is absolute and a `?` sends the projection to the cache."""
+    _same_length_ledger(tmp_path / name)
+    done = subprocess.run([sys.executable, "-m", "cli.main", "ledger", "query", name, "SELECT count(*) AS n FROM events",
+                           "--format", "json"], cwd=tmp_path, env={**ENV, "XDG_CACHE_HOME": str(tmp_path / "cache")},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert msgspec.json.decode(done.stdout) == [{"n": 3}]

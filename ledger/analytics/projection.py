@@ -649,7 +649,9 @@ class _Projector:
 
 
 def _sql_path(path: Path) -> str:
-    return str(path).replace("'", "''")
+    """`path` as a DuckDB string literal, absolute (a relative `md:x/...` names a MotherDuck
+    database to DuckDB, which then installs an extension from the network)."""
+    return os.path.abspath(path).replace("'", "''")
 
 
 # --- refreshing -------------------------------------------------------------------------------------
@@ -676,7 +678,7 @@ def _locked(pdir: Path, create: bool) -> Iterator[Path]:
 def _connect(db: Path, read_only: bool = False):
     import duckdb
 
-    con = duckdb.connect(str(db), read_only=read_only)
+    con = duckdb.connect(os.path.abspath(db), read_only=read_only)  # absolute: see _sql_path
     con.execute("SET TimeZone = 'UTC'")
     # bounded: a refresh inserts a chunk at a time and a query over the views needs little
     # (DuckDB spills what does not fit); its default is 80 % of the machine's memory
@@ -968,7 +970,10 @@ def _refresh_locked(root: Path, pdir: Path, con, rebuild: bool, progress: Progre
             (pdir / COMPACT).touch()  # before the commit: a crash after it must still lead to the copy
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        try:
+            con.execute("ROLLBACK")
+        except Exception:  # a failed COMMIT ends the transaction itself: the error to report is the first
+            pass
         raise
     result.events, result.head, result.added = seq, head, added
     if problem is not None:
@@ -1085,8 +1090,10 @@ def fallback_directory(root: Path) -> Path:
 
 def _where(root: Path, create: bool) -> Path:
     """The projection's directory: DIR/projection, or the fallback when DIR cannot be written
-    (an auditor's read-only copy)."""
+    (an auditor's read-only copy, or a path holding `?`, which DuckDB reads as options)."""
     pdir = root / DIRECTORY
+    if "?" in os.path.abspath(pdir):  # DuckDB reads `?` in a database path as the start of options
+        return fallback_directory(root)
     if pdir.is_dir() and os.access(pdir, os.W_OK):
         return pdir
     if not pdir.exists() and os.access(root, os.W_OK):
