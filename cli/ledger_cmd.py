@@ -159,9 +159,10 @@ def _fail_on_query_error(exc: Exception) -> None:
         interrupted("the query stopped; nothing was written")
 
     from ledger.store.log import LedgerUnreadable
+    from ledger.analytics.projection import ProjectionError
     from ledger.analytics.views import QueryRefused
 
-    if isinstance(exc, (LedgerUnreadable, QueryRefused)):
+    if isinstance(exc, (LedgerUnreadable, QueryRefused, ProjectionError)):
         fail(str(exc))
     if isinstance(exc, duckdb.Error):  # a user's SQL mistake or an unreadable file, without a traceback
         lines = str(exc).splitlines() or [""]

@@ -3,7 +3,10 @@
     DIR/projection/
       LOCK                 held (flock, exclusive) while the projection is refreshed or read
       projection.duckdb    a DuckDB database: the tables and views below
-      .chunk-*.jsonl       rows on their way into the database (removed at once; a crash may leave one)
+      .chunk-*.jsonl       rows on their way into the database (removed at once; a crash may leave one,
+                           which the next refresh removes)
+      STATE                what the last complete refresh covered (up_to_date: no database opened)
+      COMPACT              the database still holds replaced values in its free blocks (see _compact)
 
 `refresh(DIR)` brings the projection up to date with the log: it reads only the complete lines
 after the last line it covers (it remembers that line's segment, offset, line number, seq and
@@ -18,10 +21,14 @@ Tables (ledger.analytics.schema.TABLES):
   (the hash of the last line covered), where that line is (`head_segment`, `head_offset`,
   `end_offset`, `head_line`), the first and last ts, when the log was last read, the torn tail
   (bytes after the last line feed), and the open workflow state (msgpack).
-- `segments`: one row per segment read: its inode, size and mtime when it was last read, its
-  first position and lines. A segment that changed since (a redaction rewrites one) is read
-  again: its lines must keep their hashes (only the data beside them may change), else the
-  projection is rebuilt from the log alone.
+- `segments`: one row per segment read: its inode, size, mtime and ctime as first seen by the
+  refresh that last read it (before reading: a file changed while it was read counts as changed),
+  its first position and lines. A segment that changed since (a redaction rewrites one) is read
+  again: its lines must keep their hashes (only the data beside them may change) and a sealed
+  segment must hold nothing after them, else the projection is rebuilt from the log alone. The
+  head segment grows, so only its inode counts, and the ledger directory's ctime (`meta`): a
+  redaction renames a file into the directory, which an append never does, and two renames can
+  give a segment its first inode back (ext4 reuses a freed inode).
 - `event_rows`: one row per line covered, every body member a typed column, the data beside it
   as JSON (the `events` view adds the constant and derived columns).
 - `final_requests`: one row per request that is final (denied, rejected, responded, expired,
@@ -79,6 +86,7 @@ DIRECTORY = "projection"
 DATABASE = "projection.duckdb"
 LOCK = "LOCK"
 STATE = "STATE"  # what the last refresh covered, for a check that needs no database (up_to_date)
+COMPACT = "COMPACT"  # present from the commit that replaced or dropped rows until the file is copied afresh (_compact)
 CHUNK_EVENTS = 20_000  # lines collected in memory before they go into the database (about 20 MB)
 TABLES = tuple(schema.TABLES)
 MEMORY_LIMIT = "256MB"  # DuckDB's, for every connection to a projection
@@ -99,6 +107,8 @@ class Refresh(msgspec.Struct, kw_only=True):
     """What a refresh found. `events`: lines covered; `head`: the hash of the last one; `added`:
     lines projected by this refresh; `rebuilt`: the projection was (re)built from the first line
     (`reason` says why); `resynced`: segments read again because they changed (a redaction);
+    `rewritten`: rows whose data the resync replaced (the database is then copied into a new
+    file, so that no replaced value stays in the old one's free blocks);
     `complete`: every complete line of the ledger is covered (false when a line failed a check:
     `problem`, at `problem_seq`); `torn_bytes`: bytes after the last line feed; `seconds`: how
     long it took."""
@@ -109,6 +119,7 @@ class Refresh(msgspec.Struct, kw_only=True):
     rebuilt: bool = False
     reason: str | None = None
     resynced: list[str] = []
+    rewritten: int = 0
     complete: bool = False
     problem: str | None = None
     problem_seq: int | None = None
@@ -351,6 +362,7 @@ class _Projector:
         self.seen: dict[str, list[int]] = {}  # segment name → [first position, lines] read by this refresh
         self.flushes = 0
         self.reviews: dict[str, list[int]] = {}  # reviewer → counts added by this refresh (_REVIEW_SLOT)
+        self.observed: dict[str, tuple[int, int, int, int]] = {}  # segment name → its stat when first opened
         self.workflow = Workflow()
         self.workflow.requests = _Requests(self._lookup_final)
         self.workflow.by_call_id = _Discard()
@@ -429,6 +441,7 @@ class _Projector:
                     raise LedgerUnreadable(f"{self.root}: no ledger segments in this directory") from None
                 problem = _Stop(seq + 1, f"{name} disappeared while it was read", "format", "segment-missing")
                 break
+            self.observed.setdefault(name, _fstat(handle))  # what is read is this file, not what the name holds later
             try:
                 with handle:
                     handle.seek(pos)
@@ -659,7 +672,9 @@ class _Projector:
 
 
 def _sql_path(path: Path) -> str:
-    return str(path).replace("'", "''")
+    """`path` as a DuckDB string literal, absolute (a relative `md:x/...` names a MotherDuck
+    database to DuckDB, which then installs an extension from the network)."""
+    return os.path.abspath(path).replace("'", "''")
 
 
 # --- refreshing -------------------------------------------------------------------------------------
@@ -686,7 +701,7 @@ def _locked(pdir: Path, create: bool) -> Iterator[Path]:
 def _connect(db: Path, read_only: bool = False):
     import duckdb
 
-    con = duckdb.connect(str(db), read_only=read_only)
+    con = duckdb.connect(os.path.abspath(db), read_only=read_only)  # absolute: see _sql_path
     con.execute("SET TimeZone = 'UTC'")
     if not read_only:
         # bounded: a refresh inserts a chunk at a time (DuckDB spills what does not fit); a query
@@ -772,39 +787,60 @@ def _head_still_there(root: Path, meta: dict) -> str | None:
     return None
 
 
-def _stat(path: Path) -> tuple[int, int, int] | None:
+def _stat(path: Path) -> tuple[int, int, int, int] | None:
+    """(inode, size, mtime ns, ctime ns) of `path`, or None. The ctime, unlike the mtime, cannot
+    be set back (os.utime sets it to now)."""
     try:
         st = path.stat()
     except OSError:
         return None
-    return st.st_ino, st.st_size, st.st_mtime_ns
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
-def _changed_segments(con, root: Path, meta: dict) -> list[tuple[int, str]]:
+def _fstat(handle) -> tuple[int, int, int, int]:
+    st = os.fstat(handle.fileno())
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _directory_ctime(root: Path) -> int | None:
+    """The ctime (ns) of the ledger directory: it changes when a file is created, renamed or
+    removed in it (a redaction's rename, a new segment), never on an append."""
+    try:
+        return root.stat().st_ctime_ns
+    except OSError:
+        return None
+
+
+def _changed_segments(con, root: Path, meta: dict, directory_ctime: int | None) -> list[tuple[int, str]]:
     """The covered segments that are not the files the projection read: (number, name). A sealed
-    segment must have the inode, size and mtime recorded; the head segment (which may grow) its
-    inode."""
+    segment must have the inode, size, mtime and ctime recorded; the head segment (which may grow)
+    its inode, in a directory whose ctime is the one recorded (else it is read again: a file
+    was renamed into the directory)."""
     changed = []
-    for number, name, inode, size, mtime in con.execute(
-        "SELECT segment, segment_file, inode, size, mtime_ns FROM segments ORDER BY segment"
+    for number, name, inode, size, mtime, ctime in con.execute(
+        "SELECT segment, segment_file, inode, size, mtime_ns, ctime_ns FROM segments ORDER BY segment"
     ).fetchall():
         now = _stat(root / name)
         if number == meta["head_segment"]:
-            if now is None or now[0] != inode:
+            if now is None or now[0] != inode or directory_ctime is None or directory_ctime != meta["directory_ctime_ns"]:
                 changed.append((number, name))
-        elif now != (inode, size, mtime):
+        elif now != (inode, size, mtime, ctime):
             changed.append((number, name))
     return changed
 
 
-def _resync(con, root: Path, number: int, name: str, meta: dict) -> str | None:
+def _resync(con, root: Path, pdir: Path, number: int, name: str, meta: dict, observed: dict) -> str | None:
     """Read a covered segment that changed again: each of its lines must be the line projected at
     its position (the same stored hash, the body's SHA-256), only the data beside it may differ
     (a redaction replaced a value by its marker); the data and offsets are updated. Returns why
-    the projection must be rebuilt instead, or None."""
+    the projection must be rebuilt instead, or None. A sealed segment must hold nothing after
+    the lines projected from it; the head segment's further lines are read by the refresh. The
+    segment's stat is taken before it is read (into `observed`)."""
     rows = con.execute("SELECT position, hash FROM event_rows WHERE segment_file = ? ORDER BY position", [name]).fetchall()
     try:
-        raw = (root / name).read_bytes()
+        with open(root / name, "rb") as handle:
+            observed.setdefault(name, _fstat(handle))
+            raw = handle.read()
     except OSError as exc:
         return f"{name} cannot be read ({exc.strerror})"
     updates: list[bytes] = []
@@ -824,7 +860,9 @@ def _resync(con, root: Path, number: int, name: str, meta: dict) -> str | None:
         if position == meta["events"]:
             head_offset, end_offset = offset, nl + 1
         offset = nl + 1
-    chunk = root / DIRECTORY / f".chunk-{os.getpid()}-resync.jsonl"
+    if number != meta["head_segment"] and offset != len(raw):
+        return f"{name} holds more than the lines projected from it"
+    chunk = pdir / f".chunk-{os.getpid()}-resync.jsonl"
     try:
         with open(chunk, "wb") as handle:
             handle.writelines(updates)
@@ -832,6 +870,9 @@ def _resync(con, root: Path, number: int, name: str, meta: dict) -> str | None:
                   f"{{'position': 'BIGINT', 'file_offset': 'BIGINT', 'data': 'JSON'}}, maximum_object_size = {_MAX_ROW_BYTES}, "
                   "ignore_errors = true)")
         con.execute(f"CREATE OR REPLACE TEMP TABLE _resync AS SELECT * FROM {source}")
+        meta["_rewritten"] = meta.get("_rewritten", 0) + con.execute(
+            "SELECT count(*) FROM _resync r JOIN event_rows e ON e.position = r.position WHERE e.data::VARCHAR IS DISTINCT FROM "
+            "(CASE WHEN json_type(r.data) = 'NULL' THEN NULL ELSE r.data END)::VARCHAR").fetchone()[0]
         con.execute("UPDATE event_rows SET file_offset = r.file_offset, "
                     "data = CASE WHEN json_type(r.data) = 'NULL' THEN NULL ELSE r.data END "
                     "FROM _resync r WHERE event_rows.position = r.position AND r.position IS NOT NULL")
@@ -840,9 +881,8 @@ def _resync(con, root: Path, number: int, name: str, meta: dict) -> str | None:
         chunk.unlink(missing_ok=True)
     if head_offset is not None:
         meta["head_offset"], meta["end_offset"] = head_offset, end_offset
-    st = _stat(root / name)
-    if st is not None:
-        con.execute("UPDATE segments SET inode = ?, size = ?, mtime_ns = ? WHERE segment = ?", [*st, number])
+    con.execute("UPDATE segments SET inode = ?, size = ?, mtime_ns = ?, ctime_ns = ? WHERE segment = ?",
+                [*observed[name], number])
     return None
 
 
@@ -866,23 +906,31 @@ def _compact_summary(con) -> None:
     con.execute("DROP TABLE _summary")
 
 
-def _record_segments(con, root: Path, from_segment: int, first_positions: dict[str, tuple[int, int]]) -> None:
-    """Record inode, size and mtime of every segment from `from_segment` on (what was just read)."""
+def _record_segments(con, root: Path, from_segment: int, first_positions: dict[str, tuple[int, int]],
+                     observed: dict[str, tuple[int, int, int, int]]) -> None:
+    """Record inode, size, mtime and ctime of every segment from `from_segment` on (what was just
+    read), as first seen by this refresh (`observed`): a file renamed over a segment after it was
+    read is another file, which the next refresh reads again."""
     con.execute("DELETE FROM segments WHERE segment >= ?", [from_segment])
     for path in list_segments(root):
         number = int(path.name[7:15])
         if number < from_segment:
             continue
-        st = _stat(path)
+        st = observed.get(path.name) or _stat(path)
         if st is None or path.name not in first_positions:
             continue
         first, count = first_positions[path.name]
-        con.execute("INSERT INTO segments VALUES (?, ?, ?, ?, ?, ?, ?)", [number, path.name, *st, first, count])
+        inode, size, mtime, ctime = st
+        con.execute("INSERT INTO segments VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [number, path.name, inode, size, mtime, first, count, ctime])
 
 
 def _refresh_locked(root: Path, pdir: Path, con, rebuild: bool, progress: Progress | None = None) -> Refresh:
     started = time.perf_counter()
     result = Refresh()
+    directory_ctime = _directory_ctime(root)  # before anything is read: a rename after it shows next time
+    for leftover in pdir.glob(".chunk-*"):  # a refresh killed mid-flush left it (it holds ledger data)
+        leftover.unlink(missing_ok=True)
+    observed: dict[str, tuple[int, int, int, int]] = {}
     meta = None if rebuild else _read_meta(con)
     if meta is not None and meta.get("format") != FORMAT:
         meta, result.reason = None, f"the projection's format is {meta.get('format')!r}, not {FORMAT!r}"
@@ -890,12 +938,13 @@ def _refresh_locked(root: Path, pdir: Path, con, rebuild: bool, progress: Progre
     con.execute("BEGIN TRANSACTION")
     try:
         if meta is not None:
-            for number, name in _changed_segments(con, root, meta):
-                why = _resync(con, root, number, name, meta)
+            for number, name in _changed_segments(con, root, meta, directory_ctime):
+                why = _resync(con, root, pdir, number, name, meta, observed)
                 if why is not None:
                     meta, result.reason = None, why
                     break
                 result.resynced.append(name)
+            result.rewritten = meta.pop("_rewritten", 0) if meta is not None else 0
         if meta is not None:
             why = _head_still_there(root, meta)
             if why is not None:
@@ -906,6 +955,7 @@ def _refresh_locked(root: Path, pdir: Path, con, rebuild: bool, progress: Progre
             _create(con)
             result.rebuilt = True
         projector = _Projector(con, root, pdir, progress)
+        projector.observed = observed
         projector.load(meta)
         if meta is None:
             start = (0, ev.GENESIS_PREV, 1, 0, 0, 0, "", None)
@@ -929,11 +979,11 @@ def _refresh_locked(root: Path, pdir: Path, con, rebuild: bool, progress: Progre
             first_ts = con.execute("SELECT ts FROM event_rows WHERE position = 1").fetchone()[0]
         con.execute("DELETE FROM meta")
         con.execute(
-            "INSERT INTO meta VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS TIMESTAMPTZ), ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO meta VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS TIMESTAMPTZ), ?, ?, ?, ?, ?, ?, ?, ?)",
             [FORMAT, ledger_id, seq, head, head_segment, head_offset, end_offset, head_line, first_ts,
              last_ts or None, last_ts or None, utc_now(), torn[0] if torn else None, torn[1] if torn else None,
              torn[2] if torn else 0, _tail_sha256(root / torn[0], torn[1]) if torn else None,
-             _dump_workflow(projector.workflow)],
+             _dump_workflow(projector.workflow), directory_ctime],
         )
         con.execute("DELETE FROM problems")
         if problem is not None:
@@ -946,10 +996,15 @@ def _refresh_locked(root: Path, pdir: Path, con, rebuild: bool, progress: Progre
         if old is not None:
             first, n = counts.get(old[0], (old[1], 0))
             counts[old[0]] = (old[1], old[2] + n)
-        _record_segments(con, root, from_segment, counts)
+        _record_segments(con, root, from_segment, counts, observed)
+        if result.rewritten or (result.rebuilt and result.reason != "no projection yet"):
+            (pdir / COMPACT).touch()  # before the commit: a crash after it must still lead to the copy
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        try:
+            con.execute("ROLLBACK")
+        except Exception:  # a failed COMMIT ends the transaction itself: the error to report is the first
+            pass
         raise
     result.events, result.head, result.added = seq, head, added
     if problem is not None:
@@ -964,12 +1019,13 @@ def _refresh_locked(root: Path, pdir: Path, con, rebuild: bool, progress: Progre
 
 def _write_state(root: Path, pdir: Path, con, result: Refresh) -> None:
     """Write STATE after a commit: the head, and every segment's inode, size and mtime as read."""
-    if not result.complete or result.torn_bytes:
+    if not result.complete or result.torn_bytes or (pdir / COMPACT).exists():
         return
     meta = _read_meta(con)
-    segments = con.execute("SELECT segment_file, inode, size, mtime_ns FROM segments ORDER BY segment").fetchall()
+    segments = con.execute("SELECT segment_file, inode, size, mtime_ns, ctime_ns FROM segments ORDER BY segment").fetchall()
     state = {"format": FORMAT, "events": meta["events"], "head": meta["head"], "end_offset": meta["end_offset"],
-             "head_segment": segment_name(meta["head_segment"]), "segments": [list(row) for row in segments]}
+             "head_segment": segment_name(meta["head_segment"]), "directory_ctime_ns": meta["directory_ctime_ns"],
+             "segments": [list(row) for row in segments]}
     temporary = pdir / (STATE + ".tmp")
     temporary.write_bytes(msgspec.json.encode(state))
     os.replace(temporary, pdir / STATE)
@@ -981,20 +1037,22 @@ def up_to_date(root: Path, pdir: Path) -> Refresh | None:
     small file and stats the segments: no database is opened."""
     try:
         state = msgspec.json.decode((pdir / STATE).read_bytes())
-        if state["format"] != FORMAT or not (pdir / DATABASE).is_file():
+        if state["format"] != FORMAT or not (pdir / DATABASE).is_file() or (pdir / COMPACT).exists():
             return None
         names = [p.name for p in list_segments(root)]
         recorded = state["segments"]
         if names != [row[0] for row in recorded] or names[-1] != state["head_segment"]:
             return None
-        for name, inode, size, mtime in recorded:
+        if state["directory_ctime_ns"] is None or _directory_ctime(root) != state["directory_ctime_ns"]:
+            return None
+        for name, inode, size, mtime, ctime in recorded:
             now = _stat(root / name)
             if now is None:
                 return None
             if name == state["head_segment"]:
                 if now[0] != inode or now[1] != state["end_offset"]:
                     return None
-            elif now != (inode, size, mtime):
+            elif now != (inode, size, mtime, ctime):
                 return None
     except (OSError, ValueError, KeyError, TypeError, IndexError, LedgerUnreadable):
         return None
@@ -1028,6 +1086,31 @@ def _open(pdir: Path):
         return _connect(db)
 
 
+def _compact(pdir: Path) -> None:
+    """Copy the projection's database into a new file (COPY FROM DATABASE: the tables and views,
+    none of the free blocks) and rename it over the old one. Its name starts `.chunk-` so that a
+    copy left by a crash is removed by the next refresh."""
+    import duckdb
+
+    db, fresh = pdir / DATABASE, pdir / ".chunk-compact.duckdb"
+    for name in (fresh, Path(str(fresh) + ".wal")):
+        name.unlink(missing_ok=True)
+    con = duckdb.connect()
+    try:
+        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+        con.execute(f"ATTACH '{_sql_path(db)}' AS old (READ_ONLY)")
+        con.execute(f"ATTACH '{_sql_path(fresh)}' AS fresh")
+        con.execute("COPY FROM DATABASE old TO fresh")
+        con.execute("DETACH fresh")
+        con.execute("DETACH old")
+    finally:
+        con.close()
+    with open(fresh, "rb") as handle:
+        os.fsync(handle.fileno())
+    (pdir / (DATABASE + ".wal")).unlink(missing_ok=True)  # the old file's (its contents are in the copy)
+    os.replace(fresh, db)
+
+
 def fallback_directory(root: Path) -> Path:
     """Where the projection of a ledger whose directory cannot be written lives:
     $XDG_CACHE_HOME/countersign/projections/<SHA-256 of the ledger's resolved path, 16 digits>."""
@@ -1038,8 +1121,10 @@ def fallback_directory(root: Path) -> Path:
 
 def _where(root: Path, create: bool) -> Path:
     """The projection's directory: DIR/projection, or the fallback when DIR cannot be written
-    (an auditor's read-only copy)."""
+    (an auditor's read-only copy, or a path holding `?`, which DuckDB reads as options)."""
     pdir = root / DIRECTORY
+    if "?" in os.path.abspath(pdir):  # DuckDB reads `?` in a database path as the start of options
+        return fallback_directory(root)
     if pdir.is_dir() and os.access(pdir, os.W_OK):
         return pdir
     if not pdir.exists() and os.access(root, os.W_OK):
@@ -1080,6 +1165,14 @@ def opened(path: str | Path, *, create: bool = True, rebuild: bool = False,
             raise ProjectionError(f"{pdir}: cannot open the projection ({exc})") from None
         try:
             result = _refresh_locked(root, pdir, con, rebuild, progress)
+            if (pdir / COMPACT).exists():
+                # values replaced (a redaction) or tables dropped: DuckDB leaves their bytes in
+                # the file's free blocks, where a copy of the file would carry them on
+                con.close()
+                _compact(pdir)
+                (pdir / COMPACT).unlink()
+                con = _open(pdir)
+                _write_state(root, pdir, con, result)
             yield con, result
         finally:
             con.close()
@@ -1098,11 +1191,12 @@ _ORDER = {"review_counts": "ALL", "meta": None, "segments": "segment", "problems
 
 def snapshot(con) -> dict[str, list[tuple]]:
     """Every table's rows in a fixed order (what a rebuild must reproduce); the meta row without
-    when it was refreshed, and segments without their inode and mtime (a copy has others)."""
+    when it was refreshed and the directory's ctime, and segments without their inode, mtime and
+    ctime (a copy has others)."""
     out = {}
     for table in TABLES:
         if table == "meta":
-            out[table] = con.execute("SELECT * EXCLUDE (refreshed_at) FROM meta").fetchall()
+            out[table] = con.execute("SELECT * EXCLUDE (refreshed_at, directory_ctime_ns) FROM meta").fetchall()
         elif table == "segments":
             out[table] = con.execute("SELECT segment, segment_file, size, first_position, lines FROM segments ORDER BY segment").fetchall()
         elif table == "review_counts":  # rows per refresh: compare the sums

@@ -26,7 +26,7 @@ from typing import Any
 
 from ledger.analytics import views as log_views
 
-FORMAT = "countersign-projection/3"
+FORMAT = "countersign-projection/4"
 
 
 def duck_type(shape: Any) -> str:
@@ -152,10 +152,10 @@ TABLES: dict[str, str] = {
         head_segment INTEGER, head_offset BIGINT, end_offset BIGINT, head_line BIGINT,
         first_ts TIMESTAMPTZ, last_ts TIMESTAMPTZ, last_ts_text VARCHAR, refreshed_at TIMESTAMPTZ,
         torn_segment VARCHAR, torn_offset BIGINT, torn_bytes BIGINT, torn_sha256 VARCHAR,
-        workflow BLOB)""",
+        workflow BLOB, directory_ctime_ns BIGINT)""",
     "segments": """CREATE TABLE segments (
         segment INTEGER, segment_file VARCHAR, inode UBIGINT, size BIGINT, mtime_ns BIGINT,
-        first_position BIGINT, lines BIGINT)""",
+        first_position BIGINT, lines BIGINT, ctime_ns BIGINT)""",
     "problems": """CREATE TABLE problems (
         seq BIGINT, kind VARCHAR, code VARCHAR, detail VARCHAR, event_kind VARCHAR, request BIGINT,
         segment_file VARCHAR, line BIGINT)""",
