@@ -374,3 +374,20 @@ def test_stats_show_a_sub_second_time_to_decision_as_it_is():
     from cli.render_stats import _duration
 
     assert _duration(0.75) == "0.75s" and _duration(1.6) == "1.60s" and _duration(2.0) == "2s" and _duration(45) == "45s"
+
+
+def test_a_projection_of_the_previous_format_is_rebuilt(ledgers, tmp_path):
+    """Format 2 had tables named `events` and `requests`; a query over a ledger projected by that
+    version failed ("Existing object events is of type Table")."""
+    path = copy_ledger(ledgers["gate"], tmp_path / "ledger")
+    (path / "projection").mkdir()
+    con = duckdb.connect(str(path / "projection" / "projection.duckdb"))
+    con.execute("CREATE TABLE meta (format VARCHAR, events BIGINT)")
+    con.execute("INSERT INTO meta VALUES ('countersign-projection/2', 5)")
+    con.execute("CREATE TABLE events (seq BIGINT)")
+    con.execute("CREATE TABLE final_requests (request BIGINT)")
+    con.execute("CREATE VIEW requests AS SELECT * FROM final_requests")
+    con.close()
+    answer = run(path, "SELECT count(*) FROM events")
+    assert answer.coverage.built and "format" in answer.coverage.reason
+    assert answer.rows[0][0] == verify(path).count

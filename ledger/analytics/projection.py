@@ -887,10 +887,14 @@ def _resync(con, root: Path, pdir: Path, number: int, name: str, meta: dict, obs
 
 
 def _create(con) -> None:
-    for view in reversed(schema.VIEW_NAMES):
-        con.execute(f"DROP VIEW IF EXISTS {view}")
-    for table in ("events", *TABLES):  # `events` was a table in format 2
-        con.execute(f"DROP TABLE IF EXISTS {table}")
+    """Drop whatever an earlier projection left (views and tables of any format: `events` and
+    `requests` were tables in format 2) and create this format's tables and views."""
+    views = [r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal AND NOT temporary").fetchall()]
+    for view in views:
+        con.execute(f'DROP VIEW IF EXISTS "{view}" CASCADE')
+    tables = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE NOT temporary").fetchall()]
+    for table in tables:
+        con.execute(f'DROP TABLE IF EXISTS "{table}" CASCADE')
     for statement in schema.TABLES.values():
         con.execute(statement)
     for statement in schema.VIEWS.values():
