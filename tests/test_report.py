@@ -354,10 +354,7 @@ def test_the_command_refuses_what_it_cannot_do(ledger, tmp_path):
                                  "--until", "2026-03-02T12:16:40+00:00", "--rubber-stamp", "10.5"])
     assert window.exit_code == 0, window.output
     document = json.loads(window.stdout)
-<<<<<<< HEAD
-=======
     # times as every --json writes them (cli.output): the ledger's spelling, six fraction digits, Z
->>>>>>> output
     assert document["window"]["since"] == "2026-03-02T12:10:00.000000Z" and document["totals"]["requests"] == 5
     assert document["rubber_stamp_seconds"] == 10.5 and document["totals"]["rubber_stamps"] == 2
 
