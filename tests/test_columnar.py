@@ -391,3 +391,18 @@ def test_a_projection_of_the_previous_format_is_rebuilt(ledgers, tmp_path):
     answer = run(path, "SELECT count(*) FROM events")
     assert answer.coverage.built and "format" in answer.coverage.reason
     assert answer.rows[0][0] == verify(path).count
+
+
+def test_the_counts_each_refresh_adds_compact_to_one_row_per_key():
+    con = duckdb.connect()
+    con.execute(schema.TABLES["final_summary"])
+    con.execute(schema.TABLES["review_counts"])
+    con.execute("INSERT INTO final_summary VALUES ('t','ask','executed','approve',false,'ok',2), "
+                "('t','ask','executed','approve',false,'ok',3), ('u','allow','executed',NULL,false,'ok',1)")
+    con.execute("INSERT INTO review_counts VALUES ('a',1,2,1,1,0,0), ('a',1,1,1,0,0,0), ('b',1,1,0,0,1,0)")
+    proj._compact_counts(con, "final_summary", schema.SUMMARY_KEYS, ("n",))
+    proj._compact_counts(con, "review_counts", ("approver",), ("requests", "actions", "approve", "reject", "edit", "respond"))
+    assert con.execute("SELECT * FROM final_summary ORDER BY tool").fetchall() == [
+        ("t", "ask", "executed", "approve", False, "ok", 5), ("u", "allow", "executed", None, False, "ok", 1)]
+    assert con.execute("SELECT * FROM review_counts ORDER BY approver").fetchall() == [
+        ("a", 2, 3, 2, 1, 0, 0), ("b", 1, 1, 0, 0, 1, 0)]

@@ -901,13 +901,14 @@ def _create(con) -> None:
         con.execute(statement)
 
 
-def _compact_summary(con) -> None:
-    """One row per key in final_summary (each refresh adds its own)."""
-    keys = ", ".join(schema.SUMMARY_KEYS)
-    con.execute(f"CREATE OR REPLACE TEMP TABLE _summary AS SELECT {keys}, sum(n)::BIGINT AS n FROM final_summary GROUP BY ALL")
-    con.execute("DELETE FROM final_summary")
-    con.execute("INSERT INTO final_summary SELECT * FROM _summary")
-    con.execute("DROP TABLE _summary")
+def _compact_counts(con, table: str, keys: tuple[str, ...], counts: tuple[str, ...]) -> None:
+    """One row per key in a table of counts that each refresh adds rows to (final_summary,
+    review_counts): the rows of a key summed into one."""
+    sums = ", ".join(f"sum({c})::BIGINT" for c in counts)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _counts AS SELECT {', '.join(keys)}, {sums} FROM {table} GROUP BY ALL")
+    con.execute(f"DELETE FROM {table}")
+    con.execute(f"INSERT INTO {table} SELECT * FROM _counts")
+    con.execute("DROP TABLE _counts")
 
 
 def _record_segments(con, root: Path, from_segment: int, first_positions: dict[str, tuple[int, int]],
@@ -971,13 +972,10 @@ def _refresh_locked(root: Path, pdir: Path, con, rebuild: bool, progress: Progre
         projector.write_open(everything=meta is None)
         projector.write_reviews()
         if projector.flushes and con.execute("SELECT count(*) FROM final_summary").fetchone()[0] > 4096:
-            _compact_summary(con)
+            _compact_counts(con, "final_summary", schema.SUMMARY_KEYS, ("n",))
         if projector.reviews and con.execute("SELECT count(*) FROM review_counts").fetchone()[0] > 4096:
-            con.execute("CREATE OR REPLACE TEMP TABLE _reviews AS SELECT approver, sum(requests), sum(actions), sum(approve), "
-                        "sum(reject), sum(edit), sum(respond) FROM review_counts GROUP BY ALL")
-            con.execute("DELETE FROM review_counts")
-            con.execute("INSERT INTO review_counts SELECT * FROM _reviews")
-            con.execute("DROP TABLE _reviews")
+            _compact_counts(con, "review_counts", ("approver",),
+                            ("requests", "actions", "approve", "reject", "edit", "respond"))
         first_ts = meta["first_ts"] if meta is not None else None
         if first_ts is None and seq > 0:
             first_ts = con.execute("SELECT ts FROM event_rows WHERE position = 1").fetchone()[0]
