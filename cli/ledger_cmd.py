@@ -491,6 +491,15 @@ def _moment(text: Optional[str], option: str):
     return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment
 
 
+def _umask() -> int:
+    """The process's umask (os.umask only reads it by setting it: set back at once)."""
+    import os
+
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def _integrity(directory: str):
     """What verify says of the ledger now, for the report's header (and a warning, as `query`
     and `stats` give one, when it does not verify)."""
@@ -598,12 +607,21 @@ def report(
         from ledger.analytics.report_page import render
 
         page = render(numbers, ledger_name=directory).encode()
-        temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        import tempfile
+
+        temporary = None
         try:
-            temporary.write_bytes(page)
+            # a fresh name made with O_EXCL (mkstemp): a predictable one could be a link planted
+            # by whoever else writes that directory, and the page would overwrite what it points at
+            handle, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+            temporary = Path(name)
+            with os.fdopen(handle, "wb") as stream:
+                stream.write(page)
+            os.chmod(temporary, 0o666 & ~_umask())
             os.replace(temporary, target)
         except OSError as exc:
-            temporary.unlink(missing_ok=True)
+            if temporary is not None:
+                temporary.unlink(missing_ok=True)
             fail(f"cannot write {out}: {exc.strerror or exc}")
     if as_json:
         echo_json(numbers)
