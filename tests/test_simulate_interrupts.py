@@ -156,8 +156,26 @@ def test_ctrl_c_while_review_wait_blocks_exits_130_without_a_traceback(tmp_path)
     g.close()
     process = subprocess.Popen([sys.executable, "-m", "cli.main", "review", "wait", str(request), "-l", str(tmp_path / "l"),
                                 "--timeout", "60s"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=ENV)
-    time.sleep(2)  # importing and opening the ledger; then it waits
+    _until_it_holds(process, tmp_path / "l")  # imported and reading the ledger: then it waits
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=60)
     assert process.returncode == 130 and "Traceback" not in out + err, err
     assert "interrupted (Ctrl-C)" in err
+
+
+def _until_it_holds(process, directory, limit: float = 60.0) -> None:
+    """Wait until `process` has a file under `directory` open (it has imported and opened the
+    ledger), at most `limit` seconds: a fixed sleep lost the race on a loaded machine."""
+    import os
+
+    deadline = time.monotonic() + limit
+    prefix = str(directory)
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            targets = [os.readlink(f"/proc/{process.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{process.pid}/fd")]
+        except OSError:
+            targets = []
+        if any(t.startswith(prefix) for t in targets):
+            time.sleep(0.3)
+            return
+        time.sleep(0.05)
