@@ -55,7 +55,7 @@ def explanation_lines(e: Any) -> list[str]:
 
 def _step_lines(step: Any, indent: int) -> list[str]:
     pad = " " * indent
-    if step.kind in ("path", "call", "literal", "list"):
+    if step.kind in ("path", "call", "literal", "list") or (step.kind == "let" and step.result == "value"):
         return _operand_lines(step, indent)
     text = step.text if len(step.text) <= TEXT_LIMIT else step.text[: TEXT_LIMIT - 1] + "…"
     head = f"{pad}{step.result:<5}  {text}"
@@ -70,7 +70,7 @@ def _step_lines(step: Any, indent: int) -> list[str]:
         out.append(f"{pad}       error: {step.error}")
     if step.role == "after":
         return out
-    if step.how is not None and step.kind == "compare" and _worth_saying(step):
+    if step.how is not None and ((step.kind == "compare" and _worth_saying(step)) or step.kind == "let"):
         out.append(f"{pad}       {step.how}")
     children = list(step.children)
     if step.kind in ("any", "all") and children:
