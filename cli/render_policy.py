@@ -44,7 +44,8 @@ def explanation_lines(e: Any) -> list[str]:
     for r in e.rules:
         out.append("")
         mark = "*" if r.deciding else " "
-        out.append(f"{mark} line {r.line} [{r.rule}] {r.effect} {', '.join(r.selectors)}  (selector {r.covered_by})")
+        where = f"{r.file}:{r.line}" if getattr(r, "file", None) else f"line {r.line}"
+        out.append(f"{mark} {where} [{r.rule}] {r.effect} {', '.join(r.selectors)}  (selector {r.covered_by})")
         out.append(f"    {r.result.upper()}: {r.why}")
         if r.error is not None and r.steps is None:
             out.append(f"    error: {r.error}")
