@@ -63,7 +63,10 @@ class Policy:
 
     Attributes: `name` (from `policy "..."`, else the file's stem), `digest` (`policy_digest`: hex
     SHA-256 of the source bytes and of the roster groups it uses), `source_digest` (hex SHA-256 of
-    the source bytes alone), `rules` (file order), `default`, `groups` (name → identities, the
+    the source bytes alone; of every file read when it includes others: `dsl.includes.files_digest`),
+    `sources` (((path, bytes), ...): every file read, the loaded file first under its own name, the
+    included ones by their paths relative to its folder; what `from_sources` loads again),
+    `included` (shown name → text of each included file, for diagnostics), `rules` (file order), `default`, `groups` (name → identities, the
     policy's own and the external ones it uses), `external_groups` (the external groups it uses,
     name → sorted identities, in name order), `home` (what `~` stands for when a call's context has
     no `home`), `warnings` (diagnostics that did not stop loading), `source_name` and `source_text`.
