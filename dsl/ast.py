@@ -234,7 +234,30 @@ class PolicyDecl:
     span: Span
 
 
-Statement = Union[PolicyDecl, DefaultDecl, GroupDecl, HomeDecl, Rule]
+@dataclass(frozen=True, slots=True)
+class LetDecl:
+    """`let NAME = EXPR` (`params` None: a named value, used as `NAME`) or `let NAME(P, ...) = EXPR`
+    (`params`: the parameters' names and spans, used as `NAME(ARG, ...)`). Expanded where it is
+    used by `dsl.lets`; later stages never see it."""
+
+    name: str
+    name_span: Span
+    params: tuple[tuple[str, Span], ...] | None
+    body: "Expr"
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class IncludeDecl:
+    """`include "FILE.policy"`: the statements of FILE, a path relative to this file's folder, read
+    in place of this statement (`dsl.includes`)."""
+
+    path: str
+    path_span: Span
+    span: Span
+
+
+Statement = Union[PolicyDecl, DefaultDecl, GroupDecl, HomeDecl, LetDecl, IncludeDecl, Rule]
 
 
 @dataclass(frozen=True, slots=True)

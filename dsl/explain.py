@@ -35,10 +35,10 @@ from typing import Any, Mapping
 
 import msgspec
 
-from dsl import ast, subjects, values
+from dsl import ast, lets, subjects, values
 from dsl.compiler import Env, TracedItem, TraceStep, compile_condition_traced
 from dsl.decision import PRECEDENCE, Decision
-from dsl.errors import source_lines
+from dsl.errors import source_lines, span_file
 from dsl.fmt import _Printer
 from dsl.parser import parse
 from dsl.policy import Policy
@@ -70,6 +70,11 @@ class Step(msgspec.Struct, frozen=True, omit_defaults=True):
       explanation only (they could not change the result).
     - `index`: a quantifier item's position in its list.
     - `children`: the operands' steps, in evaluation order.
+    - `file`: the included file the node is written in (`include`); absent for the policy's own.
+
+    A use of a `let` is a step of kind `let`: its text is the use as written (`internal(r)`), its
+    line and column the use's, `how` names the let and where it is defined, and its one child is
+    the let's body with the arguments in place (the body's steps at the definition's lines).
     """
 
     text: str
@@ -87,6 +92,7 @@ class Step(msgspec.Struct, frozen=True, omit_defaults=True):
     role: str | None = None
     index: int | None = None
     children: tuple["Step", ...] = ()
+    file: str | None = None
 
 
 class RuleTrace(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -99,6 +105,8 @@ class RuleTrace(msgspec.Struct, frozen=True, omit_defaults=True):
     - `why`: what the result meant for this rule, in a sentence.
     - `steps`: the condition's Step tree (None without a condition, or when the arguments were
       nested too deeply to trace).
+    - `file`: the included file the rule is written in (`line` is then that file's); absent for
+      the policy's own rules.
     """
 
     rule: str
@@ -114,6 +122,7 @@ class RuleTrace(msgspec.Struct, frozen=True, omit_defaults=True):
     error: str | None = None
     reason: str | None = None
     steps: Step | None = None
+    file: str | None = None
 
 
 class Precedence(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -160,7 +169,7 @@ def explain(policy: Policy, tool: str, args: Mapping[str, Any], context: Mapping
     evaluate does for a call of the wrong shape."""
     decision = policy.evaluate(tool, args, context)  # validates the call, and is the answer
     context = dict(context or {})
-    nodes, printer, traced = _traced_rules(policy)
+    nodes, printer, traced, written = _traced_rules(policy)
     env = Env(tool, args, context, home=policy.home)
     outcomes = {o.rule: o for o in decision.outcomes}
     traces = []
@@ -203,10 +212,11 @@ def explain(policy: Policy, tool: str, args: Mapping[str, Any], context: Mapping
                 counted=counted,
                 deciding=deciding,
                 why=_why(rule.effect, result, counted, deciding, decision),
-                condition=printer.flat(node.condition) if node.condition is not None else None,
+                condition=printer.flat(written[rule.order].condition) if node.condition is not None else None,
                 error=error,
                 reason=rule.reason,
                 steps=steps,
+                file=span_file(node.span),
             )
         )
     return Explanation(
@@ -231,14 +241,18 @@ def explain(policy: Policy, tool: str, args: Mapping[str, Any], context: Mapping
 _TRACED: "weakref.WeakKeyDictionary[Policy, tuple]" = weakref.WeakKeyDictionary()
 
 
-def _traced_rules(policy: Policy) -> tuple[list[ast.Rule], _Printer, dict[int, Any]]:
-    """The policy's rule nodes, a printer for its source, and a traced predicate per rule with a
-    condition (by rule order), built once per Policy (the same text the Policy compiled)."""
+def _traced_rules(policy: Policy) -> tuple[list[ast.Rule], _Printer, dict[int, Any], list[ast.Rule]]:
+    """The policy's rule nodes (lets expanded, includes read: dsl.lets.reread), a printer for its
+    source, a traced predicate per rule with a condition (by rule order), and the rules as
+    written, built once per Policy (the same text the Policy compiled)."""
     cached = _TRACED.get(policy)
     if cached is None:
-        nodes = parse(policy.source_text, policy.source_name).of_type(ast.Rule)
+        tree, expansion, assembly = lets.reread(policy)
+        nodes = tree.of_type(ast.Rule)
+        written = list(expansion.written) if expansion is not None else nodes
+        printer = lets.printer(policy, expansion, assembly)
         traced = {i: compile_condition_traced(n.condition) for i, n in enumerate(nodes) if n.condition is not None}
-        cached = (nodes, _Printer(source_lines(policy.source_text)), traced)
+        cached = (nodes, printer, traced, written)
         _TRACED[policy] = cached
     return cached
 
@@ -320,7 +334,9 @@ def _step(ts: TraceStep, printer: _Printer, env: Env) -> Step:
         line, column = q.span.line, q.span.column
         fields["index"] = node.index
     else:
-        text, kind = printer.flat(node), _KINDS.get(type(node), "quantifier")
+        use = printer.use_of(node) if hasattr(printer, "use_of") else None
+        text = printer.expanded(node) if use is not None else printer.flat(node)
+        kind = _KINDS.get(type(node), "quantifier")
         line, column = node.span.line, node.span.column
         if isinstance(node, ast.Quantifier):
             kind = node.kind
@@ -338,7 +354,23 @@ def _step(ts: TraceStep, printer: _Printer, env: Env) -> Step:
         fields["shown"] = show(ts.value)
     if ts.subject is not None:
         fields["subject"] = show(ts.subject)
-    return Step(text=text, line=line, column=column, kind=kind, result=result, error=ts.error, children=tuple(children), **fields)
+    file = span_file(node.quantifier.span if isinstance(node, TracedItem) else node.span)
+    if file is not None:
+        fields["file"] = file
+    step = Step(text=text, line=line, column=column, kind=kind, result=result, error=ts.error, children=tuple(children), **fields)
+    use = printer.use_of(node) if hasattr(printer, "use_of") and not isinstance(node, TracedItem) else None
+    return _let_step(step, use, printer) if use is not None else step
+
+
+def _let_step(step: Step, use: "lets.LetUse", printer: _Printer) -> Step:
+    """The step of a let's use (see Step), around the step of its expanded body."""
+    head, where = lets.use_text(use)
+    fields: dict[str, Any] = {}
+    file = span_file(use.use)
+    if file is not None:
+        fields["file"] = file
+    return Step(text=printer.flat(use.written), line=use.use.line, column=use.use.column, kind="let", result=step.result,
+                value=step.value, shown=step.shown, error=step.error, how=f"let {head}, defined at {where}", children=(step,), **fields)
 
 
 def _mark(children: list[Step], deciding: bool, result: str) -> list[Step]:

@@ -313,6 +313,16 @@ class _Builder:
         _, name, _, members = children
         return ast.GroupDecl(str(name), _token_span(name), members, _span(children))
 
+    def let_decl(self, children):  # "let" NAME [let_params] "=" expr
+        _, name, params, _, body = children
+        return ast.LetDecl(str(name), _token_span(name), params, _bare(body), _span(children))
+
+    def let_params(self, children):  # "(" [NAME ("," NAME)*] ")"
+        return tuple((str(t), _token_span(t)) for t in children if isinstance(t, Token) and t.type == "NAME")
+
+    def include_decl(self, children):  # "include" STRING
+        return ast.IncludeDecl(_decode_string(children[1]), _token_span(children[1]), _span(children))
+
     def rule(self, children):  # effect selectors ["when" expr] clause*
         effect, selectors, _, condition, *clauses = children
         return ast.Rule(
