@@ -31,11 +31,12 @@ from __future__ import annotations
 
 import json
 import weakref
+from decimal import Decimal
 from typing import Any, Mapping
 
 import msgspec
 
-from dsl import ast, subjects, values
+from dsl import ast, numbers, subjects, values
 from dsl.compiler import Env, TracedItem, TraceStep, compile_condition_traced
 from dsl.decision import PRECEDENCE, Decision
 from dsl.errors import source_lines
@@ -304,6 +305,7 @@ def _precedence(decision: Decision, policy: Policy) -> Precedence:
 _KINDS = {
     ast.And: "and", ast.Or: "or", ast.Not: "not", ast.Compare: "compare", ast.Path: "path",
     ast.Call: "call", ast.Literal: "literal", ast.ListLiteral: "list",
+    ast.Arith: "arith", ast.Neg: "arith", ast.Projection: "projection",
 }
 
 
@@ -441,6 +443,8 @@ def to_json(value: Any) -> Any:
         return [to_json(v) for v in value]
     if isinstance(value, dict):
         return {str(k): to_json(v) for k, v in value.items()}
+    if type(value) is Decimal:  # a result of arithmetic (dsl.numbers)
+        return numbers.to_json(value)
     return value
 
 
@@ -465,6 +469,8 @@ def _show(value: Any) -> str:
         return f"{value.text} (host {value.host})"
     if isinstance(value, (list, tuple)) and any(isinstance(v, (subjects.Command, subjects.PathValue, subjects.WinPathValue, subjects.UrlValue)) for v in value):
         return "[" + ", ".join(_show(v) for v in value) + "]"  # a list; `|` would read as a pipe
+    if type(value) is Decimal:
+        return str(value)  # as computed: 2.50 stays 2.50
     try:
         return json.dumps(to_json(value), ensure_ascii=False)
     except (TypeError, ValueError):

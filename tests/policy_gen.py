@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 TOOLS = ["read_file", "Bash", "deploy", "mcp__fs__read", "tool.v2", "my tool", "deny", "when_x", "a-b"]
 SELECTORS = TOOLS + ["mcp__fs__*", "tool?v2", "*"]
 GROUPS = ["admins", "sec"]
-KEYS = ["a", "b", "flag", "items", "cmd", "p", "u", "in", "reason", "x y", "n"]
+KEYS = ["a", "b", "flag", "items", "cmd", "p", "u", "in", "reason", "x y", "n", "o"]
 
 
 def q(text: str) -> str:
@@ -66,9 +66,58 @@ def literal(draw) -> list[str]:
     return tokens + ["]"]
 
 
+# --- arithmetic, joined lists, projections and aggregates (dsl.expressions) ---
+
+NUMBER_FIELDS = [["args", ".", "n"], ["args", ".", "a"], ["args", ".", "items", "[", "0", "]"], ["args", ".", "o", "[", "0", "]", ".", "price"]]
+LIST_SOURCES = [["args", ".", "items"], ["args", ".", "b"], ["args", ".", "o", "[", "*", "]", ".", "price"],
+                ["args", ".", "o", "[", "*", "]", ".", "tags", "[", "*", "]"], ["args", ".", "o", "[", "*", "]"],
+                ["[", "1", ",", "2.5", "]"], ["args", ".", "items", "+", "args", ".", "b"]]
+
+
+@st.composite
+def arith_tokens(draw, depth: int = 0) -> list[str]:
+    """A random arithmetic expression: numbers, number fields, sums and counts, with + - * /,
+    unary minus and parentheses (some redundant)."""
+    if depth >= 3 or draw(st.integers(0, 2)) == 0:
+        roll = draw(st.integers(0, 3))
+        if roll == 0:
+            return [draw(st.sampled_from(["0", "1", "2.5", "0.1", "0.2", "3", "1e3", "1000.10"]))]
+        if roll == 1:
+            return list(draw(st.sampled_from(NUMBER_FIELDS)))
+        if roll == 2:
+            return [draw(st.sampled_from(["sum", "count", "min", "max"])), "("] + list(draw(st.sampled_from(LIST_SOURCES[:3]))) + [")"]
+        return ["-"] + draw(arith_tokens(depth + 1))
+    left, right = draw(arith_tokens(depth + 1)), draw(arith_tokens(depth + 1))
+    op = draw(st.sampled_from(["+", "-", "*", "/"]))
+    if draw(st.booleans()):
+        right = ["("] + right + [")"]
+    if draw(st.integers(0, 3)) == 0:
+        left = ["("] + left + [")"]
+    return left + [op] + right
+
+
+@st.composite
+def extended_comparison(draw) -> tuple[str, list[str]]:
+    form = draw(st.integers(0, 4))
+    if form == 0:
+        return "atom", draw(arith_tokens()) + [draw(st.sampled_from(["==", "<", ">=", "!="]))] + draw(arith_tokens())
+    if form == 1:  # a join of lists
+        return "atom", ["count", "("] + list(draw(st.sampled_from(LIST_SOURCES))) + ["+", "args", ".", "b", ")", ">", "1"]
+    if form == 2:  # a projection compared
+        source = list(draw(st.sampled_from(LIST_SOURCES)))
+        return "atom", source + [draw(st.sampled_from(["==", "contains", "!="]))] + draw(literal())
+    if form == 3:  # a quantifier over a join or a projection
+        kind = draw(st.sampled_from(["any", "all"]))
+        body = draw(st.sampled_from(ITEM_ATOMS))
+        return "quant", [kind, "x", "in"] + list(draw(st.sampled_from(LIST_SOURCES))) + [":"] + list(body)
+    return "atom", [draw(st.sampled_from(["min", "max"])), "("] + list(draw(st.sampled_from(LIST_SOURCES))) + [")", draw(st.sampled_from(["==", ">"])), draw(NUMBERS)]
+
+
 @st.composite
 def comparison(draw) -> tuple[str, list[str]]:
-    form = draw(st.integers(0, 11))
+    form = draw(st.integers(0, 13))
+    if form >= 12:
+        return draw(extended_comparison())
     left = draw(field_path())
     if form == 0:
         return "atom", left + [draw(st.sampled_from(["==", "!="]))] + draw(literal())
@@ -267,6 +316,10 @@ def calls(draw, tools=TOOLS) -> tuple[str, dict, dict]:
             value = draw(st.sampled_from(URLS) | SCALARS)
         elif key == "flag":
             value = draw(st.booleans() | SCALARS)
+        elif key == "o":
+            item = st.fixed_dictionaries({"price": st.sampled_from([0.1, 0.2, 250.1, 3, -1, "x"]),
+                                          "tags": st.lists(st.sampled_from(["a", 1]), max_size=2)})
+            value = draw(st.lists(item | SCALARS, max_size=3) | SCALARS)
         else:
             value = draw(SCALARS | st.lists(SCALARS, max_size=3))
         args[key] = value
