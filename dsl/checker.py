@@ -41,6 +41,7 @@ from dsl.errors import Diagnostic, Span
 from dsl.requirements import DECISIONS, MAX_REMEMBER_SECONDS, REMEMBER_SCOPES, TIMEOUT_OUTCOMES
 from dsl.schema import ArgType, ToolSchemas, enum_allows
 from dsl.subjects import Command, PathValue, UrlValue, winpaths
+from dsl.subjects.emails import EmailValue
 from dsl.expressions import FUNCTIONS as _EXTENDED_FUNCTIONS, NODES as _EXTENDED_NODES, is_extended_call
 
 ROOTS = ("tool", "args", "context")
@@ -51,8 +52,8 @@ FUNCTIONS.update({name: most for name, (_, most) in _EXTENDED_FUNCTIONS.items()}
 # carry their item type ("list[command]"); "list" alone is a list of unknown items. The normalized
 # subjects have their own types, with typed fields (dsl.subjects).
 STRING, NUMBER, BOOL, NULL, LIST, OBJECT, ANY = "string", "number", "bool", "null", "list", "object", "any"
-PATH, COMMAND, URL = "path", "command", "url"
-SUBJECT_FIELDS = {PATH: PathValue.FIELDS, COMMAND: Command.FIELDS, URL: UrlValue.FIELDS}
+PATH, COMMAND, URL, EMAIL = "path", "command", "url", "email"
+SUBJECT_FIELDS = {PATH: PathValue.FIELDS, COMMAND: Command.FIELDS, URL: UrlValue.FIELDS, EMAIL: EmailValue.FIELDS}
 
 _ORDERED = (NUMBER, STRING)
 _STRINGISH = (STRING, PATH, ANY)  # a path reads as its text where a string is expected

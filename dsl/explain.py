@@ -44,6 +44,7 @@ from dsl.fmt import _Printer
 from dsl.parser import parse
 from dsl.policy import Policy
 from dsl.requirements import Requirements
+from dsl.subjects.emails import EmailValue
 from dsl.values import EvalError
 
 NESTED_TOO_DEEPLY = "the arguments are nested too deeply to evaluate"
@@ -434,7 +435,7 @@ def to_json(value: Any) -> Any:
         return {"kind": "path", "text": value.text}
     if isinstance(value, subjects.WinPathValue):
         return {"kind": "path", "style": "windows", "text": str(value)}
-    if isinstance(value, (subjects.Command, subjects.UrlValue)):
+    if isinstance(value, (subjects.Command, subjects.UrlValue, EmailValue)):
         out = {"kind": value.KIND}
         for name in value.FIELDS:
             out[name] = to_json(getattr(value, name))
@@ -467,6 +468,8 @@ def _show(value: Any) -> str:
         return " ".join(value.argv) + (f" ({', '.join(notes)})" if notes else "")
     if isinstance(value, subjects.UrlValue):
         return f"{value.text} (host {value.host})"
+    if isinstance(value, EmailValue):
+        return value.text
     if isinstance(value, (list, tuple)) and any(isinstance(v, (subjects.Command, subjects.PathValue, subjects.WinPathValue, subjects.UrlValue)) for v in value):
         return "[" + ", ".join(_show(v) for v in value) + "]"  # a list; `|` would read as a pipe
     if type(value) is Decimal:

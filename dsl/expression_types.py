@@ -10,6 +10,7 @@ and a wrong type at run time is an evaluation error, which never allows.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from dsl import ast, checker as types
@@ -82,9 +83,38 @@ def _arity(chk: Any, call: ast.Call, fewest: int, most: int) -> bool:
     return False
 
 
+def _pattern(chk: Any, expr: ast.Expr) -> bool:
+    """matches()'s pattern: a string literal RE2 compiles (else an error at it)."""
+    from dsl.patterns import PatternError, compile_pattern
+
+    if not (isinstance(expr, ast.Literal) and isinstance(expr.value, str)):
+        chk.error("a matches() pattern must be a string literal", expr.span, 'for example matches(args.iban, "^[A-Z]{2}[0-9]{2}")')
+        return False
+    try:
+        compile_pattern(expr.value)
+    except PatternError as exc:
+        chk.error(f"RE2 refuses this pattern: {exc}", expr.span,
+                  "RE2 syntax has no backreferences and no lookaround: what it matches, it matches in time linear in the text")
+        return False
+    return True
+
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*")
+
+
+def _scheme(chk: Any, expr: ast.Expr) -> bool:
+    """url()'s second argument: a scheme, as a string literal."""
+    if not (isinstance(expr, ast.Literal) and isinstance(expr.value, str) and _SCHEME.fullmatch(expr.value)):
+        chk.error("url()'s second argument is the scheme to read a bare host with, a string literal such as \"https\"",
+                  expr.span, 'url(args.link, "https") reads www.example.com/x as https://www.example.com/x')
+        return False
+    return True
+
+
 def call(chk: Any, call: ast.Call) -> str | None:
-    """The type of a call of one of `dsl.expressions.FUNCTIONS` (before its field reads)."""
-    fewest, most = FUNCTIONS[call.name]
+    """The type of a call of one of `dsl.expressions.FUNCTIONS`, or of `url(x, scheme)` (before
+    its field reads)."""
+    fewest, most = FUNCTIONS.get(call.name, (1, 2))
     if not _arity(chk, call, fewest, most):
         return None
     arg = call.args[0]
@@ -111,6 +141,17 @@ def call(chk: Any, call: ast.Call) -> str | None:
             chk.error(f"{name}() takes an object, not {types.describe(kind)}", arg.span)
             return None
         return f"list[{types.STRING}]" if name == "keys" else types.LIST
+    if kind not in ((types.STRING, types.PATH, types.ANY) if name == "matches" else (types.STRING, types.ANY)):
+        chk.error(f"{name}() takes a string, not {types.describe(kind)}", arg.span)
+        return None
+    if name == "json":
+        return types.ANY  # any JSON value: known when the call comes
+    if name == "email":
+        return types.EMAIL
+    if name == "matches":
+        return types.BOOL if _pattern(chk, call.args[1]) else None
+    if name == "url":
+        return types.URL if _scheme(chk, call.args[1]) else None
     raise TypeError(f"unknown function {name}")  # pragma: no cover - FUNCTIONS lists the names
 
 

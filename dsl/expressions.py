@@ -13,6 +13,7 @@ division by zero, JSON that does not parse, an address that is not one, is an Ev
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
 from dsl import ast, numbers
@@ -32,8 +33,9 @@ Fn = Callable[[Any], Any]
 
 
 def is_extended_call(call: ast.Call) -> bool:
-    """A call this module compiles: one of FUNCTIONS, or `url(x, scheme)`."""
-    return call.name in FUNCTIONS or (call.name == "url" and len(call.args) == 2)
+    """A call this module compiles: one of FUNCTIONS, or `url(x, scheme)` (and types: url() with
+    more arguments, for the message)."""
+    return call.name in FUNCTIONS or (call.name == "url" and len(call.args) >= 2)
 
 
 def uses_extended(expr: Any) -> bool:
@@ -180,6 +182,53 @@ def values_of(obj: Any) -> list:
     return list(obj.values())
 
 
+MAX_JSON_TEXT = 1_000_000  # characters; json() of a longer text is an error
+
+
+def json_value(text: Any) -> Any:
+    """`json(text)`: the JSON value a string holds, read as the arguments of a call are
+    (dsl.jsoninput's strict rules: no duplicate key, which the tool may resolve the other way;
+    no NaN or Infinity; no number beyond a double). Linear in the text. Raises EvalError for what
+    is not a string, a text over MAX_JSON_TEXT characters, and text that is not such JSON."""
+    from dsl.jsoninput import parse_json
+
+    if kind(text) != "string":
+        raise EvalError(f"json() takes a string, not {_a(kind(text))}")
+    if len(text) > MAX_JSON_TEXT:
+        raise EvalError(f"json() reads at most {MAX_JSON_TEXT:,} characters")
+    try:
+        return parse_json(str(text), "json()'s text")
+    except ValueError as exc:
+        raise EvalError(str(exc)) from None
+
+
+_SCHEME_LIKE = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):(?!//)")
+_WITH_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
+_PORT_AFTER_HOST = re.compile(r"[0-9]*(?:[/?#]|\Z)")
+
+
+def url_with_scheme(text: Any, scheme: str) -> Any:
+    """`url(x, scheme)`: `x` as `url(x)` reads it when it has a scheme and `//`; otherwise the
+    host form `www.example.com/x` (or `//www.example.com/x`) read as `scheme://www.example.com/x`.
+    Fails closed where a host form could be read two ways: text such as `mailto:a@b` or
+    `javascript:...` (a scheme without `//`, not a `host:port`) and a host form with `@` (is
+    `a.com@b.com` a host with a user, or a mail address?) are errors."""
+    from dsl.subjects import parse_url
+
+    if kind(text) != "string":
+        raise EvalError(f"url() takes a string, not {_a(kind(text))}")
+    if _WITH_SCHEME.match(text):
+        return parse_url(text)
+    rest = text[2:] if text.startswith("//") else text
+    m = _SCHEME_LIKE.match(rest)
+    if m is not None and not _PORT_AFTER_HOST.match(rest, m.end()):
+        raise EvalError(f"{text!r} has the scheme {m.group(1)!r} and no '//': not a host to read as {scheme}://")
+    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    if "@" in authority:
+        raise EvalError(f"{text!r} has no scheme and an '@' before its path: a user at a host, or an address?")
+    return parse_url(f"{scheme}://{rest}")
+
+
 _UNARY: dict[str, Callable[[Any], Any]] = {
     "sum": numbers.total,
     "min": lambda v: extreme(v, "min"),
@@ -187,6 +236,7 @@ _UNARY: dict[str, Callable[[Any], Any]] = {
     "count": count,
     "keys": keys,
     "values": values_of,
+    "json": json_value,
 }
 
 
@@ -198,4 +248,19 @@ def compile_call(call: ast.Call, compile: Callable[[ast.Expr], Fn]) -> Fn:
     if fn is not None:
         (arg,) = args
         return lambda env: fn(arg(env))
+    if call.name == "email":
+        from dsl.subjects.emails import parse_email
+
+        (arg,) = args
+        return lambda env: parse_email(arg(env))
+    if call.name == "matches":
+        from dsl.patterns import compile_pattern, matches
+
+        compiled = compile_pattern(call.args[1].value)  # a string literal RE2 accepts: the checker saw to it
+        text = args[0]
+        return lambda env: matches(compiled, text(env))
+    if call.name == "url":
+        scheme = call.args[1].value.lower()  # a scheme literal: the checker saw to it
+        text = args[0]
+        return lambda env: url_with_scheme(text(env), scheme)
     raise TypeError(f"unknown function {call.name}")  # pragma: no cover - the checker stops it

@@ -35,7 +35,7 @@ def selector_tokens(name: str) -> list[str]:
 # kind: "atom" (a comparison or call: may stand anywhere but under a comparison), "path" (a bare
 # field), "not", "and", "or", "quant" (must be parenthesized as an operand of and/or/not).
 
-STRINGS = st.sampled_from(["", "x", "rm", "/home/u", "a b", "é", "\"q\"", "tab\there", "#not a comment", "ls*"])
+STRINGS = st.sampled_from(["", "x", "rm", "/home/u", "a b", "é", "\"q\"", "tab\there", "#not a comment", "ls*", "a@X.org", "{\"a\": 1}", "1"])
 NUMBERS = st.sampled_from(["0", "1", "-3", "2.5", "1e3", "10"])
 
 
@@ -96,9 +96,24 @@ def arith_tokens(draw, depth: int = 0) -> list[str]:
     return left + [op] + right
 
 
+FUNCTION_ATOMS = [
+    ["matches", "(", "args", ".", "a", ",", '"^[a-z]+$"', ")"],
+    ["matches", "(", "args", ".", "a", ",", '"(?i)R"', ")"],
+    ['"a"', "in", "keys", "(", "args", ".", "b", ")"],
+    ["values", "(", "args", ".", "b", ")", "contains", "1"],
+    ["email", "(", "args", ".", "a", ")", ".", "domain", "==", '"x.org"'],
+    ["email", "(", "args", ".", "a", ")", ".", "local", "startswith", '"a"'],
+    ["url", "(", "args", ".", "u", ",", '"https"', ")", ".", "host", "==", '"docs.python.org"'],
+    ["json", "(", "args", ".", "a", ")", "==", "1"],
+    ["count", "(", "keys", "(", "json", "(", "args", ".", "a", ")", ")", ")", ">", "0"],
+]
+
+
 @st.composite
 def extended_comparison(draw) -> tuple[str, list[str]]:
-    form = draw(st.integers(0, 4))
+    form = draw(st.integers(0, 5))
+    if form == 5:  # the functions over values
+        return "atom", list(draw(st.sampled_from(FUNCTION_ATOMS)))
     if form == 0:
         return "atom", draw(arith_tokens()) + [draw(st.sampled_from(["==", "<", ">=", "!="]))] + draw(arith_tokens())
     if form == 1:  # a join of lists

@@ -246,3 +246,103 @@ def test_minus_five_is_one_literal_however_it_is_written():
         expr = condition_of(f"args.a == {text}").right
         assert isinstance(expr, ast.Literal) and expr.value == -5
     assert isinstance(condition_of("args.a == -args.b").right, ast.Neg)
+
+
+# --- keys, values, json, email, matches, url(x, scheme) --------------------------------------
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.sampled_from([0.1, 2.5, -0.0]) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3), max_leaves=8)
+
+
+@PROPERTY
+@given(JSON_VALUES)
+def test_json_reads_back_what_was_written(value):
+    import json
+
+    args = {"t": json.dumps(value), "v": value}
+    assert holds("json(args.t) == args.v", args) is True
+    if isinstance(value, dict):
+        assert holds("keys(json(args.t)) == keys(args.v) and values(json(args.t)) == values(args.v)", args) is True
+
+
+@PROPERTY
+@given(st.text(max_size=12))
+def test_json_of_any_text_is_a_value_or_an_evaluation_error(text):
+    result = holds("json(args.t) == null or true", {"t": text})
+    assert result is True or result.startswith("error: json()'s text")
+
+
+LOCAL = st.text(alphabet="abcXYZ019.+-_'é", min_size=1, max_size=10)
+DOMAIN = st.lists(st.text(alphabet="abcXY09-ü", min_size=1, max_size=6), min_size=1, max_size=3).map(".".join)
+
+
+@PROPERTY
+@given(LOCAL, DOMAIN, st.booleans())
+def test_an_address_normalizes_to_one_that_reads_back_the_same(local, domain, dot):
+    from dsl.subjects.emails import parse_email
+
+    try:
+        first = parse_email(f"{local}@{domain}{'.' if dot else ''}")
+    except EvalError:
+        return
+    again = parse_email(first.text)
+    assert again == first
+    assert first.domain == first.domain.lower() and first.domain.isascii() and not first.domain.endswith(".")
+    assert first.local == local  # as written (NFC: these letters are composed already)
+    assert holds("email(args.a).text == email(args.b).text", {"a": f"{local}@{domain}", "b": first.text}) is True
+
+
+@pytest.mark.parametrize("address", [
+    "Bob <bob@x.org>", '"a b"@x.org', "a@b@x.org", "a..b@x.org", ".a@x.org", "a.@x.org", "a@[192.0.2.1]", "a@192.0.2.1",
+    "a b@x.org", "a@x.org (comment)", "a\u200b@x.org", "a@x..org", "", "@x.org", "a@", "x" * 65 + "@x.org", "a@" + "b" * 260,
+])
+def test_what_is_not_a_plain_address_is_an_evaluation_error(address):
+    assert str(holds("email(args.a).domain == \"x.org\"", {"a": address})).startswith("error: ")
+
+
+@PROPERTY
+@given(st.text(alphabet="ab(|)*+?^$.", max_size=8), st.text(alphabet="ab", max_size=12))
+def test_matches_agrees_with_python_re_on_patterns_both_accept(pattern, text):
+    """RE2 and Python's re agree on the syntax both read (no backreferences, no lookaround)."""
+    import re
+
+    try:
+        expected = re.search(pattern, text) is not None
+    except re.error:
+        return
+    try:
+        policy = Policy.from_text(f'allow t when matches(args.s, "{pattern}")')
+    except PolicyError as exc:
+        assert "RE2 refuses this pattern" in exc.render()
+        return
+    assert (policy.evaluate("t", {"s": text}).effect == "allow") is expected
+    assert holds(f'matches(args.s, "{pattern}")', {"s": text}) is expected
+
+
+def test_a_pattern_re2_refuses_is_a_load_error_at_the_pattern():
+    with pytest.raises(PolicyError) as info:
+        Policy.from_text('allow t\n  when args.x == 1 or matches(args.s, "(a)\\\\1")', "p.policy")
+    assert info.value.render().startswith("p.policy:2:39: error: RE2 refuses this pattern: invalid escape sequence: \\1")
+
+
+@pytest.mark.parametrize("text, host", [
+    ("www.example.com/x", "www.example.com"), ("example.com", "example.com"), ("//Example.COM./a", "example.com"),
+    ("localhost:8080/x", "localhost"), ("http://a.example/", "a.example"), ("ｅｘａｍｐｌｅ.com", "example.com"),
+])
+def test_url_with_a_scheme_reads_a_bare_host(text, host):
+    assert holds(f'url(args.u, "https").host == "{host}"', {"u": text}) is True
+    assert holds('url(args.u, "https").scheme in ["https", "http"]', {"u": text}) is True
+
+
+@pytest.mark.parametrize("text", ["mailto:a@b.example", "javascript:alert(1)", "a@b.example/x", "a.example:b@c.example", "", "/x", 3])
+def test_url_with_a_scheme_refuses_what_could_be_read_two_ways(text):
+    assert str(holds('url(args.u, "https").host == "x"', {"u": text})).startswith("error: ")
+
+
+def test_explain_shows_an_address_and_a_match():
+    policy = Policy.from_text('default deny "no"\nallow t when email(args.to).domain == "x.org" and matches(args.s, "^a")')
+    report = explain(policy, "t", {"to": "Bob@X.ORG", "s": "abc"})
+    left = report.rules[0].steps.children[0].children[0]
+    assert (left.text, left.value, left.subject) == ("email(args.to).domain", "x.org", "Bob@x.org")
+    assert report.rules[0].steps.children[1].result == "true"

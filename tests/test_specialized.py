@@ -36,7 +36,7 @@ def q(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-STRINGS = ["", "a", "rm", "ls", "git", "x y", "1", "true", "/home/u", "/home/u/proj", "é", "A", "ab", "null"]
+STRINGS = ["", "a", "rm", "ls", "git", "x y", "1", "true", "/home/u", "/home/u/proj", "é", "A", "ab", "null", "a@X.org", "{\"a\": [1]}"]
 NUMBERS = ["0", "1", "-1", "2.5", "1e3", "-0.0", "1000", "3"]
 FIELDS = ["args.a", "args.b", "args.n", "args.items", "args.items[0]", "args.items[-1]", "args.d.k", "args.d.m",
           'args["x y"]', "context.cwd", "context.user", "tool", "args.flag", "args.d"]
