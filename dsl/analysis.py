@@ -117,6 +117,13 @@ def shape(expr: ast.Expr | None, rename: dict[str, str] | None = None) -> Any:
     if isinstance(expr, ast.Quantifier):
         var = rename.get(expr.var, expr.var) if rename else expr.var
         return ("quant", expr.kind, var, shape(expr.source, rename), shape(expr.body, rename))
+    if isinstance(expr, ast.Arith):
+        return ("arith", expr.op, shape(expr.left, rename), shape(expr.right, rename))
+    if isinstance(expr, ast.Neg):
+        return ("neg", shape(expr.operand, rename))
+    if isinstance(expr, ast.Projection):
+        steps = tuple(tuple((type(k).__name__, k) for k in step) for step in expr.steps)
+        return ("project", shape(expr.base, rename), steps)
     raise TypeError(f"unknown expression node {expr!r}")  # pragma: no cover
 
 

@@ -112,7 +112,38 @@ class Quantifier:
     span: Span
 
 
-Expr = Union[Literal, ListLiteral, Path, Call, Compare, Not, And, Or, Quantifier]
+@dataclass(frozen=True, slots=True)
+class Arith:
+    """`left OP right` with OP one of `+ - * /`: arithmetic on numbers (exact decimals, see
+    dsl.numbers), and `+` also joins two lists (dsl.expressions)."""
+
+    op: str
+    left: "Expr"
+    right: "Expr"
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Neg:
+    """`-operand`: a number negated. (`-5` written with its digits is a Literal.)"""
+
+    operand: "Expr"
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Projection:
+    """`base[*].keys...`: the list of what `keys` reads from each item of the list `base` (a Path
+    or a Call with the accessors before the first `[*]`). `steps` holds the keys after each
+    `[*]`: a second `[*]` goes over the items of each result and joins them into one list
+    (`args.orders[*].lines[*].price`: every price of every line of every order)."""
+
+    base: "Expr"
+    steps: tuple[tuple[str | int, ...], ...]
+    span: Span
+
+
+Expr = Union[Literal, ListLiteral, Path, Call, Compare, Not, And, Or, Quantifier, Arith, Neg, Projection]
 
 # --- rule clauses -----------------------------------------------------------------------------
 

@@ -41,16 +41,19 @@ from dsl.errors import Diagnostic, Span
 from dsl.requirements import DECISIONS, MAX_REMEMBER_SECONDS, REMEMBER_SCOPES, TIMEOUT_OUTCOMES
 from dsl.schema import ArgType, ToolSchemas, enum_allows
 from dsl.subjects import Command, PathValue, UrlValue, winpaths
+from dsl.subjects.emails import EmailValue
+from dsl.expressions import FUNCTIONS as _EXTENDED_FUNCTIONS, NODES as _EXTENDED_NODES, is_extended_call
 
 ROOTS = ("tool", "args", "context")
 FUNCTIONS = {"len": 1, "lower": 1, "exists": 1, "path": 1, "shell": 1, "url": 1}
+FUNCTIONS.update({name: most for name, (_, most) in _EXTENDED_FUNCTIONS.items()})  # dsl.expressions
 
 # Load-time types of expressions. "any" is a field whose type is only known at run time. Lists may
 # carry their item type ("list[command]"); "list" alone is a list of unknown items. The normalized
 # subjects have their own types, with typed fields (dsl.subjects).
 STRING, NUMBER, BOOL, NULL, LIST, OBJECT, ANY = "string", "number", "bool", "null", "list", "object", "any"
-PATH, COMMAND, URL = "path", "command", "url"
-SUBJECT_FIELDS = {PATH: PathValue.FIELDS, COMMAND: Command.FIELDS, URL: UrlValue.FIELDS}
+PATH, COMMAND, URL, EMAIL = "path", "command", "url", "email"
+SUBJECT_FIELDS = {PATH: PathValue.FIELDS, COMMAND: Command.FIELDS, URL: UrlValue.FIELDS, EMAIL: EmailValue.FIELDS}
 
 _ORDERED = (NUMBER, STRING)
 _STRINGISH = (STRING, PATH, ANY)  # a path reads as its text where a string is expected
@@ -621,6 +624,11 @@ class _Checker:
             return self.compare(expr)
         if isinstance(expr, ast.Quantifier):
             return self.quantifier(expr)
+        if isinstance(expr, _EXTENDED_NODES):  # arithmetic, joined lists, [*] (dsl.expression_types)
+            from dsl import expression_types
+
+            return {ast.Arith: expression_types.arith, ast.Neg: expression_types.neg,
+                    ast.Projection: expression_types.projection}[type(expr)](self, expr)
         raise TypeError(f"unknown expression node {expr!r}")  # pragma: no cover
 
     def quantifier(self, q: ast.Quantifier) -> str | None:
@@ -695,6 +703,10 @@ class _Checker:
         return kind
 
     def call_result(self, call: ast.Call) -> str | None:
+        if is_extended_call(call):  # sum, min, ..., url(x, scheme) (dsl.expression_types)
+            from dsl import expression_types
+
+            return expression_types.call(self, call)
         arity = FUNCTIONS.get(call.name)
         if arity is None:
             known = ", ".join(FUNCTIONS)

@@ -23,7 +23,7 @@ from functools import lru_cache
 from operator import attrgetter
 from typing import Any, Callable, NamedTuple
 
-from dsl import ast, globs, subjects, values
+from dsl import ast, expressions, globs, subjects, values
 from dsl.cache import BUDGETS, BoundedCache, char_bytes
 from dsl.requirements import DEFAULT_DECISIONS, Quorum, Remember, Requirements
 from dsl.subjects import paths, urls, winpaths
@@ -166,6 +166,8 @@ def _compile(expr: ast.Expr) -> Fn:
         return _compile_compare(expr)
     if isinstance(expr, ast.Quantifier):
         return _compile_quantifier(expr)
+    if isinstance(expr, expressions.NODES):  # arithmetic, joined lists, [*]
+        return expressions.compile_node(expr, _compile)
     raise TypeError(f"cannot compile {expr!r}")  # pragma: no cover
 
 
@@ -290,6 +292,8 @@ def _compile_call(call: ast.Call) -> Fn:
 
 
 def _compile_call_result(call: ast.Call) -> Fn:
+    if expressions.is_extended_call(call):  # sum, min, ..., url(x, scheme)
+        return expressions.compile_call(call, _compile)
     if call.name == "path" and len(call.args) == 2:
         inner, base = _compile(call.args[0]), _compile(call.args[1])
         return lambda env: _path_from(inner(env), base(env), env)
@@ -449,6 +453,12 @@ def _fast_operand(expr: ast.Expr, item_var: str | None) -> Fn:
 
 
 def _fast(expr: ast.Expr, item_var: str | None) -> Fn:
+    if isinstance(expr, expressions.NODES) or (isinstance(expr, ast.Call) and expressions.uses_extended(expr)):
+        # not specialized: the generic closure (dsl.expressions), on the call's Env; a comparison
+        # of its value goes to dsl.values for any value the specialized tests do not know
+        if item_var is not None:
+            raise _EnvNeeded
+        return _compile(expr)
     if isinstance(expr, ast.Literal):
         value = expr.value
         return lambda x: value
@@ -3161,8 +3171,14 @@ def _traced_operand(expr: ast.Expr) -> Fn:
 
 
 def _traced(expr: ast.Expr) -> Fn:
-    if isinstance(expr, (ast.Literal, ast.ListLiteral, ast.Path)):
+    if isinstance(expr, (ast.Literal, ast.ListLiteral, ast.Path, ast.Projection)):
         return _traced_step(expr, _compile(expr))
+    if isinstance(expr, ast.Arith):
+        left, right, op = _traced(expr.left), _traced(expr.right), expr.op
+        return _traced_step(expr, lambda env: expressions.binary(op, left(env), right(env)))
+    if isinstance(expr, ast.Neg):
+        operand = _traced(expr.operand)
+        return _traced_step(expr, lambda env: expressions.numbers.negate(operand(env)))
     if isinstance(expr, ast.Call):
         return _traced_call(expr)
     if isinstance(expr, ast.Not):
@@ -3217,7 +3233,7 @@ def _traced_junction(fns: list[Fn], deciding: bool) -> Fn:
 def _traced_call(call: ast.Call) -> Fn:
     if call.name == "exists":  # reads its path without failing: the path is not an operand
         return _traced_step(call, _compile_call(call))
-    if len(call.args) == 2:  # path(x, base): traced as one step
+    if len(call.args) == 2:  # path(x, base), url(x, scheme), matches(x, pattern): traced as one step
         return _traced_step(call, _compile_call(call))
     arg = _traced(call.args[0])
     apply = _compile_call_result(ast.Call(call.name, (ast.Path(_ARG, (), call.span),), call.span, call.name_span))

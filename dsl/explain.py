@@ -31,11 +31,12 @@ from __future__ import annotations
 
 import json
 import weakref
+from decimal import Decimal
 from typing import Any, Mapping
 
 import msgspec
 
-from dsl import ast, lets, subjects, values
+from dsl import ast, lets, numbers, subjects, values
 from dsl.compiler import Env, TracedItem, TraceStep, compile_condition_traced
 from dsl.decision import PRECEDENCE, Decision
 from dsl.errors import source_lines, span_file
@@ -43,6 +44,7 @@ from dsl.fmt import _Printer
 from dsl.parser import parse
 from dsl.policy import Policy
 from dsl.requirements import Requirements
+from dsl.subjects.emails import EmailValue
 from dsl.values import EvalError
 
 NESTED_TOO_DEEPLY = "the arguments are nested too deeply to evaluate"
@@ -318,6 +320,7 @@ def _precedence(decision: Decision, policy: Policy) -> Precedence:
 _KINDS = {
     ast.And: "and", ast.Or: "or", ast.Not: "not", ast.Compare: "compare", ast.Path: "path",
     ast.Call: "call", ast.Literal: "literal", ast.ListLiteral: "list",
+    ast.Arith: "arith", ast.Neg: "arith", ast.Projection: "projection",
 }
 
 
@@ -464,7 +467,7 @@ def to_json(value: Any) -> Any:
         return {"kind": "path", "text": value.text}
     if isinstance(value, subjects.WinPathValue):
         return {"kind": "path", "style": "windows", "text": str(value)}
-    if isinstance(value, (subjects.Command, subjects.UrlValue)):
+    if isinstance(value, (subjects.Command, subjects.UrlValue, EmailValue)):
         out = {"kind": value.KIND}
         for name in value.FIELDS:
             out[name] = to_json(getattr(value, name))
@@ -473,6 +476,8 @@ def to_json(value: Any) -> Any:
         return [to_json(v) for v in value]
     if isinstance(value, dict):
         return {str(k): to_json(v) for k, v in value.items()}
+    if type(value) is Decimal:  # a result of arithmetic (dsl.numbers)
+        return numbers.to_json(value)
     return value
 
 
@@ -495,8 +500,12 @@ def _show(value: Any) -> str:
         return " ".join(value.argv) + (f" ({', '.join(notes)})" if notes else "")
     if isinstance(value, subjects.UrlValue):
         return f"{value.text} (host {value.host})"
+    if isinstance(value, EmailValue):
+        return value.text
     if isinstance(value, (list, tuple)) and any(isinstance(v, (subjects.Command, subjects.PathValue, subjects.WinPathValue, subjects.UrlValue)) for v in value):
         return "[" + ", ".join(_show(v) for v in value) + "]"  # a list; `|` would read as a pipe
+    if type(value) is Decimal:
+        return str(value)  # as computed: 2.50 stays 2.50
     try:
         return json.dumps(to_json(value), ensure_ascii=False)
     except (TypeError, ValueError):

@@ -144,6 +144,9 @@ _PARENS = {
 }
 
 
+_ARITH_LEVEL = {"+": 1, "-": 1, "*": 2, "/": 2}
+
+
 def _needs_parens(expr: ast.Expr, ctx: str) -> bool:
     return ctx in _PARENS.get(type(expr), ())
 
@@ -199,7 +202,30 @@ class _Printer:
             return f" {word} ".join(self.flat(o, word) for o in expr.operands)
         if isinstance(expr, ast.Quantifier):
             return f"{self.quantifier_head(expr)} {self.flat(expr.body)}"
+        if isinstance(expr, (ast.Arith, ast.Neg)):
+            return self.arith(expr)
+        if isinstance(expr, ast.Projection):
+            return self._flat(expr.base) + "".join("[*]" + _keys_text(step) for step in expr.steps)
         raise TypeError(f"cannot print {expr!r}")  # pragma: no cover
+
+    def arith(self, expr: ast.Arith | ast.Neg) -> str:
+        """`a + b * c`, `-x`: parentheses where the tree's grouping differs from the precedence
+        and left-associativity of `+ -` below `* /` below unary minus (and around any test)."""
+        if isinstance(expr, ast.Neg):
+            return "-" + self.arith_operand(expr.operand, 3, False)
+        level = _ARITH_LEVEL[expr.op]
+        return f"{self.arith_operand(expr.left, level, False)} {expr.op} {self.arith_operand(expr.right, level, True)}"
+
+    def arith_operand(self, expr: ast.Expr, level: int, right: bool) -> str:
+        if isinstance(expr, ast.Arith):
+            inner = _ARITH_LEVEL[expr.op]
+            text = self.arith(expr)
+            return f"({text})" if inner < level or (right and inner == level) else text
+        if isinstance(expr, ast.Neg):
+            return self.arith(expr)
+        if isinstance(expr, ast.Literal) and level == 3 and type(expr.value) in (int, float):
+            return f"({self.literal(expr)})"  # -(5): `--5` would not read back; the parser folds `-5`
+        return self.flat(expr, "operand")
 
     def quantifier_head(self, q: ast.Quantifier) -> str:
         return f"{q.kind} {q.var} in {self.flat(q.source, 'operand')}:"
