@@ -230,6 +230,18 @@ class _Expander:
             source = self.expand(expr.source, scope, depth + 1)
             body = self.expand(expr.body, scope | {expr.var}, depth + 1)
             return expr if source is expr.source and body is expr.body else dataclasses.replace(expr, source=source, body=body)
+        if kind is ast.Arith:
+            self.grow(1, expr.span)
+            left, right = self.expand(expr.left, scope, depth + 1), self.expand(expr.right, scope, depth + 1)
+            return expr if left is expr.left and right is expr.right else dataclasses.replace(expr, left=left, right=right)
+        if kind is ast.Neg:
+            self.grow(1, expr.span)
+            operand = self.expand(expr.operand, scope, depth + 1)
+            return expr if operand is expr.operand else dataclasses.replace(expr, operand=operand)
+        if kind is ast.Projection:
+            self.grow(1, expr.span)
+            base = self.expand(expr.base, scope, depth + 1)
+            return expr if base is expr.base else dataclasses.replace(expr, base=base)
         return expr  # a node of another part of the language: nothing of a let inside it
 
     def use(self, node, name: str, args: tuple, keys: tuple, scope: frozenset, depth: int, called: bool) -> ast.Expr:
@@ -355,6 +367,15 @@ class _Substitution:
             body = self.sub(expr.body, inner)
             if source is not expr.source or body is not expr.body or var != expr.var:
                 new = dataclasses.replace(expr, var=var, source=source, body=body)
+        elif kind is ast.Arith:
+            left, right = self.sub(expr.left, env), self.sub(expr.right, env)
+            new = None if left is expr.left and right is expr.right else dataclasses.replace(expr, left=left, right=right)
+        elif kind is ast.Neg:
+            operand = self.sub(expr.operand, env)
+            new = None if operand is expr.operand else dataclasses.replace(expr, operand=operand)
+        elif kind is ast.Projection:
+            base = self.sub(expr.base, env)
+            new = None if base is expr.base else dataclasses.replace(expr, base=base)
         if new is None:
             return expr
         entry = self.expander.uses.get(id(expr))
@@ -399,6 +420,12 @@ def _count(expr) -> int:
             stack.extend(node.operands)
         elif kind is ast.Quantifier:
             stack += (node.source, node.body)
+        elif kind is ast.Arith:
+            stack += (node.left, node.right)
+        elif kind is ast.Neg:
+            stack.append(node.operand)
+        elif kind is ast.Projection:
+            stack.append(node.base)
     return n
 
 
@@ -416,6 +443,12 @@ def _children(node) -> tuple:
         return node.operands
     if kind is ast.Quantifier:
         return (node.source, node.body)
+    if kind is ast.Arith:
+        return (node.left, node.right)
+    if kind is ast.Neg:
+        return (node.operand,)
+    if kind is ast.Projection:
+        return (node.base,)
     return ()
 
 
