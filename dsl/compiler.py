@@ -3237,10 +3237,12 @@ def _traced_junction(fns: list[Fn], deciding: bool) -> Fn:
 def _traced_call(call: ast.Call) -> Fn:
     if call.name in ("exists", "calls"):  # reads its path (its pattern) without failing: not an operand
         return _traced_step(call, _compile_call(call))
-    if len(call.args) == 2:  # path(x, base): traced as one step
+    if len(call.args) == 2 and call.name not in history_eval.LITERAL_ARGUMENT:  # path(x, base): traced as one step
         return _traced_step(call, _compile_call(call))
     arg = _traced(call.args[0])
-    apply = _compile_call_result(ast.Call(call.name, (ast.Path(_ARG, (), call.span),), call.span, call.name_span))
+    # the first argument read from a reserved variable; a history function's literal second
+    # argument (a tool pattern, a field path) stays as written, read at compile time
+    apply = _compile_call_result(ast.Call(call.name, (ast.Path(_ARG, (), call.span),) + call.args[1:], call.span, call.name_span))
     read = _reader(f"{call.name}(...)", call.keys) if call.keys else None
 
     def run(env: Env) -> Any:

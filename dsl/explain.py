@@ -35,7 +35,7 @@ from typing import Any, Mapping
 
 import msgspec
 
-from dsl import ast, subjects, values
+from dsl import ast, history_explain, subjects, values
 from dsl.compiler import Env, TracedItem, TraceStep, compile_condition_traced
 from dsl.decision import PRECEDENCE, Decision
 from dsl.errors import source_lines
@@ -70,6 +70,9 @@ class Step(msgspec.Struct, frozen=True, omit_defaults=True):
       explanation only (they could not change the result).
     - `index`: a quantifier item's position in its list.
     - `children`: the operands' steps, in evaluation order.
+    - `seqs`: for a read of the run's history (`run`, `calls()`, `sources()`, `from_tool()`), the
+      seqs of the ledger events it used: the calls it went over, the proposals whose arguments or
+      results the value appeared in (dsl.history_explain).
     """
 
     text: str
@@ -87,6 +90,7 @@ class Step(msgspec.Struct, frozen=True, omit_defaults=True):
     role: str | None = None
     index: int | None = None
     children: tuple["Step", ...] = ()
+    seqs: tuple[int, ...] = ()
 
 
 class RuleTrace(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -155,13 +159,14 @@ class Explanation(msgspec.Struct, frozen=True, omit_defaults=True):
     requirements: Requirements | None = None
 
 
-def explain(policy: Policy, tool: str, args: Mapping[str, Any], context: Mapping[str, Any] | None = None) -> Explanation:
-    """Explain the decision `policy.evaluate(tool, args, context)`. Raises `PolicyInputError` as
-    evaluate does for a call of the wrong shape."""
-    decision = policy.evaluate(tool, args, context)  # validates the call, and is the answer
+def explain(policy: Policy, tool: str, args: Mapping[str, Any], context: Mapping[str, Any] | None = None, *,
+            history: Any = None) -> Explanation:
+    """Explain the decision `policy.evaluate(tool, args, context, history=history)`. Raises
+    `PolicyInputError` as evaluate does for a call of the wrong shape."""
+    decision = policy.evaluate(tool, args, context, history=history)  # validates the call, and is the answer
     context = dict(context or {})
     nodes, printer, traced = _traced_rules(policy)
-    env = Env(tool, args, context, home=policy.home)
+    env = Env(tool, args, context, home=policy.home, history=history)
     outcomes = {o.rule: o for o in decision.outcomes}
     traces = []
     candidates = policy.rules_for(tool)
@@ -338,6 +343,10 @@ def _step(ts: TraceStep, printer: _Printer, env: Env) -> Step:
         fields["shown"] = show(ts.value)
     if ts.subject is not None:
         fields["subject"] = show(ts.subject)
+    if isinstance(node, (ast.Path, ast.Call)) and ts.error is None:
+        seqs = history_explain.seqs_used(node, ts.value, ts.children, env)
+        if seqs:
+            fields["seqs"] = seqs
     return Step(text=text, line=line, column=column, kind=kind, result=result, error=ts.error, children=tuple(children), **fields)
 
 

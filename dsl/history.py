@@ -129,15 +129,19 @@ def words(text: str) -> set[str]:
     return out
 
 
-def _leaves(value: Any, field: str, depth: int = 0) -> Iterable[tuple[str, Any]]:
-    """(field path, value) of every string and number inside a JSON value (iterative past a
-    depth, so a deep value cannot exhaust the stack)."""
+def _leaves(value: Any, field: str) -> Iterable[tuple[str, Any]]:
+    """(field path, value) of every string and number inside a JSON value, object keys included
+    (`{"credit_card_1": {...}}` names credit_card_1); iterative, so a deep value cannot exhaust
+    the stack."""
     stack = [(field, value)]
     while stack:
         where, v = stack.pop()
         if isinstance(v, dict):
             for k, item in reversed(list(v.items())):
-                stack.append((f"{where}.{k}" if isinstance(k, str) and k.isidentifier() else f"{where}[{k!r}]", item))
+                here = f"{where}.{k}" if isinstance(k, str) and k.isidentifier() else f"{where}[{k!r}]"
+                stack.append((here, item))
+                if isinstance(k, str):
+                    yield here, k
         elif isinstance(v, (list, tuple)):
             for i in range(len(v) - 1, -1, -1):
                 stack.append((f"{where}[{i}]", v[i]))
