@@ -79,6 +79,8 @@ def normalize(value: Any) -> str | None:
     text = value.strip()
     if not text:
         return None
+    if text.isidentifier() and not (len(text) >= _IBAN_MIN and text[2:4].isdigit()):
+        return text  # a plain word (most words): nothing to normalize
     if " " not in text and "\t" not in text and "\n" not in text:
         if text.count("@") == 1 and not text.startswith("@") and not text.endswith("@"):
             return text.lower()
