@@ -1,5 +1,6 @@
 """`countersign policy ...`: commands for policy authors."""
 
+import json
 from typing import List, Optional
 
 import typer
@@ -181,6 +182,8 @@ def explain_(
     context: Optional[str] = typer.Option(None, "--context", help="The caller's context, a JSON object (cwd, home, ...)."),
     as_json: bool = typer.Option(False, "--json", help="Print the explanation as JSON."),
     roster: Optional[str] = _ROSTER,
+    history_file: Optional[str] = typer.Option(None, "--history", help="The run's earlier calls: a JSON file "
+                                               "holding a list of calls (tool, args, status, result, ...)."),
 ) -> None:
     """Explain a decision: every rule that covers the tool (matched or not), what each condition
     and sub-condition evaluated to, the normalized subjects they saw, exact or prefix matching,
@@ -200,8 +203,17 @@ def explain_(
         ctx = parse_json_object(context, "--context") if context is not None else None
     except ValueError as exc:
         fail(str(exc), EXIT_USAGE)
+    history = None
+    if history_file is not None:
+        from dsl.history import History
+
+        try:
+            with open(history_file, encoding="utf-8") as f:
+                history = History.from_calls(json.load(f))
+        except (OSError, ValueError) as exc:
+            fail(f"--history: {exc}", EXIT_USAGE)
     policy = load_policy(file, roster)
-    report = explain(policy, tool, arguments, ctx)
+    report = explain(policy, tool, arguments, ctx, history=history)
     if as_json:
         echo_json(report)
         return

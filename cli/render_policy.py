@@ -109,6 +109,9 @@ def _operand_lines(step: Any, indent: int) -> list[str]:
         line = f"{pad}{step.text} = {step.shown}"
         if step.subject is not None:
             line += f"   (from {step.subject})"
+        if step.seqs:  # a history read: the ledger events it used
+            shown = ", ".join(str(q) for q in step.seqs[:10]) + (f", … ({len(step.seqs)} in all)" if len(step.seqs) > 10 else "")
+            line += f"   (events {shown})"
         out = [line]
     for child in step.children:
         out.extend(_operand_lines(child, indent + 2))

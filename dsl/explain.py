@@ -36,7 +36,7 @@ from typing import Any, Mapping
 
 import msgspec
 
-from dsl import ast, lets, numbers, subjects, values
+from dsl import ast, history_explain, lets, numbers, subjects, values
 from dsl.compiler import Env, TracedItem, TraceStep, compile_condition_traced
 from dsl.decision import PRECEDENCE, Decision
 from dsl.errors import source_lines, span_file
@@ -77,6 +77,9 @@ class Step(msgspec.Struct, frozen=True, omit_defaults=True):
     A use of a `let` is a step of kind `let`: its text is the use as written (`internal(r)`), its
     line and column the use's, `how` names the let and where it is defined, and its one child is
     the let's body with the arguments in place (the body's steps at the definition's lines).
+    - `seqs`: for a read of the run's history (`run`, `calls()`, `sources()`, `from_tool()`), the
+      seqs of the ledger events it used: the calls it went over, the proposals whose arguments or
+      results the value appeared in (dsl.history_explain).
     """
 
     text: str
@@ -95,6 +98,7 @@ class Step(msgspec.Struct, frozen=True, omit_defaults=True):
     index: int | None = None
     children: tuple["Step", ...] = ()
     file: str | None = None
+    seqs: tuple[int, ...] = ()
 
 
 class RuleTrace(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -166,13 +170,14 @@ class Explanation(msgspec.Struct, frozen=True, omit_defaults=True):
     requirements: Requirements | None = None
 
 
-def explain(policy: Policy, tool: str, args: Mapping[str, Any], context: Mapping[str, Any] | None = None) -> Explanation:
-    """Explain the decision `policy.evaluate(tool, args, context)`. Raises `PolicyInputError` as
-    evaluate does for a call of the wrong shape."""
-    decision = policy.evaluate(tool, args, context)  # validates the call, and is the answer
+def explain(policy: Policy, tool: str, args: Mapping[str, Any], context: Mapping[str, Any] | None = None, *,
+            history: Any = None) -> Explanation:
+    """Explain the decision `policy.evaluate(tool, args, context, history=history)`. Raises
+    `PolicyInputError` as evaluate does for a call of the wrong shape."""
+    decision = policy.evaluate(tool, args, context, history=history)  # validates the call, and is the answer
     context = dict(context or {})
     nodes, printer, traced, written = _traced_rules(policy)
-    env = Env(tool, args, context, home=policy.home)
+    env = Env(tool, args, context, home=policy.home, history=history)
     outcomes = {o.rule: o for o in decision.outcomes}
     traces = []
     candidates = policy.rules_for(tool)
@@ -360,6 +365,10 @@ def _step(ts: TraceStep, printer: _Printer, env: Env) -> Step:
     file = span_file(node.quantifier.span if isinstance(node, TracedItem) else node.span)
     if file is not None:
         fields["file"] = file
+    if isinstance(node, (ast.Path, ast.Call)) and ts.error is None:
+        seqs = history_explain.seqs_used(node, ts.value, ts.children, env)
+        if seqs:
+            fields["seqs"] = seqs
     step = Step(text=text, line=line, column=column, kind=kind, result=result, error=ts.error, children=tuple(children), **fields)
     use = printer.use_of(node) if hasattr(printer, "use_of") and not isinstance(node, TracedItem) else None
     return _let_step(step, use, printer) if use is not None else step

@@ -103,6 +103,9 @@ class Policy:
         self.home = home
         self.warnings = warnings
         self._index = RuleIndex(rules)
+        # whether a rule reads the run's history (`run`, calls(), sources(), ...): a Gate keeps
+        # the history index (ledger.workflow.history) only for such a policy
+        self.reads_history = any(r.reads_history for r in rules)
         self._requirements = {r.rule_id: r.requirements for r in rules if r.requirements is not None}
         # For `evaluate`'s fast path: what a rule whose condition holds (or that has none) yields
         # is the same for every call, so it is built once per rule; the (test, rule) pairs to run
@@ -287,26 +290,33 @@ class Policy:
         """The rules whose selectors cover `tool`, in file order."""
         return self._index.candidates(tool)
 
-    def evaluate(self, tool: str, args: Mapping[str, Any], context: Mapping[str, Any] | None = None) -> Decision:
+    def evaluate(self, tool: str, args: Mapping[str, Any], context: Mapping[str, Any] | None = None, *,
+                 history: Any = None) -> Decision:
         """Decide one call.
 
         `tool` is the tool's name; `args` its arguments (a JSON object, decoded); `context` what the
         caller knows about the call (`cwd`, `run_id`, ...), a JSON object or None. Raises
         `PolicyInputError` when they are not of those shapes; never raises for a condition that
         does not fit the call (that is recorded in the Decision and fails closed).
+
+        `history`: the earlier calls of the call's run (a `dsl.history.History`: the Gate's index of
+        the ledger before this proposal, or `History.from_calls`). None decides with an empty run:
+        `run` and `calls()` are empty, `from_tool()` is false and only `context.user_prompt` is a
+        source (docs/policy-language.md, "History and provenance"). `reads_history` says whether
+        any rule reads it.
         """
         if context is None:
             context = _NO_CONTEXT
         if type(args) is not dict or type(context) is not dict or type(tool) is not str:
-            return self._evaluate_checked(tool, args, context)
+            return self._evaluate_checked(tool, args, context, history)
         plan = self._plans.get(tool)
         if plan is None:
             plan = self._plan(tool)
         steps, memo, fast, constant = plan
         if constant is not None:  # no rule of the tool has a condition
             return constant
-        # Env(tool, args, context, vars, home, trace, memo), without NamedTuple's __new__
-        env = _new_tuple(Env, (tool, args, context, _NO_VARS, self.home, None, {} if memo else None))
+        # Env(tool, args, context, vars, home, trace, memo, history), without NamedTuple's __new__
+        env = _new_tuple(Env, (tool, args, context, _NO_VARS, self.home, None, {} if memo else None, history))
         matched: list[int] = []  # positions of the rules that held
         if fast is not None:
             try:
@@ -321,7 +331,7 @@ class Policy:
             steps = steps[start:]
         return self._run(steps, env, matched)
 
-    def _evaluate_checked(self, tool: Any, args: Any, context: Any) -> Decision:
+    def _evaluate_checked(self, tool: Any, args: Any, context: Any, history: Any = None) -> Decision:
         """`evaluate` of a call whose tool, arguments or context is not exactly a str and two
         dicts: refused when it is not of those shapes (a subclass is), else decided by the rules'
         predicates (the generated plans read exact dicts only)."""
@@ -332,7 +342,7 @@ class Policy:
         if not isinstance(context, dict):
             raise PolicyInputError(f"the context must be a JSON object, not {_json_kind(context)}")
         steps, memo, _, _ = self._plans.get(tool) or self._plan(tool)
-        env = _new_tuple(Env, (tool, args, context, _NO_VARS, self.home, None, {} if memo else None))
+        env = _new_tuple(Env, (tool, args, context, _NO_VARS, self.home, None, {} if memo else None, history))
         return self._run(steps, env, [])
 
     def _run(self, steps, env: Env, matched: list) -> Decision:

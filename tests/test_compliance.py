@@ -26,6 +26,8 @@ An *evaluation* case loads the policy (it must load without errors) and evaluate
     "tool"          the tool name (or the group's)
     "args"          the arguments, a JSON object (required)
     "context"       the context, a JSON object (or the group's; absent means none)
+    "history"       the run's earlier calls (or the group's; absent means none): a list of calls
+                    as `dsl.history.History.from_calls` takes them (tool, args, status, result, ...)
     "effect"        required: "allow", "deny" or "ask"
     "deciding"      optional: the exact list of rule ids that produced the effect, in file order
                     (rules without an `id` clause are named L<line>)
@@ -69,14 +71,15 @@ import pytest
 
 from dsl import Policy, PolicyError
 from dsl.errors import span_file
+from dsl.history import History
 
 HERE = Path(__file__).parent / "compliance"
 SOURCE_NAME = "case.policy"
 
-GROUP_KEYS = {"comment", "policy", "tool", "context", "cases", "files"}
+GROUP_KEYS = {"comment", "policy", "tool", "context", "cases", "files", "history"}
 EVAL_KEYS = {
     "comment", "policy", "tool", "args", "context", "effect", "deciding", "by_default", "errored",
-    "error_message", "reason", "no_reasons", "requirements", "met_by", "not_met_by", "files",
+    "error_message", "reason", "no_reasons", "requirements", "met_by", "not_met_by", "files", "history",
 }
 DIAG_KEYS = {"comment", "policy", "line", "column", "help", "files", "file"}
 REQUIREMENT_FIELDS = {"quorums", "decisions", "timeout_seconds", "on_timeout", "timeout_message", "remember"}
@@ -193,7 +196,9 @@ def test_compliance(filename, group_index, case_index, group, case, tmp_path):
 
     tool = case.get("tool", group.get("tool"))
     context = case.get("context", group.get("context"))
-    decision = policy.evaluate(tool, case["args"], context)
+    calls = case.get("history", group.get("history"))
+    history = History.from_calls(calls) if calls is not None else None
+    decision = policy.evaluate(tool, case["args"], context, history=history)
     shown = "\n".join(decision.explain())
 
     assert decision.effect == case["effect"], f"{where}: expected {case['effect']}, got:\n{shown}"
