@@ -99,9 +99,11 @@ def total(items: Any, name: str = "sum") -> Decimal:
 
 
 def to_json(value: Decimal) -> int | float | str:
-    """A Decimal for JSON output (explanations): an int when it is whole, else the float that
-    reads back as the same decimal, else its text."""
-    if value == value.to_integral_value():
+    """A Decimal for JSON output (explanations): an int when it is whole and of at most
+    PRECISION digits, else the float that reads back as the same decimal, else its text (an int
+    of 1e4000 would have more digits than Python's int-to-text conversion allows: json.dumps
+    raises)."""
+    if value == value.to_integral_value() and value.adjusted() < PRECISION:
         return int(value)
     as_float = float(value)
     if math.isfinite(as_float) and Decimal(repr(as_float)) == value:

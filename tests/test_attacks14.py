@@ -1,0 +1,63 @@
+"""A fourteenth hostile review: issue 14's policy language v2 (arithmetic on exact decimals, the
+functions over values, `url(x, scheme)`, `let`, `include`, history and provenance) against the
+rules of the domain: an error never allows, a decision is pure, and nothing raises out of a
+command for a user's mistake."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cli.main import app
+from dsl import Policy
+from dsl.explain import explain
+
+runner = CliRunner()
+
+
+def effect(text: str, args: dict, tool: str = "t", **kw) -> str:
+    return Policy.from_text(text).evaluate(tool, args, **kw).effect
+
+
+# --- url(x, scheme): a scheme without '//' is not a host -----------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "http:/evil.example/x",      # WHATWG: http://evil.example/x; read here as the host "http"
+    "HTTPS:/evil.example",
+    "https:443/x",               # WHATWG: the host 443 (0.0.1.187); read here as the host "https"
+    "javascript:/x",             # the docs: a scheme without // is an error
+    "file:/etc/passwd",
+    "evil.example:/x",           # a scheme "evil.example" with a path, or a host with an empty port?
+    "http:",
+])
+def test_url_with_a_scheme_refuses_a_scheme_without_slashes(text):
+    """A deny list on the host must not miss `http:/evil.example`, which browsers and fetch
+    libraries (the WHATWG URL standard) read as http://evil.example/."""
+    policy = 'default allow\ndeny fetch when url(args.u, "https").host == "evil.example"\n  reason "blocked"\n'
+    assert effect(policy, {"u": text}, "fetch") == "deny"
+    only = 'default deny "no"\nallow fetch when url(args.u, "https").scheme == "https"\n'
+    assert effect(only, {"u": text}, "fetch") == "deny"
+
+
+@pytest.mark.parametrize("text, host, port", [("localhost:8080/x", "localhost", 8080), ("example.com:443", "example.com", 443)])
+def test_url_with_a_scheme_still_reads_a_host_and_port(text, host, port):
+    policy = f'default deny "no"\nallow fetch when url(args.u, "https").host == "{host}" and url(args.u, "https").port == {port}\n'
+    assert effect(policy, {"u": text}, "fetch") == "allow"
+
+
+# --- explain --json of a number with a large exponent --------------------------------------------
+
+def test_explain_json_of_a_result_with_a_large_exponent_does_not_raise(tmp_path):
+    """A product of 1e4000 is an exact Decimal; written as a Python int it has 4,001 digits, which
+    json.dumps refuses (int max str digits): a traceback out of `policy explain --json`."""
+    factors = " * ".join(["1e300"] * 15)
+    path = tmp_path / "big.policy"
+    path.write_text(f'default deny "no"\nallow t when args.a * {factors} > 5\n')
+    result = runner.invoke(app, ["policy", "explain", str(path), "--json", "--tool", "t", "--args", '{"a": 1e308}'])
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["effect"] == "allow"
