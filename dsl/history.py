@@ -27,6 +27,7 @@ every replay, since it depends on the ledger prefix alone.
 from __future__ import annotations
 
 import bisect
+from decimal import Decimal
 from typing import Any, Iterable, Mapping
 
 from dsl import values
@@ -441,13 +442,17 @@ def from_tool(history: History | None, value: Any, pattern: str) -> bool:
     return any(kind == "result" and tool == pattern for kind, tool, _, _ in found)
 
 
-def total(items: Any, field: str) -> int | float:
+def total(items: Any, field: str) -> Decimal:
     """`total(LIST, "a.b")`: the sum of the number at the dotted path `field` of every object
-    of `items`. Raises EvalError for a list that is not one, a missing field or a non-number."""
+    of `items`, in exact decimals as `sum()` adds (dsl.numbers: 0.7 + 0.1 is 0.8, where binary
+    floats give 0.7999999999999999, under a cap of 0.8). Raises EvalError for a list that is not
+    one, a missing field, a non-number, NaN or an infinity, or a total out of range."""
+    from dsl import numbers
+
     if values.kind(items) != "list":
         raise EvalError(f"total() sums over a list, not {values._a(values.kind(items))}")
     keys = field.split(".")
-    out: int | float = 0
+    out = Decimal(0)
     for i, item in enumerate(items):
         v = item
         for key in keys:
@@ -456,7 +461,7 @@ def total(items: Any, field: str) -> int | float:
             v = v[key]
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise EvalError(f"{field} of item {i} is {values._a(values.kind(v))}, not a number")
-        out += v
+        out = numbers.arithmetic("+", out, v)
     return out
 
 

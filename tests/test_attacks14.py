@@ -61,3 +61,25 @@ def test_explain_json_of_a_result_with_a_large_exponent_does_not_raise(tmp_path)
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["effect"] == "allow"
+
+
+# --- total() adds in exact decimals, as sum() does -------------------------------------------------
+
+def test_total_adds_exact_decimals_like_sum():
+    """total() added binary floats: refunds of 0.7 and 0.1 made 0.7999999999999999, so a cap of
+    `>= 0.8` did not ask, while `sum(calls(...)[*].args.amount)` (exact) did."""
+    from dsl.history import History
+
+    history = History.from_calls([{"tool": "refund", "args": {"amount": 0.7}}, {"tool": "refund", "args": {"amount": 0.1}}])
+    capped = 'default allow\nask refund when total(calls("refund"), "args.amount") >= 0.8\n  reason "cap"\n'
+    assert Policy.from_text(capped).evaluate("refund", {"amount": 1}, history=history).effect == "ask"
+    summed = 'default allow\nask refund when sum(calls("refund")[*].args.amount) >= 0.8\n  reason "cap"\n'
+    assert Policy.from_text(summed).evaluate("refund", {"amount": 1}, history=history).effect == "ask"
+
+
+def test_total_of_a_non_finite_amount_is_an_error():
+    from dsl.history import History
+
+    history = History.from_calls([{"tool": "refund", "args": {"amount": float("-inf")}}])
+    policy = 'default deny "no"\nallow refund when total(calls("refund"), "args.amount") + args.amount <= 100\n'
+    assert Policy.from_text(policy).evaluate("refund", {"amount": 1}, history=history).effect == "deny"
