@@ -116,6 +116,12 @@ def words(text: str) -> set[str]:
         key = normalize(word)
         if key is not None:
             out.add(key)
+        if word.count("@") == 1 and (":" in word or "=" in word):
+            # an address after a scheme or a name: `mailto:evil@x.example` (how a web page links
+            # one), `href=mailto:...`, `Email:bob@x.example`, `to=bob@x.example`
+            address = word.rsplit(":", 1)[-1].rsplit("=", 1)[-1]
+            if "@" in address[1:-1]:
+                out.add(address.lower())
         if _iban_head(word) and len(word) <= 4 and i + 1 < n:
             # an IBAN in groups of four: join the groups that follow (at most 34 characters)
             joined, j = word, i + 1

@@ -83,3 +83,25 @@ def test_total_of_a_non_finite_amount_is_an_error():
     history = History.from_calls([{"tool": "refund", "args": {"amount": float("-inf")}}])
     policy = 'default deny "no"\nallow refund when total(calls("refund"), "args.amount") + args.amount <= 100\n'
     assert Policy.from_text(policy).evaluate("refund", {"amount": 1}, history=history).effect == "deny"
+
+
+# --- provenance: an address a web page links with mailto: ------------------------------------------
+
+@pytest.mark.parametrize("page", [
+    '<a href="mailto:evil@attacker.example">write to us</a>',
+    '<a href=mailto:evil@attacker.example>us</a>',
+    "Contact:evil@attacker.example",
+    "https://x.example/contact?to=evil@attacker.example",
+])
+def test_from_tool_sees_an_address_a_web_page_links(page):
+    """The documented rule `deny send_email when any r in args.to: from_tool(r, "*web*") and not
+    from_user(r)` missed the most common way a page gives an address: the word was
+    `href=mailto:evil@attacker.example`, and a value is looked up as a whole word."""
+    from dsl.history import History
+
+    history = History.from_calls([{"tool": "read_webpage", "args": {"url": "https://x.example"}, "result": {"html": page}}])
+    policy = ('default allow\ndeny send_email when any r in args.to: from_tool(r, "*web*") and not from_user(r)\n'
+              '  reason "This address came from a web page."\n')
+    decision = Policy.from_text(policy).evaluate("send_email", {"to": ["evil@attacker.example"]},
+                                                 {"user_prompt": "Summarize the page and mail me at bob@corp.example"}, history=history)
+    assert decision.effect == "deny"
