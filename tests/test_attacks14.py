@@ -109,11 +109,6 @@ def test_from_tool_sees_an_address_a_web_page_links(page):
 
 # --- + - * round past 34 digits instead of failing -----------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="dsl.numbers rounds a sum, difference or product that needs more than 34 "
-                   "significant digits (half to even), while docs/policy-language.md promises an evaluation error: "
-                   "1e34 + 0.3 reads as 1e34, so `args.amount + args.fee <= args.limit` allows 0.3 over the limit. "
-                   "Trapping Inexact on + - * would make `args.total / 3 * 1.5` an error (why it was not done): "
-                   "the fix needs a choice between the two")
 def test_a_sum_beyond_34_digits_does_not_round_into_an_allow():
     policy = 'default deny "no"\nallow pay when args.amount + args.fee <= args.limit\n'
     assert effect(policy, {"amount": 1e34, "fee": 0.3, "limit": 1e34}, "pay") == "deny"
