@@ -74,7 +74,7 @@ EVAL_KEYS = {
     "error_message", "reason", "no_reasons", "requirements", "met_by", "not_met_by",
 }
 DIAG_KEYS = {"comment", "policy", "line", "column", "help"}
-REQUIREMENT_FIELDS = {"quorums", "decisions", "timeout_seconds", "on_timeout", "timeout_message", "remember"}
+REQUIREMENT_FIELDS = {"quorums", "decisions", "timeout_seconds", "on_timeout", "timeout_message", "remember", "escalation"}
 
 
 def _slug(text: str) -> str:

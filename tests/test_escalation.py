@@ -1,0 +1,278 @@
+"""Escalating asks (`timeout 4h else escalate approvers 1 from managers timeout 1h else reject`):
+the requirements, the Gate with a manual clock, the workflow rules on `escalated` events, and
+that verify (reference and compiled) and the projection read a ledger holding them."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from dsl import Policy
+from dsl.requirements import Quorum, Requirements, Stage, strictest
+from ledger import events as ev
+from ledger import verify
+from ledger.clock import ManualClock, add_seconds, format_ts
+from ledger.proof import fast
+from ledger.workflow import machine as wf
+from ledger.workflow.gate import Gate
+from support import START
+
+POLICY = """
+policy "escalation"
+default deny "No rule covers this tool."
+group desk = ["d1", "d2"]
+group managers = ["m1"]
+group security = ["s1"]
+
+ask pay approvers 1 from desk timeout 4h else escalate approvers 1 from managers timeout 1h else reject "Nobody decided in time." id "pay"
+ask wire approvers 2 from desk timeout 1h else escalate approvers 1 from managers timeout 1h else escalate approvers 1 from security timeout 30m id "wire"
+ask plain approvers 1 from desk timeout 1h id "plain"
+"""
+
+HOUR = 3600
+
+
+@pytest.fixture
+def clock():
+    return ManualClock(START)
+
+
+@pytest.fixture
+def g(tmp_path, clock):
+    the_gate = Gate(Policy.from_text(POLICY, "escalation.policy"), tmp_path / "ledger", clock=clock)
+    yield the_gate
+    the_gate.close()
+
+
+def events_of(g, request):
+    return [r.event for r in g.ledger.records() if getattr(r.event, "request", None) == request]
+
+
+def refused(g, exc_type, fn, *args, **kwargs):
+    head = g.ledger.head
+    with pytest.raises(exc_type):
+        fn(*args, **kwargs)
+    assert g.ledger.head == head
+
+
+# --- the Gate ---------------------------------------------------------------------------------
+
+
+def test_stage_one_times_out_escalates_and_a_manager_approves(g, clock):
+    p = g.propose("pay", {"amount": 900}, proposer="agent")
+    assert (p.effect, p.status) == ("ask", "pending")
+    assert p.deadline == add_seconds(g.get(p.request).proposed_at, 4 * HOUR)
+    refused(g, wf.NotAnApprover, g.approve, p.request, approver="m1", digest=p.args_digest)  # not yet: stage 1 is the desk's
+    clock.advance(4 * HOUR)
+    assert g.expire() == []  # escalated, not expired
+    state = g.get(p.request)
+    assert (state.status, state.stage) == ("pending", 2)
+    assert state.requirements.quorums == (Quorum(1, ("m1",), "managers"),)
+    assert state.deadline == add_seconds(format_ts(clock()), HOUR)
+    escalated = [e for e in events_of(g, p.request) if isinstance(e, ev.Escalated)]
+    assert len(escalated) == 1 and escalated[0].stage == 2 and escalated[0].deadline == state.deadline
+    g.approve(p.request, approver="m1", digest=p.args_digest)
+    assert g.get(p.request).status == "approved"
+    ran = []
+    out = g.execute(p.request, lambda args: ran.append(args) or "paid")
+    assert out.outcome == "ok" and ran == [{"amount": 900}]
+    report = verify(g.ledger.path, engine="python")
+    assert report.ok, report.problem
+
+
+def test_the_last_stage_expires_as_a_rejection_with_its_message(g, clock):
+    p = g.propose("pay", {"amount": 900}, proposer="agent")
+    clock.advance(4 * HOUR)
+    g.refresh()
+    clock.advance(HOUR - 1)
+    assert g.expire() == [] and g.get(p.request).status == "pending"
+    clock.advance(1)
+    assert g.expire() == [p.request]
+    state = g.get(p.request)
+    assert (state.status, state.decision, state.reason) == ("expired", "expire", "Nobody decided in time.")
+    refused(g, wf.RequestFinal, g.execute, p.request, lambda a: pytest.fail("ran"))
+    kinds = [e.__struct_config__.tag for e in events_of(g, p.request)]
+    assert kinds == ["interrupted", "escalated", "expired"]
+
+
+def test_a_desk_approver_cannot_decide_stage_two(g, clock):
+    p = g.propose("pay", {"amount": 900}, proposer="agent")
+    clock.advance(4 * HOUR)
+    g.refresh()
+    refused(g, wf.NotAnApprover, g.approve, p.request, approver="d1", digest=p.args_digest)
+    refused(g, wf.NotAnApprover, g.reject, p.request, approver="d2", reason="no")
+    assert g.get(p.request).status == "pending"
+
+
+def test_approvals_of_an_earlier_stage_count_no_more(g, clock):
+    # wire needs 2 from the desk; one desk approval, then stage 2: the manager decides afresh,
+    # and stage 3 (security) after that: neither the desk's nor the manager's counts
+    p = g.propose("wire", {"to": "x"}, proposer="agent")
+    g.approve(p.request, approver="d1", digest=p.args_digest)
+    clock.advance(HOUR)
+    g.refresh()
+    state = g.get(p.request)
+    assert (state.status, state.stage, dict(state.approvals)) == ("pending", 2, {})
+    clock.advance(HOUR)
+    g.refresh()
+    state = g.get(p.request)
+    assert (state.status, state.stage) == ("pending", 3)
+    refused(g, wf.NotAnApprover, g.approve, p.request, approver="m1", digest=p.args_digest)
+    clock.advance(1800)
+    assert g.expire() == [p.request]
+    assert g.get(p.request).reason == "No one decided in time; the call was not run. Do not retry it without asking the user."
+    assert verify(g.ledger.path, engine="python").ok
+
+
+def test_an_ask_without_escalation_expires_as_before(g, clock):
+    p = g.propose("plain", {}, proposer="agent")
+    clock.advance(HOUR)
+    assert g.expire() == [p.request]
+    interrupted = next(e for e in events_of(g, p.request) if isinstance(e, ev.Interrupted))
+    assert interrupted.requirements.escalation is msgspec.UNSET
+    assert b"escalation" not in ev.encode_event(interrupted)
+
+
+def test_escalation_survives_a_restart(tmp_path, clock):
+    policy = Policy.from_text(POLICY, "escalation.policy")
+    g1 = Gate(policy, tmp_path / "l", clock=clock)
+    p = g1.propose("pay", {"amount": 1}, proposer="agent")
+    g1.close()
+    clock.advance(4 * HOUR)
+    g2 = Gate(None, tmp_path / "l", clock=clock)  # a reviewer's Gate escalates as well
+    g2.refresh()
+    assert g2.get(p.request).stage == 2
+    g2.close()
+    g3 = Gate(policy, tmp_path / "l", clock=clock)
+    g3.approve(p.request, approver="m1", digest=p.args_digest)
+    assert g3.get(p.request).status == "approved"
+    g3.close()
+
+
+def test_an_edit_at_stage_two_combines_with_stage_two_of_the_policy(g, clock):
+    p = g.propose("pay", {"amount": 900}, proposer="agent")
+    clock.advance(4 * HOUR)
+    g.refresh()
+    g.edit(p.request, editor="m1", args={"amount": 800})
+    state = g.get(p.request)
+    assert state.status == "approved"  # the manager's edit is their approval of stage 2
+    assert state.requirements.quorums == (Quorum(1, ("m1",), "managers"),)
+
+
+# --- verify and the projection ----------------------------------------------------------------
+
+
+def test_the_compiled_verifier_declines_and_the_reference_judges(g, clock):
+    p = g.propose("pay", {"amount": 1}, proposer="agent")
+    clock.advance(4 * HOUR)
+    g.refresh()
+    g.approve(p.request, approver="m1", digest=p.args_digest)
+    assert fast.verify_fast(g.ledger.path) is None
+    report = verify(g.ledger.path)
+    assert report.ok and report.count == len(list(g.ledger.records()))
+
+
+# --- the workflow rules -----------------------------------------------------------------------
+
+
+def _fold_to_pending(requirements: Requirements, ts: str = "2026-03-01T12:00:00.000000Z"):
+    w = wf.Workflow()
+    w.step(1, ev.Genesis(ts=ts, format=ev.FORMAT, ledger_id="a" * 32))
+    w.step(2, ev.Proposed(ts=ts, run=None, proposer="agent", call_id=None, tool="pay", args_digest="0" * 64,
+                          context_digest="0" * 64, policy="p", policy_digest="1" * 64, effect="ask", rules=(),
+                          reasons=()))
+    deadline = add_seconds(ts, requirements.timeout_seconds)
+    w.step(3, ev.Interrupted(ts=ts, request=2, requirements=requirements, deadline=deadline))
+    return w, deadline
+
+
+ESCALATING = Requirements.single(1, ["d1"], "desk", timeout_seconds=60,
+                                 escalation=(Stage((Quorum(1, ("m1",), "managers"),), 30, "late"),))
+
+
+def test_an_escalating_request_does_not_expire():
+    w, deadline = _fold_to_pending(ESCALATING)
+    with pytest.raises(wf.MustEscalate):
+        w.check(ev.Expired(ts=deadline, request=2, outcome="reject", message=None))
+
+
+def test_escalation_only_at_the_deadline_and_exactly_the_next_stage():
+    w, deadline = _fold_to_pending(ESCALATING)
+    nxt = ESCALATING.escalated()
+    good = ev.Escalated(ts=deadline, request=2, stage=2, requirements=nxt, deadline=add_seconds(deadline, 30))
+    early = msgspec.structs.replace(good, ts="2026-03-01T12:00:59.000000Z", deadline=add_seconds("2026-03-01T12:00:59.000000Z", 30))
+    with pytest.raises(wf.NotExpired):
+        w.check(early)
+    with pytest.raises(wf.EscalationMismatch):
+        w.check(msgspec.structs.replace(good, stage=3))
+    with pytest.raises(wf.EscalationMismatch):
+        w.check(msgspec.structs.replace(good, deadline=add_seconds(deadline, 3600)))
+    with pytest.raises(wf.EscalationMismatch):  # anyone may approve: weaker than the next stage
+        w.check(msgspec.structs.replace(good, requirements=Requirements(timeout_seconds=30)))
+    w.step(4, good)
+    with pytest.raises(wf.NoEscalation):  # stage 2 is the last
+        w.check(ev.Escalated(ts=good.deadline, request=2, stage=3, requirements=nxt, deadline=add_seconds(good.deadline, 30)))
+    w.step(5, ev.Expired(ts=good.deadline, request=2, outcome="reject", message="late"))
+    assert w.get(2).status == "expired"
+
+
+def test_a_request_without_escalation_cannot_escalate():
+    plain = Requirements.single(1, ["d1"], "desk", timeout_seconds=60)
+    w, deadline = _fold_to_pending(plain)
+    with pytest.raises(wf.NoEscalation):
+        w.check(ev.Escalated(ts=deadline, request=2, stage=2, requirements=plain, deadline=add_seconds(deadline, 60)))
+
+
+def test_escalated_is_a_version_2_event():
+    w, deadline = _fold_to_pending(Requirements(timeout_seconds=60))
+    w.format = ev.FORMAT_V1
+    with pytest.raises(wf.FormatVersion):
+        w.check(ev.Escalated(ts=deadline, request=2, stage=2, requirements=Requirements(), deadline=deadline))
+
+
+# --- requirements -----------------------------------------------------------------------------
+
+
+def test_requirements_without_escalation_encode_as_before():
+    r = Requirements.single(2, ["a", "b"], "g", timeout_seconds=60, timeout_message="m")
+    assert msgspec.json.encode(r) == (
+        b'{"quorums":[{"count":2,"approvers":["a","b"],"group":"g"}],"decisions":["approve","edit","reject"],'
+        b'"timeout_seconds":60,"on_timeout":"reject","timeout_message":"m"}')
+    assert msgspec.json.encode(strictest([r, Requirements(timeout_seconds=30)])).count(b"escalation") == 0
+
+
+quorums = st.sampled_from([Quorum(1), Quorum(1, ("a",)), Quorum(2, ("a", "b")), Quorum(1, ("b", "c"))])
+stages = st.builds(Stage, st.tuples(quorums), st.integers(1, 5), st.none())
+requirements = st.builds(
+    lambda q, t, later: Requirements(quorums=(q,), timeout_seconds=t, escalation=tuple(later) if later else msgspec.UNSET),
+    quorums, st.integers(1, 5), st.lists(stages, max_size=2))
+
+
+def _in_force(r: Requirements, at: int):
+    """The quorums `r` asks for `at` seconds after the interrupt, or None once it expired."""
+    stage = r
+    while at >= stage.timeout_seconds:
+        at -= stage.timeout_seconds
+        stage = stage.escalated()
+        if stage is None:
+            return None
+    return stage.quorums
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(requirements, min_size=1, max_size=4))
+def test_combined_requirements_are_at_every_moment_the_stages_in_force(reqs):
+    combined = strictest(reqs)
+    total = sum(s.timeout_seconds for s in (combined, *combined.stages))
+    assert total == min(sum(s.timeout_seconds for s in (r, *r.stages)) for r in reqs)  # ends with the first to end
+    for at in range(total + 1):
+        got = _in_force(combined, at)
+        parts = [_in_force(r, at) for r in reqs]
+        if at == total:
+            assert got is None and any(p is None for p in parts)  # silence never approves
+            continue
+        assert got is not None and all(p is not None for p in parts)
+        for part in parts:  # every quorum in force somewhere is one the combination asks for (or implies)
+            for q in part:
+                assert any(q.implied_by(c) for c in got)
