@@ -276,3 +276,101 @@ def test_combined_requirements_are_at_every_moment_the_stages_in_force(reqs):
         for part in parts:  # every quorum in force somewhere is one the combination asks for (or implies)
             for q in part:
                 assert any(q.implied_by(c) for c in got)
+
+
+# --- the views: the projection equals the log views --------------------------------------------
+
+
+def build_escalation_ledger(path, clock) -> dict[str, int]:
+    """Requests through every escalation path: approved at stage 2, expired at stage 2, a desk
+    approval dropped by the escalation, three stages to expiry, an edit at stage 2, one still
+    pending at stage 2, and one ask without escalation."""
+    g = Gate(Policy.from_text(POLICY, "escalation.policy"), path, clock=clock)
+    ids = {}
+    try:
+        ids["approved-2"] = g.propose("pay", {"n": 1}, proposer="agent", run="r").request
+        ids["expired-2"] = g.propose("pay", {"n": 2}, proposer="agent", run="r").request
+        p = g.propose("wire", {"n": 3}, proposer="agent", run="r")
+        ids["three-stages"] = p.request
+        g.approve(p.request, approver="d1", digest=p.args_digest)
+        ids["edited-2"] = g.propose("pay", {"n": 4}, proposer="agent", run="r").request
+        ids["plain"] = g.propose("plain", {"n": 5}, proposer="agent", run="r").request
+        clock.advance(HOUR)
+        g.refresh()  # plain expires, wire escalates
+        clock.advance(3 * HOUR)
+        g.refresh()  # the pays escalate, wire to stage 3
+        state = g.get(ids["approved-2"])
+        g.approve(state.request, approver="m1", digest=state.digest)
+        state = g.get(ids["edited-2"])
+        g.edit(state.request, editor="m1", args={"n": 40})
+        g.execute(state.request, lambda a: "ok")
+        clock.advance(HOUR)
+        g.refresh()  # expired-2 and wire expire
+        ids["pending-2"] = g.propose("pay", {"n": 6}, proposer="agent", run="r").request
+        clock.advance(4 * HOUR)
+        g.refresh()
+    finally:
+        g.close()
+    return ids
+
+
+def test_the_projection_gives_the_rows_the_log_views_give(tmp_path, clock):
+    from ledger.analytics import views as log_views
+    from ledger.analytics.query import open_views
+    from tests.test_columnar import KEYED, _rows, _types
+
+    path = tmp_path / "ledger"
+    ids = build_escalation_ledger(path, clock)
+    assert verify(path, engine="python").ok
+    log = log_views.connect(path)
+    try:
+        with open_views(path) as views:
+            assert views.coverage.complete
+            for view in KEYED:
+                assert _types(views.con, view) == _types(log, view), view
+                mine, theirs = _rows(views.con, view), _rows(log, view)
+                assert mine == theirs, view
+            for con in (views.con, log):
+                assert con.execute("SELECT count(*) FROM violations").fetchone()[0] == 0
+                rows = dict(con.execute("SELECT request, status FROM requests").fetchall())
+                assert [rows[ids[k]] for k in ("approved-2", "expired-2", "three-stages", "edited-2", "plain", "pending-2")] == [
+                    "approved", "expired", "expired", "executed", "expired", "pending"]
+                stages = con.execute("SELECT request, stage FROM events WHERE kind = 'escalated' ORDER BY position").fetchall()
+                assert (ids["three-stages"], 3) in stages and (ids["pending-2"], 2) in stages
+                approved_by = dict(con.execute("SELECT request, approved_by FROM requests").fetchall())
+                assert approved_by[ids["approved-2"]] == ["m1"] and approved_by[ids["three-stages"]] == []
+    finally:
+        log.close()
+
+
+@pytest.mark.parametrize("tamper", ["expire-instead", "wrong-stage", "early"])
+def test_an_unlawful_escalation_is_the_same_violation_in_both(tmp_path, clock, tamper):
+    """verify and the log views name the same rule for a hand-written unlawful line."""
+    from ledger.analytics import views as log_views
+    from ledger.store.log import Ledger
+
+    path = tmp_path / "ledger"
+    g = Gate(Policy.from_text(POLICY, "escalation.policy"), path, clock=clock)
+    p = g.propose("pay", {"n": 1}, proposer="agent")
+    state = g.get(p.request)
+    g.close()
+    clock.advance(4 * HOUR if tamper != "early" else HOUR)
+    ledger = Ledger(path, clock=clock)
+    now = format_ts(clock())
+    following = state.requirements.escalated()
+    if tamper == "expire-instead":
+        bad = ev.Expired(request=p.request, outcome="reject", message=None)
+        code = "escalates"
+    else:
+        bad = ev.Escalated(request=p.request, stage=3 if tamper == "wrong-stage" else 2, requirements=following,
+                           deadline=add_seconds(now, HOUR))
+        code = "escalation-mismatch" if tamper == "wrong-stage" else "not-expired"
+    ledger.append(bad)
+    ledger.close()
+    report = verify(path, engine="python")
+    assert report.problem is not None and (report.problem.kind, report.problem.code) == ("workflow", code)
+    log = log_views.connect(path)
+    try:
+        assert log.execute("SELECT code FROM violations").fetchall() == [(code,)]
+    finally:
+        log.close()
