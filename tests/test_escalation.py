@@ -374,3 +374,15 @@ def test_an_unlawful_escalation_is_the_same_violation_in_both(tmp_path, clock, t
         assert log.execute("SELECT code FROM violations").fetchall() == [(code,)]
     finally:
         log.close()
+
+
+def test_an_escalation_notifies_the_next_stage_as_an_interrupt(g, clock):
+    from service.notify_bodies import notice_of
+
+    p = g.propose("pay", {"n": 1}, proposer="agent")
+    clock.advance(4 * HOUR)
+    g.refresh()
+    record = next(r for r in g.ledger.records() if isinstance(r.event, ev.Escalated))
+    notice = notice_of(record, g.get(p.request))
+    assert (notice.event, notice.status, notice.groups) == ("interrupt", "pending", frozenset({"managers"}))
+    assert notice.deadline == record.event.deadline
