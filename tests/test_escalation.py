@@ -4,6 +4,8 @@ that verify (reference and compiled) and the projection read a ledger holding th
 
 from __future__ import annotations
 
+import random
+
 import msgspec
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -16,7 +18,12 @@ from ledger.clock import ManualClock, add_seconds, format_ts
 from ledger.proof import fast
 from ledger.workflow import machine as wf
 from ledger.workflow.gate import Gate
+from ledger.analytics import views as log_views
+from ledger.analytics.query import open_views
+from ledger.store.log import Ledger
 from support import START
+from tests.ledger_factory import random_history
+from tests.test_columnar import KEYED, _rows, _types
 
 POLICY = """
 policy "escalation"
@@ -315,10 +322,6 @@ def build_escalation_ledger(path, clock) -> dict[str, int]:
 
 
 def test_the_projection_gives_the_rows_the_log_views_give(tmp_path, clock):
-    from ledger.analytics import views as log_views
-    from ledger.analytics.query import open_views
-    from tests.test_columnar import KEYED, _rows, _types
-
     path = tmp_path / "ledger"
     ids = build_escalation_ledger(path, clock)
     assert verify(path, engine="python").ok
@@ -346,9 +349,6 @@ def test_the_projection_gives_the_rows_the_log_views_give(tmp_path, clock):
 @pytest.mark.parametrize("tamper", ["expire-instead", "wrong-stage", "early"])
 def test_an_unlawful_escalation_is_the_same_violation_in_both(tmp_path, clock, tamper):
     """verify and the log views name the same rule for a hand-written unlawful line."""
-    from ledger.analytics import views as log_views
-    from ledger.store.log import Ledger
-
     path = tmp_path / "ledger"
     g = Gate(Policy.from_text(POLICY, "escalation.policy"), path, clock=clock)
     p = g.propose("pay", {"n": 1}, proposer="agent")
@@ -386,3 +386,28 @@ def test_an_escalation_notifies_the_next_stage_as_an_interrupt(g, clock):
     notice = notice_of(record, g.get(p.request))
     assert (notice.event, notice.status, notice.groups) == ("interrupt", "pending", frozenset({"managers"}))
     assert notice.deadline == record.event.deadline
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), unlawful=st.booleans())
+def test_random_histories_with_escalations_read_the_same_everywhere(tmp_path_factory, seed, unlawful):
+    """A random history with escalating asks and `escalated` events (lawful, or with an unlawful
+    last event): the compiled verifier declines or agrees, and the projection and the log views
+    give the same rows; on an unlawful end, the log views' first violation is verify's."""
+    path = tmp_path_factory.mktemp("random") / "ledger"
+    random_history(path, random.Random(seed), steps=120, unlawful_end=unlawful, escalation=True)
+    report = verify(path, engine="python")
+    assert report.ok != unlawful
+    compiled = fast.verify_fast(path)
+    assert compiled is None or (compiled.ok and compiled.count == report.count)
+    log = log_views.connect(path)
+    try:
+        if report.ok:
+            with open_views(path) as views:
+                for view in KEYED:
+                    assert _rows(views.con, view) == _rows(log, view), view
+        elif report.problem.kind == "workflow":
+            first = log.execute("SELECT seq, code FROM violations ORDER BY position LIMIT 1").fetchone()
+            assert first == (report.problem.seq, report.problem.code)
+    finally:
+        log.close()
