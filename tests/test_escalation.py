@@ -411,3 +411,25 @@ def test_random_histories_with_escalations_read_the_same_everywhere(tmp_path_fac
             assert first == (report.problem.seq, report.problem.code)
     finally:
         log.close()
+
+
+# --- fmt and explain ----------------------------------------------------------------------------
+
+
+def test_fmt_round_trips_escalation_and_is_idempotent():
+    from dsl.fmt import format_policy
+
+    text = ('group desk = ["d1"]\ngroup managers = ["m1"]\nask pay approvers 1 from desk timeout 4h else escalate '
+            'approvers 1 from managers timeout 1h else escalate approvers 1 from ["s1", "s2"] timeout 30m else reject "late" id "pay"\n')
+    once = format_policy(text)
+    assert "timeout 4h else escalate approvers 1 from managers timeout 1h else escalate approvers 1 from [\"s1\", \"s2\"] timeout 30m else reject \"late\"" in once
+    assert format_policy(once) == once
+    assert Policy.from_text(once, "a.policy").evaluate("pay", {}).requirements == Policy.from_text(text, "b.policy").evaluate("pay", {}).requirements
+
+
+def test_explain_names_the_stages():
+    decision = Policy.from_text(POLICY, "escalation.policy").evaluate("pay", {})
+    line = next(x for x in decision.explain() if "needs approval" in x)
+    assert "escalates after 14400s to 1 from managers (m1) for 3600s, then expires as reject" in line
+    plain = Policy.from_text(POLICY, "escalation.policy").evaluate("plain", {})
+    assert any("expires after 3600s as reject" in x for x in plain.explain())
