@@ -159,6 +159,18 @@ class Forge:
     def respond(self, request: int, approver: str, message: str = "done by hand") -> int:
         return self.append(ev.Responded(request=request, approver=approver, message=message))
 
+    def escalate(self, request: int, stage: int = 2, requirements: Requirements | None = None, *,
+                 deadline: str | None = None) -> int:
+        """Append an `escalated` event: by default to the next stage of the requirements last
+        recorded for `request` (or those themselves when they have none), until now + its timeout."""
+        base = self.requirements.get(request) or Requirements()
+        requirements = requirements or base.escalated() or base
+        self.requirements[request] = requirements
+        self.clock.advance(self.step)
+        ts = self.now()
+        deadline = deadline or add_seconds(ts, requirements.timeout_seconds)
+        return self.ledger.append(ev.Escalated(ts=ts, request=request, stage=stage, requirements=requirements, deadline=deadline)).seq
+
     def expire(self, request: int, message: str | None = "too late") -> int:
         return self.append(ev.Expired(request=request, outcome="reject", message=message))
 
@@ -350,7 +362,9 @@ def random_history(path: Path, rng, *, steps: int, unlawful_end: bool, segment_b
             now = format_ts(clock())
             want_lawful = not (unlawful_end and step == steps - 1)
             for _ in range(50):
-                event, data = _random_event(rng, workflow, now, ledger.head[0] + 1, stored, escalation)
+                # (only with escalation: a test may stand in its own _random_event, of the older signature)
+                event, data = _random_event(rng, workflow, now, ledger.head[0] + 1, stored,
+                                            **({"escalation": True} if escalation else {}))
                 try:
                     workflow.check(event)
                     lawful = True

@@ -1046,6 +1046,33 @@ t7 AS (
     FROM t6
     WINDOW w_before AS (PARTITION BY request, known ORDER BY position ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
            w_upto AS (PARTITION BY request, known ORDER BY position ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+),
+t8 AS (
+    SELECT *,
+           -- what is wrong with an escalation's record of the next stage, in the order the workflow checks
+           CASE WHEN kind <> 'escalated' OR len(coalesce(reqs_before.escalation, [])) = 0 THEN NULL
+                WHEN stage <> stage_before + 1 THEN 'stage'
+                WHEN NOT coalesce(requirements.quorums = reqs_before.escalation[1].quorums
+                         AND requirements.decisions = reqs_before.decisions
+                         AND requirements.timeout_seconds = reqs_before.escalation[1].timeout_seconds
+                         AND requirements.on_timeout = reqs_before.on_timeout
+                         AND requirements.timeout_message IS NOT DISTINCT FROM reqs_before.escalation[1].timeout_message
+                         AND requirements.remember IS NOT DISTINCT FROM reqs_before.remember
+                         AND coalesce(requirements.escalation, []) = reqs_before.escalation[2:], false) THEN 'requirements'
+                WHEN deadline_text IS DISTINCT FROM escalation_deadline THEN 'deadline'
+           END AS escalation_fault
+    FROM (
+        SELECT *,
+               -- ts + the next stage's timeout, spelled like ts (the latest ts past year 9999: machine.deadline_after)
+               CASE WHEN kind <> 'escalated' OR len(coalesce(reqs_before.escalation, [])) = 0 THEN NULL
+                    WHEN escalation_end >= TIMESTAMP '10000-01-01' THEN '9999-12-31T23:59:59.999999Z'
+                    ELSE strftime(escalation_end, '%Y-%m-%dT%H:%M:%S.%fZ') END AS escalation_deadline
+        FROM (SELECT *,
+                     CASE WHEN kind = 'escalated' AND len(coalesce(reqs_before.escalation, [])) > 0
+                          THEN CAST(left(ts_text, 26) AS TIMESTAMP) + to_seconds(reqs_before.escalation[1].timeout_seconds)
+                     END AS escalation_end
+              FROM t7)
+    )
 )
 SELECT *,
        CASE
@@ -1075,20 +1102,7 @@ SELECT *,
                WHEN status_before <> 'pending' THEN 'not-pending'
                WHEN ts_text < coalesce(deadline_before, '') THEN 'not-expired'
                WHEN len(coalesce(reqs_before.escalation, [])) = 0 THEN 'no-escalation'
-               WHEN stage <> stage_before + 1 THEN 'escalation-mismatch'
-               WHEN NOT (requirements.quorums = reqs_before.escalation[1].quorums
-                         AND requirements.decisions = reqs_before.decisions
-                         AND requirements.timeout_seconds = reqs_before.escalation[1].timeout_seconds
-                         AND requirements.on_timeout = reqs_before.on_timeout
-                         AND requirements.timeout_message IS NOT DISTINCT FROM reqs_before.escalation[1].timeout_message
-                         AND requirements.remember IS NOT DISTINCT FROM reqs_before.remember
-                         AND coalesce(requirements.escalation, []) = reqs_before.escalation[2:])
-                   THEN 'escalation-mismatch'
-               WHEN deadline_text <> (
-                   SELECT CASE WHEN d >= TIMESTAMP '10000-01-01' THEN '9999-12-31T23:59:59.999999Z'
-                               ELSE strftime(d, '%Y-%m-%dT%H:%M:%S.%fZ') END
-                   FROM (SELECT CAST(left(ts_text, 26) AS TIMESTAMP) + to_seconds(reqs_before.escalation[1].timeout_seconds) AS d))
-                   THEN 'escalation-mismatch'
+               WHEN escalation_fault IS NOT NULL THEN 'escalation-mismatch'
            END
            WHEN kind = 'cancelled' THEN CASE WHEN status_before = 'executing' THEN 'already-executed' END
            WHEN kind = 'execution_started' THEN CASE
@@ -1101,7 +1115,7 @@ SELECT *,
                WHEN args_digest <> digest_before THEN 'digest-mismatch'
            END
        END AS violation
-FROM t7
+FROM t8
 """
 
 
@@ -1136,7 +1150,12 @@ WITH t AS (
                                             request, stage_before + 1)
                WHEN 'no-escalation' THEN format('request {} is at its last stage ({}): it expires, it does not escalate',
                                                 request, stage_before)
-               WHEN 'escalation-mismatch' THEN 'the escalation does not record the next stage of the request''s requirements'
+               WHEN 'escalation-mismatch' THEN CASE escalation_fault
+                   WHEN 'stage' THEN format('request {} is at stage {}; it escalates to stage {}, not {}',
+                                            request, stage_before, stage_before + 1, stage)
+                   WHEN 'requirements' THEN format('the requirements of stage {} are not the next stage of request {}''s',
+                                                   stage, request)
+                   ELSE format('stage {} of request {} lasts until {}, not {}', stage, request, escalation_deadline, deadline_text) END
                WHEN 'already-executed' THEN CASE WHEN kind = 'cancelled'
                    THEN format('request {} is already running', request)
                    ELSE format('request {} was already started', request) END

@@ -759,8 +759,8 @@ class Workflow:
             raise EscalationMismatch(f"request {request} is at stage {state.stage}; it escalates to stage {state.stage + 1}, "
                                      f"not {event.stage}", request)
         if event.requirements != following:
-            raise EscalationMismatch(f"the requirements of stage {event.stage} are not the next stage of request {request}'s "
-                                     f"({following.describe()} for {following.timeout_seconds}s)", request)
+            raise EscalationMismatch(f"the requirements of stage {event.stage} are not the next stage of request {request}'s",
+                                     request)
         deadline = deadline_after(event.ts, following.timeout_seconds)
         if event.deadline != deadline:
             raise EscalationMismatch(f"stage {event.stage} of request {request} lasts until {deadline}, not {event.deadline}",
