@@ -123,7 +123,9 @@ def words(text: str) -> set[str]:
             if "@" in address[1:-1]:
                 out.add(address.lower())
         if _iban_head(word) and len(word) <= 4 and i + 1 < n:
-            # an IBAN in groups of four: join the groups that follow (at most 34 characters)
+            # an IBAN in groups of four: join the groups that follow (at most 34 characters).
+            # Every join of IBAN length is a word, not only the longest: the prose after an IBAN
+            # may be short words too (`... 0130 00 or mail`), which the longest join swallows.
             joined, j = word, i + 1
             while j < n and len(joined) < _IBAN_MAX:
                 group = parts[j].rstrip(_TRIMMED)
@@ -131,10 +133,10 @@ def words(text: str) -> set[str]:
                     break
                 joined += group
                 j += 1
+                if len(joined) >= _IBAN_MIN:
+                    out.add(joined.upper())
                 if parts[j - 1] != group:  # a trimmed end closes the IBAN
                     break
-            if len(joined) >= _IBAN_MIN:
-                out.add(joined.upper())
     return out
 
 

@@ -112,3 +112,23 @@ def test_from_tool_sees_an_address_a_web_page_links(page):
 def test_a_sum_beyond_34_digits_does_not_round_into_an_allow():
     policy = 'default deny "no"\nallow pay when args.amount + args.fee <= args.limit\n'
     assert effect(policy, {"amount": 1e34, "fee": 0.3, "limit": 1e34}, "pay") == "deny"
+
+
+# --- provenance: a spaced IBAN followed by short words (found by a new user) ----------------------
+
+@pytest.mark.parametrize("page", [
+    "IBAN DE89 3704 0044 0532 0130 00 or mail",
+    "IBAN DE89 3704 0044 0532 0130 00 and thanks",
+    "pay to DE89 3704 0044 0532 0130 00 by Friday",
+    "DE89 3704 0044 0532 0130 00.",
+])
+def test_from_tool_sees_a_spaced_iban_before_short_words(page):
+    """The groups of a spaced IBAN were joined as far as they went, so the short words after it
+    (`or`, `now`, `by`) became part of the joined word, and the IBAN itself was never a word: a
+    history deny on it allowed."""
+    from dsl.history import History
+
+    history = History.from_calls([{"tool": "read_webpage", "args": {"url": "https://x.example"}, "result": page}])
+    policy = 'default allow\ndeny pay when from_tool(args.iban, "read_webpage")\n  reason "An account only a web page named."\n'
+    decision = Policy.from_text(policy).evaluate("pay", {"iban": "DE89370400440532013000"}, history=history)
+    assert decision.effect == "deny"
