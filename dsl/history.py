@@ -181,6 +181,8 @@ def _json_size(value: Any) -> int:
         return len(repr(value).encode("utf-8", "replace"))
 
 
+_CALL_KEYS = ("tool", "args", "seq", "effect", "status", "decided_by", "rules", "result")  # of a call in History.from_calls
+
 class History:
     """The earlier calls of one run and their indexes (module docstring). Built by `add_call`
     and the `set_*` methods, in ledger order; read by the conditions through `calls_list`,
@@ -209,9 +211,15 @@ class History:
         ("executed" when a `result` is given, else from the effect), `decided_by` ([]), `rules`
         ([]) and `result` (None). Raises ValueError for a record of another shape."""
         history = cls()
+        if isinstance(calls, (Mapping, str, bytes)):  # an object would be read key by key
+            raise ValueError("a history is a list of calls (a JSON array), not " + ("an object" if isinstance(calls, Mapping) else "a text"))
         for n, call in enumerate(calls, 1):
             if not isinstance(call, Mapping) or not isinstance(call.get("tool"), str):
                 raise ValueError(f"call {n} of the history must be an object with a string tool")
+            unknown = sorted(str(k) for k in call if k not in _CALL_KEYS)
+            if unknown:  # a misspelt key (`stauts`, `amount` beside `args`) must not pass unseen
+                raise ValueError(f"call {n} of the history has unknown keys {', '.join(unknown)}; its keys are "
+                                 + ", ".join(_CALL_KEYS))
             args = call.get("args", {})
             if not isinstance(args, dict):
                 raise ValueError(f"call {n} of the history: args must be an object")

@@ -132,3 +132,20 @@ def test_from_tool_sees_a_spaced_iban_before_short_words(page):
     policy = 'default allow\ndeny pay when from_tool(args.iban, "read_webpage")\n  reason "An account only a web page named."\n'
     decision = Policy.from_text(policy).evaluate("pay", {"iban": "DE89370400440532013000"}, history=history)
     assert decision.effect == "deny"
+
+
+# --- a history given by hand: a misspelt key or an object is an error (found by a new user) -------
+
+@pytest.mark.parametrize("calls,words", [
+    ({"tool": "refund"}, "a list of calls"),
+    ([{"tool": "refund", "amount": 200}], "unknown keys amount"),
+    ([{"tool": "refund", "args": {}, "stauts": "executed"}], "unknown keys stauts"),
+])
+def test_a_history_with_a_misspelt_key_is_refused(calls, words):
+    """`{"tool": "refund", "amount": 200}` (args forgotten) was a refund of nothing, and an object
+    was walked key by key: a policy test or an explanation then ran on another history than the
+    author wrote."""
+    from dsl.history import History
+
+    with pytest.raises(ValueError, match=words):
+        History.from_calls(calls)
