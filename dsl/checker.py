@@ -107,6 +107,8 @@ def literal_type(value) -> str:
 
 
 class _Checker:
+    let_names: tuple[str, ...] = ()  # the policy's lets (dsl.lets sets them), offered in the hints of unknown names
+
     def __init__(self, tools: ToolSchemas | None = None, external: Mapping[str, tuple[str, ...]] | None = None) -> None:
         self.diagnostics: list[Diagnostic] = []
         self.groups: dict[str, ast.GroupDecl] = {}
@@ -671,8 +673,10 @@ class _Checker:
                 return STRING
             kind = OBJECT
         else:
-            choices = ROOTS + tuple(f for f in FUNCTIONS if f not in history_check.HISTORY_FUNCTIONS) + tuple(self.scope)
-            hint = _suggest(path.root, choices) or "conditions read tool, args.<field> or context.<field>"
+            choices = ROOTS + tuple(f for f in FUNCTIONS if f not in history_check.HISTORY_FUNCTIONS) + tuple(self.scope) + self.let_names
+            hint = _suggest(path.root, choices) or "conditions read tool, args.<field> or context.<field>" + (
+                ", a quantifier's item where it is bound, or a let (an item bound where a let is used is not visible in its "
+                "body: pass it as an argument)" if self.let_names else "")
             self.error(f"unknown name '{path.root}'", path.span, hint)
             return None
         schema = self.root_schema(path.root)
@@ -726,7 +730,9 @@ class _Checker:
         arity = FUNCTIONS.get(call.name)
         if arity is None:
             known = ", ".join(FUNCTIONS)
-            self.error(f"unknown function '{call.name}'", call.name_span, _suggest(call.name, FUNCTIONS) or f"the functions are {known}")
+            lets = f"; the lets are {', '.join(self.let_names)}" if self.let_names else ""
+            self.error(f"unknown function '{call.name}'", call.name_span,
+                       _suggest(call.name, tuple(FUNCTIONS) + self.let_names) or f"the functions are {known}{lets}")
             return None
         if call.name == "path" and len(call.args) == 2:  # path(x, base): x resolved against the path base
             base = self.expr(call.args[1])

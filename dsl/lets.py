@@ -506,6 +506,8 @@ def check(expansion: Expansion, tools: Any = None, groups: Mapping[str, tuple[st
     from dsl.checker import ANY, _Checker
 
     class _LetChecker(_Checker):
+        let_names = tuple(let.name for let, _ in expansion.bodies)  # for the hints of unknown names
+
         def run(self, tree):
             for let, body in expansion.bodies:
                 if body is None:

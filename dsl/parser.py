@@ -272,7 +272,8 @@ def _decode_string(tok: Token) -> str:
         text.encode("utf-8")  # a lone surrogate escape (\ud800) is not text anything can store
         return text
     except json.JSONDecodeError as exc:
-        help_text = "strings use JSON escapes: \\\" \\\\ \\n \\t \\uXXXX"
+        help_text = ("strings use JSON escapes: \\\" \\\\ \\n \\t \\uXXXX; a backslash meant as itself is doubled "
+                     "(a regular expression's \\d is written \"\\\\d\")")
         if _WINDOWS_PATH_LITERAL.match(tok[1:]):  # "C:\Users\me" or "\\server\share"
             doubled = json.dumps(tok[1:-1])
             help_text = (f"a backslash starts an escape: write a Windows path with each backslash doubled, {doubled}, "

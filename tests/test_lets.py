@@ -238,3 +238,20 @@ def test_fmt_lays_out_a_long_let_body_below_its_head():
     assert out.splitlines()[0] == "let long(a) ="
     assert out.splitlines()[1].startswith('  a.host == "aaa') and out.splitlines()[2].startswith("    or ")
     assert format_policy('let  f( a ,b )=a==b\ninclude   "x.policy"\n') == 'let f(a, b) = a == b\ninclude "x.policy"\n'
+
+
+def test_a_misspelt_let_is_suggested_where_it_is_used():
+    """`web_onyl(r)` and `recipents` were told the built-in functions and roots only (new-user
+    finding): the lets are names too."""
+    text = ('let web_only(r) = r == "x"\nlet recipients = args.to\n'
+            'ask send when web_onyl(args.a)\nask send when any r in recipents: r == "y"\n')
+    with pytest.raises(PolicyError) as info:
+        Policy.from_text(text, "typo.policy")
+    helps = [d.help for d in info.value.diagnostics if d.severity == "error"]
+    assert "did you mean 'web_only'?" in helps and "did you mean 'recipients'?" in helps
+
+
+def test_a_regular_expressions_backslash_gets_a_hint():
+    with pytest.raises(PolicyError) as info:
+        Policy.from_text('allow pay when matches(args.iban, "^DE\\d+$")\n', "re.policy")
+    assert 'is written "\\\\d"' in str(info.value)
