@@ -236,15 +236,22 @@ def write(out: dict, label: str) -> None:
     print(f"\nbench: results written to {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}")
 
 
+def _corpus_present() -> bool:
+    """Whether the shared corpus is there; says the benchmark is skipped when it is not."""
+    try:
+        corpus.corpus_dir()
+    except corpus.CorpusMissing as exc:
+        print(f"bench: skipped: {exc}")
+        return False
+    return True
+
+
 def history_only(opts) -> int:
     """`--only history`: the sample policies that read the run's history, deciding with 1,000
     earlier calls in the run (bench/history.py)."""
     from bench import history
 
-    try:
-        corpus.corpus_dir()
-    except corpus.CorpusMissing as exc:
-        print(f"bench: skipped: {exc}")
+    if not _corpus_present():
         return 0
     out = environment()
     out["timer_overhead_ns"] = timer_overhead_ns()
@@ -259,10 +266,7 @@ def real_only(opts) -> int:
     """`--only real`: the sample policies on the real corpus calls, per tool (p50, p99)."""
     from bench import real_policies
 
-    try:
-        corpus.corpus_dir()
-    except corpus.CorpusMissing as exc:
-        print(f"bench: skipped: {exc}")
+    if not _corpus_present():
         return 0
     out = environment()
     out["settings"] = {"rounds": opts.rounds, "corpus": str(corpus.CORPUS)}
@@ -296,10 +300,7 @@ def parser_only(opts) -> int:
     """`--only parser`: the shell parser on the corpus's distinct commands, ours and tree-sitter-bash."""
     from bench import parser
 
-    try:
-        corpus.corpus_dir()
-    except corpus.CorpusMissing as exc:
-        print(f"bench: skipped: {exc}")
+    if not _corpus_present():
         return 0
     out = environment()
     out["settings"] = {"rounds": parser.ROUNDS, "corpus": str(corpus.CORPUS)}

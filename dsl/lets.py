@@ -210,11 +210,11 @@ class _Expander:
             self.grow(1, expr.span)
             items = tuple(self.expand(i, scope, depth + 1) for i in expr.items)
             return expr if _same(items, expr.items) else dataclasses.replace(expr, items=items)
-        if kind is ast.Compare:
+        if kind is ast.Compare or kind is ast.Arith:
             self.grow(1, expr.span)
             left, right = self.expand(expr.left, scope, depth + 1), self.expand(expr.right, scope, depth + 1)
             return expr if left is expr.left and right is expr.right else dataclasses.replace(expr, left=left, right=right)
-        if kind is ast.Not:
+        if kind is ast.Not or kind is ast.Neg:
             self.grow(1, expr.span)
             operand = self.expand(expr.operand, scope, depth + 1)
             return expr if operand is expr.operand else dataclasses.replace(expr, operand=operand)
@@ -230,14 +230,6 @@ class _Expander:
             source = self.expand(expr.source, scope, depth + 1)
             body = self.expand(expr.body, scope | {expr.var}, depth + 1)
             return expr if source is expr.source and body is expr.body else dataclasses.replace(expr, source=source, body=body)
-        if kind is ast.Arith:
-            self.grow(1, expr.span)
-            left, right = self.expand(expr.left, scope, depth + 1), self.expand(expr.right, scope, depth + 1)
-            return expr if left is expr.left and right is expr.right else dataclasses.replace(expr, left=left, right=right)
-        if kind is ast.Neg:
-            self.grow(1, expr.span)
-            operand = self.expand(expr.operand, scope, depth + 1)
-            return expr if operand is expr.operand else dataclasses.replace(expr, operand=operand)
         if kind is ast.Projection:
             self.grow(1, expr.span)
             base = self.expand(expr.base, scope, depth + 1)
@@ -347,10 +339,10 @@ class _Substitution:
         elif kind is ast.ListLiteral:
             items = tuple(self.sub(i, env) for i in expr.items)
             new = None if _same(items, expr.items) else dataclasses.replace(expr, items=items)
-        elif kind is ast.Compare:
+        elif kind is ast.Compare or kind is ast.Arith:
             left, right = self.sub(expr.left, env), self.sub(expr.right, env)
             new = None if left is expr.left and right is expr.right else dataclasses.replace(expr, left=left, right=right)
-        elif kind is ast.Not:
+        elif kind is ast.Not or kind is ast.Neg:
             operand = self.sub(expr.operand, env)
             new = None if operand is expr.operand else dataclasses.replace(expr, operand=operand)
         elif kind is ast.And or kind is ast.Or:
@@ -367,12 +359,6 @@ class _Substitution:
             body = self.sub(expr.body, inner)
             if source is not expr.source or body is not expr.body or var != expr.var:
                 new = dataclasses.replace(expr, var=var, source=source, body=body)
-        elif kind is ast.Arith:
-            left, right = self.sub(expr.left, env), self.sub(expr.right, env)
-            new = None if left is expr.left and right is expr.right else dataclasses.replace(expr, left=left, right=right)
-        elif kind is ast.Neg:
-            operand = self.sub(expr.operand, env)
-            new = None if operand is expr.operand else dataclasses.replace(expr, operand=operand)
         elif kind is ast.Projection:
             base = self.sub(expr.base, env)
             new = None if base is expr.base else dataclasses.replace(expr, base=base)
@@ -407,25 +393,7 @@ def _count(expr) -> int:
     while stack:
         node = stack.pop()
         n += 1
-        kind = type(node)
-        if kind is ast.Call:
-            stack.extend(node.args)
-        elif kind is ast.ListLiteral:
-            stack.extend(node.items)
-        elif kind is ast.Compare:
-            stack += (node.left, node.right)
-        elif kind is ast.Not:
-            stack.append(node.operand)
-        elif kind is ast.And or kind is ast.Or:
-            stack.extend(node.operands)
-        elif kind is ast.Quantifier:
-            stack += (node.source, node.body)
-        elif kind is ast.Arith:
-            stack += (node.left, node.right)
-        elif kind is ast.Neg:
-            stack.append(node.operand)
-        elif kind is ast.Projection:
-            stack.append(node.base)
+        stack.extend(_children(node))
     return n
 
 
@@ -435,18 +403,14 @@ def _children(node) -> tuple:
         return node.args
     if kind is ast.ListLiteral:
         return node.items
-    if kind is ast.Compare:
+    if kind is ast.Compare or kind is ast.Arith:
         return (node.left, node.right)
-    if kind is ast.Not:
+    if kind is ast.Not or kind is ast.Neg:
         return (node.operand,)
     if kind is ast.And or kind is ast.Or:
         return node.operands
     if kind is ast.Quantifier:
         return (node.source, node.body)
-    if kind is ast.Arith:
-        return (node.left, node.right)
-    if kind is ast.Neg:
-        return (node.operand,)
     if kind is ast.Projection:
         return (node.base,)
     return ()

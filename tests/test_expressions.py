@@ -5,7 +5,6 @@ means; these check the implementation against references (Python's fractions) on
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from decimal import Decimal
 from fractions import Fraction
@@ -17,25 +16,16 @@ from hypothesis import strategies as st
 
 from dsl import Policy, PolicyError, ast
 from dsl.compiler import Env, _compile, compile_condition, compile_condition_generic, compile_condition_traced
-from dsl.errors import Span
 from dsl.explain import explain
 from dsl.fmt import format_policy
 from dsl.parser import parse
 from dsl.values import EvalError, as_decimal
+from test_fmt import shape as syntax_shape
 
 PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def shape(node):
-    """A syntax tree without its spans (literals with their Python type)."""
-    if isinstance(node, Span):
-        return None
-    if isinstance(node, (tuple, list)):
-        return tuple(shape(n) for n in node)
-    if dataclasses.is_dataclass(node):
-        fields = tuple((f.name, shape(getattr(node, f.name))) for f in dataclasses.fields(node) if "span" not in f.name)
-        return (type(node).__name__, fields, (type(node.value).__name__,) if isinstance(node, ast.Literal) else ())
-    return node
+shape = syntax_shape  # the tree without its spans, as tests/test_fmt.py compares them
 
 
 def condition_of(text: str) -> ast.Expr:
