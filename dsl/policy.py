@@ -28,6 +28,7 @@ from typing import Any, Mapping
 from dsl import ast, tree_cache
 from dsl.compiler import _NO_VARS, CompiledRule, Env, RuleIndex, compile_plan, compile_rule, requirements_of
 from dsl.decision import Decision, DefaultEffect, RuleOutcome, decide
+from dsl.sources import PolicyFile, root_path, sources_digest
 from dsl.errors import Diagnostic, PolicyError, PolicyInputError, Span, source_lines
 from dsl.values import TOO_DEEP as _TOO_DEEP, EvalError, failure_message
 
@@ -62,7 +63,8 @@ class Policy:
 
     Attributes: `name` (from `policy "..."`, else the file's stem), `digest` (`policy_digest`: hex
     SHA-256 of the source bytes and of the roster groups it uses), `source_digest` (hex SHA-256 of
-    the source bytes alone), `rules` (file order), `default`, `groups` (name → identities, the
+    the source bytes alone: dsl.sources), `sources` (the files it was read from, root first, as
+    dsl.sources.PolicyFile), `rules` (file order), `default`, `groups` (name → identities, the
     policy's own and the external ones it uses), `external_groups` (the external groups it uses,
     name → sorted identities, in name order), `home` (what `~` stands for when a call's context has
     no `home`), `warnings` (diagnostics that did not stop loading), `source_name` and `source_text`.
@@ -82,6 +84,7 @@ class Policy:
         home: str | None = None,
         source_digest: str | None = None,
         external_groups: dict[str, tuple[str, ...]] | None = None,
+        sources: tuple[PolicyFile, ...] | None = None,
     ):
         self.name = name
         self.digest = digest
@@ -89,6 +92,8 @@ class Policy:
         self.external_groups = external_groups or {}
         self.source_name = source_name
         self.source_text = source_text
+        # the files it was read from, root first (dsl.sources): what a ledger pins
+        self.sources = sources if sources is not None else (PolicyFile(root_path(source_name), source_text.encode("utf-8")),)
         self.rules = tuple(rules)
         self.default = default
         self.groups = groups
@@ -213,12 +218,14 @@ class Policy:
             default = DefaultEffect(effect=d.effect, reason=reason, requirements=reqs)
         if default.effect == "ask" and default.requirements is None:
             default = DefaultEffect(effect="ask", reason=default.reason, requirements=requirements_of((), groups))
-        source_digest = hashlib.sha256(raw).hexdigest()
+        sources = (PolicyFile(root_path(name), raw),)
+        source_digest = sources_digest(sources)
         return cls(
             name=decl[0].name if decl else (default_name or name),
             digest=policy_digest(source_digest, used),
             source_digest=source_digest,
             external_groups=used,
+            sources=sources,
             source_name=name,
             source_text=text,
             rules=rules,

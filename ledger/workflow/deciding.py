@@ -1,0 +1,41 @@
+"""The one way a call is decided: by its policy, from the call and what came before it.
+
+The Gate decides every proposal and every edit through `decide`, and `ledger audit` and `policy
+whatif` (ledger.replay) decide the recorded ones again through it, so that a replay reproduces a
+decision exactly when the Gate's inputs are given back: the policy (pinned by its digest), the
+call (tool, arguments and context as stored in the ledger) and what came before it in the ledger
+(`Before`). A policy is pure (docs/policy-language.md): it reads nothing else.
+
+`Before` says where the call stands in its ledger: the seq its proposal has (or will have: the
+Gate decides before it takes the commit lock, so it may not know it), its run, and `history`, the
+index of the earlier events that history conditions read (the Gate keeps it as it folds events;
+a replay keeps the same index as it reads them). Policies without history conditions ignore it,
+and so does `decide` until the policy language reads history.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, NamedTuple
+
+from dsl.decision import Decision
+
+
+class Before(NamedTuple):
+    """What came before a call in its ledger: the `seq` of its proposal (None when not known yet),
+    its `run` (None: none), and the `history` index of the events before it (None: none kept)."""
+
+    seq: int | None = None
+    run: str | None = None
+    history: Any = None
+
+
+NOTHING_BEFORE = Before()
+
+
+def decide(policy: Any, tool: str, args: Mapping[str, Any], context: Mapping[str, Any] | None,
+           before: Before = NOTHING_BEFORE) -> Decision:
+    """The Decision of `policy` (a dsl.Policy) on the call: `tool`, its `args` (a JSON object as
+    the ledger stores it), its `context` (the same, or None) and `before`. Raises what
+    Policy.evaluate raises (PolicyInputError for a call of the wrong shape); never for a
+    condition that does not fit the call (that fails closed inside the Decision)."""
+    return policy.evaluate(tool, args, context)
