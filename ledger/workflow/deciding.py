@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any, Mapping, NamedTuple
 
 from dsl.decision import Decision
+from ledger import events as ev
 
 
 class Before(NamedTuple):
@@ -39,3 +40,10 @@ def decide(policy: Any, tool: str, args: Mapping[str, Any], context: Mapping[str
     Policy.evaluate raises (PolicyInputError for a call of the wrong shape); never for a
     condition that does not fit the call (that fails closed inside the Decision)."""
     return policy.evaluate(tool, args, context)
+
+
+def rule_refs(decision: Decision) -> tuple[ev.RuleRef, ...]:
+    """The `rules` a proposal or an edit records for `decision`: each deciding rule's id and the
+    line it starts on (0 when no outcome names it)."""
+    lines = {o.rule: o.line for o in decision.outcomes}
+    return tuple(ev.RuleRef(id=rule, line=lines.get(rule, 0)) for rule in decision.deciding)

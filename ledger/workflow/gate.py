@@ -51,7 +51,7 @@ from ledger.proof.decisions import RECOVERY, Signing
 from ledger.store.lines import MAX_LINE_BYTES
 from ledger.store.log import Ledger, LedgerCorrupt, LineTooLong, Record
 from ledger.workflow.catchup import CatchUp
-from ledger.workflow.deciding import Before, decide
+from ledger.workflow.deciding import Before, decide, rule_refs
 from ledger.workflow.errors import (  # noqa: F401 (the Gate's errors, named here as before)
     CallIdConflict,
     ExecutionInProgress,
@@ -720,8 +720,7 @@ class Gate(CatchUp, Reading):
         )
 
     def _rule_refs(self, decision: Decision) -> tuple[ev.RuleRef, ...]:
-        lines = {o.rule: o.line for o in decision.outcomes}
-        return tuple(ev.RuleRef(id=rule, line=lines.get(rule, 0)) for rule in decision.deciding)
+        return rule_refs(decision)
 
     # --- deciding -----------------------------------------------------------------------------
 
