@@ -53,8 +53,10 @@ def pin(policy: Any) -> tuple[tuple[ev.PinnedFile, ...], bytes] | None:
             text = source.data.decode("utf-8")
         except (UnicodeDecodeError, AttributeError):
             return None
-        files.append(ev.PinnedFile(path=source.path, sha256=hashlib.sha256(source.data).hexdigest()))
-        texts.append({"path": source.path, "text": text})
+        # a path from a file name of undecodable bytes is kept escaped (`\udcff`), as `source` is
+        path = source.path.encode("utf-8", "backslashreplace").decode("utf-8")
+        files.append(ev.PinnedFile(path=path, sha256=hashlib.sha256(source.data).hexdigest()))
+        texts.append({"path": path, "text": text})
     shown = {name: sorted(set(members)) for name, members in groups.items()}
     if _digest_of(files, shown) != getattr(policy, "digest", None):
         return None
