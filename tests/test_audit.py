@@ -313,3 +313,13 @@ def test_a_ledger_of_the_corpus_tau_bench_calls_conforms_and_replays(tmp_path):
     assert report.calls == 600 and report.conforms
     airline = whatif(path, Policy.load(SAMPLES / "airline.policy"))
     assert airline.replayed == 600 and airline.changed > 0
+
+
+def test_the_documented_pinned_policy_line_is_what_a_writer_composes():
+    text = (Path(__file__).resolve().parent.parent / "docs" / "ledger-format.md").read_text()
+    line = next(l.strip() for l in text.splitlines() if '"files":[{"path":"refunds.policy"' in l).encode()
+    body, digest, data = split(line)
+    event = ev.decode_event(body)
+    assert pinning.data_problem(event, data) is None
+    assert compose(ev.encode_event(event), data)[1].rstrip(b"\n") == line
+    assert pinning.load(event, data).name == "refunds"

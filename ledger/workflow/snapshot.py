@@ -8,7 +8,8 @@ Tables (one file, `gate.sqlite`):
   another version of the code is not read), the ledger's id, the seq, hash and ts of the last
   event covered, and the store's place of that event (a hint for `record_at`); the digests the
   last `roster` and the last `policy` event covered name (empty: no such event); the standing
-  decisions (`remembered` events) that may still cover a call (machine.Standing, a msgpack list).
+  decisions (`remembered` events) that may still cover a call (machine.Standing, a msgpack list);
+  the digests of the policies whose text a `policy` event keeps (`pinned`, a JSON list).
 - `current(request, version, pending, state)`: every request's state as of `meta.seq`
   (RequestState as msgpack); `version` is the seq of the last event that changed it.
 - `history(request, version, until, state)`: states that were current for seqs [version,
