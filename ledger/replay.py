@@ -30,7 +30,7 @@ import msgspec
 
 from ledger import events as ev, pinning
 from ledger.digest import REDACTED
-from ledger.store.log import LedgerCorrupt, LedgerReader, list_segments, parse_line
+from ledger.store.log import LedgerCorrupt, LedgerReader, RawLine, list_segments, parse_line
 from ledger.workflow.deciding import Before
 
 _KIND_AT = len(b'{"body":{"kind":"')
@@ -110,8 +110,7 @@ def pinned_policies(path: str | Path) -> dict[str, tuple[ev.PolicyLoaded, bytes]
 
 
 def parse_line_bytes(text: bytes):
-    from ledger.store.log import RawLine
-
+    """The Record of one line's bytes (without its line feed). Raises LedgerCorrupt."""
     return parse_line(RawLine("", 0, 0, text), -1)
 
 

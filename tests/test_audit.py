@@ -18,6 +18,7 @@ from independent_verifier import verify_dir
 from ledger import events as ev, pinning
 from ledger.audit import audit
 from ledger.clock import ManualClock
+from ledger.digest import canonical_spelling, encode_arguments
 from ledger.proof.fast import verify_fast
 from ledger.proof.redact import redact
 from ledger.proof.verify import verify
@@ -25,6 +26,7 @@ from ledger.store import native
 from ledger.store.lines import compose, split
 from ledger.store.log import Ledger, LedgerReader
 from ledger.whatif import whatif
+from ledger.workflow.deciding import rule_refs
 from ledger.workflow.gate import Gate
 from support import POLICY_TEXT, START, policy
 
@@ -129,11 +131,7 @@ def test_a_tampered_or_swapped_policy_text_is_caught_by_every_verifier(tmp_path,
         value = None
     elif change == "path renamed":
         value["files"][0]["path"] = "other.policy"
-    new = msgspec.json.encode(value) if change != "not canonical" else data.replace(b'"groups":{}', b'"groups": {}')
-    if change != "not canonical":
-        from ledger.digest import canonical_spelling
-
-        new = canonical_spelling(value)
+    new = data.replace(b'"groups":{}', b'"groups": {}') if change == "not canonical" else canonical_spelling(value)
     lines[index] = b'{"body":' + body + b',"hash":"' + digest.encode() + b'","data":' + new + b"}"
     rewrite(path, lines)
     both_verifiers_fail_at(path, index + 1)
@@ -183,8 +181,6 @@ def test_audit_finds_a_proposal_whose_effect_was_forged(tmp_path):
         ledger.append(ev.PolicyLoaded(name=loaded.name, digest=loaded.digest, by="ops", source=None, files=files), data)
 
         def proposal(tool, args, effect, rules):
-            from ledger.digest import encode_arguments
-
             digest, args_json = encode_arguments(args)
             context_digest, context_json = encode_arguments({})
             return ev.Proposed(run=None, proposer="agent", call_id=None, tool=tool, args_digest=digest,
@@ -193,8 +189,6 @@ def test_audit_finds_a_proposal_whose_effect_was_forged(tmp_path):
                 b'{"args":' + args_json + b',"context":' + context_json + b"}"
 
         honest = loaded.evaluate("read_thing", {"i": 1})
-        from ledger.workflow.deciding import rule_refs
-
         ledger.append(*proposal("read_thing", {"i": 1}, "allow", rule_refs(honest)))
         forged = ledger.append(*proposal("read_thing", {"i": 2}, "deny", rule_refs(honest)))
         other_rule = ledger.append(*proposal("read_thing", {"i": 3}, "allow", (ev.RuleRef("deny-1", 21),)))
