@@ -38,7 +38,7 @@ def gate(tmp_path_factory) -> Path:
     return path
 
 
-FIRST = 3  # the seq of the fixture's first proposal (seq 2 is the policy event keeping its text)
+FIRST = 2  # the seq of the fixture's first proposal
 
 
 def copy_ledger(source: Path, target: Path) -> Path:

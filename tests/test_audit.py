@@ -41,7 +41,7 @@ def run(*args):
 def gate_ledger(path: Path, **kwargs) -> ManualClock:
     """Proposals of every effect, an approval, an edit that re-entered the policy, an execution."""
     clock = ManualClock(START)
-    with Gate(policy(), path, clock=clock, **kwargs) as g:
+    with Gate(policy(), path, clock=clock, **{"pin_policy": True, **kwargs}) as g:
         g.propose("read_thing", {"i": 1}, proposer="agent")
         g.propose("drop_thing", {"i": 2}, proposer="agent")
         p = g.propose("big_change", {"amount": 10}, proposer="agent", context={"cwd": "/w"})
@@ -92,7 +92,7 @@ def test_a_gate_pins_its_policy_once_before_its_first_proposal(tmp_path):
     assert pinning.load(event, pins[0].data).digest == policy().digest
     # reopened from the snapshot, or by a full replay: the text is known to be kept, nothing is added
     for kwargs in ({}, {"full_verify": True}, {"snapshot": False}):
-        with Gate(policy(), path, clock=ManualClock(START), **kwargs) as g:
+        with Gate(policy(), path, clock=ManualClock(START), pin_policy=True, **kwargs) as g:
             g.propose("read_thing", {"i": 9}, proposer="agent")
     assert sum(isinstance(r.event, ev.PolicyLoaded) for r in LedgerReader(path).records()) == 1
     assert verify(path).ok and verify(path, engine="python").ok and verify_dir(path)[0]
@@ -300,7 +300,7 @@ def test_a_ledger_of_the_corpus_tau_bench_calls_conforms_and_replays(tmp_path):
     retail = Policy.load(SAMPLES / "retail.policy")
     calls = [json.loads(line) for line in calls_file.read_text().splitlines() if line.strip()]
     path = tmp_path / "l"
-    with Gate(retail, path, clock=ManualClock(START)) as g:
+    with Gate(retail, path, clock=ManualClock(START), pin_policy=True) as g:
         for n, call in enumerate(calls[:600]):
             g.propose(call["tool"], call["args"], proposer="agent", run=str(call.get("task")))
     report = audit(path)

@@ -258,16 +258,19 @@ class Gate(CatchUp, Reading):
     (unless the last one recorded is the same) and decides with it from then on: the approval
     service calls it after opening and after each reload.
 
-    `pin_policy` (default True): before its first proposal under a policy whose text no `policy`
-    event of the ledger keeps yet, the Gate records one that keeps it (ledger.pinning; `operator`
-    as `by`), in the same write as the proposal, so that every decision it records can be checked
-    against the text that made it (`countersign ledger audit`). Not on a version 1 ledger.
+    `pin_policy`: before its first proposal under a policy whose text no `policy` event of the
+    ledger keeps yet, the Gate records one that keeps it (ledger.pinning; `operator` as `by`), in
+    the same write as the proposal, so that every decision it records can be checked against the
+    text that made it (`countersign ledger audit`). Not on a version 1 ledger. Off by default
+    here, so that a Gate's ledger keeps the layout it had (the first proposal at seq 2); every
+    writer countersign ships turns it on (the adapters, `simulate`, `mcp-proxy`; the service pins
+    through `record_policy`).
     """
 
     def __init__(self, policy: Policy | None, ledger: Ledger | str | Path, *, clock: Clock = utc_now,
                  snapshot: bool = True, full_verify: bool = False, roster: Roster | None = None,
                  operator: str = RECOVERY, signers: Roster | None = None, trusted_policies=None,
-                 pin_policy: bool = True):
+                 pin_policy: bool = False):
         self.policy = policy
         self.pin_policy = pin_policy
         self.operator = operator
