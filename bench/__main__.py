@@ -18,6 +18,7 @@ whatif` on 1,000,000 events (bench/audit.py; `--only audit`).
     python -m bench --quick               # 100 and 1,000 rules, fewer rounds (about a minute)
     python -m bench --sizes 1000 --no-cedar --label try
     python -m bench --only real           # the sample policies on the real corpus calls, per tool
+    python -m bench --only history        # the history-reading samples with 1,000 earlier calls in the run
     python -m bench --only worst          # worst cases: each matcher at its largest input (about 3 minutes)
     python -m bench --only hooks          # 8 processes, a Gate opened per call, ledger growing to 100,000 events
     python -m bench --only gate           # open at 1 M events, catch-up, syncs, propose, review list, wait
@@ -74,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--label", default="run", help="name of the results file: bench/results/<date>-<label>.json")
     ap.add_argument("--no-write", action="store_true", help="print only")
     ap.add_argument("--only", choices=("all", "policy", "ledger", "real", "worst", "hooks", "gate", "parser", "service", "mcp",
-                                            "analytics", "audit"), default="all",
+                                            "analytics", "audit", "history"), default="all",
                     help="the policy language's benchmarks, the ledger's (issue 4: append, verify, stats), "
                     "the sample policies on the real corpus calls (issue 9), the worst cases of every matcher "
                     "(issue 9; not part of all), the hook-shaped Gate benchmark and the shared Gate's "
@@ -153,6 +154,10 @@ def main(argv: list[str] | None = None) -> int:
         opts.sizes, opts.rounds, opts.cedar_budget = "100,1000", 5, 2.0
     if opts.only == "real":
         return real_only(opts)
+    if opts.only in ("all", "history"):
+        status = history_only(opts)
+        if opts.only == "history" or status:
+            return status
     if opts.only == "worst":
         return worst_only(opts)
     if opts.only == "parser":
@@ -237,6 +242,25 @@ def write(out: dict, label: str) -> None:
     tmp.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
     os.replace(tmp, path)
     print(f"\nbench: results written to {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}")
+
+
+def history_only(opts) -> int:
+    """`--only history`: the sample policies that read the run's history, deciding with 1,000
+    earlier calls in the run (bench/history.py)."""
+    from bench import history
+
+    try:
+        corpus.corpus_dir()
+    except corpus.CorpusMissing as exc:
+        print(f"bench: skipped: {exc}")
+        return 0
+    out = environment()
+    out["timer_overhead_ns"] = timer_overhead_ns()
+    out["history"] = history.run(opts.rounds)
+    print(history.table(out["history"]))
+    if not opts.no_write:
+        write(out, f"{opts.label}-history")
+    return 0
 
 
 def real_only(opts) -> int:

@@ -1,5 +1,6 @@
 """`countersign policy ...`: commands for policy authors."""
 
+import json
 from typing import List, Optional
 
 import typer
@@ -42,7 +43,8 @@ def check(
 
     from dsl import Policy, PolicyError
     from dsl.analysis import analyze
-    from dsl.parser import parse
+    from dsl.errors import Diagnostic, span_file
+    from dsl.lets import reread
     from dsl.schema import ToolSchemaError, combine, load_tools
 
     groups = roster_groups(roster)
@@ -68,12 +70,19 @@ def check(
         raise typer.Exit(EXIT_USAGE)
     # Under --strict every warning is shown as the error it then is; notes stay notes.
     severity = "error" if strict else None
-    findings = analyze(parse(policy.source_text, file), schemas)
+    findings = analyze(reread(policy)[0], schemas)  # lets expanded, includes read (dsl.lets)
+
+    def source(span) -> tuple[str, str]:  # where a diagnostic points: the file, or one it includes
+        included = span_file(span)
+        return (included, policy.included[included]) if included in policy.included else (file, policy.source_text)
+
     for warning in policy.warnings:
         shown = dataclasses.replace(warning, severity="error") if strict else warning
-        typer.echo(shown.render(file, policy.source_text), err=True)
+        typer.echo(shown.render(*source(shown.span)), err=True)
     for finding in findings:
-        typer.echo(finding.render(file, policy.source_text, severity if finding.severity == "warning" else None), err=True)
+        parts = [finding.diagnostic(severity if finding.severity == "warning" else None).render(*source(finding.span))]
+        parts += [Diagnostic("note", r.message, r.span).render(*source(r.span)) for r in finding.related]
+        typer.echo("\n".join(parts), err=True)
     warnings = len(policy.warnings) + sum(1 for f in findings if f.severity == "warning")
     if strict and warnings:
         typer.echo(f"{file}: {warnings} warning{'s' if warnings != 1 else ''}, errors under --strict", err=True)
@@ -173,6 +182,8 @@ def explain_(
     context: Optional[str] = typer.Option(None, "--context", help="The caller's context, a JSON object (cwd, home, ...)."),
     as_json: bool = typer.Option(False, "--json", help="Print the explanation as JSON."),
     roster: Optional[str] = _ROSTER,
+    history_file: Optional[str] = typer.Option(None, "--history", help="The run's earlier calls: a JSON file "
+                                               "holding a list of calls (tool, args, status, result, ...)."),
 ) -> None:
     """Explain a decision: every rule that covers the tool (matched or not), what each condition
     and sub-condition evaluated to, the normalized subjects they saw, exact or prefix matching,
@@ -192,8 +203,17 @@ def explain_(
         ctx = parse_json_object(context, "--context") if context is not None else None
     except ValueError as exc:
         fail(str(exc), EXIT_USAGE)
+    history = None
+    if history_file is not None:
+        from dsl.history import History
+
+        try:
+            with open(history_file, encoding="utf-8") as f:
+                history = History.from_calls(json.load(f))
+        except (OSError, ValueError) as exc:
+            fail(f"--history: {exc}", EXIT_USAGE)
     policy = load_policy(file, roster)
-    report = explain(policy, tool, arguments, ctx)
+    report = explain(policy, tool, arguments, ctx, history=history)
     if as_json:
         echo_json(report)
         return

@@ -44,7 +44,8 @@ def explanation_lines(e: Any) -> list[str]:
     for r in e.rules:
         out.append("")
         mark = "*" if r.deciding else " "
-        out.append(f"{mark} line {r.line} [{r.rule}] {r.effect} {', '.join(r.selectors)}  (selector {r.covered_by})")
+        where = f"{r.file}:{r.line}" if getattr(r, "file", None) else f"line {r.line}"
+        out.append(f"{mark} {where} [{r.rule}] {r.effect} {', '.join(r.selectors)}  (selector {r.covered_by})")
         out.append(f"    {r.result.upper()}: {r.why}")
         if r.error is not None and r.steps is None:
             out.append(f"    error: {r.error}")
@@ -55,7 +56,7 @@ def explanation_lines(e: Any) -> list[str]:
 
 def _step_lines(step: Any, indent: int) -> list[str]:
     pad = " " * indent
-    if step.kind in ("path", "call", "literal", "list"):
+    if step.kind in ("path", "call", "literal", "list") or (step.kind == "let" and step.result == "value"):
         return _operand_lines(step, indent)
     text = step.text if len(step.text) <= TEXT_LIMIT else step.text[: TEXT_LIMIT - 1] + "…"
     head = f"{pad}{step.result:<5}  {text}"
@@ -70,7 +71,7 @@ def _step_lines(step: Any, indent: int) -> list[str]:
         out.append(f"{pad}       error: {step.error}")
     if step.role == "after":
         return out
-    if step.how is not None and step.kind == "compare" and _worth_saying(step):
+    if step.how is not None and ((step.kind == "compare" and _worth_saying(step)) or step.kind == "let"):
         out.append(f"{pad}       {step.how}")
     children = list(step.children)
     if step.kind in ("any", "all") and children:
@@ -108,6 +109,9 @@ def _operand_lines(step: Any, indent: int) -> list[str]:
         line = f"{pad}{step.text} = {step.shown}"
         if step.subject is not None:
             line += f"   (from {step.subject})"
+        if step.seqs:  # a history read: the ledger events it used
+            shown = ", ".join(str(q) for q in step.seqs[:10]) + (f", … ({len(step.seqs)} in all)" if len(step.seqs) > 10 else "")
+            line += f"   (events {shown})"
         out = [line]
     for child in step.children:
         out.extend(_operand_lines(child, indent + 2))

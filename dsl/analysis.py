@@ -44,13 +44,14 @@ A `duplicate` or `redundant` rule may be listed among them, but removing it chan
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from dsl import ast
-from dsl.errors import Diagnostic, Span
+from dsl.errors import Diagnostic, Span, span_file
 from dsl.values import glob_regex, selector_regex
 
 _STRONGER = {"allow": ("deny", "ask"), "ask": ("deny",), "deny": ()}
@@ -116,6 +117,13 @@ def shape(expr: ast.Expr | None, rename: dict[str, str] | None = None) -> Any:
     if isinstance(expr, ast.Quantifier):
         var = rename.get(expr.var, expr.var) if rename else expr.var
         return ("quant", expr.kind, var, shape(expr.source, rename), shape(expr.body, rename))
+    if isinstance(expr, ast.Arith):
+        return ("arith", expr.op, shape(expr.left, rename), shape(expr.right, rename))
+    if isinstance(expr, ast.Neg):
+        return ("neg", shape(expr.operand, rename))
+    if isinstance(expr, ast.Projection):
+        steps = tuple(tuple((type(k).__name__, k) for k in step) for step in expr.steps)
+        return ("project", shape(expr.base, rename), steps)
     raise TypeError(f"unknown expression node {expr!r}")  # pragma: no cover
 
 
@@ -211,11 +219,13 @@ def intersects(a: str, b: str) -> bool:
 def head_span(rule: ast.Rule) -> Span:
     """The rule's effect and selectors: where a finding about the rule points."""
     last = rule.selectors[-1].span if rule.selectors else rule.effect_span
-    return Span(rule.effect_span.line, rule.effect_span.column, last.end_line, last.end_column)
+    # replace, not Span(...): a rule of an included file keeps its file (dsl.errors.FileSpan)
+    return dataclasses.replace(rule.effect_span, end_line=last.end_line, end_column=last.end_column)
 
 
 def _at(rule: ast.Rule) -> str:
-    return f"the {rule.effect} at line {rule.span.line}"
+    file = span_file(rule.span)
+    return f"the {rule.effect} at {file}:{rule.span.line}" if file else f"the {rule.effect} at line {rule.span.line}"
 
 
 def _quoted(patterns: list[str]) -> str:

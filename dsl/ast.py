@@ -112,7 +112,38 @@ class Quantifier:
     span: Span
 
 
-Expr = Union[Literal, ListLiteral, Path, Call, Compare, Not, And, Or, Quantifier]
+@dataclass(frozen=True, slots=True)
+class Arith:
+    """`left OP right` with OP one of `+ - * /`: arithmetic on numbers (exact decimals, see
+    dsl.numbers), and `+` also joins two lists (dsl.expressions)."""
+
+    op: str
+    left: "Expr"
+    right: "Expr"
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Neg:
+    """`-operand`: a number negated. (`-5` written with its digits is a Literal.)"""
+
+    operand: "Expr"
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Projection:
+    """`base[*].keys...`: the list of what `keys` reads from each item of the list `base` (a Path
+    or a Call with the accessors before the first `[*]`). `steps` holds the keys after each
+    `[*]`: a second `[*]` goes over the items of each result and joins them into one list
+    (`args.orders[*].lines[*].price`: every price of every line of every order)."""
+
+    base: "Expr"
+    steps: tuple[tuple[str | int, ...], ...]
+    span: Span
+
+
+Expr = Union[Literal, ListLiteral, Path, Call, Compare, Not, And, Or, Quantifier, Arith, Neg, Projection]
 
 # --- rule clauses -----------------------------------------------------------------------------
 
@@ -234,7 +265,30 @@ class PolicyDecl:
     span: Span
 
 
-Statement = Union[PolicyDecl, DefaultDecl, GroupDecl, HomeDecl, Rule]
+@dataclass(frozen=True, slots=True)
+class LetDecl:
+    """`let NAME = EXPR` (`params` None: a named value, used as `NAME`) or `let NAME(P, ...) = EXPR`
+    (`params`: the parameters' names and spans, used as `NAME(ARG, ...)`). Expanded where it is
+    used by `dsl.lets`; later stages never see it."""
+
+    name: str
+    name_span: Span
+    params: tuple[tuple[str, Span], ...] | None
+    body: "Expr"
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class IncludeDecl:
+    """`include "FILE.policy"`: the statements of FILE, a path relative to this file's folder, read
+    in place of this statement (`dsl.includes`)."""
+
+    path: str
+    path_span: Span
+    span: Span
+
+
+Statement = Union[PolicyDecl, DefaultDecl, GroupDecl, HomeDecl, LetDecl, IncludeDecl, Rule]
 
 
 @dataclass(frozen=True, slots=True)

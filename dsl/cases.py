@@ -23,6 +23,9 @@ one case a line::
 * `#` starts a comment on a line of its own, or after the expected effect and rules. (Inside the
   JSON, `#` is just a character.)
 * A case may continue on the following lines when they are indented (long arguments).
+* A line `history [...]` on its own gives the run's earlier calls for the cases that follow it (a
+  JSON list of calls: `tool`, `args`, and optionally `status`, `effect`, `result`, `decided_by`,
+  `rules`, `seq`; see `dsl.history.History.from_calls`); `history []` gives none again.
 
 `parse_cases` raises `CasesError` (`file:line: message`) for a malformed line; `run_cases` raises
 it too for a case that names a rule the policy does not have. `run_cases` returns a `Report`:
@@ -71,6 +74,7 @@ class Case(msgspec.Struct, frozen=True, omit_defaults=True):
     context: dict | None = None
     rules: tuple[str, ...] | None = None
     by_default: bool = False
+    history: list | None = None  # the run's earlier calls (a `history [...]` line; dsl.history.History.from_calls)
 
 
 class Location(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -138,6 +142,7 @@ def parse_cases(text: str, source: str = "<cases>") -> list[Case]:
     text = text.removeprefix("\ufeff")
     cases: list[Case] = []
     context: dict = {}
+    history: list | None = None
     for start, logical, offsets in _logical_lines(text, source):
         reader = _Reader(logical, offsets, source, start)
         if re.match(r"context\s*\{", logical) and "=>" not in _outside_json(logical):
@@ -146,7 +151,24 @@ def parse_cases(text: str, source: str = "<cases>") -> list[Case]:
             context = reader.json_object("the context")
             reader.end_of_line()
             continue
-        cases.append(reader.case(context))
+        if re.match(r"history\s*\[", logical) and "=>" not in _outside_json(logical):
+            # `history [{"tool": ..., "args": {...}, "result": ...}, ...]`: the run's earlier calls
+            # for the cases that follow (`history []`: none)
+            reader.pos = len("history")
+            reader.skip()
+            at = reader.pos
+            value = reader.json_value("the history")
+            from dsl.history import History
+
+            try:
+                History.from_calls(value if isinstance(value, list) else None)
+            except (ValueError, TypeError) as exc:
+                raise reader.error(f"the history must be a JSON list of calls: {exc}", at) from None
+            history = value or None
+            reader.end_of_line()
+            continue
+        case = reader.case(context)
+        cases.append(msgspec.structs.replace(case, history=history) if history is not None else case)
     return cases
 
 
@@ -327,8 +349,16 @@ def run_cases(policy: Policy, cases: list[Case], cases_file: str = "<cases>") ->
     exercised: set[str] = set()
     results = []
     default_cases = 0
+    histories: dict[int, Any] = {}  # one History per `history` line (the cases after it share its list)
     for case in cases:
-        decision = policy.evaluate(case.tool, case.args, case.context)
+        history = None
+        if case.history is not None:
+            from dsl.history import History
+
+            history = histories.get(id(case.history))
+            if history is None:
+                history = histories[id(case.history)] = History.from_calls(case.history)
+        decision = policy.evaluate(case.tool, case.args, case.context, history=history)
         exercised.update(o.rule for o in decision.outcomes if o.counted)
         default_cases += decision.by_default
         problems = []

@@ -36,21 +36,25 @@ import json
 import re
 from typing import Iterable, Mapping
 
-from dsl import ast
+from dsl import ast, history_check
 from dsl.errors import Diagnostic, Span
 from dsl.requirements import DECISIONS, MAX_REMEMBER_SECONDS, REMEMBER_SCOPES, TIMEOUT_OUTCOMES
 from dsl.schema import ArgType, ToolSchemas, enum_allows
 from dsl.subjects import Command, PathValue, UrlValue, winpaths
+from dsl.subjects.emails import EmailValue
+from dsl.expressions import FUNCTIONS as _EXTENDED_FUNCTIONS, NODES as _EXTENDED_NODES, is_extended_call
 
-ROOTS = ("tool", "args", "context")
-FUNCTIONS = {"len": 1, "lower": 1, "exists": 1, "path": 1, "shell": 1, "url": 1}
+ROOTS = ("tool", "args", "context", "run")
+FUNCTIONS = {"len": 1, "lower": 1, "exists": 1, "path": 1, "shell": 1, "url": 1, **history_check.HISTORY_FUNCTIONS}
+FUNCTIONS.update({name: most for name, (_, most) in _EXTENDED_FUNCTIONS.items()})  # dsl.expressions
 
 # Load-time types of expressions. "any" is a field whose type is only known at run time. Lists may
 # carry their item type ("list[command]"); "list" alone is a list of unknown items. The normalized
 # subjects have their own types, with typed fields (dsl.subjects).
 STRING, NUMBER, BOOL, NULL, LIST, OBJECT, ANY = "string", "number", "bool", "null", "list", "object", "any"
-PATH, COMMAND, URL = "path", "command", "url"
-SUBJECT_FIELDS = {PATH: PathValue.FIELDS, COMMAND: Command.FIELDS, URL: UrlValue.FIELDS}
+PATH, COMMAND, URL, EMAIL = "path", "command", "url", "email"
+SUBJECT_FIELDS = {PATH: PathValue.FIELDS, COMMAND: Command.FIELDS, URL: UrlValue.FIELDS, EMAIL: EmailValue.FIELDS,
+                  history_check.CALL: history_check.CALL_FIELDS, history_check.ORIGIN: history_check.ORIGIN_FIELDS}
 
 _ORDERED = (NUMBER, STRING)
 _STRINGISH = (STRING, PATH, ANY)  # a path reads as its text where a string is expected
@@ -109,6 +113,7 @@ class _Checker:
         self.external = external  # the roster's groups, None when none was given
         self.depth = 0
         self.scope: dict[str, str] = {}  # quantifier variables in force → their types
+        self.scans: list[ast.Quantifier] = []  # enclosing quantifiers over the run's calls (dsl.history_check)
         # With tool schemas: the tool whose schema types `args` while a condition is checked, the
         # schemas of quantifier variables, the exists()-guarded paths in force, and what the
         # per-tool passes found (reported once per rule, see `schema_condition`).
@@ -621,6 +626,11 @@ class _Checker:
             return self.compare(expr)
         if isinstance(expr, ast.Quantifier):
             return self.quantifier(expr)
+        if isinstance(expr, _EXTENDED_NODES):  # arithmetic, joined lists, [*] (dsl.expression_types)
+            from dsl import expression_types
+
+            return {ast.Arith: expression_types.arith, ast.Neg: expression_types.neg,
+                    ast.Projection: expression_types.projection}[type(expr)](self, expr)
         raise TypeError(f"unknown expression node {expr!r}")  # pragma: no cover
 
     def quantifier(self, q: ast.Quantifier) -> str | None:
@@ -632,16 +642,26 @@ class _Checker:
         outer, outer_schemas = dict(self.scope), dict(self.scope_schemas)
         self.scope[q.var] = item_type(source) if source is not None and is_list(source) else ANY
         self.scope_schemas[q.var] = self.items_schema(q.source)
+        scan = history_check.scan_nesting(self, q, self.scans)
+        if scan:
+            self.scans.append(q)
         try:
             self.boolean_operand(q.body, f"{q.kind} ...:")
         finally:
             self.scope, self.scope_schemas = outer, outer_schemas
+            if scan:
+                self.scans.pop()
         return BOOL
 
     def path(self, path: ast.Path) -> str | None:
         if path.root in self.scope:
             kind = self.scope[path.root]
         elif path.root in ROOTS:
+            if path.root == "run":  # the run's earlier calls (dsl.history_check)
+                kind = history_check.RUN_TYPE
+                for key in path.keys:
+                    kind = self.step(kind, key, path) if kind is not None else None
+                return kind
             if path.root == "tool":
                 if path.keys:
                     self.error("tool is the tool's name, a string; it has no fields", path.span, "fields are under args")
@@ -649,7 +669,7 @@ class _Checker:
                 return STRING
             kind = OBJECT
         else:
-            choices = ROOTS + tuple(FUNCTIONS) + tuple(self.scope)
+            choices = ROOTS + tuple(f for f in FUNCTIONS if f not in history_check.HISTORY_FUNCTIONS) + tuple(self.scope)
             hint = _suggest(path.root, choices) or "conditions read tool, args.<field> or context.<field>"
             self.error(f"unknown name '{path.root}'", path.span, hint)
             return None
@@ -695,6 +715,12 @@ class _Checker:
         return kind
 
     def call_result(self, call: ast.Call) -> str | None:
+        if call.name in history_check.HISTORY_FUNCTIONS:
+            return history_check.call_result(self, call)
+        if is_extended_call(call):  # sum, min, ..., url(x, scheme) (dsl.expression_types)
+            from dsl import expression_types
+
+            return expression_types.call(self, call)
         arity = FUNCTIONS.get(call.name)
         if arity is None:
             known = ", ".join(FUNCTIONS)

@@ -23,7 +23,7 @@ from functools import lru_cache
 from operator import attrgetter
 from typing import Any, Callable, NamedTuple
 
-from dsl import ast, globs, subjects, values
+from dsl import ast, expressions, globs, history_eval, subjects, values
 from dsl.cache import BUDGETS, BoundedCache, char_bytes
 from dsl.requirements import DEFAULT_DECISIONS, Quorum, Remember, Requirements
 from dsl.subjects import paths, urls, winpaths
@@ -49,6 +49,9 @@ class Env(NamedTuple):
     # all the rules of the call; a dict `Policy.evaluate` makes per call when a rule of the tool
     # uses one, else None (the subject is then computed where it is used).
     memo: dict | None = None
+    # The run's earlier calls (a dsl.history.History; None: an empty run), read by `run`,
+    # calls(), sources(), from_tool() (dsl.history).
+    history: Any = None
 
     def cwd(self) -> str | None:
         cwd = self.context.get("cwd")
@@ -80,6 +83,7 @@ class CompiledRule:
     condition_text: str | None
     uses_memo: bool = False  # its predicate keeps path()/url()/shell() values in Env.memo
     shape: tuple | None = None  # its condition's shape for compile_plan (None: the predicate is called)
+    reads_history: bool = False  # its condition reads the run's history (dsl.history_eval)
 
 
 # --- conditions -------------------------------------------------------------------------------
@@ -166,6 +170,8 @@ def _compile(expr: ast.Expr) -> Fn:
         return _compile_compare(expr)
     if isinstance(expr, ast.Quantifier):
         return _compile_quantifier(expr)
+    if isinstance(expr, expressions.NODES):  # arithmetic, joined lists, [*]
+        return expressions.compile_node(expr, _compile)
     raise TypeError(f"cannot compile {expr!r}")  # pragma: no cover
 
 
@@ -181,7 +187,7 @@ def _compile_quantifier(q: ast.Quantifier) -> Fn:
             raise EvalError(f"'{q.kind}' goes over a list, not {values._a(values.kind(items))}")
         error = None
         for item in items:
-            scope = Env(env.tool, env.args, env.context, {**env.vars, var: item}, env.home)
+            scope = env._replace(vars={**env.vars, var: item})
             try:
                 if body(scope) is deciding:
                     return deciding
@@ -273,6 +279,8 @@ def _compile_path(path: ast.Path) -> Fn:
     root = path.root
     if root == "tool":
         return lambda env: env.tool
+    if root == history_eval.HISTORY_ROOT:
+        return history_eval.compile_run(path.keys, _reader)
     read = _reader(root, path.keys)
     if root == "args":
         return lambda env: read(env.args)
@@ -290,6 +298,10 @@ def _compile_call(call: ast.Call) -> Fn:
 
 
 def _compile_call_result(call: ast.Call) -> Fn:
+    if call.name in history_eval.HISTORY_FUNCTIONS:
+        return history_eval.compile_call(call, _compile)
+    if expressions.is_extended_call(call):  # sum, min, ..., url(x, scheme)
+        return expressions.compile_call(call, _compile)
     if call.name == "path" and len(call.args) == 2:
         inner, base = _compile(call.args[0]), _compile(call.args[1])
         return lambda env: _path_from(inner(env), base(env), env)
@@ -449,6 +461,12 @@ def _fast_operand(expr: ast.Expr, item_var: str | None) -> Fn:
 
 
 def _fast(expr: ast.Expr, item_var: str | None) -> Fn:
+    if isinstance(expr, expressions.NODES) or (isinstance(expr, ast.Call) and expressions.uses_extended(expr)):
+        # not specialized: the generic closure (dsl.expressions), on the call's Env; a comparison
+        # of its value goes to dsl.values for any value the specialized tests do not know
+        if item_var is not None:
+            raise _EnvNeeded
+        return _compile(expr)
     if isinstance(expr, ast.Literal):
         value = expr.value
         return lambda x: value
@@ -726,6 +744,10 @@ def _fast_reader(base: str, keys: tuple[str | int, ...]) -> Callable[[Any], Any]
 
 def _fast_path(path: ast.Path, item_var: str | None) -> Fn:
     root, keys = path.root, path.keys
+    if root == history_eval.HISTORY_ROOT and root != item_var:  # the generic reader (dsl.history_eval)
+        if item_var is not None:
+            raise _EnvNeeded
+        return _compile_path(path)
     if item_var is not None:
         if root != item_var:
             raise _EnvNeeded
@@ -885,6 +907,10 @@ def _fast_call(call: ast.Call, item_var: str | None) -> Fn:
 
 
 def _fast_call_result(call: ast.Call, item_var: str | None) -> Fn:
+    if call.name in history_eval.HISTORY_FUNCTIONS:  # the generic closures (dsl.history_eval)
+        if item_var is not None:
+            raise _EnvNeeded
+        return _compile_call_result(call)
     if len(call.args) == 2:  # path(x, base)
         if item_var is not None:
             raise _EnvNeeded
@@ -1352,6 +1378,9 @@ def _fast_quantifier(q: ast.Quantifier) -> Fn:
     """As `_compile_quantifier`."""
     deciding = q.kind == "any"
     source_node = q.source
+    counted = history_eval.indexed_quantifier(q)
+    if counted is not None:  # over `run`, answered from the history's counts
+        return counted
     shell_source = isinstance(source_node, ast.Call) and source_node.name == "shell" and not source_node.keys
     if shell_source:
         parsed = _shell_of(source_node)
@@ -1405,7 +1434,7 @@ def _fast_quantifier(q: ast.Quantifier) -> Fn:
     def over_env(env: Env) -> bool:
         items = items_of(env)
         scope = {**env.vars}  # one scope per evaluation, the item rebound in place
-        inner = _new_env(Env, (env.tool, env.args, env.context, scope, env.home, env.trace, env.memo))  # env._replace(vars=scope)
+        inner = _new_env(Env, (env.tool, env.args, env.context, scope, env.home, env.trace, env.memo, env.history))  # env._replace(vars=scope)
         error = None
         for item in items:
             scope[var] = item
@@ -1516,7 +1545,7 @@ def _item_test(q: ast.Quantifier) -> Callable[[Env, Any], Any]:
 
     def test(env: Env, item: Any) -> Any:
         scope = {**env.vars, var: item}
-        return body(_new_env(Env, (env.tool, env.args, env.context, scope, env.home, env.trace, env.memo)))
+        return body(_new_env(Env, (env.tool, env.args, env.context, scope, env.home, env.trace, env.memo, env.history)))
 
     return test
 
@@ -3028,6 +3057,7 @@ def compile_rule(order: int, rule: ast.Rule, groups: dict[str, tuple[str, ...]],
         condition_text=condition_text,
         uses_memo=uses_memo(rule.condition),
         shape=shape_of(rule.condition),
+        reads_history=rule.condition is not None and history_eval.reads_history(rule.condition),
     )
 
 
@@ -3161,8 +3191,14 @@ def _traced_operand(expr: ast.Expr) -> Fn:
 
 
 def _traced(expr: ast.Expr) -> Fn:
-    if isinstance(expr, (ast.Literal, ast.ListLiteral, ast.Path)):
+    if isinstance(expr, (ast.Literal, ast.ListLiteral, ast.Path, ast.Projection)):
         return _traced_step(expr, _compile(expr))
+    if isinstance(expr, ast.Arith):
+        left, right, op = _traced(expr.left), _traced(expr.right), expr.op
+        return _traced_step(expr, lambda env: expressions.binary(op, left(env), right(env)))
+    if isinstance(expr, ast.Neg):
+        operand = _traced(expr.operand)
+        return _traced_step(expr, lambda env: expressions.numbers.negate(operand(env)))
     if isinstance(expr, ast.Call):
         return _traced_call(expr)
     if isinstance(expr, ast.Not):
@@ -3215,12 +3251,14 @@ def _traced_junction(fns: list[Fn], deciding: bool) -> Fn:
 
 
 def _traced_call(call: ast.Call) -> Fn:
-    if call.name == "exists":  # reads its path without failing: the path is not an operand
+    if call.name in ("exists", "calls"):  # reads its path (its pattern) without failing: not an operand
         return _traced_step(call, _compile_call(call))
-    if len(call.args) == 2:  # path(x, base): traced as one step
+    if len(call.args) == 2 and call.name not in history_eval.LITERAL_ARGUMENT:  # path(x, base), url(x, scheme), matches(x, pattern): traced as one step
         return _traced_step(call, _compile_call(call))
     arg = _traced(call.args[0])
-    apply = _compile_call_result(ast.Call(call.name, (ast.Path(_ARG, (), call.span),), call.span, call.name_span))
+    # the first argument read from a reserved variable; a history function's literal second
+    # argument (a tool pattern, a field path) stays as written, read at compile time
+    apply = _compile_call_result(ast.Call(call.name, (ast.Path(_ARG, (), call.span),) + call.args[1:], call.span, call.name_span))
     read = _reader(f"{call.name}(...)", call.keys) if call.keys else None
 
     def run(env: Env) -> Any:

@@ -45,6 +45,20 @@ class Span:
 
 
 @dataclass(frozen=True, slots=True)
+class FileSpan(Span):
+    """A span in a file another one includes (`include "x.policy"`, dsl.includes): `file` is that
+    file's name as diagnostics show it. Spans of the loaded file itself are plain `Span`s; a
+    FileSpan never equals a Span."""
+
+    file: str = ""
+
+
+def span_file(span: Span | None) -> str | None:
+    """The included file a span is in, or None for the loaded file itself."""
+    return span.file if type(span) is FileSpan else None
+
+
+@dataclass(frozen=True, slots=True)
 class Diagnostic:
     """One finding about a policy: what is wrong, where, and (optionally) how to fix it."""
 
@@ -94,6 +108,9 @@ class PolicyError(Exception):
     source_name: str
     source_text: str
     diagnostics: Sequence[Diagnostic] = field(default_factory=tuple)
+    # The texts of the files it includes, by the names their spans carry (`FileSpan.file`), so a
+    # diagnostic in one renders with that file's name and line.
+    included: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         Exception.__init__(self, self.render())
@@ -103,7 +120,14 @@ class PolicyError(Exception):
         return [d for d in self.diagnostics if d.severity == "error"]
 
     def render(self) -> str:
-        return "\n".join(d.render(self.source_name, self.source_text) for d in self.diagnostics)
+        return "\n".join(d.render(*self.source_of(d)) for d in self.diagnostics)
+
+    def source_of(self, diagnostic: Diagnostic) -> tuple[str, str]:
+        """(name, text) of the file `diagnostic` points into."""
+        file = span_file(diagnostic.span)
+        if file is not None and file in self.included:
+            return file, self.included[file]
+        return self.source_name, self.source_text
 
     def __str__(self) -> str:  # dataclass would otherwise print the fields
         return self.render()

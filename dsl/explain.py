@@ -31,18 +31,20 @@ from __future__ import annotations
 
 import json
 import weakref
+from decimal import Decimal
 from typing import Any, Mapping
 
 import msgspec
 
-from dsl import ast, subjects, values
+from dsl import ast, history_explain, lets, numbers, subjects, values
 from dsl.compiler import Env, TracedItem, TraceStep, compile_condition_traced
 from dsl.decision import PRECEDENCE, Decision
-from dsl.errors import source_lines
+from dsl.errors import source_lines, span_file
 from dsl.fmt import _Printer
 from dsl.parser import parse
 from dsl.policy import Policy
 from dsl.requirements import Requirements
+from dsl.subjects.emails import EmailValue
 from dsl.values import EvalError
 
 NESTED_TOO_DEEPLY = "the arguments are nested too deeply to evaluate"
@@ -70,6 +72,14 @@ class Step(msgspec.Struct, frozen=True, omit_defaults=True):
       explanation only (they could not change the result).
     - `index`: a quantifier item's position in its list.
     - `children`: the operands' steps, in evaluation order.
+    - `file`: the included file the node is written in (`include`); absent for the policy's own.
+
+    A use of a `let` is a step of kind `let`: its text is the use as written (`internal(r)`), its
+    line and column the use's, `how` names the let and where it is defined, and its one child is
+    the let's body with the arguments in place (the body's steps at the definition's lines).
+    - `seqs`: for a read of the run's history (`run`, `calls()`, `sources()`, `from_tool()`), the
+      seqs of the ledger events it used: the calls it went over, the proposals whose arguments or
+      results the value appeared in (dsl.history_explain).
     """
 
     text: str
@@ -87,6 +97,8 @@ class Step(msgspec.Struct, frozen=True, omit_defaults=True):
     role: str | None = None
     index: int | None = None
     children: tuple["Step", ...] = ()
+    file: str | None = None
+    seqs: tuple[int, ...] = ()
 
 
 class RuleTrace(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -99,6 +111,8 @@ class RuleTrace(msgspec.Struct, frozen=True, omit_defaults=True):
     - `why`: what the result meant for this rule, in a sentence.
     - `steps`: the condition's Step tree (None without a condition, or when the arguments were
       nested too deeply to trace).
+    - `file`: the included file the rule is written in (`line` is then that file's); absent for
+      the policy's own rules.
     """
 
     rule: str
@@ -114,6 +128,7 @@ class RuleTrace(msgspec.Struct, frozen=True, omit_defaults=True):
     error: str | None = None
     reason: str | None = None
     steps: Step | None = None
+    file: str | None = None
 
 
 class Precedence(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -155,13 +170,14 @@ class Explanation(msgspec.Struct, frozen=True, omit_defaults=True):
     requirements: Requirements | None = None
 
 
-def explain(policy: Policy, tool: str, args: Mapping[str, Any], context: Mapping[str, Any] | None = None) -> Explanation:
-    """Explain the decision `policy.evaluate(tool, args, context)`. Raises `PolicyInputError` as
-    evaluate does for a call of the wrong shape."""
-    decision = policy.evaluate(tool, args, context)  # validates the call, and is the answer
+def explain(policy: Policy, tool: str, args: Mapping[str, Any], context: Mapping[str, Any] | None = None, *,
+            history: Any = None) -> Explanation:
+    """Explain the decision `policy.evaluate(tool, args, context, history=history)`. Raises
+    `PolicyInputError` as evaluate does for a call of the wrong shape."""
+    decision = policy.evaluate(tool, args, context, history=history)  # validates the call, and is the answer
     context = dict(context or {})
-    nodes, printer, traced = _traced_rules(policy)
-    env = Env(tool, args, context, home=policy.home)
+    nodes, printer, traced, written = _traced_rules(policy)
+    env = Env(tool, args, context, home=policy.home, history=history)
     outcomes = {o.rule: o for o in decision.outcomes}
     traces = []
     candidates = policy.rules_for(tool)
@@ -203,10 +219,11 @@ def explain(policy: Policy, tool: str, args: Mapping[str, Any], context: Mapping
                 counted=counted,
                 deciding=deciding,
                 why=_why(rule.effect, result, counted, deciding, decision),
-                condition=printer.flat(node.condition) if node.condition is not None else None,
+                condition=printer.flat(written[rule.order].condition) if node.condition is not None else None,
                 error=error,
                 reason=rule.reason,
                 steps=steps,
+                file=span_file(node.span),
             )
         )
     return Explanation(
@@ -231,14 +248,18 @@ def explain(policy: Policy, tool: str, args: Mapping[str, Any], context: Mapping
 _TRACED: "weakref.WeakKeyDictionary[Policy, tuple]" = weakref.WeakKeyDictionary()
 
 
-def _traced_rules(policy: Policy) -> tuple[list[ast.Rule], _Printer, dict[int, Any]]:
-    """The policy's rule nodes, a printer for its source, and a traced predicate per rule with a
-    condition (by rule order), built once per Policy (the same text the Policy compiled)."""
+def _traced_rules(policy: Policy) -> tuple[list[ast.Rule], _Printer, dict[int, Any], list[ast.Rule]]:
+    """The policy's rule nodes (lets expanded, includes read: dsl.lets.reread), a printer for its
+    source, a traced predicate per rule with a condition (by rule order), and the rules as
+    written, built once per Policy (the same text the Policy compiled)."""
     cached = _TRACED.get(policy)
     if cached is None:
-        nodes = parse(policy.source_text, policy.source_name).of_type(ast.Rule)
+        tree, expansion, assembly = lets.reread(policy)
+        nodes = tree.of_type(ast.Rule)
+        written = list(expansion.written) if expansion is not None else nodes
+        printer = lets.printer(policy, expansion, assembly)
         traced = {i: compile_condition_traced(n.condition) for i, n in enumerate(nodes) if n.condition is not None}
-        cached = (nodes, _Printer(source_lines(policy.source_text)), traced)
+        cached = (nodes, printer, traced, written)
         _TRACED[policy] = cached
     return cached
 
@@ -304,6 +325,7 @@ def _precedence(decision: Decision, policy: Policy) -> Precedence:
 _KINDS = {
     ast.And: "and", ast.Or: "or", ast.Not: "not", ast.Compare: "compare", ast.Path: "path",
     ast.Call: "call", ast.Literal: "literal", ast.ListLiteral: "list",
+    ast.Arith: "arith", ast.Neg: "arith", ast.Projection: "projection",
 }
 
 
@@ -320,7 +342,9 @@ def _step(ts: TraceStep, printer: _Printer, env: Env) -> Step:
         line, column = q.span.line, q.span.column
         fields["index"] = node.index
     else:
-        text, kind = printer.flat(node), _KINDS.get(type(node), "quantifier")
+        use = printer.use_of(node) if hasattr(printer, "use_of") else None
+        text = printer.expanded(node) if use is not None else printer.flat(node)
+        kind = _KINDS.get(type(node), "quantifier")
         line, column = node.span.line, node.span.column
         if isinstance(node, ast.Quantifier):
             kind = node.kind
@@ -338,7 +362,27 @@ def _step(ts: TraceStep, printer: _Printer, env: Env) -> Step:
         fields["shown"] = show(ts.value)
     if ts.subject is not None:
         fields["subject"] = show(ts.subject)
-    return Step(text=text, line=line, column=column, kind=kind, result=result, error=ts.error, children=tuple(children), **fields)
+    file = span_file(node.quantifier.span if isinstance(node, TracedItem) else node.span)
+    if file is not None:
+        fields["file"] = file
+    if isinstance(node, (ast.Path, ast.Call)) and ts.error is None:
+        seqs = history_explain.seqs_used(node, ts.value, ts.children, env)
+        if seqs:
+            fields["seqs"] = seqs
+    step = Step(text=text, line=line, column=column, kind=kind, result=result, error=ts.error, children=tuple(children), **fields)
+    use = printer.use_of(node) if hasattr(printer, "use_of") and not isinstance(node, TracedItem) else None
+    return _let_step(step, use, printer) if use is not None else step
+
+
+def _let_step(step: Step, use: "lets.LetUse", printer: _Printer) -> Step:
+    """The step of a let's use (see Step), around the step of its expanded body."""
+    head, where = lets.use_text(use)
+    fields: dict[str, Any] = {}
+    file = span_file(use.use)
+    if file is not None:
+        fields["file"] = file
+    return Step(text=printer.flat(use.written), line=use.use.line, column=use.use.column, kind="let", result=step.result,
+                value=step.value, shown=step.shown, error=step.error, how=f"let {head}, defined at {where}", children=(step,), **fields)
 
 
 def _mark(children: list[Step], deciding: bool, result: str) -> list[Step]:
@@ -432,7 +476,7 @@ def to_json(value: Any) -> Any:
         return {"kind": "path", "text": value.text}
     if isinstance(value, subjects.WinPathValue):
         return {"kind": "path", "style": "windows", "text": str(value)}
-    if isinstance(value, (subjects.Command, subjects.UrlValue)):
+    if isinstance(value, (subjects.Command, subjects.UrlValue, EmailValue)):
         out = {"kind": value.KIND}
         for name in value.FIELDS:
             out[name] = to_json(getattr(value, name))
@@ -441,6 +485,8 @@ def to_json(value: Any) -> Any:
         return [to_json(v) for v in value]
     if isinstance(value, dict):
         return {str(k): to_json(v) for k, v in value.items()}
+    if type(value) is Decimal:  # a result of arithmetic (dsl.numbers)
+        return numbers.to_json(value)
     return value
 
 
@@ -463,8 +509,12 @@ def _show(value: Any) -> str:
         return " ".join(value.argv) + (f" ({', '.join(notes)})" if notes else "")
     if isinstance(value, subjects.UrlValue):
         return f"{value.text} (host {value.host})"
+    if isinstance(value, EmailValue):
+        return value.text
     if isinstance(value, (list, tuple)) and any(isinstance(v, (subjects.Command, subjects.PathValue, subjects.WinPathValue, subjects.UrlValue)) for v in value):
         return "[" + ", ".join(_show(v) for v in value) + "]"  # a list; `|` would read as a pipe
+    if type(value) is Decimal:
+        return str(value)  # as computed: 2.50 stays 2.50
     try:
         return json.dumps(to_json(value), ensure_ascii=False)
     except (TypeError, ValueError):

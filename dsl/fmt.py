@@ -26,6 +26,9 @@ not needed, so a file with a check error can still be formatted) and prints it a
   `and`/`or`. Strings are printed
   with double quotes and the shortest escapes (`\\"`, `\\\\`, `\\n`, `\\t`, ...; invisible
   characters as `\\uXXXX`, everything else as itself); numbers and durations as written.
+* `let NAME(P, ...) = BODY` stays on one line when it fits; otherwise `let NAME(P, ...) =` ends
+  the line and the body follows, two spaces in, broken as a condition is (continuation lines
+  four spaces in). `include "FILE"` is one line.
 * Every comment is kept, with its text as written (trailing spaces removed). A comment on a line of
   its own between statements stays there. Inside a statement, a comment on a line of its own goes
   before the clause it preceded (or before the part of the statement it was inside, such as a
@@ -141,6 +144,9 @@ _PARENS = {
 }
 
 
+_ARITH_LEVEL = {"+": 1, "-": 1, "*": 2, "/": 2}
+
+
 def _needs_parens(expr: ast.Expr, ctx: str) -> bool:
     return ctx in _PARENS.get(type(expr), ())
 
@@ -196,7 +202,30 @@ class _Printer:
             return f" {word} ".join(self.flat(o, word) for o in expr.operands)
         if isinstance(expr, ast.Quantifier):
             return f"{self.quantifier_head(expr)} {self.flat(expr.body)}"
+        if isinstance(expr, (ast.Arith, ast.Neg)):
+            return self.arith(expr)
+        if isinstance(expr, ast.Projection):
+            return self._flat(expr.base) + "".join("[*]" + _keys_text(step) for step in expr.steps)
         raise TypeError(f"cannot print {expr!r}")  # pragma: no cover
+
+    def arith(self, expr: ast.Arith | ast.Neg) -> str:
+        """`a + b * c`, `-x`: parentheses where the tree's grouping differs from the precedence
+        and left-associativity of `+ -` below `* /` below unary minus (and around any test)."""
+        if isinstance(expr, ast.Neg):
+            return "-" + self.arith_operand(expr.operand, 3, False)
+        level = _ARITH_LEVEL[expr.op]
+        return f"{self.arith_operand(expr.left, level, False)} {expr.op} {self.arith_operand(expr.right, level, True)}"
+
+    def arith_operand(self, expr: ast.Expr, level: int, right: bool) -> str:
+        if isinstance(expr, ast.Arith):
+            inner = _ARITH_LEVEL[expr.op]
+            text = self.arith(expr)
+            return f"({text})" if inner < level or (right and inner == level) else text
+        if isinstance(expr, ast.Neg):
+            return self.arith(expr)
+        if isinstance(expr, ast.Literal) and level == 3 and type(expr.value) in (int, float):
+            return f"({self.literal(expr)})"  # -(5): `--5` would not read back; the parser folds `-5`
+        return self.flat(expr, "operand")
 
     def quantifier_head(self, q: ast.Quantifier) -> str:
         return f"{q.kind} {q.var} in {self.flat(q.source, 'operand')}:"
@@ -337,7 +366,7 @@ class _Formatter:
             if owner is None:
                 top_comments.append(_Item(c.line, c.line, comment=c))
                 continue
-            condition = getattr(owner.statement, "condition", None)
+            condition = owner.statement.body if isinstance(owner.statement, ast.LetDecl) else getattr(owner.statement, "condition", None)
             if condition is not None and condition.span.line <= c.line <= condition.span.end_line:
                 if self.attach_in_condition(condition, c):
                     continue
@@ -427,6 +456,12 @@ class _Formatter:
                 else:
                     elements.append(_Element("when", s.condition.span.line, s.condition.span.end_line, s.condition))
             elements += [_Element("clause", c.span.line, c.span.end_line, c) for c in s.clauses]
+        elif isinstance(s, ast.LetDecl):
+            if self.inline_let(s):
+                elements = [_Element("head+let", span.line, span.end_line, s)]
+            else:
+                elements = [_Element("head", span.line, s.name_span.end_line, s),
+                            _Element("let-body", s.body.span.line, s.body.span.end_line, s.body)]
         elif isinstance(s, ast.DefaultDecl):
             head_end = self.default_reason_line(s) if s.reason is not None else s.effect_span.end_line
             elements = [_Element("head", span.line, head_end, s)]
@@ -470,6 +505,17 @@ class _Formatter:
             return False
         return len(head) == 1 and len(head[0]) + 6 + len(self.printer.flat(rule.condition)) <= self.printer.width
 
+    @staticmethod
+    def let_head(s: ast.LetDecl) -> str:
+        return f"let {s.name}" + (f"({', '.join(name for name, _ in s.params)})" if s.params is not None else "")
+
+    def inline_let(self, s: ast.LetDecl) -> bool:
+        """`let NAME(P) = BODY` on one line when it fits (and no comment sits inside the body);
+        else `let NAME(P) =` with the body on the lines below, two spaces in."""
+        if id(s.body) in self.printer.commented:
+            return False
+        return len(self.let_head(s)) + 3 + len(self.printer.flat(s.body)) <= self.printer.width
+
     # rendering
 
     def render(self, item: _Item) -> list[str]:
@@ -492,6 +538,14 @@ class _Formatter:
         p = self.printer
         if element.kind == "head+when":
             return [self.head_text(s)[0] + " when " + p.flat(s.condition)]
+        if element.kind == "head+let":
+            return [self.let_head(s) + " = " + p.flat(s.body)]
+        if element.kind == "let-body":
+            return p.lay(element.node, INDENT, CONTINUATION)
+        if isinstance(s, ast.LetDecl):
+            return [self.let_head(s) + " ="]
+        if isinstance(s, ast.IncludeDecl):
+            return ["include " + quote(s.path)]
         if element.kind == "when":
             return ["when " + line if i == 0 else line for i, line in enumerate(p.lay(element.node, INDENT + 5, CONTINUATION))]
         if element.kind == "clause":

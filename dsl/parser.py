@@ -234,6 +234,31 @@ def _bare(item):
     return item.node if type(item) is _Parenthesized else item
 
 
+_STAR = object()  # the key of a `[*]` accessor
+
+
+def _split_at_stars(children: list) -> tuple[list, list[list]]:
+    """A path's or a call's children cut at each `[*]`: those before the first, and the
+    accessors after each."""
+    head: list = []
+    steps: list[list] = []
+    for c in children:
+        if isinstance(c, _Accessor) and c.key is _STAR:
+            steps.append([])
+        elif steps:
+            steps[-1].append(c)
+        else:
+            head.append(c)
+    return head, steps
+
+
+def _projected(base, steps: list[list], children: list):
+    """`base`, or the Projection of `base` by the accessors after each `[*]`."""
+    if not steps:
+        return base
+    return ast.Projection(base, tuple(tuple(a.key for a in step) for step in steps), _span(children))
+
+
 # --- tokens and nodes → AST -------------------------------------------------------------------
 
 
@@ -312,6 +337,16 @@ class _Builder:
     def group_decl(self, children):  # "group" NAME "=" list
         _, name, _, members = children
         return ast.GroupDecl(str(name), _token_span(name), members, _span(children))
+
+    def let_decl(self, children):  # "let" NAME [let_params] "=" expr
+        _, name, params, _, body = children
+        return ast.LetDecl(str(name), _token_span(name), params, _bare(body), _span(children))
+
+    def let_params(self, children):  # "(" [NAME ("," NAME)*] ")"
+        return tuple((str(t), _token_span(t)) for t in children if isinstance(t, Token) and t.type == "NAME")
+
+    def include_decl(self, children):  # "include" STRING
+        return ast.IncludeDecl(_decode_string(children[1]), _token_span(children[1]), _span(children))
 
     def rule(self, children):  # effect selectors ["when" expr] clause*
         effect, selectors, _, condition, *clauses = children
@@ -417,11 +452,28 @@ class _Builder:
     def call(self, children):  # NAME "(" [expr ("," expr)*] ")" accessor*
         name = children[0]
         args = tuple(_bare(c) for c in children[1:] if c is not None and not isinstance(c, (Token, _Accessor)))
-        keys = tuple(c.key for c in children if isinstance(c, _Accessor))
-        return ast.Call(str(name), args, _span(children), _token_span(name), keys)
+        head, steps = _split_at_stars(children)
+        keys = tuple(c.key for c in head if isinstance(c, _Accessor))
+        node = ast.Call(str(name), args, _span(head), _token_span(name), keys)
+        return _projected(node, steps, children)
 
     def path(self, children):  # NAME accessor*
-        return ast.Path(str(children[0]), tuple(c.key for c in children[1:]), _span(children))
+        head, steps = _split_at_stars(children)
+        return _projected(ast.Path(str(children[0]), tuple(c.key for c in head[1:]), _span(head)), steps, children)
+
+    def arith_op(self, children):  # left ("+" | "-" | "*" | "/") right
+        left, op, right = children
+        return ast.Arith(str(op), _bare(left), _bare(right), _span(children))
+
+    def neg(self, children):  # "-" unary
+        operand = _bare(children[1])
+        if isinstance(operand, ast.Literal) and type(operand.value) in (int, float):
+            # `- 5` is the number -5, as `-5` is: one tree for both spellings (fmt prints `-5`)
+            return ast.Literal(-operand.value, _span(children))
+        return ast.Neg(operand, _span(children))
+
+    def star(self, children):  # "[" "*" "]"
+        return _Accessor(_STAR, _span(children))
 
     def field(self, children):  # "." NAME
         return _Accessor(str(children[1]), _span(children))
@@ -486,11 +538,10 @@ def _expected_words(expected: set[str] | frozenset[str]) -> str:
 
 # Words and operators of other languages an author may reach for, and what this one writes
 _OTHER_LANGUAGES = {
-    "matches": "there are no regular expressions: `glob` matches a pattern (`args.name glob \"test_*\"`), "
-               "and `startswith`, `endswith`, `contains` test parts of a string",
+    "matches": "a regular expression is a function: matches(args.name, \"^test_[a-z]+$\") (RE2 syntax)",
     "&&": "write `and`", "||": "write `or`", "==": None, "!": "write `not`",
     "&": "write `and`", "|": "write `or`",
-    "regex": "there are no regular expressions: use `glob`, `startswith`, `endswith` or `contains`",
+    "regex": "a regular expression is written matches(x, \"pattern\") (RE2 syntax); `glob` matches a wildcard pattern",
 }
 _OTHER_LANGUAGES = {k: v for k, v in _OTHER_LANGUAGES.items() if v is not None}
 

@@ -18,6 +18,7 @@ like the policy's own, into the identities the requirements list.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gc
 import hashlib
@@ -25,7 +26,7 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
-from dsl import ast, tree_cache
+from dsl import ast, includes, lets, tree_cache
 from dsl.compiler import _NO_VARS, CompiledRule, Env, RuleIndex, compile_plan, compile_rule, requirements_of
 from dsl.decision import Decision, DefaultEffect, RuleOutcome, decide
 from dsl.sources import PolicyFile, root_path, sources_digest
@@ -63,8 +64,11 @@ class Policy:
 
     Attributes: `name` (from `policy "..."`, else the file's stem), `digest` (`policy_digest`: hex
     SHA-256 of the source bytes and of the roster groups it uses), `source_digest` (hex SHA-256 of
-    the source bytes alone: dsl.sources), `sources` (the files it was read from, root first, as
-    dsl.sources.PolicyFile), `rules` (file order), `default`, `groups` (name → identities, the
+    the source bytes alone; of every file read when it includes others: `dsl.sources.sources_digest`),
+    `sources` (every file read, as `dsl.sources.PolicyFile`s (path, bytes): the loaded file first
+    under its base name, the included ones by their paths relative to its folder; what a ledger
+    pins and `from_sources` loads again), `included` (shown name → text of each included file, for
+    diagnostics), `rules` (file order), `default`, `groups` (name → identities, the
     policy's own and the external ones it uses), `external_groups` (the external groups it uses,
     name → sorted identities, in name order), `home` (what `~` stands for when a call's context has
     no `home`), `warnings` (diagnostics that did not stop loading), `source_name` and `source_text`.
@@ -85,6 +89,7 @@ class Policy:
         source_digest: str | None = None,
         external_groups: dict[str, tuple[str, ...]] | None = None,
         sources: tuple[PolicyFile, ...] | None = None,
+        included: dict[str, str] | None = None,
     ):
         self.name = name
         self.digest = digest
@@ -92,14 +97,18 @@ class Policy:
         self.external_groups = external_groups or {}
         self.source_name = source_name
         self.source_text = source_text
-        # the files it was read from, root first (dsl.sources): what a ledger pins
+        # every file it was read from, root first (dsl.sources): what a ledger pins
         self.sources = sources if sources is not None else (PolicyFile(root_path(source_name), source_text.encode("utf-8")),)
+        self.included = included or {}
         self.rules = tuple(rules)
         self.default = default
         self.groups = groups
         self.home = home
         self.warnings = warnings
         self._index = RuleIndex(rules)
+        # whether a rule reads the run's history (`run`, calls(), sources(), ...): a Gate keeps
+        # the history index (ledger.workflow.history) only for such a policy
+        self.reads_history = any(r.reads_history for r in rules)
         self._requirements = {r.rule_id: r.requirements for r in rules if r.requirements is not None}
         # For `evaluate`'s fast path: what a rule whose condition holds (or that has none) yields
         # is the same for every call, so it is built once per rule; the (test, rule) pairs to run
@@ -136,8 +145,33 @@ class Policy:
         except UnicodeDecodeError as exc:
             line = data[: exc.start].count(b"\n") + 1
             raise PolicyError(str(path), "", (Diagnostic("error", "the file is not valid UTF-8", Span.point(line, 1)),)) from None
+        from dsl.includes import disk_reader
+
         return cls.from_text(text, name=str(path), default_name=path.stem, source_bytes=data, tools=tools, groups=groups,
-                             cache=cache)
+                             cache=cache, include_from=(path.name, disk_reader(path.parent)))
+
+    @classmethod
+    def from_sources(cls, sources, *, tools: Any = None, groups: Mapping[str, Any] | None = None) -> "Policy":
+        """Load a policy from the files it read, as `Policy.sources` lists them: ((path, bytes),
+        ...) or `dsl.sources.PolicyFile`s, the loaded file first (named by its base name, as
+        `dsl.sources.root_path` names it: a directory in its path is dropped); its includes are
+        read from the others, never from disk. The same sources give the same policy and digest
+        (a ledger's pinned files load this way: ledger.pinning). Raises `PolicyError` as `load`
+        does (a missing source is an error at its include)."""
+        sources = tuple(PolicyFile(str(p), bytes(b)) for p, b in sources)
+        if not sources:
+            raise ValueError("no sources: the first is the policy file")
+        path, data = sources[0]
+        from dsl.includes import memory_reader
+
+        try:
+            text = data.decode("utf-8").removeprefix("\ufeff")
+        except UnicodeDecodeError as exc:
+            line = data[: exc.start].count(b"\n") + 1
+            raise PolicyError(path, "", (Diagnostic("error", "the file is not valid UTF-8", Span.point(line, 1)),)) from None
+        stem = path.rsplit("/", 1)[-1].removesuffix(".policy")
+        return cls.from_text(text, name=path, default_name=stem, source_bytes=data, tools=tools, groups=groups,
+                             include_from=(path, memory_reader(dict(sources))))
 
     @classmethod
     @_gc_paused
@@ -151,6 +185,7 @@ class Policy:
         tools: Any = None,
         groups: Mapping[str, Any] | None = None,
         cache: bool = False,
+        include_from: tuple[str, Any] | None = None,
     ) -> "Policy":
         """Parse, check and compile policy source. `name` is used in diagnostics.
 
@@ -167,6 +202,10 @@ class Policy:
         `cache`: read the checked tree of a source loaded before from, and keep this one's in,
         the user's cache (dsl.tree_cache: a process that loads the same file each time, as a
         hook does, skips Lark and the parse); used only without `tools` and `groups`.
+
+        `include_from`: (the file's name (the digest lists its base name), `read(path) -> bytes`) for the
+        files its `include`s name (dsl.includes); without it an include is an error. `load`
+        reads them from the file's folder, `from_sources` from the sources given.
         """
         _refuse_surrogates(text, name)
         external = _external_groups(groups)
@@ -174,6 +213,8 @@ class Policy:
         # without tools or external groups, whose checks depend on more than the text.
         cacheable = cache and tools is None and not external
         kept = tree_cache.get(text) if cacheable else None
+        raw = source_bytes if source_bytes is not None else text.encode("utf-8")
+        assembly = None
         if kept is not None:
             tree, diagnostics = kept
         else:
@@ -185,15 +226,23 @@ class Policy:
                 from dsl.schema import as_tool_schemas
 
                 tools = as_tool_schemas(tools)
-            diagnostics = check(tree, tools, external)
+            if lets.has_lets(tree.statements) or includes.has_includes(tree.statements):
+                tree, diagnostics, assembly = _reuse(tree, text, name, raw, include_from, tools, external)
+            else:
+                diagnostics = check(tree, tools, external)
             if not text.isascii():
                 diagnostics = diagnostics + bidi_warnings(text)
             errors = [d for d in diagnostics if d.severity == "error"]
             if errors:
-                raise PolicyError(name, text, diagnostics)
-            if cacheable:
+                raise PolicyError(name, text, diagnostics, included=assembly.texts if assembly is not None else {})
+            if cacheable and assembly is None:
                 tree_cache.put(text, tree, diagnostics)
-        raw = source_bytes if source_bytes is not None else text.encode("utf-8")
+        written = None
+        if lets.has_lets(tree.statements):  # the tree kept has its lets: expanded again (no error, no check)
+            expansion = lets.expand(tree.statements)
+            tree, written = expansion.tree, expansion.written
+        elif assembly is not None:
+            tree = ast.PolicyFile(assembly.statements)
         decl = tree.of_type(ast.PolicyDecl)
         groups = {
             g.name: tuple(dict.fromkeys(i.value for i in g.members.items))
@@ -209,7 +258,11 @@ class Policy:
         groups.update(used)
         lines = source_lines(text)
         rule_nodes = tree.of_type(ast.Rule)
-        rules = [compile_rule(i, rule, groups, lines) for i, rule in enumerate(rule_nodes)]
+        if written is None and assembly is None:
+            rules = [compile_rule(i, rule, groups, lines) for i, rule in enumerate(rule_nodes)]
+        else:
+            rules = [_compile_reused(i, rule, written[i] if written else rule, groups, (assembly and assembly.lines_of(rule.span)) or lines)
+                     for i, rule in enumerate(rule_nodes)]
         _deduplicate_ids(rules, [any(isinstance(c, ast.IdClause) for c in r.clauses) for r in rule_nodes])
         default = DefaultEffect()
         for d in tree.of_type(ast.DefaultDecl):
@@ -218,14 +271,15 @@ class Policy:
             default = DefaultEffect(effect=d.effect, reason=reason, requirements=reqs)
         if default.effect == "ask" and default.requirements is None:
             default = DefaultEffect(effect="ask", reason=default.reason, requirements=requirements_of((), groups))
-        sources = (PolicyFile(root_path(name), raw),)
+        # every file read, the loaded one first under its base name (dsl.sources.root_path)
+        sources = (tuple(PolicyFile(path, data) for path, data in assembly.sources) if assembly is not None
+                   else (PolicyFile(root_path(include_from[0] if include_from else name), raw),))
         source_digest = sources_digest(sources)
         return cls(
             name=decl[0].name if decl else (default_name or name),
             digest=policy_digest(source_digest, used),
             source_digest=source_digest,
             external_groups=used,
-            sources=sources,
             source_name=name,
             source_text=text,
             rules=rules,
@@ -233,6 +287,8 @@ class Policy:
             groups=groups,
             warnings=[d for d in diagnostics if d.severity == "warning"],
             home=next((h.path for h in tree.of_type(ast.HomeDecl)), None),
+            sources=sources,
+            included=assembly.texts if assembly is not None else None,
         )
 
     # --- deciding -----------------------------------------------------------------------------
@@ -241,26 +297,33 @@ class Policy:
         """The rules whose selectors cover `tool`, in file order."""
         return self._index.candidates(tool)
 
-    def evaluate(self, tool: str, args: Mapping[str, Any], context: Mapping[str, Any] | None = None) -> Decision:
+    def evaluate(self, tool: str, args: Mapping[str, Any], context: Mapping[str, Any] | None = None, *,
+                 history: Any = None) -> Decision:
         """Decide one call.
 
         `tool` is the tool's name; `args` its arguments (a JSON object, decoded); `context` what the
         caller knows about the call (`cwd`, `run_id`, ...), a JSON object or None. Raises
         `PolicyInputError` when they are not of those shapes; never raises for a condition that
         does not fit the call (that is recorded in the Decision and fails closed).
+
+        `history`: the earlier calls of the call's run (a `dsl.history.History`: the Gate's index of
+        the ledger before this proposal, or `History.from_calls`). None decides with an empty run:
+        `run` and `calls()` are empty, `from_tool()` is false and only `context.user_prompt` is a
+        source (docs/policy-language.md, "History and provenance"). `reads_history` says whether
+        any rule reads it.
         """
         if context is None:
             context = _NO_CONTEXT
         if type(args) is not dict or type(context) is not dict or type(tool) is not str:
-            return self._evaluate_checked(tool, args, context)
+            return self._evaluate_checked(tool, args, context, history)
         plan = self._plans.get(tool)
         if plan is None:
             plan = self._plan(tool)
         steps, memo, fast, constant = plan
         if constant is not None:  # no rule of the tool has a condition
             return constant
-        # Env(tool, args, context, vars, home, trace, memo), without NamedTuple's __new__
-        env = _new_tuple(Env, (tool, args, context, _NO_VARS, self.home, None, {} if memo else None))
+        # Env(tool, args, context, vars, home, trace, memo, history), without NamedTuple's __new__
+        env = _new_tuple(Env, (tool, args, context, _NO_VARS, self.home, None, {} if memo else None, history))
         matched: list[int] = []  # positions of the rules that held
         if fast is not None:
             try:
@@ -275,7 +338,7 @@ class Policy:
             steps = steps[start:]
         return self._run(steps, env, matched)
 
-    def _evaluate_checked(self, tool: Any, args: Any, context: Any) -> Decision:
+    def _evaluate_checked(self, tool: Any, args: Any, context: Any, history: Any = None) -> Decision:
         """`evaluate` of a call whose tool, arguments or context is not exactly a str and two
         dicts: refused when it is not of those shapes (a subclass is), else decided by the rules'
         predicates (the generated plans read exact dicts only)."""
@@ -286,7 +349,7 @@ class Policy:
         if not isinstance(context, dict):
             raise PolicyInputError(f"the context must be a JSON object, not {_json_kind(context)}")
         steps, memo, _, _ = self._plans.get(tool) or self._plan(tool)
-        env = _new_tuple(Env, (tool, args, context, _NO_VARS, self.home, None, {} if memo else None))
+        env = _new_tuple(Env, (tool, args, context, _NO_VARS, self.home, None, {} if memo else None, history))
         return self._run(steps, env, [])
 
     def _run(self, steps, env: Env, matched: list) -> Decision:
@@ -412,6 +475,45 @@ class Policy:
 
     def __repr__(self) -> str:
         return f"Policy(name={self.name!r}, rules={len(self.rules)}, digest={self.digest[:12]})"
+
+
+def _reuse(tree: ast.PolicyFile, text: str, name: str, raw: bytes, include_from, tools, external):
+    """Parse → check for a file with includes or lets (dsl.includes, dsl.lets): (the statements
+    read, lets not yet expanded; every diagnostic; the Assembly of the files read, or None when
+    it includes nothing). Raises PolicyError for an include that cannot be read."""
+    assembly = None
+    statements = tree.statements
+    if includes.has_includes(statements):
+        if include_from is None:
+            first = next(s for s in statements if type(s) is ast.IncludeDecl)
+            raise PolicyError(name, text, (Diagnostic("error", "an include needs the file the policy is loaded from", first.span,
+                                                      "load the policy with Policy.load(path) (or Policy.from_sources)"),))
+        assembly = includes.gather(tree, root_path(include_from[0]), raw, name, include_from[1])
+        if any(d.severity == "error" for d in assembly.diagnostics):
+            raise PolicyError(name, text, lets.sort(assembly.diagnostics, assembly.order), included=assembly.texts)
+        statements = assembly.statements
+    expansion = lets.expand(statements)
+    diagnostics = lets.check(expansion, tools, external)
+    if assembly is not None:
+        diagnostics = lets.sort(diagnostics + assembly.diagnostics, assembly.order)
+    return ast.PolicyFile(statements), diagnostics, assembly
+
+
+def _compile_reused(order: int, rule: ast.Rule, written: ast.Rule, groups, lines: list[str]) -> CompiledRule:
+    """`compile_rule` of a rule whose lets are expanded (`rule`) or that an included file holds
+    (`lines`: that file's): its id and recorded condition text are those of the rule as written."""
+    compiled = compile_rule(order, rule, groups, lines)
+    if written is rule:
+        return compiled
+    from dsl.compiler import _source_slice
+    from dsl.rule_ids import implicit_id
+
+    explicit = any(isinstance(c, ast.IdClause) for c in written.clauses)
+    return dataclasses.replace(
+        compiled,
+        rule_id=compiled.rule_id if explicit else implicit_id(written, lines),
+        condition_text=_source_slice(lines, written.condition.span) if written.condition is not None else None,
+    )
 
 
 EXTERNAL_GROUPS_FORMAT = "countersign-policy-groups/1"

@@ -1,9 +1,11 @@
 """The source files of a policy, and the digest they combine into.
 
-A policy is read from one file today; with `include "file.policy"` (docs/policy-language.md) it
-is read from several. Either way its text is a sequence of `PolicyFile`s, the file loaded first
-(the *root*) first, then each included file in the order the policy's loader first reaches it,
-each once. `sources_digest` is what `Policy.source_digest` holds, and what
+A policy is read from one file, or, with `include "file.policy"` (docs/policy-language.md, "let
+and include"; dsl.includes), from several. Either way its text is a sequence of `PolicyFile`s, the
+file loaded first (the *root*) first, then each included file in the order the policy's loader
+first reaches it, each once (`Policy.sources`). This module is the one definition of the digest
+they combine into: the loader (dsl.policy, dsl.includes.files_digest) and the ledger that pins a
+policy (ledger.pinning) both call it. `sources_digest` is what `Policy.source_digest` holds, and what
 `dsl.policy.policy_digest` combines with the roster groups the policy names into `Policy.digest`,
 the `policy_digest` every decision records:
 

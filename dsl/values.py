@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
@@ -86,6 +87,8 @@ def kind(value: Any) -> str:
         return "list"
     if t is dict:
         return "object"
+    if t is Decimal:  # a result of arithmetic (dsl.numbers)
+        return "number"
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, (int, float)):
@@ -107,7 +110,21 @@ def _deep_equal(a: Any, b: Any) -> bool:
         return len(a) == len(b) and all(_deep_equal(x, y) for x, y in zip(a, b))
     if ka == "object":
         return a.keys() == b.keys() and all(_deep_equal(a[k], b[k]) for k in a)
+    if type(a) is Decimal or type(b) is Decimal:
+        return as_decimal(a) == as_decimal(b)
     return a == b
+
+
+def as_decimal(value: Any) -> Decimal:
+    """A number as an exact Decimal, to compare it with a result of arithmetic (dsl.numbers): an
+    int exactly, a float as the shortest decimal that reads back as it (`repr`: 0.3, not
+    0.299999999999999988897769753748...), a Decimal as it is."""
+    t = type(value)
+    if t is Decimal:
+        return value
+    if t is float or isinstance(value, float):
+        return Decimal(repr(float(value)))
+    return Decimal(int(value))
 
 
 def _text(value: Any) -> Any:
@@ -134,6 +151,8 @@ def order(op: str, a: Any, b: Any) -> bool:
         raise EvalError(f"'{op}' cannot order {_a(ka)} and {_a(kb)}")
     if a != a or b != b:  # NaN (not JSON, but Python's json.loads accepts it) is false on every side
         raise EvalError(f"'{op}' cannot order NaN")
+    if type(a) is Decimal or type(b) is Decimal:
+        a, b = as_decimal(a), as_decimal(b)
     if op == "<":
         return a < b
     if op == "<=":

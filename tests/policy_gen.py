@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 TOOLS = ["read_file", "Bash", "deploy", "mcp__fs__read", "tool.v2", "my tool", "deny", "when_x", "a-b"]
 SELECTORS = TOOLS + ["mcp__fs__*", "tool?v2", "*"]
 GROUPS = ["admins", "sec"]
-KEYS = ["a", "b", "flag", "items", "cmd", "p", "u", "in", "reason", "x y", "n"]
+KEYS = ["a", "b", "flag", "items", "cmd", "p", "u", "in", "reason", "x y", "n", "o"]
 
 
 def q(text: str) -> str:
@@ -35,7 +35,7 @@ def selector_tokens(name: str) -> list[str]:
 # kind: "atom" (a comparison or call: may stand anywhere but under a comparison), "path" (a bare
 # field), "not", "and", "or", "quant" (must be parenthesized as an operand of and/or/not).
 
-STRINGS = st.sampled_from(["", "x", "rm", "/home/u", "a b", "é", "\"q\"", "tab\there", "#not a comment", "ls*"])
+STRINGS = st.sampled_from(["", "x", "rm", "/home/u", "a b", "é", "\"q\"", "tab\there", "#not a comment", "ls*", "a@X.org", "{\"a\": 1}", "1"])
 NUMBERS = st.sampled_from(["0", "1", "-3", "2.5", "1e3", "10"])
 
 
@@ -66,9 +66,73 @@ def literal(draw) -> list[str]:
     return tokens + ["]"]
 
 
+# --- arithmetic, joined lists, projections and aggregates (dsl.expressions) ---
+
+NUMBER_FIELDS = [["args", ".", "n"], ["args", ".", "a"], ["args", ".", "items", "[", "0", "]"], ["args", ".", "o", "[", "0", "]", ".", "price"]]
+LIST_SOURCES = [["args", ".", "items"], ["args", ".", "b"], ["args", ".", "o", "[", "*", "]", ".", "price"],
+                ["args", ".", "o", "[", "*", "]", ".", "tags", "[", "*", "]"], ["args", ".", "o", "[", "*", "]"],
+                ["[", "1", ",", "2.5", "]"], ["args", ".", "items", "+", "args", ".", "b"]]
+
+
+@st.composite
+def arith_tokens(draw, depth: int = 0) -> list[str]:
+    """A random arithmetic expression: numbers, number fields, sums and counts, with + - * /,
+    unary minus and parentheses (some redundant)."""
+    if depth >= 3 or draw(st.integers(0, 2)) == 0:
+        roll = draw(st.integers(0, 3))
+        if roll == 0:
+            return [draw(st.sampled_from(["0", "1", "2.5", "0.1", "0.2", "3", "1e3", "1000.10"]))]
+        if roll == 1:
+            return list(draw(st.sampled_from(NUMBER_FIELDS)))
+        if roll == 2:
+            return [draw(st.sampled_from(["sum", "count", "min", "max"])), "("] + list(draw(st.sampled_from(LIST_SOURCES[:3]))) + [")"]
+        return ["-"] + draw(arith_tokens(depth + 1))
+    left, right = draw(arith_tokens(depth + 1)), draw(arith_tokens(depth + 1))
+    op = draw(st.sampled_from(["+", "-", "*", "/"]))
+    if draw(st.booleans()):
+        right = ["("] + right + [")"]
+    if draw(st.integers(0, 3)) == 0:
+        left = ["("] + left + [")"]
+    return left + [op] + right
+
+
+FUNCTION_ATOMS = [
+    ["matches", "(", "args", ".", "a", ",", '"^[a-z]+$"', ")"],
+    ["matches", "(", "args", ".", "a", ",", '"(?i)R"', ")"],
+    ['"a"', "in", "keys", "(", "args", ".", "b", ")"],
+    ["values", "(", "args", ".", "b", ")", "contains", "1"],
+    ["email", "(", "args", ".", "a", ")", ".", "domain", "==", '"x.org"'],
+    ["email", "(", "args", ".", "a", ")", ".", "local", "startswith", '"a"'],
+    ["url", "(", "args", ".", "u", ",", '"https"', ")", ".", "host", "==", '"docs.python.org"'],
+    ["json", "(", "args", ".", "a", ")", "==", "1"],
+    ["count", "(", "keys", "(", "json", "(", "args", ".", "a", ")", ")", ")", ">", "0"],
+]
+
+
+@st.composite
+def extended_comparison(draw) -> tuple[str, list[str]]:
+    form = draw(st.integers(0, 5))
+    if form == 5:  # the functions over values
+        return "atom", list(draw(st.sampled_from(FUNCTION_ATOMS)))
+    if form == 0:
+        return "atom", draw(arith_tokens()) + [draw(st.sampled_from(["==", "<", ">=", "!="]))] + draw(arith_tokens())
+    if form == 1:  # a join of lists
+        return "atom", ["count", "("] + list(draw(st.sampled_from(LIST_SOURCES))) + ["+", "args", ".", "b", ")", ">", "1"]
+    if form == 2:  # a projection compared
+        source = list(draw(st.sampled_from(LIST_SOURCES)))
+        return "atom", source + [draw(st.sampled_from(["==", "contains", "!="]))] + draw(literal())
+    if form == 3:  # a quantifier over a join or a projection
+        kind = draw(st.sampled_from(["any", "all"]))
+        body = draw(st.sampled_from(ITEM_ATOMS))
+        return "quant", [kind, "x", "in"] + list(draw(st.sampled_from(LIST_SOURCES))) + [":"] + list(body)
+    return "atom", [draw(st.sampled_from(["min", "max"])), "("] + list(draw(st.sampled_from(LIST_SOURCES))) + [")", draw(st.sampled_from(["==", ">"])), draw(NUMBERS)]
+
+
 @st.composite
 def comparison(draw) -> tuple[str, list[str]]:
-    form = draw(st.integers(0, 11))
+    form = draw(st.integers(0, 13))
+    if form >= 12:
+        return draw(extended_comparison())
     left = draw(field_path())
     if form == 0:
         return "atom", left + [draw(st.sampled_from(["==", "!="]))] + draw(literal())
@@ -267,6 +331,10 @@ def calls(draw, tools=TOOLS) -> tuple[str, dict, dict]:
             value = draw(st.sampled_from(URLS) | SCALARS)
         elif key == "flag":
             value = draw(st.booleans() | SCALARS)
+        elif key == "o":
+            item = st.fixed_dictionaries({"price": st.sampled_from([0.1, 0.2, 250.1, 3, -1, "x"]),
+                                          "tags": st.lists(st.sampled_from(["a", 1]), max_size=2)})
+            value = draw(st.lists(item | SCALARS, max_size=3) | SCALARS)
         else:
             value = draw(SCALARS | st.lists(SCALARS, max_size=3))
         args[key] = value

@@ -13,6 +13,9 @@ Each file is a JSON list of *groups*. A group is an object with:
                           (so that line numbers in diagnostics are easy to read off)
     "tool"      optional  the default tool name for the group's cases
     "context"   optional  the default context for the group's cases
+    "files"     optional  other files beside the policy, for its `include`s: an object of path
+                          (relative to the policy's folder) → text (a string or a list of lines);
+                          with it the policy is saved as case.policy and loaded from its file
     "cases"     required  a list of cases
 
 A case is one of three kinds, chosen by which of "effect", "error" and "warning" it has (exactly
@@ -23,6 +26,8 @@ An *evaluation* case loads the policy (it must load without errors) and evaluate
     "tool"          the tool name (or the group's)
     "args"          the arguments, a JSON object (required)
     "context"       the context, a JSON object (or the group's; absent means none)
+    "history"       the run's earlier calls (or the group's; absent means none): a list of calls
+                    as `dsl.history.History.from_calls` takes them (tool, args, status, result, ...)
     "effect"        required: "allow", "deny" or "ask"
     "deciding"      optional: the exact list of rule ids that produced the effect, in file order
                     (rules without an `id` clause are named L<line>)
@@ -43,6 +48,7 @@ An *error* case asserts that the policy does not load:
 
     "error"   a substring of the message of one error diagnostic
     "line", "column"  optional: where that diagnostic starts (1-based)
+    "file"    optional: the included file the diagnostic is in (a path as in "files")
     "help"    optional: a substring of that diagnostic's help text
 
 and that its rendering reads `<name>:<line>:<col>: error: <message>`.
@@ -64,16 +70,18 @@ import msgspec
 import pytest
 
 from dsl import Policy, PolicyError
+from dsl.errors import span_file
+from dsl.history import History
 
 HERE = Path(__file__).parent / "compliance"
 SOURCE_NAME = "case.policy"
 
-GROUP_KEYS = {"comment", "policy", "tool", "context", "cases"}
+GROUP_KEYS = {"comment", "policy", "tool", "context", "cases", "files", "history"}
 EVAL_KEYS = {
     "comment", "policy", "tool", "args", "context", "effect", "deciding", "by_default", "errored",
-    "error_message", "reason", "no_reasons", "requirements", "met_by", "not_met_by",
+    "error_message", "reason", "no_reasons", "requirements", "met_by", "not_met_by", "files", "history",
 }
-DIAG_KEYS = {"comment", "policy", "line", "column", "help"}
+DIAG_KEYS = {"comment", "policy", "line", "column", "help", "files", "file"}
 REQUIREMENT_FIELDS = {"quorums", "decisions", "timeout_seconds", "on_timeout", "timeout_message", "remember"}
 
 
@@ -134,6 +142,8 @@ def _match_diagnostic(diagnostics, case: dict, message: str) -> bool:
             continue
         if "help" in case and (d.help is None or case["help"] not in d.help):
             continue
+        if "file" in case and not (span_file(d.span) or "").replace("\\", "/").endswith("/" + case["file"]):
+            continue
         return True
     return False
 
@@ -146,25 +156,35 @@ def _describe(diagnostics) -> str:
 
 
 @pytest.mark.parametrize(("filename", "group_index", "case_index", "group", "case"), CASES)
-def test_compliance(filename, group_index, case_index, group, case):
+def test_compliance(filename, group_index, case_index, group, case, tmp_path):
     where = f"{filename} group {group_index} case {case_index}"
     kind = _validate(where, group, case)
     text = _text(case.get("policy", group.get("policy")))
+    files = case.get("files", group.get("files"))
+
+    def load():
+        if files is None:
+            return Policy.from_text(text, SOURCE_NAME)
+        for path, content in files.items():
+            (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / path).write_text(_text(content), encoding="utf-8")
+        (tmp_path / SOURCE_NAME).write_text(text, encoding="utf-8")
+        return Policy.load(tmp_path / SOURCE_NAME)
 
     if kind == "error":
         with pytest.raises(PolicyError) as info:
-            Policy.from_text(text, SOURCE_NAME)
+            load()
         errors = info.value.errors
         assert _match_diagnostic(errors, case, case["error"]), (
             f"{where}: no error matching {case!r}; got\n{_describe(info.value.diagnostics)}"
         )
         rendered = info.value.render()
         if "line" in case and "column" in case:
-            assert f"{SOURCE_NAME}:{case['line']}:{case['column']}: error: " in rendered
+            assert f"{case.get('file', SOURCE_NAME)}:{case['line']}:{case['column']}: error: " in rendered
         return
 
     try:
-        policy = Policy.from_text(text, SOURCE_NAME)
+        policy = load()
     except PolicyError as exc:  # pragma: no cover - a failing case explains itself
         pytest.fail(f"{where}: the policy does not load:\n{exc.render()}")
 
@@ -176,7 +196,9 @@ def test_compliance(filename, group_index, case_index, group, case):
 
     tool = case.get("tool", group.get("tool"))
     context = case.get("context", group.get("context"))
-    decision = policy.evaluate(tool, case["args"], context)
+    calls = case.get("history", group.get("history"))
+    history = History.from_calls(calls) if calls is not None else None
+    decision = policy.evaluate(tool, case["args"], context, history=history)
     shown = "\n".join(decision.explain())
 
     assert decision.effect == case["effect"], f"{where}: expected {case['effect']}, got:\n{shown}"

@@ -587,3 +587,22 @@ RUNS = [
 def test_runs_of_plain_text_are_read_in_time_linear_in_their_length(prefix, unit, suffix):
     make = lambda n: repeat(unit, n, prefix, suffix)  # noqa: E731
     assert ratio(parse_shell_uncached, make, MAX_SHELL_TEXT) <= MAX_RATIO
+
+
+# --- matches(): RE2 --------------------------------------------------------------------------------
+
+REGEX_POLICY = Policy.from_text('''
+default allow
+deny Re when matches(args.s, "(a+)+$") or matches(args.s, "^(a|aa)*b") or matches(args.s, "(x+x+)+y") reason "r"
+deny Json when json(args.s).a == 1 reason "j"
+''')
+
+
+@pytest.mark.parametrize("tool,unit,suffix", [
+    ("Re", "a", "!"),  # exponential for a backtracking engine: Python's re takes hours at 30 characters
+    ("Re", "x", ""),
+    ("Json", "[", ""),  # json() of a text nested too deeply: an error, found in linear time
+    ("Json", '{"a":1,', ""),
+])
+def test_matches_and_json_take_time_linear_in_the_text(tool, unit, suffix):
+    assert ratio(lambda v: REGEX_POLICY.evaluate(tool, {"s": v}), lambda n: repeat(unit, n, suffix=suffix), MAX_STRING) <= MAX_RATIO

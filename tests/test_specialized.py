@@ -36,7 +36,7 @@ def q(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-STRINGS = ["", "a", "rm", "ls", "git", "x y", "1", "true", "/home/u", "/home/u/proj", "é", "A", "ab", "null"]
+STRINGS = ["", "a", "rm", "ls", "git", "x y", "1", "true", "/home/u", "/home/u/proj", "é", "A", "ab", "null", "a@X.org", "{\"a\": [1]}"]
 NUMBERS = ["0", "1", "-1", "2.5", "1e3", "-0.0", "1000", "3"]
 FIELDS = ["args.a", "args.b", "args.n", "args.items", "args.items[0]", "args.items[-1]", "args.d.k", "args.d.m",
           'args["x y"]', "context.cwd", "context.user", "tool", "args.flag", "args.d"]
@@ -70,8 +70,14 @@ OPS = ["==", "!=", "<", "<=", ">", ">=", "in", "not in", "startswith", "endswith
 
 @st.composite
 def env_atom(draw) -> str:
-    form = draw(st.integers(0, 14))
+    form = draw(st.integers(0, 16))
     field = draw(st.sampled_from(FIELDS))
+    if form >= 15:  # arithmetic, joined lists, projections, aggregates (dsl.expressions)
+        from policy_gen import extended_comparison
+
+        kind, tokens = draw(extended_comparison())
+        text = " ".join(tokens)
+        return f"({text})" if kind == "quant" else text
     if form <= 1:  # a string field against string literals (or a list with a stray item)
         strings = st.sampled_from(STRINGS + PATHS[:3]).map(q)
         right = draw(strings | st.lists(strings | st.sampled_from(["null", "1", "true"]), max_size=4).map(lambda xs: "[" + ", ".join(xs) + "]"))
@@ -176,7 +182,7 @@ JSON = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dict
 @st.composite
 def call_args(draw) -> tuple[str, dict, dict]:
     args: dict = {}
-    for key in ["a", "b", "n", "items", "d", "x y", "cmd", "p", "u", "flag"]:
+    for key in ["a", "b", "n", "items", "d", "x y", "cmd", "p", "u", "flag", "o"]:
         if draw(st.integers(0, 9)) == 3:
             continue  # a missing field, now and then
         odd = draw(st.integers(0, 9)) == 3  # now and then a value of another type
@@ -196,6 +202,10 @@ def call_args(draw) -> tuple[str, dict, dict]:
             value = draw(st.sampled_from([0, 1, -1, 2.5, 3, 1000, -0.0, math.nan, 2**70]))
         elif key == "flag":
             value = draw(st.booleans())
+        elif key == "o":  # objects for projections: args.o[*].price, args.o[*].tags[*]
+            item = st.fixed_dictionaries({"price": st.sampled_from([0.1, 0.2, 250.1, 3, -1, 2**70, math.nan, "x"]),
+                                          "tags": st.lists(st.sampled_from(["a", 1, None]), max_size=2)})
+            value = draw(st.lists(item, max_size=3) | st.lists(item | SCALARS, max_size=3))
         elif key == "d":
             value = draw(st.dictionaries(st.sampled_from(["k", "m"]), SCALARS, max_size=2))
         else:

@@ -90,6 +90,7 @@ COMPACT = "COMPACT"  # present from the commit that replaced or dropped rows unt
 CHUNK_EVENTS = 20_000  # lines collected in memory before they go into the database (about 20 MB)
 TABLES = tuple(schema.TABLES)
 MEMORY_LIMIT = "256MB"  # DuckDB's, for every connection to a projection
+CHECKPOINT_THRESHOLD = "256KB"  # DuckDB's, for a refreshing connection (see _connect)
 LONG_LINES_MEMORY_LIMIT = "1GB"  # while a chunk holding a line over 4 MiB goes in (a 16 MiB line needs about 200 MB)
 
 Progress = Callable[[int, int], None]
@@ -707,6 +708,11 @@ def _connect(db: Path, read_only: bool = False):
         # bounded: a refresh inserts a chunk at a time (DuckDB spills what does not fit); a query
         # keeps DuckDB's default (80 % of the machine's memory): an export may need more
         con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+        # A refresh's commit writes its rows into the database file at once instead of into the
+        # write-ahead log first and the file again when the connection closes (DuckDB checkpoints a
+        # commit that would take the log past this threshold): one write instead of two, and
+        # readers that open the file next find no log to replay.
+        con.execute(f"SET checkpoint_threshold = '{CHECKPOINT_THRESHOLD}'")
     return con
 
 

@@ -79,6 +79,8 @@ class CatchUp:
         # request → (seq of its first, seq of its last change not yet in the snapshot)
         self._dirty: dict[int, tuple[int, int]] = {}
         self._redacted_new: list[tuple[int, int, str]] = []  # (target, seq, path) not yet in the snapshot
+        # the runs' history (ledger.workflow.history), built when a policy first reads it
+        self._history = None
         loaded = None
         if self._snapshot is not None and not full_verify:
             try:
@@ -187,6 +189,8 @@ class CatchUp:
             self._data.pop(request)  # an edit's new arguments, or a final request's: read again if ever needed
         self._seen = (seq, record.hash)
         self._last_ts = max(self._last_ts, event.ts)
+        if self._history is not None:
+            self._history.fold(record)
 
     def _save(self) -> None:
         """Write what changed since the last save to the snapshot, then keep in memory only the

@@ -8,9 +8,12 @@ call (tool, arguments and context as stored in the ledger) and what came before 
 
 `Before` says where the call stands in its ledger: the seq its proposal has (or will have: the
 Gate decides before it takes the commit lock, so it may not know it), its run, and `history`, the
-index of the earlier events that history conditions read (the Gate keeps it as it folds events;
-a replay keeps the same index as it reads them). Policies without history conditions ignore it,
-and so does `decide` until the policy language reads history.
+history of the call's run that history conditions read (`dsl.history.History`, from the per-run
+index ledger.workflow.history.HistoryIndex folds from the ledger's events: the Gate keeps it as it
+folds events, a replay keeps the same index as it reads them, and both give a proposal the run's
+history as of the event just before it, an edit the calls proposed before its request as of the
+event just before the edit). Policies without history conditions (`Policy.reads_history` false)
+ignore it, and the Gate and the replays give them none.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from ledger import events as ev
 
 class Before(NamedTuple):
     """What came before a call in its ledger: the `seq` of its proposal (None when not known yet),
-    its `run` (None: none), and the `history` index of the events before it (None: none kept)."""
+    its `run` (None: none), and the `history` of its run as of the events before it (a
+    dsl.history.History; None: none kept, or the run has no calls yet)."""
 
     seq: int | None = None
     run: str | None = None
@@ -39,7 +43,7 @@ def decide(policy: Any, tool: str, args: Mapping[str, Any], context: Mapping[str
     the ledger stores it), its `context` (the same, or None) and `before`. Raises what
     Policy.evaluate raises (PolicyInputError for a call of the wrong shape); never for a
     condition that does not fit the call (that fails closed inside the Decision)."""
-    return policy.evaluate(tool, args, context)
+    return policy.evaluate(tool, args, context, history=before.history)
 
 
 def rule_refs(decision: Decision) -> tuple[ev.RuleRef, ...]:

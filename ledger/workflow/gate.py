@@ -604,7 +604,10 @@ class Gate(CatchUp, Reading):
         # later. It reads nothing but the call and its context, so it decides outside the lock.
         stored_args = msgspec.json.decode(args_json)
         stored_context = msgspec.json.decode(context_json)
-        decision = decide(policy, tool, stored_args, stored_context, Before(run=run))
+        # A policy that reads the run's history decides under the commit lock, caught up: on the
+        # ledger prefix just before this proposal (what a replay of the ledger gives it again).
+        reads_history = policy.reads_history
+        decision = None if reads_history else decide(policy, tool, stored_args, stored_context, Before(run=run))
         session = _session_of(stored_context)
         data = b'{"args":' + args_json + b',"context":' + context_json + b"}"
         with self._lock:
@@ -613,11 +616,14 @@ class Gate(CatchUp, Reading):
             deadline = None
 
             def step() -> list[tuple[ev.Event, Any]]:
-                nonlocal deadline
+                nonlocal deadline, decision
                 if call_id is not None and self.workflow.request_of(call_id) is not None:
                     repeat.append(self._repeat(call_id, tool, digest, proposer, context_digest))
                     return []
                 pins = self._pins(policy)  # the text of the policy that decides, kept first
+                if reads_history:
+                    decision = decide(policy, tool, stored_args, stored_context,
+                                      Before(self._seen[0] + 1 + len(pins), run, self._run_history(run)))
                 ts = self._now()
                 request = self._seen[0] + 1 + len(pins)  # under the commit lock, caught up: this event's seq
                 covered: ev.Covered | msgspec.UnsetType = msgspec.UNSET
@@ -699,6 +705,22 @@ class Gate(CatchUp, Reading):
                 decision=decision,
                 standing=state.standing,
             ), started
+
+    def _run_history(self, run: str | None, before: int | None = None):
+        """The history of `run` (a dsl.history.History, None for none) as of the events folded,
+        for a policy that reads it; `before`: only the calls proposed before that seq (an edit's
+        re-decision). The index (ledger.workflow.history) is built from the ledger the first time
+        (the records up to the last one folded, already checked when they were folded), then
+        kept up by every fold."""
+        if self._history is None:
+            from ledger.workflow.history import HistoryIndex
+
+            index = HistoryIndex()
+            for record in self.ledger.records(1, until=self._seen[0]):
+                index.fold(record)
+            self._history = index
+        history = self._history.run(run)
+        return history.before(before) if history is not None and before is not None else history
 
     def _repeat(self, call_id: str, tool: str, digest: str, proposer: str, context_digest: str) -> Proposal:
         state = self._open_state(self.workflow.request_of(call_id))
@@ -854,7 +876,11 @@ class Gate(CatchUp, Reading):
                     f"request {request} was decided by the policy with digest {state.policy_digest[:12]}…; this Gate "
                     f"holds {policy.digest[:12]}…: an edit re-enters the policy that decided the call, so edit it "
                     "with that policy", request)
-            decision = decide(policy, state.tool, stored, self._call_data(request).get("context"), Before(request, state.run))
+            # a history-reading policy sees the run's calls proposed before this request, as of
+            # the ledger prefix just before this edit (what ledger audit gives it again)
+            history = self._run_history(state.run, before=request) if policy.reads_history else None
+            decision = decide(policy, state.tool, stored, self._call_data(request).get("context"),
+                              Before(request, state.run, history))
             if decision.effect == "deny":
                 raise EditDenied("the policy denies the edited call: " + " ".join(decision.reasons), request)
             assert state.requirements is not None or state.status != "pending"
