@@ -9,9 +9,15 @@ the call, and compares: a call *conforms* when the effect and the rules (id and 
 are the ones recorded. So the ledger shows not only what was decided, but that the decision
 followed the policy.
 
+A policy that reads the run's history (`run`, calls(), sources(), ...) is given, for each call,
+the history the Gate gave it: the replay folds the ledger's events into the Gate's own per-run
+index as it reads them (ledger.replay, ledger.workflow.history), when a pinned policy reads
+history.
+
 A call that cannot be decided again is *not checkable*, never conforming: the policy's text is
 not in the ledger (written before policies were pinned, or by a writer that did not pin it), it
-does not load, or the call's arguments or context were redacted. Each is counted by why.
+does not load, the call's arguments or context were redacted, or the policy reads history and
+some of the run's earlier data was redacted. Each is counted by why.
 
 The audit reads the ledger as recorded; whether it was tampered with is `ledger verify`'s
 question (a pinned text is checked against its digest all the same).
@@ -121,7 +127,9 @@ def check_call(call: Call, policies: replay.Policies) -> tuple[Finding | None, s
     """(None, None) when the call conforms; (its Finding, None) when it differs; (its Finding,
     why) when it cannot be checked."""
     policy, why = policies.get(call.policy_digest)
-    if policy is None or call.missing is not None:
+    if policy is not None and call.missing is None and call.history_missing is not None and policy.reads_history:
+        why = call.history_missing
+    if policy is None or call.missing is not None or why is not None:
         why = why or call.missing
         return _finding(call, reason=why), why
     try:

@@ -13,7 +13,15 @@ policy; both read the ledger through `Replay`, one pass over its lines in order:
 - `Started`: an `execution_started` event (the call ran, or began to).
 
 Every other line is passed over without being decoded (its kind is read from the first bytes of
-the line, which the canonical layout fixes: section 3). Replay does not verify the chain: `ledger
+the line, which the canonical layout fixes: section 3), unless the replay keeps the runs' history
+for policies that read it (`history`): then every line is decoded and folded, in seq order, into
+the same per-run index the Gate keeps (ledger.workflow.history.HistoryIndex), and each `Call`'s
+`Before.history` is what the Gate gave its policy: for a proposal, its run's history as of the
+event just before it; for an edit, the calls of its run proposed before the edited request, as of
+the event just before the edit. That object is the live index: it holds for the call until the
+next item is drawn from the replay. A run some of whose folded data was redacted has a history
+other than the one the Gate read before the redaction: its later calls carry `history_missing`
+(REDACTED_HISTORY), and a policy that reads history cannot be checked on them. Replay does not verify the chain: `ledger
 verify` does; a pinned text is still checked against its digest before it decides anything.
 
 The policies are found first (`pinned_policies`: a scan of the segments for `policy` lines, at
@@ -32,6 +40,7 @@ from ledger import events as ev, pinning
 from ledger.digest import REDACTED
 from ledger.store.log import LedgerCorrupt, LedgerReader, RawLine, list_segments, parse_line
 from ledger.workflow.deciding import Before
+from ledger.workflow.history import HistoryIndex
 
 _KIND_AT = len(b'{"body":{"kind":"')
 _POLICY_LINE = b'{"body":{"kind":"policy",'
@@ -46,6 +55,7 @@ TEXT_UNREADABLE = "policy text unreadable"
 REDACTED_DATA = "arguments or context redacted"
 NO_DATA = "arguments not recorded"
 NOT_DECIDABLE = "call not decidable"
+REDACTED_HISTORY = "run history redacted"
 
 
 class Call(NamedTuple):
@@ -66,6 +76,9 @@ class Call(NamedTuple):
     rules: tuple[ev.RuleRef, ...]
     before: Before
     event: ev.Proposed | ev.Edited
+    # why the run's history in `before` is not the one the Gate read (REDACTED_HISTORY), else None;
+    # matters only to a policy that reads history
+    history_missing: str | None = None
 
 
 class Interrupt(NamedTuple):
@@ -140,12 +153,18 @@ class Policies:
 class Replay:
     """One pass over a ledger's recorded calls (module docstring). Raises LedgerUnreadable from
     the constructor when `path` is not a ledger; iterating raises LedgerCorrupt for a line that
-    is not an event (ledger verify names what is wrong)."""
+    is not an event (ledger verify names what is wrong).
 
-    def __init__(self, path: str | Path):
+    `history`: keep the runs' history index for policies that read it (True), or not (False);
+    None (ledger audit): keep it when a policy the ledger pins reads history."""
+
+    def __init__(self, path: str | Path, history: bool | None = None):
         self.path = Path(path)
         self.reader = LedgerReader(path)
         self.policies = Policies(pinned_policies(path))
+        if history is None:
+            history = any(getattr(self.policies.get(digest)[0], "reads_history", False) for digest in self.policies.pins)
+        self.history = HistoryIndex() if history else None
         self.events = 0  # lines read so far
 
     def __iter__(self) -> Iterator[Call | Interrupt | Started]:
@@ -153,21 +172,26 @@ class Replay:
         # still be edited (asks not yet final or started).
         asks: dict[int, tuple[str, str, dict | None, str | None, str | None, str]] = {}
         decode_data = msgspec.json.decode
+        index = self.history
+        run_of: dict[int, str] = {}  # with history: request → its run, until the request is final
+        redacted_runs: set[str] = set()  # with history: runs some of whose folded data is redacted
         seq = 0
         for raw in self.reader.lines():
             seq += 1
             text = raw.text
             end = text.find(b'"', _KIND_AT)
             kind = text[_KIND_AT:end] if text.startswith(b'{"body":{"kind":"') else None
-            if kind is not None and kind not in _READ:
+            if kind is not None and kind not in _READ and index is None:
                 continue
             record = parse_line(raw, seq)
             event = record.event
             if isinstance(event, ev.Proposed):
                 args, context, missing = _call_data(record.data, decode_data, ("args", "context"))
+                history = index.run(event.run) if index is not None else None
                 call = Call(record.seq, record.seq, "proposal", event.ts, event.tool, event.proposer, args, context,
                             missing, event.policy_digest, event.policy, event.effect, event.rules,
-                            Before(record.seq, event.run), event)
+                            Before(record.seq, event.run, history), event,
+                            REDACTED_HISTORY if event.run in redacted_runs else None)
                 if event.effect == "ask":
                     asks[record.seq] = (event.tool, event.proposer, context, missing, event.run, event.policy)
                 yield call
@@ -179,8 +203,12 @@ class Replay:
                 else:
                     tool, proposer, context, proposal_missing, run, name = origin
                     missing = missing or proposal_missing
+                history = index.run(run) if index is not None else None
+                if history is not None:
+                    history = history.before(event.request)  # as the Gate's edit: the calls before the request
                 yield Call(record.seq, event.request, "edit", event.ts, tool, proposer, args, context, missing,
-                           event.policy_digest, name, event.effect, event.rules, Before(record.seq, run), event)
+                           event.policy_digest, name, event.effect, event.rules, Before(record.seq, run, history), event,
+                           REDACTED_HISTORY if run in redacted_runs else None)
             elif isinstance(event, ev.Interrupted):
                 yield Interrupt(event.request, event.ts, event.requirements)
             elif isinstance(event, ev.ExecutionStarted):
@@ -188,7 +216,27 @@ class Replay:
                 yield Started(event.request, event.ts)
             elif kind in _FINAL:
                 asks.pop(getattr(event, "request", 0), None)
+            if index is not None:
+                # after the call was handed on: its own event is in the history of the next ones
+                _note_redacted(record, event, run_of, redacted_runs)
+                index.fold(record)
         self.events = seq
+
+
+def _note_redacted(record, event, run_of: dict[int, str], redacted_runs: set[str]) -> None:
+    """Keep `run_of` (request → run) and add to `redacted_runs` the run of a record whose data
+    holds a redaction marker (what the history index folds from it is not what it was)."""
+    if isinstance(event, ev.Proposed):
+        run = event.run
+        if run is not None:
+            run_of[record.seq] = run
+    else:
+        request = getattr(event, "request", None)
+        run = run_of.get(request) if request is not None else None
+        if run is not None and isinstance(event, (ev.Executed, ev.Rejected, ev.Responded, ev.Expired, ev.Cancelled)):
+            run_of.pop(request, None)  # final: no later event of it changes the history
+    if run is not None and _MARKER in record.data:
+        redacted_runs.add(run)
 
 
 def _call_data(data: bytes, decode, members: tuple[str, ...]) -> tuple[dict | None, dict | None, str | None]:

@@ -14,8 +14,12 @@ compared with the effect recorded. The report says:
 - the calls a new deny would have stopped: the proposals the new policy denies, recorded
   otherwise, that started executing (an `execution_started` event).
 
-Proposals whose arguments or context were redacted cannot be decided again: they are counted as
-not checkable, in no transition. Edits are not replayed: an edit exists only because a person
+A policy that reads the run's history is given, for each proposal, the run as the ledger records
+it just before that proposal (the calls, their effects and outcomes under the policy that did
+decide: ledger.replay keeps the Gate's per-run index as it reads), not as the new policy would
+have shaped it. Proposals whose arguments or context were redacted cannot be decided again (nor,
+by a policy that reads history, those of a run some of whose earlier data was redacted): they are
+counted as not checkable, in no transition. Edits are not replayed: an edit exists only because a person
 was asked, which the new policy may not have done.
 """
 
@@ -103,7 +107,7 @@ def group_names(requirements) -> list[str]:
 def whatif(path: str | Path, policy, listed: int = LISTED) -> WhatIfReport:
     """Replay the proposals of the ledger at `path` under `policy` (a dsl.Policy). Raises
     LedgerUnreadable and LedgerCorrupt as ledger.replay.Replay does."""
-    source = Replay(path)
+    source = Replay(path, history=bool(getattr(policy, "reads_history", False)))
     report = WhatIfReport(path=str(path), policy=policy.name, policy_digest=policy.digest)
     transitions: Counter = Counter()
     changes: dict[tuple[str, str, str], list[int]] = {}  # → [calls, first seq]
@@ -130,8 +134,8 @@ def whatif(path: str | Path, policy, listed: int = LISTED) -> WhatIfReport:
             continue
         report.proposals += 1
         days.add(item.ts[:10])
-        if item.missing is not None:
-            _unchecked(report, item.missing)
+        if item.missing is not None or (item.history_missing is not None and source.history is not None):
+            _unchecked(report, item.missing or item.history_missing)
             continue
         try:
             decision = decide(policy, item.tool, item.args, item.context, item.before)
