@@ -26,7 +26,9 @@ def explanation_lines(e: Any) -> list[str]:
     if e.requirements is not None:
         r = e.requirements
         out.append(
-            f"  needs: {r.describe()}; decisions {', '.join(r.decisions)}; expires after {r.timeout_seconds}s as a rejection"
+            f"  needs: {r.describe()}; decisions {', '.join(r.decisions)}; "
+            + (f"expires after {r.timeout_seconds}s as a rejection" if not r.stages
+               else f"escalates after {r.timeout_seconds}s" + r.describe_escalation())
             + (f"; {r.rememberable.describe()}" if r.rememberable is not None else "")
         )
     p = e.precedence

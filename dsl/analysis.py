@@ -137,10 +137,21 @@ def requirements_shape(rule: ast.Rule) -> Any:
         elif isinstance(c, ast.DecisionsClause):
             out.append(("decisions", tuple(sorted({n for n, _ in c.names}))))
         elif isinstance(c, ast.TimeoutClause):
-            out.append(("timeout", c.seconds, c.on_timeout or "reject", c.message))
+            out.append(("timeout", c.seconds, c.on_timeout or "reject", c.message, _stages_shape(c)))
         elif isinstance(c, ast.RememberClause):
             out.append(("remember", c.scope, c.seconds))
     return tuple(sorted(out, key=repr))
+
+
+def _stages_shape(c: ast.TimeoutClause) -> Any:
+    """The escalation stages after a timeout clause (dsl.escalation), without spans."""
+    out = []
+    while c.escalation is not None:
+        a = c.escalation.approvers
+        c = c.escalation.timeout
+        members = None if a is None or a.members is None else tuple(sorted({str(i.value) for i in a.members.items if isinstance(i, ast.Literal)}))
+        out.append((None if a is None else (a.count, a.group, members), c.seconds, c.on_timeout or "reject", c.message))
+    return tuple(out)
 
 
 def _is_glob(pattern: str) -> bool:

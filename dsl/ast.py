@@ -173,13 +173,27 @@ class DecisionsClause:
 
 @dataclass(frozen=True, slots=True)
 class TimeoutClause:
-    """`timeout 4h [else reject ["message"]]`; `seconds` is the parsed duration."""
+    """`timeout 4h [else reject ["message"]]` or `timeout 4h else escalate ...`; `seconds` is the
+    parsed duration; `escalation` the next stage (then `on_timeout` is None)."""
 
     seconds: int
     text: str
     on_timeout: str | None
     on_timeout_span: Span | None
     message: str | None
+    span: Span
+    escalation: "Escalation | None" = None
+
+
+@dataclass(frozen=True, slots=True)
+class Escalation:
+    """`escalate [approvers N from G] timeout D [else ...]`: the stage an ask moves to when the
+    stage before it times out. `approvers` None is an error the checker reports (escalate to
+    nobody); `keyword_span` is the span of `escalate`."""
+
+    approvers: ApproversClause | None
+    timeout: TimeoutClause
+    keyword_span: Span
     span: Span
 
 

@@ -36,7 +36,7 @@ import json
 import re
 from typing import Iterable, Mapping
 
-from dsl import ast, history_check
+from dsl import ast, escalation, history_check
 from dsl.errors import Diagnostic, Span
 from dsl.requirements import DECISIONS, MAX_REMEMBER_SECONDS, REMEMBER_SCOPES, TIMEOUT_OUTCOMES
 from dsl.schema import ArgType, ToolSchemas, enum_allows
@@ -373,7 +373,9 @@ class _Checker:
         elif clause.seconds > MAX_REMEMBER_SECONDS:
             self.error("a decision may be remembered for at most 365 days", clause.span)
 
-    def timeout(self, clause: ast.TimeoutClause) -> None:
+    def timeout(self, clause: ast.TimeoutClause, escalating: bool = False) -> None:
+        if clause.escalation is not None and not escalating:
+            escalation.check(self, clause)  # its stages, each checked by this method (escalating=True)
         if clause.seconds <= 0:
             self.error("a timeout must be longer than zero", clause.span)
         elif clause.seconds > MAX_TIMEOUT_SECONDS:
@@ -387,7 +389,7 @@ class _Checker:
                 "silence never means yes: write 'else reject' (the default)",
             )
         else:
-            hint = _suggest(clause.on_timeout, TIMEOUT_OUTCOMES) or "write 'else reject' (the default)"
+            hint = _suggest(clause.on_timeout, (*TIMEOUT_OUTCOMES, "escalate")) or "write 'else reject' (the default)"
             self.error(f"unknown timeout outcome '{clause.on_timeout}'", clause.on_timeout_span, hint)
 
     # --- tool schemas (only with check(tree, tools=...)) ------------------------------------

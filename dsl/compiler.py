@@ -23,7 +23,7 @@ from functools import lru_cache
 from operator import attrgetter
 from typing import Any, Callable, NamedTuple
 
-from dsl import ast, expressions, globs, history_eval, subjects, values
+from dsl import ast, escalation, expressions, globs, history_eval, subjects, values
 from dsl.cache import BUDGETS, BoundedCache, char_bytes
 from dsl.requirements import DEFAULT_DECISIONS, Quorum, Remember, Requirements
 from dsl.subjects import paths, urls, winpaths
@@ -3017,21 +3017,25 @@ def _compile_plan(rules: tuple[CompiledRule, ...], with_errors: bool = True) -> 
 def requirements_of(clauses: tuple[ast.Clause, ...], groups: dict[str, tuple[str, ...]]) -> Requirements:
     """The Requirements an ask rule (or a default ask) writes, with defaults for what it omits."""
     fields: dict[str, Any] = {}
+
+    def quorum_of(clause: ast.ApproversClause) -> Quorum:
+        if clause.group is not None:
+            return Quorum(clause.count, tuple(sorted(set(groups[clause.group]))), clause.group)
+        if clause.members is not None:
+            return Quorum(clause.count, tuple(sorted({i.value for i in clause.members.items})))
+        return Quorum(clause.count)
+
     for clause in clauses:
         if isinstance(clause, ast.ApproversClause):
-            if clause.group is not None:
-                quorum = Quorum(clause.count, tuple(sorted(set(groups[clause.group]))), clause.group)
-            elif clause.members is not None:
-                quorum = Quorum(clause.count, tuple(sorted({i.value for i in clause.members.items})))
-            else:
-                quorum = Quorum(clause.count)
-            fields["quorums"] = (quorum,)
+            fields["quorums"] = (quorum_of(clause),)
         elif isinstance(clause, ast.DecisionsClause):
             names = {name for name, _ in clause.names}
             fields["decisions"] = tuple(d for d in ("approve", "edit", "reject", "respond") if d in names) or DEFAULT_DECISIONS
         elif isinstance(clause, ast.TimeoutClause):
             fields["timeout_seconds"] = clause.seconds
             fields["timeout_message"] = clause.message
+            if clause.escalation is not None:  # the later stages (dsl.escalation)
+                fields["escalation"] = escalation.stages_of(clause, quorum_of)
         elif isinstance(clause, ast.RememberClause):
             fields["remember"] = (Remember("until", clause.seconds) if clause.seconds is not None
                                   else Remember(clause.scope))  # type: ignore[arg-type]

@@ -78,7 +78,8 @@ class Decision(msgspec.Struct, frozen=True, omit_defaults=True):
             r = self.requirements
             lines.append(
                 f"  needs approval by {r.describe()}; decisions {', '.join(r.decisions)}; "
-                f"expires after {r.timeout_seconds}s as {r.on_timeout}"
+                + (f"expires after {r.timeout_seconds}s as {r.on_timeout}" if not r.stages
+                   else f"escalates after {r.timeout_seconds}s" + r.describe_escalation())
                 + (f"; {r.rememberable.describe()}" if r.rememberable is not None else "")
             )
         if len({o.effect for o in self.outcomes if o.counted}) > 1:

@@ -204,14 +204,18 @@ def json_value(text: Any) -> Any:
 
 _SCHEME_LIKE = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):(?!//)")
 _WITH_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
-_PORT_AFTER_HOST = re.compile(r"[0-9]*(?:[/?#]|\Z)")
+_PORT_AFTER_HOST = re.compile(r"[0-9]+(?:[/?#]|\Z)")
+# The WHATWG URL standard's special schemes: `http:/evil.example` and `https:443/x` are URLs of
+# these (host evil.example, host 443) to a browser or a fetch library, never a host `http`.
+_SPECIAL_SCHEMES = frozenset({"http", "https", "ws", "wss", "ftp", "file"})
 
 
 def url_with_scheme(text: Any, scheme: str) -> Any:
     """`url(x, scheme)`: `x` as `url(x)` reads it when it has a scheme and `//`; otherwise the
     host form `www.example.com/x` (or `//www.example.com/x`) read as `scheme://www.example.com/x`.
     Fails closed where a host form could be read two ways: text such as `mailto:a@b` or
-    `javascript:...` (a scheme without `//`, not a `host:port`) and a host form with `@` (is
+    `javascript:...` or `http:/evil.example` (a scheme without `//`, not a `host:port` with a
+    port of digits; a host named like a special scheme, `https:443`, is one too) and a host form with `@` (is
     `a.com@b.com` a host with a user, or a mail address?) are errors."""
     from dsl.subjects import parse_url
 
@@ -221,7 +225,7 @@ def url_with_scheme(text: Any, scheme: str) -> Any:
         return parse_url(text)
     rest = text[2:] if text.startswith("//") else text
     m = _SCHEME_LIKE.match(rest)
-    if m is not None and not _PORT_AFTER_HOST.match(rest, m.end()):
+    if m is not None and (m.group(1).lower() in _SPECIAL_SCHEMES or not _PORT_AFTER_HOST.match(rest, m.end())):
         raise EvalError(f"{text!r} has the scheme {m.group(1)!r} and no '//': not a host to read as {scheme}://")
     authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
     if "@" in authority:

@@ -48,7 +48,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsl import ast
+from dsl import ast, escalation
 from dsl.errors import source_lines
 from dsl.keywords import KEYWORDS
 
@@ -581,6 +581,8 @@ class _Formatter:
             return "decisions " + ", ".join(name for name, _ in c.names)
         if isinstance(c, ast.TimeoutClause):
             text = f"timeout {c.text}"
+            if c.escalation is not None:
+                return text + " else " + escalation.text_of(c.escalation, self.clause, self.clause)
             if c.on_timeout is not None:
                 text += f" else {c.on_timeout}"
                 if c.message is not None:

@@ -27,6 +27,7 @@ every replay, since it depends on the ledger prefix alone.
 from __future__ import annotations
 
 import bisect
+from decimal import Decimal
 from typing import Any, Iterable, Mapping
 
 from dsl import values
@@ -115,8 +116,16 @@ def words(text: str) -> set[str]:
         key = normalize(word)
         if key is not None:
             out.add(key)
+        if word.count("@") == 1 and (":" in word or "=" in word):
+            # an address after a scheme or a name: `mailto:evil@x.example` (how a web page links
+            # one), `href=mailto:...`, `Email:bob@x.example`, `to=bob@x.example`
+            address = word.rsplit(":", 1)[-1].rsplit("=", 1)[-1]
+            if "@" in address[1:-1]:
+                out.add(address.lower())
         if _iban_head(word) and len(word) <= 4 and i + 1 < n:
-            # an IBAN in groups of four: join the groups that follow (at most 34 characters)
+            # an IBAN in groups of four: join the groups that follow (at most 34 characters).
+            # Every join of IBAN length is a word, not only the longest: the prose after an IBAN
+            # may be short words too (`... 0130 00 or mail`), which the longest join swallows.
             joined, j = word, i + 1
             while j < n and len(joined) < _IBAN_MAX:
                 group = parts[j].rstrip(_TRIMMED)
@@ -124,10 +133,10 @@ def words(text: str) -> set[str]:
                     break
                 joined += group
                 j += 1
+                if len(joined) >= _IBAN_MIN:
+                    out.add(joined.upper())
                 if parts[j - 1] != group:  # a trimmed end closes the IBAN
                     break
-            if len(joined) >= _IBAN_MIN:
-                out.add(joined.upper())
     return out
 
 
@@ -172,6 +181,8 @@ def _json_size(value: Any) -> int:
         return len(repr(value).encode("utf-8", "replace"))
 
 
+_CALL_KEYS = ("tool", "args", "seq", "effect", "status", "decided_by", "rules", "result")  # of a call in History.from_calls
+
 class History:
     """The earlier calls of one run and their indexes (module docstring). Built by `add_call`
     and the `set_*` methods, in ledger order; read by the conditions through `calls_list`,
@@ -200,9 +211,15 @@ class History:
         ("executed" when a `result` is given, else from the effect), `decided_by` ([]), `rules`
         ([]) and `result` (None). Raises ValueError for a record of another shape."""
         history = cls()
+        if isinstance(calls, (Mapping, str, bytes)):  # an object would be read key by key
+            raise ValueError("a history is a list of calls (a JSON array), not " + ("an object" if isinstance(calls, Mapping) else "a text"))
         for n, call in enumerate(calls, 1):
             if not isinstance(call, Mapping) or not isinstance(call.get("tool"), str):
                 raise ValueError(f"call {n} of the history must be an object with a string tool")
+            unknown = sorted(str(k) for k in call if k not in _CALL_KEYS)
+            if unknown:  # a misspelt key (`stauts`, `amount` beside `args`) must not pass unseen
+                raise ValueError(f"call {n} of the history has unknown keys {', '.join(unknown)}; its keys are "
+                                 + ", ".join(_CALL_KEYS))
             args = call.get("args", {})
             if not isinstance(args, dict):
                 raise ValueError(f"call {n} of the history: args must be an object")
@@ -441,13 +458,17 @@ def from_tool(history: History | None, value: Any, pattern: str) -> bool:
     return any(kind == "result" and tool == pattern for kind, tool, _, _ in found)
 
 
-def total(items: Any, field: str) -> int | float:
+def total(items: Any, field: str) -> Decimal:
     """`total(LIST, "a.b")`: the sum of the number at the dotted path `field` of every object
-    of `items`. Raises EvalError for a list that is not one, a missing field or a non-number."""
+    of `items`, in exact decimals as `sum()` adds (dsl.numbers: 0.7 + 0.1 is 0.8, where binary
+    floats give 0.7999999999999999, under a cap of 0.8). Raises EvalError for a list that is not
+    one, a missing field, a non-number, NaN or an infinity, or a total out of range."""
+    from dsl import numbers
+
     if values.kind(items) != "list":
         raise EvalError(f"total() sums over a list, not {values._a(values.kind(items))}")
     keys = field.split(".")
-    out: int | float = 0
+    out = Decimal(0)
     for i, item in enumerate(items):
         v = item
         for key in keys:
@@ -456,7 +477,7 @@ def total(items: Any, field: str) -> int | float:
             v = v[key]
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise EvalError(f"{field} of item {i} is {values._a(values.kind(v))}, not a number")
-        out += v
+        out = numbers.arithmetic("+", out, v)
     return out
 
 

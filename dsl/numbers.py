@@ -6,18 +6,20 @@ that float (`repr`, which is what the JSON text or the literal said for any numb
 significant digits: `1000.10` is 1000.1, `0.1` is 0.1, not 0.1000000000000000055...). Results are
 Decimals, which `dsl.values` counts as numbers.
 
-Precision is bounded as in IEEE 754 decimal128: every result is exact when it has at most
-`PRECISION` (34) significant digits, which every sum, difference and product of amounts of money
-has, and is otherwise rounded to 34 digits, half to even (a quotient such as 1 / 3, a product of
-two quotients). Beyond that:
+Sums, differences, products and negations are exact: a result that would need more than
+`EXACT_DIGITS` significant digits is an evaluation error, never rounded (`1e34 + 0.3` is
+10000000000000000000000000000000000.3, so `args.amount + args.fee <= args.limit` cannot round a
+fee away). A quotient is rounded to `PRECISION` (34) significant digits, half to even, as IEEE 754
+decimal128 does (1 / 3 has no exact decimal); what is computed from a quotient is exact again
+(`args.total / 3 * 1.5`). Beyond that:
 
 * a result whose exponent is outside +-6144 is an evaluation error (nothing silently becomes an
   infinity or zero);
 * dividing by zero is an evaluation error;
 * a boolean, a string, null, NaN or an infinity is not a number here: an evaluation error.
 
-(Trapping every inexact result instead was tried: then `args.total / 3 * 1.5` was an error,
-since the quotient already holds 34 digits.)
+(Rounding every result to 34 digits was tried first: then `1e34 + 0.3 <= 1e34` held, an allow
+that a limit should have stopped; tests/test_attacks14.py.)
 
 Comparisons (`dsl.values`): a Decimal against an int compares exactly; against a float, the float
 is read as above, so `0.1 + 0.2 == 0.3` holds and `args.amount * 2 > 1000.10` compares with
@@ -33,12 +35,21 @@ from typing import Any
 
 from dsl.values import EvalError, _a, as_decimal, kind
 
-PRECISION = 34
+PRECISION = 34  # significant digits of a quotient
+EXACT_DIGITS = 25_000  # significant digits a sum, difference or product may need
 _EXPONENT = 6144
 
-_CONTEXT = decimal.Context(
+_CONTEXT = decimal.Context(  # for quotients: rounded
     prec=PRECISION, rounding=decimal.ROUND_HALF_EVEN, Emax=_EXPONENT, Emin=-_EXPONENT + 1,
     traps=[decimal.InvalidOperation, decimal.DivisionByZero, decimal.Overflow, decimal.Underflow],
+)
+# For + - * and negation: exact or an error. Every operand has an exponent within +-6144 and so
+# at most about 12,300 digits from its first to its last; a sum of two needs no more, a product
+# of two 12,300-digit numbers would (the Inexact trap turns that into an error). The work is in
+# proportion to the digits the operands actually have, not to this precision.
+_EXACT = decimal.Context(
+    prec=EXACT_DIGITS, rounding=decimal.ROUND_HALF_EVEN, Emax=_EXPONENT, Emin=-_EXPONENT + 1,
+    traps=[decimal.InvalidOperation, decimal.DivisionByZero, decimal.Overflow, decimal.Underflow, decimal.Inexact],
 )
 
 
@@ -62,16 +73,18 @@ def arithmetic(op: str, a: Any, b: Any) -> Decimal:
     x, y = operand(a, op), operand(b, op)
     try:
         if op == "+":
-            return _CONTEXT.add(x, y)
+            return _EXACT.add(x, y)
         if op == "-":
-            return _CONTEXT.subtract(x, y)
+            return _EXACT.subtract(x, y)
         if op == "*":
-            return _CONTEXT.multiply(x, y)
+            return _EXACT.multiply(x, y)
         if y == 0:
             raise EvalError("division by zero")
         return _CONTEXT.divide(x, y)
     except (decimal.Overflow, decimal.Underflow):
         raise EvalError(f"the result of '{op}' is out of range (exponent beyond +-{_EXPONENT})") from None
+    except decimal.Inexact:
+        raise EvalError(f"the result of '{op}' needs more than {EXACT_DIGITS:,} significant digits") from None
     except decimal.DecimalException as exc:  # InvalidOperation: not expected of finite operands
         raise EvalError(f"'{op}' could not be computed ({type(exc).__name__})") from None
 
@@ -80,14 +93,13 @@ def negate(value: Any) -> Decimal:
     """`-value` for a number. Raises EvalError."""
     x = operand(value, "-")
     try:
-        return _CONTEXT.minus(x)
+        return _EXACT.minus(x)
     except decimal.DecimalException:
         raise EvalError(f"'-' of this number is out of range (exponent beyond +-{_EXPONENT})") from None
 
 
 def total(items: Any, name: str = "sum") -> Decimal:
-    """`sum(list)`: the total of a list of numbers (0 for an empty list), exact to 34 significant
-    digits. Raises EvalError for what is not a list of numbers, or a total out of range."""
+    """`sum(list)`: the exact total of a list of numbers (0 for an empty list). Raises EvalError for what is not a list of numbers, or a total out of range."""
     if kind(items) != "list":
         raise EvalError(f"{name}() takes a list, not {_a(kind(items))}")
     result = Decimal(0)
@@ -99,9 +111,11 @@ def total(items: Any, name: str = "sum") -> Decimal:
 
 
 def to_json(value: Decimal) -> int | float | str:
-    """A Decimal for JSON output (explanations): an int when it is whole, else the float that
-    reads back as the same decimal, else its text."""
-    if value == value.to_integral_value():
+    """A Decimal for JSON output (explanations): an int when it is whole and of at most
+    PRECISION digits, else the float that reads back as the same decimal, else its text (an int
+    of 1e4000 would have more digits than Python's int-to-text conversion allows: json.dumps
+    raises)."""
+    if value == value.to_integral_value() and value.adjusted() < PRECISION:
         return int(value)
     as_float = float(value)
     if math.isfinite(as_float) and Decimal(repr(as_float)) == value:

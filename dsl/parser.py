@@ -389,7 +389,10 @@ class _Builder:
     def decisions(self, children):  # "decisions" NAME ("," NAME)*
         return ast.DecisionsClause(tuple((str(t), _token_span(t)) for t in children[1::2]), _span(children))
 
-    def timeout(self, children):  # "timeout" DURATION ["else" NAME [STRING]]
+    def timeout(self, children):  # "timeout" DURATION ["else" NAME [STRING]] | "timeout" DURATION "else" escalation
+        if len(children) == 4:
+            _, duration, _, escalation = children
+            return ast.TimeoutClause(_parse_duration(duration), str(duration), None, None, None, _span(children), escalation)
         _, duration, _, on_timeout, message = children
         return ast.TimeoutClause(
             seconds=_parse_duration(duration),
@@ -399,6 +402,10 @@ class _Builder:
             message=_decode_string(message) if message is not None else None,
             span=_span(children),
         )
+
+    def escalation(self, children):  # "escalate" [approvers] timeout
+        keyword, approvers, timeout = children
+        return ast.Escalation(approvers, timeout, _token_span(keyword), _span(children))
 
     def remember(self, children):  # "remember" (NAME | DURATION)
         _, scope = children

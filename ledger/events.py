@@ -12,6 +12,7 @@ that number in `request`. The life of a request:
              ─ ask ─► interrupted ─► approved* ─────┘ (once the quorum approves the current digest)
                                   ─► edited ──► approved* ...
                                   ─► rejected | responded | expired | cancelled   (final)
+                                  ─► escalated ─► (pending again, with the next stage's requirements)
 
 Nothing a caller supplies as free-form JSON sits inside an event: `proposed` carries
 `args_digest` and `context_digest`, `edited` carries `args_digest`, and the arguments and context
@@ -240,6 +241,19 @@ class Expired(Event, tag="expired", kw_only=True, frozen=True):
     message: str | None
 
 
+class Escalated(Event, tag="escalated", kw_only=True, frozen=True):
+    """A stage of an escalating ask timed out with no decision, and the next one is in force
+    (dsl.requirements, docs/ledger-format.md): `stage` is its number (2 for the first
+    escalation), `requirements` the request's requirements' next stage
+    (Requirements.escalated()), `deadline` this event's ts plus its timeout. The approvals given
+    before it count no more. Version 2 only."""
+
+    request: Seq
+    stage: Annotated[int, msgspec.Meta(ge=2)]
+    requirements: Requirements
+    deadline: Timestamp
+
+
 class Cancelled(Event, tag="cancelled", kw_only=True, frozen=True):
     """The proposer (or an operator) withdrew the call before it ran."""
 
@@ -356,6 +370,7 @@ AnyEvent = Union[
     Redacted,
     RosterRecorded,
     PolicyLoaded,
+    Escalated,
 ]
 
 KINDS = tuple(cls.__struct_config__.tag for cls in AnyEvent.__args__)

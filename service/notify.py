@@ -236,7 +236,7 @@ class Notifier:
     def _jobs_of(self, record: Record) -> list[_Job]:
         request = getattr(record.event, "request", None)
         if not isinstance(request, int) or type(record.event).__struct_config__.tag not in (
-                "interrupted", "approved", "edited", "rejected", "responded", "cancelled", "expired"):
+                "interrupted", "escalated", "approved", "edited", "rejected", "responded", "cancelled", "expired"):
             return []
         try:
             state = self.lookup(request)

@@ -68,13 +68,15 @@ def _groups(requirements: Any) -> frozenset[str]:
 
 def notice_of(record: Record, state: RequestState, public_url: str = "") -> Notice | None:
     """The notice of a ledger event about an asked request (`state`: the request as the watch
-    folded it, at or after this event), or None: only `interrupted`, the decisions (approved,
-    edited, rejected, responded, cancelled) and `expired` of requests that asked notify."""
+    folded it, at or after this event), or None: only `interrupted` (and `escalated`, an interrupt
+    for the next stage's approvers), the decisions (approved, edited, rejected, responded,
+    cancelled) and `expired` of requests that asked notify."""
     event = record.event
     if state.requirements is None:  # never asked: an allowed call cancelled before it ran, say
         return None
     decision = _DECISIONS.get(type(event))
-    if isinstance(event, ev.Interrupted):
+    if isinstance(event, (ev.Interrupted, ev.Escalated)):
+        # an escalation asks the next stage's approvers: for them it is a new interrupt
         kind, status, by = "interrupt", "pending", None
         groups = _groups(event.requirements)
     elif isinstance(event, ev.Expired):

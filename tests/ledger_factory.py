@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from dsl.requirements import Quorum, Requirements
+from dsl.requirements import Quorum, Requirements, Stage
 from ledger import events as ev
 from ledger.clock import ManualClock, add_seconds, format_ts
 from ledger.digest import value_digest
@@ -159,6 +159,18 @@ class Forge:
     def respond(self, request: int, approver: str, message: str = "done by hand") -> int:
         return self.append(ev.Responded(request=request, approver=approver, message=message))
 
+    def escalate(self, request: int, stage: int = 2, requirements: Requirements | None = None, *,
+                 deadline: str | None = None) -> int:
+        """Append an `escalated` event: by default to the next stage of the requirements last
+        recorded for `request` (or those themselves when they have none), until now + its timeout."""
+        base = self.requirements.get(request) or Requirements()
+        requirements = requirements or base.escalated() or base
+        self.requirements[request] = requirements
+        self.clock.advance(self.step)
+        ts = self.now()
+        deadline = deadline or add_seconds(ts, requirements.timeout_seconds)
+        return self.ledger.append(ev.Escalated(ts=ts, request=request, stage=stage, requirements=requirements, deadline=deadline)).seq
+
     def expire(self, request: int, message: str | None = "too late") -> int:
         return self.append(ev.Expired(request=request, outcome="reject", message=message))
 
@@ -247,9 +259,14 @@ def rechain(lines: list[bytes], start: int = 0) -> list[bytes]:
 PEOPLE = ("agent", "sup-1", "sup-2", "sup-3", "x")
 
 
-def _random_event(rng, workflow, now: str, next_seq: int, stored: dict[int, dict] | None = None) -> tuple[ev.Event, dict | None]:
+def _random_event(rng, workflow, now: str, next_seq: int, stored: dict[int, dict] | None = None,
+                  escalation: bool = False) -> tuple[ev.Event, dict | None]:
     """One plausible next event (lawful or not) for the requests `workflow` knows. `stored` maps
-    the seqs of events with data to their data (for redactions)."""
+    the seqs of events with data to their data (for redactions). With `escalation`, interrupts
+    may carry escalation stages and `escalated` events come too (without it, the random choices
+    are those made before escalation existed, so the same seed gives the same history)."""
+    if escalation and workflow.requests and rng.random() < 0.15:
+        return _random_escalation(rng, rng.choice(list(workflow.requests.values())), now), None
     states = list(workflow.requests.values())
     if stored and rng.random() < 0.08:
         target = rng.choice(list(stored))
@@ -285,6 +302,10 @@ def _random_event(rng, workflow, now: str, next_seq: int, stored: dict[int, dict
             decisions=rng.choice([("approve", "edit", "reject"), ("approve", "edit", "reject", "respond"), ("approve", "reject")]),
             timeout_seconds=rng.choice([60, 3600]),
         )
+        if escalation and rng.random() < 0.5:
+            stages = tuple(Stage((Quorum(1, rng.choice([("sup-2",), ("sup-3",), ("sup-1", "sup-3")])),), rng.choice([60, 600]),
+                                 rng.choice([None, "late"])) for _ in range(rng.choice([1, 2])))
+            req = msgspec.structs.replace(req, escalation=stages)
         return ev.Interrupted(ts=now, request=request, requirements=req, deadline=add_seconds(now, req.timeout_seconds)), None
     if kind == "approve":
         return ev.Approved(ts=now, request=request, approver=who, args_digest=digest, comment=None), None
@@ -315,9 +336,19 @@ def _random_event(rng, workflow, now: str, next_seq: int, stored: dict[int, dict
     return ev.Executed(ts=now, request=request, args_digest=digest, outcome=rng.choice(["ok", "error"]), result_digest=None, error=None), None
 
 
-def random_history(path: Path, rng, *, steps: int, unlawful_end: bool, segment_bytes: int | None = None) -> None:
+def _random_escalation(rng, state, now: str) -> ev.Escalated:
+    """An `escalated` event for `state`: mostly the next stage exactly, sometimes not."""
+    following = (state.requirements.escalated() if state.requirements is not None else None) or Requirements()
+    stage = state.stage + 1 if rng.random() < 0.9 else rng.choice([2, 3, 4])
+    deadline = add_seconds(now, following.timeout_seconds if rng.random() < 0.9 else 1)
+    return ev.Escalated(ts=now, request=state.request, stage=stage, requirements=following, deadline=deadline)
+
+
+def random_history(path: Path, rng, *, steps: int, unlawful_end: bool, segment_bytes: int | None = None,
+                   escalation: bool = False) -> None:
     """Write a random history of `steps` events after the genesis, every one lawful (checked with
-    ledger.workflow.Workflow) except, when `unlawful_end`, the last, which breaks some rule."""
+    ledger.workflow.Workflow) except, when `unlawful_end`, the last, which breaks some rule.
+    `escalation`: escalating asks and `escalated` events too (_random_event)."""
     from ledger.workflow.machine import Violation, Workflow
 
     clock = ManualClock(START)
@@ -331,7 +362,9 @@ def random_history(path: Path, rng, *, steps: int, unlawful_end: bool, segment_b
             now = format_ts(clock())
             want_lawful = not (unlawful_end and step == steps - 1)
             for _ in range(50):
-                event, data = _random_event(rng, workflow, now, ledger.head[0] + 1, stored)
+                # (only with escalation: a test may stand in its own _random_event, of the older signature)
+                event, data = _random_event(rng, workflow, now, ledger.head[0] + 1, stored,
+                                            **({"escalation": True} if escalation else {}))
                 try:
                     workflow.check(event)
                     lawful = True

@@ -82,7 +82,7 @@ EVAL_KEYS = {
     "error_message", "reason", "no_reasons", "requirements", "met_by", "not_met_by", "files", "history",
 }
 DIAG_KEYS = {"comment", "policy", "line", "column", "help", "files", "file"}
-REQUIREMENT_FIELDS = {"quorums", "decisions", "timeout_seconds", "on_timeout", "timeout_message", "remember"}
+REQUIREMENT_FIELDS = {"quorums", "decisions", "timeout_seconds", "on_timeout", "timeout_message", "remember", "escalation"}
 
 
 def _slug(text: str) -> str:

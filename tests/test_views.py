@@ -23,7 +23,7 @@ import msgspec
 import pytest
 
 from dsl import Policy
-from dsl.requirements import Requirements
+from dsl.requirements import Quorum, Requirements, Stage
 from ledger import events as ev
 from ledger.clock import ManualClock, format_ts, parse_ts
 from ledger.workflow.gate import Gate
@@ -64,6 +64,11 @@ deny big_change when args.amount > 1000
 ask sticky_change
   remember session
   id "sticky"
+
+ask urgent_change
+  approvers 1 from sups
+  timeout 1h else escalate approvers 1 from ["Zoë"] timeout 1h
+  id "urgent"
 """
 
 COMMENT = 'looks "fine" \\o/ ✓ — ok'
@@ -141,8 +146,12 @@ def build_gate_ledger(path: Path, segment_bytes: int = 4096) -> dict[str, int]:
     g.cancel(p.request, by="operator")
 
     ids["expire"] = g.propose("unknown_tool", {}, proposer="agent", run="r4").request
+    ids["escalate-approve"] = g.propose("urgent_change", {"id": 9}, proposer="agent", run="r4").request
     tick(25 * 3600)
-    assert g.expire() == [ids["expire"]]
+    assert g.expire() == [ids["expire"]]  # and urgent_change escalated to its second stage
+    state = g.get(ids["escalate-approve"])
+    assert (state.stage, state.status) == (2, "pending")
+    g.approve(state.request, approver="Zoë", digest=state.digest)
 
     # Redactions, once the requests are final (the Gate must be closed); then the Gate goes on.
     g.close()
@@ -217,10 +226,10 @@ def plain(value):
 
 
 def plain_requirements(value):
-    """Requirements as the views give them: a struct whose `remember` is null when unset."""
+    """Requirements as the views give them: a struct whose `remember` and `escalation` are null when unset."""
     if value is None:
         return None
-    out = {"remember": None, **plain(value)}
+    out = {"remember": None, "escalation": None, **plain(value)}
     if out["remember"] is not None:
         out["remember"] = {"seconds": None, **out["remember"]}
     return out
@@ -245,7 +254,7 @@ def test_requests_agree_with_the_replay_on_every_field(gate_ledger):
         "approve-execute": "executed", "edit-quorum-2": "executed", "quorum-2": "approved",
         "approve-edit-approve": "approved", "reject": "rejected", "respond": "responded", "cancel": "cancelled",
         "approve-cancel": "cancelled", "expire": "expired", "pending-half": "pending", "pending": "pending",
-        "standing-approved": "executed", "standing-rejected": "rejected",
+        "standing-approved": "executed", "standing-rejected": "rejected", "escalate-approve": "approved",
     }
     for request, state in workflow.requests.items():
         row = by_request[request]
@@ -1065,11 +1074,61 @@ def u_already_redacted_inside(f):
     return f.redacted(r, "args.card.number", "4111")
 
 
+ESCALATING = {"quorum": 1, "approvers": ("sup-1",), "timeout_seconds": 60,
+              "escalation": (Stage((Quorum(1, ("sup-2",)),), 60, "late"),)}
+
+
+def u_escalates(f):
+    r, d = f.ask(**ESCALATING)
+    f.clock.advance(120)
+    return f.expire(r)  # an escalating request escalates at its deadline
+
+
+def u_not_expired_escalation(f):
+    r, d = f.ask(**ESCALATING)
+    return f.escalate(r)
+
+
+def u_not_pending_escalation(f):
+    r, d = f.ask(**ESCALATING)
+    f.approve(r, "sup-1", d)
+    f.clock.advance(120)
+    return f.escalate(r)
+
+
+def u_no_escalation(f):
+    r, d = f.ask(quorum=1, timeout_seconds=60)
+    f.clock.advance(120)
+    return f.escalate(r)
+
+
+def u_escalation_mismatch_stage(f):
+    r, d = f.ask(**ESCALATING)
+    f.clock.advance(120)
+    return f.escalate(r, stage=3)
+
+
+def u_escalation_mismatch_requirements(f):
+    r, d = f.ask(**ESCALATING)
+    f.clock.advance(120)
+    return f.escalate(r, requirements=Requirements(timeout_seconds=60))  # anyone may approve: not the next stage
+
+
+def u_escalation_mismatch_deadline(f):
+    r, d = f.ask(**ESCALATING)
+    f.clock.advance(120)
+    return f.escalate(r, deadline="2030-01-01T00:00:00.000000Z")
+
+
 UNLAWFUL = {
+    "escalates": [u_escalates],
+    "no-escalation": [u_no_escalation],
+    "escalation-mismatch": [u_escalation_mismatch_stage, u_escalation_mismatch_requirements, u_escalation_mismatch_deadline],
     "unknown-request": [u_unknown_request, u_unknown_request_names_a_non_proposal],
     "request-final": [u_request_final_after_reject, u_request_final_after_deny, u_request_final_after_executed],
     "not-interruptible": [u_not_interruptible, u_not_interruptible_allow],
-    "not-pending": [u_not_pending_approve_allowed, u_not_pending_before_interrupt, u_not_pending_after_quorum, u_not_pending_expire],
+    "not-pending": [u_not_pending_approve_allowed, u_not_pending_before_interrupt, u_not_pending_after_quorum, u_not_pending_expire,
+                    u_not_pending_escalation],
     "decision-not-allowed": [u_decision_not_allowed, u_decision_not_allowed_edit],
     "self-approval": [u_self_approval, u_self_reject],
     "not-an-approver": [u_not_an_approver, u_not_an_approver_edit],
@@ -1077,7 +1136,7 @@ UNLAWFUL = {
     "stale-digest": [u_stale_digest, u_stale_digest_after_edit, u_stale_digest_edit],
     "duplicate-approval": [u_duplicate_approval, u_duplicate_approval_by_editor],
     "edit-denied": [u_edit_denied],
-    "not-expired": [u_not_expired],
+    "not-expired": [u_not_expired, u_not_expired_escalation],
     "not-approved": [u_not_approved_pending, u_not_approved_short_of_quorum, u_not_approved_editor_not_eligible],
     "digest-mismatch": [u_digest_mismatch_start, u_digest_mismatch_start_after_edit, u_digest_mismatch_executed],
     "already-executed": [u_already_executed_start_twice, u_already_executed_cancel],

@@ -425,12 +425,12 @@ FROM _report_requests r LEFT JOIN approving a ON a.request = r.request
 WHERE r.effect = 'ask' AND r.interrupted_at IS NOT NULL
 """
 
-# Every approval in the window with its latency: from the latest interrupt or edit of its
+# Every approval in the window with its latency: from the latest interrupt, edit or escalation of its
 # request recorded before it (an as-of join on the position in the ledger).
 _APPROVALS_SQL = """
 CREATE OR REPLACE TEMP TABLE _report_approvals AS
 WITH shown AS (
-    SELECT request, position, ts FROM _report_events WHERE valid AND kind IN ('interrupted', 'edited')
+    SELECT request, position, ts FROM _report_events WHERE valid AND kind IN ('interrupted', 'edited', 'escalated')
 ),
 appr AS (
     SELECT request, position, ts, actor FROM _report_events

@@ -26,7 +26,7 @@ from typing import Any
 
 from ledger.analytics import views as log_views
 
-FORMAT = "countersign-projection/4"
+FORMAT = "countersign-projection/5"
 
 
 def duck_type(shape: Any) -> str:

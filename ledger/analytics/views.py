@@ -142,9 +142,10 @@ COLUMNS: dict[str, dict[str, str]] = {
         "approvals": "BIGINT: len(approved_by)",
         "quorum": "BIGINT: the most approvals any one quorum needs (every quorum must be met)",
         "quorums": "STRUCT(count, approvers, group)[]: the quorums in force, all of which must be met",
-        "requirements": "STRUCT(quorums, decisions, timeout_seconds, on_timeout, timeout_message, remember): "
-        "those in force (the interrupt's, or the last edit's)",
-        "deadline": _T, "deadline_text": "VARCHAR: deadline as the ledger spells it",
+        "requirements": "STRUCT(quorums, decisions, timeout_seconds, on_timeout, timeout_message, remember, escalation): "
+        "those in force (the interrupt's, the last edit's or the last escalation's)",
+        "deadline": _T + ": the stage in force's (the interrupt's, or the last escalation's)",
+        "deadline_text": "VARCHAR: deadline as the ledger spells it",
         "interrupted_at": _T,
         "edited": "BOOLEAN: edits > 0", "edits": "BIGINT: edited events",
         "digest": "VARCHAR: the current arguments' digest", "original_digest": "VARCHAR: the proposed arguments' digest",
@@ -609,7 +610,7 @@ COLUMNS["events"] = {
         if m not in ("seq", "ts", "prev", "request", "deadline")
     },
     "key": "VARCHAR: the event's idempotency key, NULL when it has none (any kind)",
-    "deadline": _T + ": an interrupt's deadline",
+    "deadline": _T + ": an interrupt's or an escalation's deadline",
     "deadline_text": "VARCHAR: deadline as stored",
     "prev": "VARCHAR: the previous event's hash, from the body",
     "hash": "VARCHAR: the stored hash",
@@ -924,7 +925,7 @@ _TIMELINE_COLUMNS = ", ".join(
         "position", "seq", "ts", "ts_text", "kind", "request", "run", "proposer", "call_id", "tool", "args_digest",
         "policy", "policy_digest", "effect", "rules", "reasons", "requirements", "deadline", "deadline_text",
         "approver", "comment", "editor", "replaces", "reason", "message", "outcome", "by", "executor",
-        "result_digest", "error", "segment_file", "line", "remembered", "decision",
+        "result_digest", "error", "segment_file", "line", "remembered", "decision", "stage",
     )
 )
 
@@ -963,9 +964,9 @@ t0 AS (
            CASE kind WHEN 'approved' THEN 'approve' WHEN 'edited' THEN 'edit' WHEN 'rejected' THEN 'reject'
                      WHEN 'responded' THEN 'respond' END AS decision_word,
            CASE WHEN kind IN ('proposed', 'edited') THEN args_digest END AS digest_set,
-           CASE WHEN kind IN ('interrupted', 'edited') THEN requirements
+           CASE WHEN kind IN ('interrupted', 'edited', 'escalated') THEN requirements
                 WHEN kind = 'proposed' AND standing.s_decision IS NOT NULL THEN remembered.requirements END AS reqs_set,
-           CASE WHEN kind = 'interrupted' THEN deadline_text END AS deadline_set,
+           CASE WHEN kind IN ('interrupted', 'escalated') THEN deadline_text END AS deadline_set,
            coalesce(sum(CASE WHEN kind IN ('genesis', 'proposed') THEN 1 ELSE 0 END) OVER (
                ORDER BY position ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) > 0 AS opened_before
     FROM ev LEFT JOIN props ON props.p_seq = ev.request AND props.p_position <= ev.position
@@ -974,7 +975,9 @@ t0 AS (
 ),
 t1 AS (
     SELECT *,
-           sum(CASE WHEN kind = 'edited' THEN 1 ELSE 0 END) OVER w_upto AS epoch,
+           -- approvals count per epoch: an edit, or an escalation (the new stage counts afresh), starts one
+           sum(CASE WHEN kind IN ('edited', 'escalated') THEN 1 ELSE 0 END) OVER w_upto AS epoch,
+           1 + coalesce(sum(CASE WHEN kind = 'escalated' THEN 1 ELSE 0 END) OVER w_before, 0) AS stage_before,
            last_value(digest_set IGNORE NULLS) OVER w_before AS digest_before,
            last_value(reqs_set IGNORE NULLS) OVER w_before AS reqs_before,
            last_value(reqs_set IGNORE NULLS) OVER w_upto AS reqs_now,
@@ -1017,7 +1020,7 @@ t6 AS (
            CASE WHEN NOT known THEN NULL
                 WHEN kind = 'proposed' AND s_decision IS NOT NULL THEN CASE s_decision WHEN 'approve' THEN 'allowed' ELSE 'rejected' END
                 WHEN kind = 'proposed' THEN CASE effect WHEN 'allow' THEN 'allowed' WHEN 'ask' THEN 'interrupting' ELSE 'denied' END
-                WHEN kind = 'interrupted' THEN 'pending'
+                WHEN kind IN ('interrupted', 'escalated') THEN 'pending'
                 WHEN kind IN ('approved', 'edited') THEN CASE WHEN reaches_quorum THEN 'approved' END
                 WHEN kind = 'rejected' THEN 'rejected'
                 WHEN kind = 'responded' THEN 'responded'
@@ -1043,6 +1046,33 @@ t7 AS (
     FROM t6
     WINDOW w_before AS (PARTITION BY request, known ORDER BY position ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
            w_upto AS (PARTITION BY request, known ORDER BY position ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+),
+t8 AS (
+    SELECT *,
+           -- what is wrong with an escalation's record of the next stage, in the order the workflow checks
+           CASE WHEN kind <> 'escalated' OR len(coalesce(reqs_before.escalation, [])) = 0 THEN NULL
+                WHEN stage <> stage_before + 1 THEN 'stage'
+                WHEN NOT coalesce(requirements.quorums = reqs_before.escalation[1].quorums
+                         AND requirements.decisions = reqs_before.decisions
+                         AND requirements.timeout_seconds = reqs_before.escalation[1].timeout_seconds
+                         AND requirements.on_timeout = reqs_before.on_timeout
+                         AND requirements.timeout_message IS NOT DISTINCT FROM reqs_before.escalation[1].timeout_message
+                         AND requirements.remember IS NOT DISTINCT FROM reqs_before.remember
+                         AND coalesce(requirements.escalation, []) = reqs_before.escalation[2:], false) THEN 'requirements'
+                WHEN deadline_text IS DISTINCT FROM escalation_deadline THEN 'deadline'
+           END AS escalation_fault
+    FROM (
+        SELECT *,
+               -- ts + the next stage's timeout, spelled like ts (the latest ts past year 9999: machine.deadline_after)
+               CASE WHEN kind <> 'escalated' OR len(coalesce(reqs_before.escalation, [])) = 0 THEN NULL
+                    WHEN escalation_end >= TIMESTAMP '10000-01-01' THEN '9999-12-31T23:59:59.999999Z'
+                    ELSE strftime(escalation_end, '%Y-%m-%dT%H:%M:%S.%fZ') END AS escalation_deadline
+        FROM (SELECT *,
+                     CASE WHEN kind = 'escalated' AND len(coalesce(reqs_before.escalation, [])) > 0
+                          THEN CAST(left(ts_text, 26) AS TIMESTAMP) + to_seconds(reqs_before.escalation[1].timeout_seconds)
+                     END AS escalation_end
+              FROM t7)
+    )
 )
 SELECT *,
        CASE
@@ -1065,6 +1095,14 @@ SELECT *,
            WHEN kind = 'expired' THEN CASE
                WHEN status_before <> 'pending' THEN 'not-pending'
                WHEN ts_text < coalesce(deadline_before, '') THEN 'not-expired'
+               WHEN len(coalesce(reqs_before.escalation, [])) > 0 THEN 'escalates'
+           END
+           -- an escalation records exactly the next stage (ledger.workflow.machine, _check_escalated)
+           WHEN kind = 'escalated' THEN CASE
+               WHEN status_before <> 'pending' THEN 'not-pending'
+               WHEN ts_text < coalesce(deadline_before, '') THEN 'not-expired'
+               WHEN len(coalesce(reqs_before.escalation, [])) = 0 THEN 'no-escalation'
+               WHEN escalation_fault IS NOT NULL THEN 'escalation-mismatch'
            END
            WHEN kind = 'cancelled' THEN CASE WHEN status_before = 'executing' THEN 'already-executed' END
            WHEN kind = 'execution_started' THEN CASE
@@ -1077,7 +1115,7 @@ SELECT *,
                WHEN args_digest <> digest_before THEN 'digest-mismatch'
            END
        END AS violation
-FROM t7
+FROM t8
 """
 
 
@@ -1092,6 +1130,8 @@ WITH t AS (
                WHEN 'not-interruptible' THEN format('request {} is {}; only a new ask is interrupted', request, status_before)
                WHEN 'not-pending' THEN CASE WHEN kind = 'expired'
                    THEN format('request {} is {}; only a pending request expires', request, status_before)
+                   WHEN kind = 'escalated'
+                   THEN format('request {} is {}; only a pending request escalates', request, status_before)
                    ELSE format('request {} is {}, not pending a decision', request, status_before) END
                WHEN 'decision-not-allowed' THEN format('''{}'' is not among the allowed decisions ({})',
                                                        decision_word, array_to_string(reqs_before.decisions, ', '))
@@ -1103,7 +1143,19 @@ WITH t AS (
                    ELSE format('the edit replaces {}…, the request''s arguments are {}…', left(replaces, 12), left(digest_before, 12)) END
                WHEN 'duplicate-approval' THEN format('{} already approved these arguments', actor)
                WHEN 'edit-denied' THEN 'the policy denies the edited call'
-               WHEN 'not-expired' THEN format('request {} expires at {}, not before', request, deadline_before)
+               WHEN 'not-expired' THEN CASE WHEN kind = 'escalated'
+                   THEN format('request {} escalates at {}, not before', request, deadline_before)
+                   ELSE format('request {} expires at {}, not before', request, deadline_before) END
+               WHEN 'escalates' THEN format('request {} escalates to stage {} at its deadline; it does not expire',
+                                            request, stage_before + 1)
+               WHEN 'no-escalation' THEN format('request {} is at its last stage ({}): it expires, it does not escalate',
+                                                request, stage_before)
+               WHEN 'escalation-mismatch' THEN CASE escalation_fault
+                   WHEN 'stage' THEN format('request {} is at stage {}; it escalates to stage {}, not {}',
+                                            request, stage_before, stage_before + 1, stage)
+                   WHEN 'requirements' THEN format('the requirements of stage {} are not the next stage of request {}''s',
+                                                   stage, request)
+                   ELSE format('stage {} of request {} lasts until {}, not {}', stage, request, escalation_deadline, deadline_text) END
                WHEN 'already-executed' THEN CASE WHEN kind = 'cancelled'
                    THEN format('request {} is already running', request)
                    ELSE format('request {} was already started', request) END
@@ -1177,6 +1229,7 @@ t AS (
                OVER (PARTITION BY request) AS last_final,
            position = max(CASE WHEN reqs_set IS NOT NULL THEN position END) OVER (PARTITION BY request) AS last_reqs,
            position = max(CASE WHEN kind = 'interrupted' THEN position END) OVER (PARTITION BY request) AS last_interrupt,
+           position = max(CASE WHEN kind IN ('interrupted', 'escalated') THEN position END) OVER (PARTITION BY request) AS last_deadline,
            position = max(CASE WHEN kind = 'execution_started' THEN position END) OVER (PARTITION BY request) AS last_start,
            position = max(CASE WHEN kind = 'executed' THEN position END) OVER (PARTITION BY request) AS last_executed,
            position = max(CASE WHEN status_set IS NOT NULL THEN position END) OVER (PARTITION BY request) AS last_status,
@@ -1196,8 +1249,8 @@ agg AS (
            coalesce(list(actor ORDER BY position) FILTER (WHERE approval_rank = 1 AND epoch = last_epoch), []::VARCHAR[]) AS approved_by,
            count(*) FILTER (WHERE kind = 'edited') AS edits,
            any_value(reqs_set) FILTER (WHERE last_reqs) AS requirements,
-           any_value(deadline) FILTER (WHERE last_interrupt) AS deadline,
-           any_value(deadline_text) FILTER (WHERE last_interrupt) AS deadline_text,
+           any_value(deadline) FILTER (WHERE last_deadline) AS deadline,
+           any_value(deadline_text) FILTER (WHERE last_deadline) AS deadline_text,
            any_value(ts) FILTER (WHERE last_interrupt) AS interrupted_at,
            any_value(digest_set) FILTER (WHERE last_digest) AS digest,
            any_value(ts) FILTER (WHERE last_start) AS execution_started_at,

@@ -76,6 +76,7 @@ from ledger.workflow.machine import (
     RequestState,
     UnknownRequest,
     combined_requirements,
+    deadline_after,
     decided_by_whom,
 )
 
@@ -525,18 +526,23 @@ class Gate(CatchUp, Reading):
 
     def _due(self) -> list[tuple[ev.Event, Any]]:
         """Under the commit lock, caught up: an `expired` event for every pending request whose
-        deadline has passed, and a `cancelled` one for every ask whose interrupt was never
+        deadline has passed (an `escalated` one instead when its requirements have a next stage),
+        and a `cancelled` one for every ask whose interrupt was never
         recorded (a Gate writes both in one commit, so under the lock such an ask is the mark of
         a write cut short by a crash: it would otherwise wait for ever, with no deadline and in no
         queue). Oldest first."""
         if not self.workflow.pending and not self.workflow.interrupting:
             return []
         now = self._now()
-        due = self.workflow.due(now)
-        events: list[tuple[ev.Event, Any]] = [
-            (ev.Expired(ts=now, request=s.request, outcome="reject",
-                        message=(s.requirements.timeout_message if s.requirements else None) or DEFAULT_EXPIRY_MESSAGE), None)
-            for s in due]
+        events: list[tuple[ev.Event, Any]] = []
+        for s in self.workflow.due(now):
+            following = s.requirements.escalated() if s.requirements is not None else None
+            if following is not None:  # not expired: the next stage decides (dsl.requirements, Escalation)
+                events.append((ev.Escalated(ts=now, request=s.request, stage=s.stage + 1, requirements=following,
+                                            deadline=deadline_after(now, following.timeout_seconds)), None))
+            else:
+                events.append((ev.Expired(ts=now, request=s.request, outcome="reject",
+                                          message=(s.requirements.timeout_message if s.requirements else None) or DEFAULT_EXPIRY_MESSAGE), None))
         events += [(ev.Cancelled(ts=now, request=r, by=RECOVERY, reason=CUT_SHORT), None) for r in sorted(self.workflow.interrupting)]
         return events
 
@@ -662,6 +668,8 @@ class Gate(CatchUp, Reading):
                     self._running.add(request)  # under the lock, before any other step can see the start
                 if decision.effect == "ask" and covered is msgspec.UNSET:
                     assert decision.requirements is not None
+                    if decision.requirements.stages and self.workflow.format == ev.FORMAT_V1:
+                        raise GateError(f"this ask escalates, which needs a {ev.FORMAT} ledger; this one is {ev.FORMAT_V1}")
                     try:
                         deadline = add_seconds(ts, decision.requirements.timeout_seconds)
                     except (OverflowError, ValueError):  # the ledger's time is near the end of year 9999
@@ -887,6 +895,7 @@ class Gate(CatchUp, Reading):
             requirements = combined_requirements(
                 state.requirements or Requirements(),
                 decision.requirements if decision.effect == "ask" else None,
+                stage=state.stage,
             )
             if not requirements.satisfiable():
                 raise EditDenied("no one could approve the edited call under the combined requirements", request)

@@ -19,7 +19,13 @@ The rules (each a Violation subclass, `code` in parentheses):
   (duplicate-approval); every quorum of the requirements counts the distinct approvers of the
   current digest that it admits;
 - an edit is one the policy did not deny (edit-denied);
-- expiry only at or after the deadline, of a pending request (not-expired);
+- expiry only at or after the deadline, of a pending request (not-expired), whose requirements
+  have no next stage (escalates);
+- escalation (an `escalated` event) likewise only at or after the deadline of a pending request
+  (not-pending, not-expired) whose requirements have a next stage (no-escalation), recording
+  exactly that stage: its number, its requirements (Requirements.escalated) and the deadline its
+  timeout gives from the event's ts (escalation-mismatch); the approvals given before it count no
+  more (the new stage counts afresh);
 - execution starts only when the request is allowed or its quorum approved the current digest
   (not-approved), with exactly the approved digest (digest-mismatch), at most once
   (already-executed); `executed` follows its own `execution_started` with the same digest
@@ -53,6 +59,17 @@ import msgspec
 from dsl.requirements import Remember, Requirements, strictest
 from ledger import events as ev
 from ledger.clock import add_seconds
+
+LAST_TS = "9999-12-31T23:59:59.999999Z"  # the latest time the ledger can spell: a deadline past it waits for a person
+
+
+def deadline_after(ts: str, seconds: int) -> str:
+    """`ts` plus `seconds` as the ledger spells it, or LAST_TS when that is past year 9999."""
+    try:
+        return add_seconds(ts, seconds)
+    except (OverflowError, ValueError):
+        return LAST_TS
+
 
 FINAL = ("denied", "rejected", "responded", "expired", "cancelled", "executed")
 _FINAL_CODE = {status: code for code, status in enumerate(FINAL, start=1)}  # one byte per final request
@@ -115,6 +132,24 @@ class EditDenied(Violation):
 
 class NotExpired(Violation):
     code = "not-expired"
+
+
+class MustEscalate(Violation):
+    """An `expired` event for a request whose requirements have a next stage: it escalates."""
+
+    code = "escalates"
+
+
+class NoEscalation(Violation):
+    """An `escalated` event for a request whose requirements have no next stage."""
+
+    code = "no-escalation"
+
+
+class EscalationMismatch(Violation):
+    """An `escalated` event whose stage, requirements or deadline are not the next stage's."""
+
+    code = "escalation-mismatch"
 
 
 class NotApproved(Violation):
@@ -206,7 +241,7 @@ class FormatVersion(Violation):
     code = "format-version"
 
 
-_LOG_V2 = (ev.RosterRecorded, ev.PolicyLoaded, ev.Remembered, ev.Forgotten)  # the events that version 2 adds
+_LOG_V2 = (ev.RosterRecorded, ev.PolicyLoaded, ev.Remembered, ev.Forgotten, ev.Escalated)  # the events that version 2 adds
 
 
 class Tally:
@@ -297,6 +332,7 @@ class RequestState:
     seqs: list[int] = field(default_factory=list)  # the seqs of the request's events, in order
     standing: int | None = None  # the seq of the standing decision that decided the proposal, if one did
     remembering: int | None = None  # the seq of a `remembered` event whose decision has not followed yet
+    stage: int = 1  # the stage of an escalating ask in force (1 until an `escalated` event)
 
     @property
     def final(self) -> bool:
@@ -600,6 +636,8 @@ class Workflow:
             what = (f"a {event.__struct_config__.tag} event" if isinstance(event, _LOG_V2)
                     else "a proposal decided by a standing decision" if isinstance(event, ev.Proposed) else "a signed decision")
             raise FormatVersion(f"{what} needs a {ev.FORMAT} ledger; this one is {ev.FORMAT_V1}", getattr(event, "request", None))
+        if self.format == ev.FORMAT_V1 and isinstance(event, (ev.Interrupted, ev.Edited)) and event.requirements.stages:
+            raise FormatVersion(f"escalating requirements need a {ev.FORMAT} ledger; this one is {ev.FORMAT_V1}", event.request)
         if isinstance(event, ev.Genesis):
             if self.seen_genesis or self.requests or self._closed:
                 raise MisplacedGenesis("a genesis event may only open the ledger")
@@ -649,6 +687,11 @@ class Workflow:
                 raise NotPending(f"request {state.request} is {state.status}; only a pending request expires", state.request)
             if event.ts < (state.deadline or ""):
                 raise NotExpired(f"request {state.request} expires at {state.deadline}, not before", state.request)
+            if state.requirements is not None and state.requirements.stages:
+                raise MustEscalate(f"request {state.request} escalates to stage {state.stage + 1} at its deadline; it does not "
+                                   "expire", state.request)
+        elif isinstance(event, ev.Escalated):
+            self._check_escalated(state, event)
         elif isinstance(event, ev.Cancelled):
             if state.status in ("executing",):
                 raise AlreadyExecuted(f"request {state.request} is already running", state.request)
@@ -704,6 +747,27 @@ class Workflow:
             refuse(f"{event.approver} already approved these arguments")
         if (event.decision == "reject") != (event.reason is not None):
             refuse("a standing rejection carries its reason, a standing approval none")
+
+    def _check_escalated(self, state: RequestState, event: ev.Escalated) -> None:
+        request = state.request
+        if state.status != "pending":
+            raise NotPending(f"request {request} is {state.status}; only a pending request escalates", request)
+        if event.ts < (state.deadline or ""):
+            raise NotExpired(f"request {request} escalates at {state.deadline}, not before", request)
+        following = state.requirements.escalated() if state.requirements is not None else None
+        if following is None:
+            raise NoEscalation(f"request {request} is at its last stage ({state.stage}): it expires, it does not escalate",
+                               request)
+        if event.stage != state.stage + 1:
+            raise EscalationMismatch(f"request {request} is at stage {state.stage}; it escalates to stage {state.stage + 1}, "
+                                     f"not {event.stage}", request)
+        if event.requirements != following:
+            raise EscalationMismatch(f"the requirements of stage {event.stage} are not the next stage of request {request}'s",
+                                     request)
+        deadline = deadline_after(event.ts, following.timeout_seconds)
+        if event.deadline != deadline:
+            raise EscalationMismatch(f"stage {event.stage} of request {request} lasts until {deadline}, not {event.deadline}",
+                                     request)
 
     def _check_covered(self, event: ev.Proposed) -> None:
         covered = event.remembered
@@ -824,6 +888,12 @@ class Workflow:
                 args_digest=event.args_digest, reason=event.reason, ts=event.ts))
         elif isinstance(event, ev.Interrupted):
             state.requirements, state.deadline, state.status = event.requirements, event.deadline, "pending"
+        elif isinstance(event, ev.Escalated):
+            # The next stage: its approvers decide afresh, until its own deadline.
+            state.requirements, state.deadline, state.stage = event.requirements, event.deadline, event.stage
+            state.approvals = {}
+            state.__dict__.pop("_tally", None)
+            self.add_pending(state)  # its new deadline, in the heap `due` reads
         elif isinstance(event, ev.Approved):
             state.tally().add(event.approver)
             state.approvals[event.approver] = event.ts
@@ -913,6 +983,12 @@ def inside(path: str, outer: str) -> bool:
     return len(path) > len(outer) and path.startswith(outer) and path[len(outer)] in ".["
 
 
-def combined_requirements(original: Requirements, reevaluated: Requirements | None) -> Requirements:
-    """Requirements after an edit: never weaker than those the request was interrupted with."""
-    return original if reevaluated is None else strictest([original, reevaluated])
+def combined_requirements(original: Requirements, reevaluated: Requirements | None, stage: int = 1) -> Requirements:
+    """Requirements after an edit: never weaker than those in force (`original`). An edit at
+    stage `stage` of an escalating ask combines with the same stage of the re-evaluated
+    requirements (or their last, when they have fewer): the stages before it timed out already."""
+    if reevaluated is None:
+        return original
+    for _ in range(stage - 1):
+        reevaluated = reevaluated.escalated() or reevaluated
+    return strictest([original, reevaluated])
