@@ -618,7 +618,7 @@ def connect(*, url: str | None = None, token: str | None = None, policy: str | N
 
     # Not the OS account itself: the person at this account reviews with `countersign review`
     # (as that account), and no one approves their own call (four-eyes).
-    return LocalBackend(Gate(Policy.load(policy), ledger),
+    return LocalBackend(Gate(Policy.load(policy), ledger, pin_policy=True),
                         proposer or env.get("COUNTERSIGN_PROPOSER") or f"agent:{_os_account()}")
 
 

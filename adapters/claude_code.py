@@ -664,7 +664,7 @@ def backends(options, environ=None) -> Callable[[str], Any]:
             except Exception as exc:  # PolicyError: its first diagnostics
                 raise BackendError("policy_error", f"the policy {policy} does not load: {_error_text(exc)}") from None
             try:
-                gate = Gate(loaded, ledger)
+                gate = Gate(loaded, ledger, pin_policy=True)
             except Exception as exc:
                 raise BackendError("ledger_unavailable", f"the ledger {ledger} cannot be opened: {_error_text(exc)}") from None
             backend = LocalBackend(gate, proposer)

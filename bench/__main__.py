@@ -11,7 +11,8 @@ service under 32 agent and 4 reviewer processes over HTTP (bench/service_load.py
 and the latency `countersign mcp-proxy` adds to an allowed MCP tool call (bench/mcp_proxy.py;
 `--only mcp`, not part of the full run); and three questions about a ledger's history and `ledger
 stats`, countersign side by side with DuckDB on the raw JSONL and on a native table, warm, cold and
-after 10,000 new events (bench/analytics.py; `--only analytics`).
+after 10,000 new events (bench/analytics.py; `--only analytics`); and `ledger audit` and `policy
+whatif` on 1,000,000 events (bench/audit.py; `--only audit`).
 
     python -m bench                       # the full run (about 5 minutes), results in bench/results/
     python -m bench --quick               # 100 and 1,000 rules, fewer rounds (about a minute)
@@ -25,6 +26,7 @@ after 10,000 new events (bench/analytics.py; `--only analytics`).
     python -m bench --only service        # countersign serve: 32 (then 8) agent processes + 4 reviewers, 60 s each
     python -m bench --only mcp            # an MCP tool call direct and through countersign mcp-proxy, 200 each
     python -m bench --only analytics      # ledger query and stats at 1,000,000 events against DuckDB (--events N)
+    python -m bench --only audit          # ledger audit and policy whatif on 1,000,000 events (--events N)
 
 Skips with a message (exit 0) when the shared corpus is absent; runs without the Cedar side (and
 says so) when cedarpy is not installed (`pip install -e '.[bench]'`).
@@ -73,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--label", default="run", help="name of the results file: bench/results/<date>-<label>.json")
     ap.add_argument("--no-write", action="store_true", help="print only")
     ap.add_argument("--only", choices=("all", "policy", "ledger", "real", "worst", "hooks", "gate", "parser", "service", "mcp",
-                                            "analytics", "history"), default="all",
+                                            "analytics", "audit", "history"), default="all",
                     help="the policy language's benchmarks, the ledger's (issue 4: append, verify, stats), "
                     "the sample policies on the real corpus calls (issue 9), the worst cases of every matcher "
                     "(issue 9; not part of all), the hook-shaped Gate benchmark and the shared Gate's "
@@ -94,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="--only service: seconds of load per run (default 60, or $COUNTERSIGN_BENCH_SERVICE_SECONDS)")
     ap.add_argument("--service-clients", default="32,8", help="--only service: agent processes per run, comma-separated")
     ap.add_argument("--events", type=int, default=None,
-                    help="--only analytics: events in the ledger (default 1,000,000; 100,000 with --quick)")
+                    help="--only analytics and audit: events in the ledger (default 1,000,000; 100,000 with --quick)")
     ap.add_argument("--analytics-parts", default="baselines,warm,cold,refresh",
                     help="--only analytics: which parts, comma-separated: baselines (DuckDB on the raw JSONL and "
                     "on a native table), warm (in process), cold (the CLI, new processes), refresh (after 10,000 "
@@ -134,6 +136,12 @@ def main(argv: list[str] | None = None) -> int:
                                 tuple(p.strip() for p in opts.analytics_parts.split(",") if p.strip()),
                                 opts.analytics_repeats)
         if opts.only == "analytics" or status:
+            return status
+    if opts.only in ("all", "audit"):
+        from bench import audit
+
+        status = audit.main(opts.quick, opts.events, opts.label, not opts.no_write)
+        if opts.only == "audit" or status:
             return status
     if opts.only in ("all", "ledger"):
         from bench import ledger_run

@@ -112,8 +112,16 @@ def _template(event: ev.Event, data: bytes | None) -> Template:
     return Template(event=event, pieces=_split(ev.encode_event(proto)), data=data if data is not None else b"null")
 
 
-def _scripts(rng: random.Random) -> dict[str, list[list[Template]]]:
-    """For each script, VARIANTS lists of templates (one per event of the script)."""
+AUDIT_POLICY = Path(__file__).with_name("audit.policy")
+"""The policy the proposals of an `audited` ledger follow: its rules decide by the context's
+`lane` (the script's effect) at the lines and ids the templates record, so that `ledger audit`
+finds every call conforming, after evaluating a few other rules per call."""
+
+
+def _scripts(rng: random.Random, pinned: tuple[str, str] | None = None) -> dict[str, list[list[Template]]]:
+    """For each script, VARIANTS lists of templates (one per event of the script). `pinned`: the
+    (name, digest) of the policy the proposals record, whose rules decide by the context's `lane`
+    (AUDIT_POLICY); None: a digest of no policy, and no lane."""
     single = Requirements.single(1, APPROVERS, "sups", decisions=("approve", "edit", "reject", "respond"),
                                  timeout_seconds=4 * 3600)
     double = Requirements.single(2, APPROVERS, "sups", timeout_seconds=4 * 3600)
@@ -124,14 +132,17 @@ def _scripts(rng: random.Random) -> dict[str, list[list[Template]]]:
             tool = tools[(v + len(out[name])) % len(tools)]
             args = TOOLS[tool](rng, v)
             digest, args_json = encode_arguments(args)
+            effect = {"allow": "allow", "deny": "deny"}.get(name, "ask")
             context = {"cwd": "/work/repo", "session": f"s-{v}"}
+            if pinned is not None:
+                context["lane"] = effect
+            policy_name, policy_digest = pinned or ("bench", POLICY_DIGEST)
             context_digest, context_json = encode_arguments(context)
             data = b'{"args":' + args_json + b',"context":' + context_json + b"}"
-            effect = {"allow": "allow", "deny": "deny"}.get(name, "ask")
             rule = {"allow": ("allow-read", 4), "deny": ("deny-push", 9)}.get(name, ("ask-change", 14))
             proposed = ev.Proposed(run=f"run-{v}", proposer=f"agent-{v % 4}", call_id=None, tool=tool,
-                                   args_digest=digest, context_digest=context_digest, policy="bench",
-                                   policy_digest=POLICY_DIGEST, effect=effect,
+                                   args_digest=digest, context_digest=context_digest, policy=policy_name,
+                                   policy_digest=policy_digest, effect=effect,
                                    rules=(ev.RuleRef(id=rule[0], line=rule[1]),),
                                    reasons=("A person checks changes.",) if effect == "ask" else ())
             steps = [_template(proposed, data)]
@@ -147,7 +158,7 @@ def _scripts(rng: random.Random) -> dict[str, list[list[Template]]]:
                 new_args = dict(args, note=f"edited {v}")
                 current, new_json = encode_arguments(new_args)
                 steps.append(_template(ev.Edited(request=1, editor="sup-2", args_digest=current, replaces=digest,
-                                                 policy_digest=POLICY_DIGEST, effect="ask",
+                                                 policy_digest=policy_digest, effect="ask",
                                                  rules=(ev.RuleRef(id="ask-change", line=14),), requirements=reqs,
                                                  reason="narrower"), b'{"args":' + new_json + b"}"))
                 # The editor counts as one approver; the quorum of one is met by the edit itself.
@@ -168,14 +179,15 @@ def _ts(us: int) -> str:
     return f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}:{m.minute:02d}:{m.second:02d}.{m.microsecond:06d}Z"
 
 
-def plan(n: int, seed: int = 1) -> Iterator[tuple[Template, int]]:
-    """(template, request seq) for events 2 .. n (the genesis is seq 1): the scripts interleaved.
-    The last requests are left unfinished (pending or running), as in a live ledger."""
+def plan(n: int, seed: int = 1, pinned: tuple[str, str] | None = None, first: int = 2) -> Iterator[tuple[Template, int]]:
+    """(template, request seq) for events `first` .. n (the genesis is seq 1): the scripts
+    interleaved. The last requests are left unfinished (pending or running), as in a live ledger.
+    `pinned`: as for _scripts."""
     rng = random.Random(seed)
-    scripts = _scripts(rng)
+    scripts = _scripts(rng, pinned)
     names = [name for name, w in SCRIPTS for _ in range(w)]
     flight: list[list] = []  # [templates, next index, request seq]
-    seq = 1
+    seq = first - 1
     while seq < n:
         if len(flight) < IN_FLIGHT:
             steps = scripts[rng.choice(names)][rng.randrange(VARIANTS)]
@@ -211,8 +223,10 @@ def events(n: int, seed: int = 1, deadline: str | None = None) -> list[tuple[ev.
     return out
 
 
-def write_ledger(path: Path, n: int, seed: int = 1, segment_bytes: int = DEFAULT_SEGMENT_BYTES) -> dict:
-    """Write a ledger of `n` events at `path` (a new directory) from `plan`; returns its size."""
+def write_ledger(path: Path, n: int, seed: int = 1, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+                 audited: bool = False) -> dict:
+    """Write a ledger of `n` events at `path` (a new directory) from `plan`; returns its size.
+    `audited`: seq 2 pins AUDIT_POLICY (ledger.pinning), and every proposal follows it."""
     path.mkdir(parents=True)
     sha256 = hashlib.sha256
     genesis = ev.Genesis(seq=1, ts=_ts(0), prev=ev.GENESIS_PREV, format=ev.FORMAT, ledger_id=f"bench-{n}-{seed}")
@@ -225,7 +239,23 @@ def write_ledger(path: Path, n: int, seed: int = 1, segment_bytes: int = DEFAULT
     buffered = size = len(first)
     seq, deadline_us = 1, 4 * 3600 * 10**6
     tail = SUFFIX + b"\n"
-    for template, request in plan(n, seed):
+    pinned = None
+    if audited:
+        from dsl import Policy
+        from ledger import pinning
+
+        policy = Policy.load(AUDIT_POLICY)
+        files, data = pinning.pin(policy)
+        seq = 2
+        event = ev.PolicyLoaded(seq=2, ts=_ts(2 * STEP_US), prev=prev, name=policy.name, digest=policy.digest,
+                                by="bench", source=AUDIT_POLICY.name, files=files)
+        body = ev.encode_event(event)
+        prev = sha256(body).hexdigest()
+        line = PREFIX + body + HASH_MARK + prev.encode() + DATA_MARK + data + SUFFIX + b"\n"
+        buffer.append(line)
+        buffered = size = size + len(line)
+        pinned = (policy.name, policy.digest)
+    for template, request in plan(n, seed, pinned, seq + 1):
         seq += 1
         us = seq * STEP_US
         values = {"seq": str(seq).encode(), "ts": b'"' + _ts(us).encode() + b'"', "prev": b'"' + prev.encode() + b'"',
@@ -270,11 +300,11 @@ def _intact(path: Path, info: dict) -> bool:
     return len(segments) == info.get("segments") and sum(s.stat().st_size for s in segments) == info.get("bytes")
 
 
-def cached(n: int, seed: int = 1, log=print) -> tuple[Path, dict]:
+def cached(n: int, seed: int = 1, log=print, audited: bool = False) -> tuple[Path, dict]:
     """A ledger of `n` events in the work directory, generated on first use (a file DONE marks a
     complete one). Returns its path and what `write_ledger` returned (with the seconds it took
     when generated now)."""
-    path = workdir() / f"ledger-{n}-s{seed}-v{VERSION}"
+    path = workdir() / f"ledger-{n}-s{seed}-v{VERSION}{'-audited' if audited else ''}"
     done = path / "DONE.json"
     if done.is_file():
         info = msgspec.json.decode(done.read_bytes())
@@ -285,7 +315,7 @@ def cached(n: int, seed: int = 1, log=print) -> tuple[Path, dict]:
     shutil.rmtree(path, ignore_errors=True)
     log(f"bench: generating a ledger of {n:,} events in {path} (once; reused later)")
     started = time.perf_counter()
-    info = write_ledger(path, n, seed)
+    info = write_ledger(path, n, seed, audited=audited)
     info["generated_seconds"] = round(time.perf_counter() - started, 1)
     done.write_bytes(msgspec.json.encode(info))
     return path, info

@@ -3,7 +3,8 @@
 import typer
 
 from cli.output import EXIT_INTERRUPTED, interrupt_reported
-from cli import checkpoint_cmd, hook_cmd, import_cmd, ledger_cmd, mcp_cmd, policy_cmd, review_cmd, roster_cmd, serve_cmd, simulate_cmd
+from cli import (checkpoint_cmd, hook_cmd, import_cmd, ledger_cmd, mcp_cmd, policy_cmd, replay_cmd, review_cmd, roster_cmd,
+                 serve_cmd, simulate_cmd)
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -26,6 +27,8 @@ ledger_cmd.app.command("keygen")(checkpoint_cmd.keygen)
 ledger_cmd.app.command("checkpoint")(checkpoint_cmd.checkpoint)
 ledger_cmd.app.command("prove")(checkpoint_cmd.prove)
 app.command("verify-proof")(checkpoint_cmd.verify_proof)
+ledger_cmd.app.command("audit")(replay_cmd.audit)  # the recorded decisions against their pinned policies
+policy_cmd.app.command("whatif")(replay_cmd.whatif)  # the recorded proposals under another policy
 
 
 def _version(value: bool) -> None:

@@ -96,7 +96,7 @@ def mcp_proxy(
                 fail(f"{policy}: {exc.strerror or exc}", EXIT_USAGE)
             name = (proposer or os.environ.get("COUNTERSIGN_PROPOSER")
                     or "mcp-proxy/" + server)
-            backend = LocalBackend(Gate(loaded, ledger), name)
+            backend = LocalBackend(Gate(loaded, ledger, pin_policy=True), name)
     except BackendError as exc:
         fail(exc.message, EXIT_USAGE)
     except LedgerError as exc:

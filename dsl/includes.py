@@ -20,32 +20,32 @@ recursively, and returns them with the bytes of every file it read. The rules of
   and rule ids are unique across all of them.
 * At most MAX_FILES files in all.
 
-The digest (`files_digest`) covers every file read: for a file that includes nothing it is the
-SHA-256 of its bytes, as it always was; otherwise the SHA-256 of the ASCII JSON text
+The digest (`files_digest`, which is `dsl.sources.sources_digest`: one definition for the loader
+and the ledger that pins a policy) covers every file read: for a file that includes nothing it is
+the SHA-256 of its bytes, as it always was; otherwise the SHA-256 of the ASCII JSON text
 
     {"files":[["PATH","SHA256"],...],"format":"countersign-policy-files/1"}
 
-with one [path, hex SHA-256 of the bytes] per file in the order read (the loaded file first, with
-its name), PATH relative to the loaded file's folder with `/` (`lib/mail.policy`,
-`../shared/x.policy`), no whitespace, keys in code-point order (Python's `json.dumps(...,
-sort_keys=True, separators=(",", ":"), ensure_ascii=True)`). `Policy.sources` lists those paths
-with the bytes, so a policy can be loaded again from them alone (`Policy.from_sources`).
+with one [path, hex SHA-256 of the bytes] per file in the order read (the loaded file first, under
+its base name: `dsl.sources.root_path`), PATH of an included file relative to the loaded file's
+folder with `/` (`lib/mail.policy`, `../shared/x.policy`), no whitespace, keys in code-point order
+(Python's `json.dumps(..., sort_keys=True, separators=(",", ":"), ensure_ascii=True)`).
+`Policy.sources` lists those paths with the bytes (`dsl.sources.PolicyFile`s), so a policy can be
+loaded again from them alone (`Policy.from_sources`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import posixpath
 from dataclasses import dataclass, field
 from typing import Callable
 
 from dsl import ast
 from dsl.errors import Diagnostic, FileSpan, PolicyError, Span, source_lines
+from dsl.sources import PolicyFile, sources_digest
 
 MAX_FILES = 256
-FILES_FORMAT = "countersign-policy-files/1"
 
 
 @dataclass
@@ -54,14 +54,14 @@ class Assembly:
 
     - `statements`: the loaded file's statements with every include replaced by the statements it
       reads (spans of included files are `FileSpan`s naming them);
-    - `sources`: (path relative to the loaded file's folder, bytes) of every file read, the loaded
-      file first;
+    - `sources`: the `PolicyFile` (path relative to the loaded file's folder, bytes) of every file
+      read, the loaded file first;
     - `texts`: shown name → text of each included file (the names `FileSpan.file` holds);
     - `diagnostics`: the errors found (none when the statements are complete).
     """
 
     statements: tuple
-    sources: tuple[tuple[str, bytes], ...]
+    sources: tuple[PolicyFile, ...]
     texts: dict[str, str] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
@@ -104,7 +104,8 @@ class _Gatherer:
 
     def run(self, tree: ast.PolicyFile) -> Assembly:
         statements = self.statements(tree.statements, self.root_path, (self.root_path,))
-        return Assembly(tuple(statements), tuple(self.sources.items()), self.texts, self.diagnostics)
+        return Assembly(tuple(statements), tuple(PolicyFile(p, d) for p, d in self.sources.items()), self.texts,
+                        self.diagnostics)
 
     def error(self, message: str, span: Span, help: str | None = None) -> None:
         self.diagnostics.append(Diagnostic("error", message, span, help))
@@ -197,13 +198,10 @@ def stamp(node, file: str):
     return node
 
 
-def files_digest(sources: tuple[tuple[str, bytes], ...]) -> str:
-    """The digest of the files a policy read (module docstring): hex SHA-256, 64 digits."""
-    if len(sources) == 1:
-        return hashlib.sha256(sources[0][1]).hexdigest()
-    canonical = {"format": FILES_FORMAT, "files": [[path, hashlib.sha256(data).hexdigest()] for path, data in sources]}
-    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(text.encode("ascii")).hexdigest()
+def files_digest(sources) -> str:
+    """The digest of the files a policy read, ((path, bytes), ...) the loaded file first (module
+    docstring): hex SHA-256, 64 digits. Raises ValueError for no files."""
+    return sources_digest([PolicyFile(path, data) for path, data in sources])
 
 
 def disk_reader(folder) -> Callable[[str], bytes]:

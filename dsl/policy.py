@@ -29,6 +29,7 @@ from typing import Any, Mapping
 from dsl import ast, includes, lets, tree_cache
 from dsl.compiler import _NO_VARS, CompiledRule, Env, RuleIndex, compile_plan, compile_rule, requirements_of
 from dsl.decision import Decision, DefaultEffect, RuleOutcome, decide
+from dsl.sources import PolicyFile, root_path, sources_digest
 from dsl.errors import Diagnostic, PolicyError, PolicyInputError, Span, source_lines
 from dsl.values import TOO_DEEP as _TOO_DEEP, EvalError, failure_message
 
@@ -63,10 +64,11 @@ class Policy:
 
     Attributes: `name` (from `policy "..."`, else the file's stem), `digest` (`policy_digest`: hex
     SHA-256 of the source bytes and of the roster groups it uses), `source_digest` (hex SHA-256 of
-    the source bytes alone; of every file read when it includes others: `dsl.includes.files_digest`),
-    `sources` (((path, bytes), ...): every file read, the loaded file first under its own name, the
-    included ones by their paths relative to its folder; what `from_sources` loads again),
-    `included` (shown name → text of each included file, for diagnostics), `rules` (file order), `default`, `groups` (name → identities, the
+    the source bytes alone; of every file read when it includes others: `dsl.sources.sources_digest`),
+    `sources` (every file read, as `dsl.sources.PolicyFile`s (path, bytes): the loaded file first
+    under its base name, the included ones by their paths relative to its folder; what a ledger
+    pins and `from_sources` loads again), `included` (shown name → text of each included file, for
+    diagnostics), `rules` (file order), `default`, `groups` (name → identities, the
     policy's own and the external ones it uses), `external_groups` (the external groups it uses,
     name → sorted identities, in name order), `home` (what `~` stands for when a call's context has
     no `home`), `warnings` (diagnostics that did not stop loading), `source_name` and `source_text`.
@@ -86,7 +88,7 @@ class Policy:
         home: str | None = None,
         source_digest: str | None = None,
         external_groups: dict[str, tuple[str, ...]] | None = None,
-        sources: tuple[tuple[str, bytes], ...] | None = None,
+        sources: tuple[PolicyFile, ...] | None = None,
         included: dict[str, str] | None = None,
     ):
         self.name = name
@@ -95,7 +97,8 @@ class Policy:
         self.external_groups = external_groups or {}
         self.source_name = source_name
         self.source_text = source_text
-        self.sources = sources if sources is not None else ((source_name, source_text.encode("utf-8")),)
+        # every file it was read from, root first (dsl.sources): what a ledger pins
+        self.sources = sources if sources is not None else (PolicyFile(root_path(source_name), source_text.encode("utf-8")),)
         self.included = included or {}
         self.rules = tuple(rules)
         self.default = default
@@ -150,10 +153,12 @@ class Policy:
     @classmethod
     def from_sources(cls, sources, *, tools: Any = None, groups: Mapping[str, Any] | None = None) -> "Policy":
         """Load a policy from the files it read, as `Policy.sources` lists them: ((path, bytes),
-        ...), the loaded file first; its includes are read from the others, never from disk. The
-        same sources give the same policy and digest. Raises `PolicyError` as `load` does (a
-        missing source is an error at its include)."""
-        sources = tuple((str(p), bytes(b)) for p, b in sources)
+        ...) or `dsl.sources.PolicyFile`s, the loaded file first (named by its base name, as
+        `dsl.sources.root_path` names it: a directory in its path is dropped); its includes are
+        read from the others, never from disk. The same sources give the same policy and digest
+        (a ledger's pinned files load this way: ledger.pinning). Raises `PolicyError` as `load`
+        does (a missing source is an error at its include)."""
+        sources = tuple(PolicyFile(str(p), bytes(b)) for p, b in sources)
         if not sources:
             raise ValueError("no sources: the first is the policy file")
         path, data = sources[0]
@@ -198,7 +203,7 @@ class Policy:
         the user's cache (dsl.tree_cache: a process that loads the same file each time, as a
         hook does, skips Lark and the parse); used only without `tools` and `groups`.
 
-        `include_from`: (the file's name as the digest lists it, `read(path) -> bytes`) for the
+        `include_from`: (the file's name (the digest lists its base name), `read(path) -> bytes`) for the
         files its `include`s name (dsl.includes); without it an include is an error. `load`
         reads them from the file's folder, `from_sources` from the sources given.
         """
@@ -266,8 +271,10 @@ class Policy:
             default = DefaultEffect(effect=d.effect, reason=reason, requirements=reqs)
         if default.effect == "ask" and default.requirements is None:
             default = DefaultEffect(effect="ask", reason=default.reason, requirements=requirements_of((), groups))
-        sources = assembly.sources if assembly is not None else ((include_from[0] if include_from else name, raw),)
-        source_digest = hashlib.sha256(raw).hexdigest() if assembly is None else includes.files_digest(sources)
+        # every file read, the loaded one first under its base name (dsl.sources.root_path)
+        sources = (tuple(PolicyFile(path, data) for path, data in assembly.sources) if assembly is not None
+                   else (PolicyFile(root_path(include_from[0] if include_from else name), raw),))
+        source_digest = sources_digest(sources)
         return cls(
             name=decl[0].name if decl else (default_name or name),
             digest=policy_digest(source_digest, used),
@@ -481,7 +488,7 @@ def _reuse(tree: ast.PolicyFile, text: str, name: str, raw: bytes, include_from,
             first = next(s for s in statements if type(s) is ast.IncludeDecl)
             raise PolicyError(name, text, (Diagnostic("error", "an include needs the file the policy is loaded from", first.span,
                                                       "load the policy with Policy.load(path) (or Policy.from_sources)"),))
-        assembly = includes.gather(tree, include_from[0], raw, name, include_from[1])
+        assembly = includes.gather(tree, root_path(include_from[0]), raw, name, include_from[1])
         if any(d.severity == "error" for d in assembly.diagnostics):
             raise PolicyError(name, text, lets.sort(assembly.diagnostics, assembly.order), included=assembly.texts)
         statements = assembly.statements

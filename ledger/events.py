@@ -309,18 +309,33 @@ class RosterRecorded(Event, tag="roster", kw_only=True, frozen=True):
     by: str
 
 
+class PinnedFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One source file of a pinned policy (dsl.sources): its path as the policy names it and the
+    hex SHA-256 of its bytes. The bytes themselves are the event's data (docs/ledger-format.md,
+    section 11.5)."""
+
+    path: str
+    sha256: Hex64
+
+
 class PolicyLoaded(Event, tag="policy", kw_only=True, frozen=True):
     """A Gate started, or reloaded, deciding with a policy (dsl.Policy): its `name` and its
     `digest` (Policy.digest, hex SHA-256 of the source bytes: what the `policy_digest` of the
     proposals it decides carries). The policy in force after this event is the one it names, until
     the next such event. `by` is who loaded it (an operating system account, or the service's
     principal; at least one character); `source` the file it was read from, for people (not
-    checked, not trusted; None when unknown). Version 2 only (docs/ledger-format.md, section 11.5)."""
+    checked, not trusted; None when unknown). Version 2 only (docs/ledger-format.md, section 11.5).
+
+    `files` (absent in events written before policies were pinned): the policy's source files,
+    root first (dsl.sources), each with the SHA-256 of its bytes, which combine, with the roster
+    groups it names, into `digest`. The line's data then holds the files' text and those groups
+    (ledger.pinning), so that the text that decided is kept in the ledger, checked by the chain."""
 
     name: str
     digest: Hex64
     by: NonEmpty
     source: str | None
+    files: Annotated[tuple[PinnedFile, ...], msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
 
 
 class Redacted(Event, tag="redacted", kw_only=True, frozen=True):

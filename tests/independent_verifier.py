@@ -306,6 +306,7 @@ def _obj(spec):
     return check
 
 
+PINNED_FILES = lambda v: isinstance(v, list) and len(v) >= 1 and all(map(_obj({"path": _str, "sha256": _hex}), v))
 RULES = lambda v: isinstance(v, list) and all(map(_obj({"id": _str, "line": _nat}), v))
 DECISIONS = ("approve", "edit", "reject", "respond")
 QUORUM = _obj({"count": _pos, "approvers": lambda v: v is None or _strs(v), "group": _opt})
@@ -388,6 +389,8 @@ def parse_line(line: bytes):
         spec["signature"] = SIGNATURE
     if body["kind"] == "proposed" and body.names[-1:] == ["remembered"]:  # section 12: optional, last
         spec["remembered"] = COVERED
+    if body["kind"] == "policy" and body.names[-1:] == ["files"]:  # section 11.5: optional, last
+        spec["files"] = PINNED_FILES
     if not _members(body, spec):
         raise Bad(f"members of {body['kind']} are {body.names}, expected {list(spec)}")
     for k, t in spec.items():
@@ -424,6 +427,9 @@ def check_data(body, data, marks=NO_MARKS):
         except (UnicodeEncodeError, ValueError) as e:
             raise Bad(f"data cannot be digested: {e}")
         return
+    if kind == "policy" and "files" in body.names:  # a pinned policy's text (section 11.5)
+        check_pinned(body, data)
+        return
     if want is None:
         if data is not None:
             raise Bad(f"data of {kind} must be null")
@@ -440,6 +446,43 @@ def check_data(body, data, marks=NO_MARKS):
             raise Bad("context_digest does not match data.context")
     except (UnicodeEncodeError, ValueError) as e:  # lone surrogate escape; huge number
         raise Bad(f"data cannot be digested: {e}")
+
+
+def check_pinned(body, data):
+    """Section 11.5: DATA {"files": [{"path", "text"}...], "groups": {NAME: [ID...]}}; each text's
+    SHA-256 (its UTF-8 bytes) the listed one, the paths the listed ones in order; `digest` the
+    files' combined digest, with the groups as docs/policy-language.md's "Roster groups" says."""
+    files = body["files"]
+    if not (isinstance(data, _Obj) and sorted(data.names) == ["files", "groups"]):
+        raise Bad("data of a policy event with files must be an object with members ['files', 'groups']")
+    texts, groups = data["files"], data["groups"]
+    if not (isinstance(texts, list) and len(texts) == len(files)):
+        raise Bad("data.files must list one text per file of the body")
+    for listed, stored in zip(files, texts):
+        if not (isinstance(stored, _Obj) and sorted(stored.names) == ["path", "text"] and _str(stored["text"])):
+            raise Bad("each of data.files is {\"path\": str, \"text\": str}")
+        if stored["path"] != listed["path"]:
+            raise Bad("data.files names another path than the body")
+        try:
+            raw = stored["text"].encode("utf-8")
+        except UnicodeEncodeError:
+            raise Bad("a pinned text holds a lone surrogate")
+        if hashlib.sha256(raw).hexdigest() != listed["sha256"]:
+            raise Bad("a pinned text does not match its sha256")
+    if not (isinstance(groups, _Obj) and all(_strs(m) and m == sorted(set(m)) for m in groups.values())):
+        raise Bad("data.groups must map names to sorted lists of identities without repeats")
+    if len(files) == 1:
+        source = files[0]["sha256"]
+    else:
+        source = hashlib.sha256(json.dumps({"files": [[f["path"], f["sha256"]] for f in files],
+                                            "format": "countersign-policy-files/1"},
+                                           sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()).hexdigest()
+    if groups:
+        source = hashlib.sha256(json.dumps({"format": "countersign-policy-groups/1", "groups": dict(groups),
+                                            "source": source},
+                                           sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()).hexdigest()
+    if source != body["digest"]:
+        raise Bad("the pinned files and groups do not give the policy event's digest")
 
 
 # ---- section 6, "Workflow rules" ---------------------------------------------------------------

@@ -38,6 +38,9 @@ def gate(tmp_path_factory) -> Path:
     return path
 
 
+FIRST = 2  # the seq of the fixture's first proposal
+
+
 def copy_ledger(source: Path, target: Path) -> Path:
     target.mkdir(parents=True)
     for segment in list_segments(source):
@@ -89,14 +92,14 @@ def test_a_redaction_while_a_refresh_reads_is_seen_by_the_next_query(gate, tmp_p
     read: it recorded the *new* file. The next queries found segment 1 unchanged and showed the
     redacted value forever (until a rebuild)."""
     path = copy_ledger(gate, tmp_path / "ledger")
-    assert SECRET in args_of(path, 2)
+    assert SECRET in args_of(path, FIRST)
     proj.remove(path)
     ready, go = tmp_path / "ready", tmp_path / "go"
     child = subprocess.Popen([sys.executable, "-c", PAUSED_REFRESH, str(path), str(ready), str(go)], cwd=ROOT, env=ENV,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(ready, child)
-        redact_cli(path, 2, "args.path")  # a real process, while the refresh holds what it read
+        redact_cli(path, FIRST, "args.path")  # a real process, while the refresh holds what it read
         go.touch()
         out, err = child.communicate(timeout=120)
         assert child.returncode == 0, err
@@ -104,8 +107,8 @@ def test_a_redaction_while_a_refresh_reads_is_seen_by_the_next_query(gate, tmp_p
         if child.poll() is None:
             child.kill()
     assert verify(path).ok
-    assert SECRET not in args_of(path, 2)
-    assert "$redacted" in args_of(path, 2)
+    assert SECRET not in args_of(path, FIRST)
+    assert "$redacted" in args_of(path, FIRST)
 
 
 # --- a refresh killed with its chunk file on disk -------------------------------------------------
@@ -145,10 +148,10 @@ def test_a_refresh_killed_mid_flush_leaves_no_copy_of_a_value_redacted_later(gat
     finally:
         if child.poll() is None:
             child.kill()
-    redact_cli(path, 2, "args.path")
+    redact_cli(path, FIRST, "args.path")
     answer = run(path, "SELECT count(*) FROM events")
     assert answer.coverage.complete and answer.rows[0][0] == len(b"".join(s.read_bytes() for s in list_segments(path)).splitlines())
-    assert "$redacted" in args_of(path, 2)
+    assert "$redacted" in args_of(path, FIRST)
     for file in (path / proj.DIRECTORY).iterdir():
         if file.name.startswith(".chunk-"):
             assert SECRET.encode() not in file.read_bytes(), f"{file.name} still holds the redacted value"

@@ -62,6 +62,11 @@ def ledger(demo, tmp_path) -> Path:
     return path
 
 
+def first_proposal(lines: list[bytes]) -> int:
+    """The index of the demo's first proposal (after the policy event that keeps its text)."""
+    return next(i for i, line in enumerate(lines) if line.startswith(b'{"body":{"kind":"proposed",'))
+
+
 def make_checkpoint(ledger: Path, keys: Path) -> Path:
     result = run("ledger", "checkpoint", ledger, "--key", f"{keys}.key")
     assert result.exit_code == 0, result.stderr
@@ -129,7 +134,8 @@ def test_checkpoint_out_writes_only_the_given_file(ledger, keys, tmp_path):
 
 def test_checkpoint_refuses_a_ledger_that_does_not_verify_with_exit_1(ledger, keys):
     lines = lines_of(ledger)
-    lines[4] = lines[4].replace(b'"agent"', b'"agenT"')
+    at = first_proposal(lines) + 3
+    lines[at] = lines[at].replace(b'"agent"', b'"agenT"')
     rewrite(ledger, lines)
     result = run("ledger", "checkpoint", ledger, "--key", f"{keys}.key")
     assert result.exit_code == 1 and "refusing to sign" in one_line_error(result)
@@ -159,10 +165,11 @@ def test_verify_with_a_checkpoint_passes_on_the_intact_ledger(ledger, keys):
 def test_a_full_rewrite_with_recomputed_hashes_passes_plain_verify_and_fails_verify_with_the_checkpoint(ledger, keys):
     cp = make_checkpoint(ledger, keys)
     lines = lines_of(ledger)
-    body, _, data = split(lines[1])
+    at = first_proposal(lines)
+    body, _, data = split(lines[at])
     event = ev.decode_event(body)
-    lines[1] = compose(ev.encode_event(msgspec.structs.replace(event, run="rewritten")), data)[1]
-    rewrite(ledger, rechain(lines, 1))
+    lines[at] = compose(ev.encode_event(msgspec.structs.replace(event, run="rewritten")), data)[1]
+    rewrite(ledger, rechain(lines, at))
     assert run("ledger", "verify", ledger).exit_code == 0
     result = verify_cp(ledger, cp, keys)
     assert result.exit_code == 1
@@ -322,9 +329,10 @@ def test_verify_proof_rejects_a_malformed_proof_with_exit_2(ledger, keys, tmp_pa
 def test_prove_against_a_checkpoint_the_ledger_no_longer_matches_exits_1(ledger, keys):
     cp = make_checkpoint(ledger, keys)
     lines = lines_of(ledger)
-    body, _, data = split(lines[1])
-    lines[1] = compose(ev.encode_event(msgspec.structs.replace(ev.decode_event(body), run="x")), data)[1]
-    rewrite(ledger, rechain(lines, 1))
+    at = first_proposal(lines)
+    body, _, data = split(lines[at])
+    lines[at] = compose(ev.encode_event(msgspec.structs.replace(ev.decode_event(body), run="x")), data)[1]
+    rewrite(ledger, rechain(lines, at))
     result = run("ledger", "prove", ledger, 3, "--checkpoint", cp)
     assert result.exit_code == 1 and "do not match" in one_line_error(result)
 

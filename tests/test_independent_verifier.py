@@ -279,9 +279,20 @@ def flip_in(i, marker, offset):
     return lambda ls: ls.__setitem__(i, flip(ls[i], ls[i].index(marker) + offset))
 
 
+def first_with(lines, marker, start):
+    """The index of the first line from `start` on that holds `marker` (which lines are
+    proposals moves as the sample policies and the Gate's pinning change)."""
+    return next(i for i in range(start, len(lines)) if marker in lines[i])
+
+
+def flip_in_first(marker, start, offset):
+    """flip_in on the first line from `start` on that holds `marker`."""
+    return lambda ls: flip_in(first_with(ls, marker, start), marker, offset)(ls)
+
+
 TAMPERS = {
     # name: (edit the list of lines, first bad seq)
-    "body_byte": (flip_in(10, b'"tool":"', 9), 11),
+    "body_byte": (flip_in_first(b'"tool":"', 10, 9), lambda ls: first_with(ls, b'"tool":"', 10) + 1),
     "hash_byte": (flip_in(20, b'"hash":"', 12), 21),
     "data_byte": (flip_in(4, b'"data":', 20), 5),
     "deleted_line": (lambda ls: ls.__delitem__(30), 31),
@@ -295,6 +306,7 @@ def test_tampered_copy_rejected_by_both_at_same_seq(ledgers, tmp_path, tamper):
     edit, seq = TAMPERS[tamper]
     led = copy_ledger(ledgers["retail"][0], tmp_path / "l")
     lines = lines_of(led)
+    seq = seq(lines) if callable(seq) else seq
     edit(lines)
     write_lines(led, lines)
     ok, count, head, bad, code, _ = cli_verify(led)

@@ -95,8 +95,9 @@ def test_the_event_is_written_in_its_documented_member_order(tmp_path):
         g.record_policy(policy(), "ops")
     line = (tmp_path / "l" / "events-00000001.jsonl").read_bytes().splitlines()[-1]
     body = split(line)[0]
-    assert list(msgspec.json.decode(body)) == ["kind", "seq", "ts", "prev", "name", "digest", "by", "source"]
-    assert split(line)[2] == b"null"  # no data beside it
+    assert list(msgspec.json.decode(body)) == ["kind", "seq", "ts", "prev", "name", "digest", "by", "source", "files"]
+    # the policy's text beside it (docs/ledger-format.md section 11.5)
+    assert list(msgspec.json.decode(split(line)[2])) == ["files", "groups"]
 
 
 @pytest.mark.parametrize("operator", ["", "   ", None, 7, "\ud800"])
@@ -334,7 +335,7 @@ def test_every_field_of_a_policy_event_tampered_with_is_caught_at_its_seq(tmp_pa
     spans = {f"body.{k}": (start + a, start + b) for k, (a, b) in members(body).items()}
     hash_start = start + len(body) + len(b',"hash":"')
     spans["hash"] = (hash_start, hash_start + 64)
-    assert set(spans) == {"body." + m for m in ("kind", "seq", "ts", "prev", "name", "digest", "by", "source")} | {"hash"}
+    assert set(spans) == {"body." + m for m in ("kind", "seq", "ts", "prev", "name", "digest", "by", "source", "files")} | {"hash"}
     for field, (a, b) in spans.items():
         if op == "flip":
             middle = (a + b) // 2
@@ -365,8 +366,9 @@ def test_a_policy_event_rewritten_with_every_hash_recomputed_fails_the_checkpoin
     for line in lines:
         body, _, data = split(line)
         event = ev.decode_event(body)
-        if isinstance(event, ev.PolicyLoaded):
-            event = msgspec.structs.replace(event, digest="f" * 64, name="forged")
+        if isinstance(event, ev.PolicyLoaded):  # the pinned text goes too: it would not match the digest
+            event = msgspec.structs.replace(event, digest="f" * 64, name="forged", files=msgspec.UNSET)
+            data = b"null"
         prev, new = compose(ev.encode_event(msgspec.structs.replace(event, prev=prev)), data)
         out.append(new)
     for seg in sorted(path.glob("events-*.jsonl"))[1:]:

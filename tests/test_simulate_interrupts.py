@@ -102,7 +102,7 @@ def test_a_trace_the_ledger_holds_is_not_appended_twice_unless_asked(tmp_path):
     assert countersign(*args).returncode == 0
     before = verify(ledger).count
     twice = countersign(*args)
-    assert twice.returncode == 1 and "already holds this trace: its 40 calls are requests 2 to" in twice.stderr
+    assert twice.returncode == 1 and "already holds this trace: its 40 calls are requests 3 to" in twice.stderr
     assert "--again" in twice.stderr and verify(ledger).count == before
     nothing = countersign(*args, "--resume")
     assert nothing.returncode == 0 and "nothing to simulate" in nothing.stderr and verify(ledger).count == before

@@ -279,8 +279,11 @@ def test_a_standing_decision_wider_than_the_rule_is_caught(setup):
     _assert_caught(path, seq, "standing-decision")
 
 
-def test_a_standing_decision_in_a_version_1_ledger_is_caught(setup):
-    path, p, q, plain = _covered_ledger(setup)
+def test_a_standing_decision_in_a_version_1_ledger_is_caught(tmp_path):
+    clock = ManualClock(START)
+    # without the policy event that keeps its text, which a version 1 ledger refuses first
+    gate = Gate(policy(), tmp_path / "ledger", clock=clock, pin_policy=False)
+    path, p, q, plain = _covered_ledger((gate, clock, tmp_path / "ledger"))
     _forge(path, 1, lambda e: msgspec.structs.replace(e, format=ev.FORMAT_V1))
     report = verify(path, engine="python")
     assert not report.ok and report.problem.seq == p.request + 2

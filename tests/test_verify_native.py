@@ -1123,6 +1123,8 @@ def test_the_catalogue_of_data_edits(bases, scratch, name):
     rng = random.Random(f"data-{name}")
     tried = 0
     for index in representative_lines(lines):
+        if lines[index].startswith(b'{"body":{"kind":"policy",'):
+            continue  # a pinned policy's data: tests/test_audit.py tampers with it
         groups = data_variants(lines[index])
         for label, new in sample(groups[:-1], 2, rng) + groups[-1]:
             if b"\n" in new:

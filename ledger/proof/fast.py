@@ -52,6 +52,40 @@ def verify_fast(path: str | Path, expect_head: str | None = None):
     return None if report.problem is not None else report  # a missing head: the reference reports it
 
 
+_POLICY_LINE = b'{"body":{"kind":"policy",'
+
+
+def _pinned_policies_hold(buffer: bytearray, used: int) -> bool:
+    """Whether every `policy` line among the whole lines `buffer[:used]` that pins its policy has
+    the data section 11.5 requires (ledger.pinning.data_problem, the reference's own check): the
+    compiled module reads those lines' bodies and leaves their data to this. A line starts the
+    buffer or follows a line feed; such a line is rare (one per policy a ledger keeps), and
+    bytes.find finds them at memchr's pace."""
+    at = 0 if buffer.startswith(_POLICY_LINE) else buffer.find(b"\n" + _POLICY_LINE, 0, used)
+    while 0 <= at < used:
+        start = at if at == 0 and buffer.startswith(_POLICY_LINE) else at + 1
+        end = buffer.find(b"\n", start, used)
+        if end < 0:
+            return False
+        if not _policy_line_holds(bytes(buffer[start:end])):
+            return False
+        at = buffer.find(b"\n" + _POLICY_LINE, end, used)
+    return True
+
+
+def _policy_line_holds(text: bytes) -> bool:
+    from ledger import events as ev, pinning
+    from ledger.store.log import LedgerCorrupt, RawLine, parse_line
+
+    try:
+        record = parse_line(RawLine("", 0, 0, text), -1)
+    except LedgerCorrupt:
+        return False
+    if not isinstance(record.event, ev.PolicyLoaded):
+        return False
+    return pinning.data_problem(record.event, record.data) is None
+
+
 def _feed_segment(checker, handle, buffer: bytearray) -> bool:
     """Feed one segment's bytes to the checker, chunk by chunk; a line cut by a chunk boundary
     is carried to the next chunk. False when the checker declines, the segment does not end in
@@ -70,6 +104,8 @@ def _feed_segment(checker, handle, buffer: bytearray) -> bool:
             filled = kept + got
             used = checker.feed(view[:filled])
         if used < 0:
+            return False
+        if not _pinned_policies_hold(buffer, used):
             return False
         buffer[: filled - used] = buffer[used:filled]
         kept = filled - used

@@ -9,8 +9,9 @@ For every line, in order, it checks:
 4. the stored hash is SHA-256 of the body bytes *as stored*; nothing is re-encoded;
 5. `ts` (and an interrupt's `deadline`) is a real UTC time in the ledger's spelling, and no `ts` is
    earlier than the previous event's;
-6. the data beside the body: present exactly for proposed and edited events, its arguments'
-   and context's digests equal those in the body, and it is spelled canonically;
+6. the data beside the body: present exactly for proposed and edited events (and a kept result,
+   and a pinned policy's text), its arguments' and context's digests (the text's) equal those
+   in the body, and it is spelled canonically;
 7. the workflow rules (ledger.workflow.machine), through the same fold the Gate uses;
 8. with `rosters`: every decision is signed, by a key the roster in force lists, of the principal
    the event names (ledger.proof.decisions; docs/ledger-format.md section 11).
@@ -26,7 +27,7 @@ from pathlib import Path
 
 import msgspec
 
-from ledger import events as ev
+from ledger import events as ev, pinning
 from ledger.clock import is_ts
 from ledger.digest import MAX_NESTING, REDACTED, ArgumentsError, canonical_spelling, is_marker, redacted_digest, value_digest
 from ledger.events import encode_event
@@ -440,6 +441,10 @@ def _check_data(record, problem, redactions: dict[tuple, str] | None, found: Red
     event = record.event
     if isinstance(event, ev.Executed) and record.data != b"null":
         return _check_result(record, problem)
+    if isinstance(event, ev.PolicyLoaded) and event.files is not msgspec.UNSET:
+        # a pinned policy's text and groups, held by the files' and the policy's digests (section 11.5)
+        message = pinning.data_problem(event, record.data)
+        return None if message is None else problem("data", message)
     if not isinstance(event, ev.WITH_DATA):
         if record.data != b"null":  # exactly: section 2 allows no whitespace around it either
             kind = event.__struct_config__.tag

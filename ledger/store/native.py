@@ -7,7 +7,7 @@ The fast verifier, `ledger.proof.fast.verify_fast(path)`, checks a whole ledger 
 `ledger.proof.verify.verify` would, or None when it declines. It declines whenever the ledger is not
 plainly intact and lawful, or holds anything it leaves to the reference verifier: a problem of
 any kind (the reference then finds it and words it), a torn tail, a `recovered`, `redacted` or
-`roster` event (it reads `policy` events), a decision with a `signature`, a float or an escaped object key in the arguments, nesting deeper than 64 levels, an
+`roster` event (it reads `policy` events; the data of one that pins its policy is checked by the driver, ledger/proof/fast.py, with the reference's own check), a decision with a `signature`, a float or an escaped object key in the arguments, nesting deeper than 64 levels, an
 integer of more than 18 digits in a body or 300 in the arguments, more than 64 quorums or 1,024
 named approvers in one requirements object, an expected head that is not 64 lowercase hex digits,
 a line longer than ledger.store.lines.MAX_LINE_BYTES (declined as soon as that many bytes hold no line

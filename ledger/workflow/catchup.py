@@ -99,6 +99,7 @@ class CatchUp:
             self._last_ts = loaded.ts
             self.workflow.roster = loaded.roster
             self.workflow.policy_digest = loaded.policy_digest
+            self.workflow.pinned = set(loaded.pinned or ())
             for standing in loaded.standing or ():
                 self.workflow.add_standing(standing)
             for state in loaded.pending:
@@ -209,7 +210,7 @@ class CatchUp:
                 ledger_id=self._ledger_id, base=self._base, seq=self._seen[0], hash=self._seen[1], ts=self._last_ts,
                 place=self.ledger.locate(self._seen[0]), states=states, call_ids=dict(self.workflow.by_call_id),
                 edits=dict(self.workflow.edits), redacted=self._redacted_new, call_id_filter=self.workflow.archive.call_ids,
-                roster=self.workflow.roster, policy_digest=self.workflow.policy_digest,
+                roster=self.workflow.roster, policy_digest=self.workflow.policy_digest, pinned=self.workflow.pinned,
                 standing=self.workflow.standing.values())
         except Unusable:
             return

@@ -43,7 +43,7 @@ from dsl.requirements import MAX_REMEMBER_SECONDS, Remember, Requirements
 if TYPE_CHECKING:  # the compiler is imported by whoever loads a policy, not by a reviewer's Gate
     from dsl import Decision, Policy
     from ledger.proof.roster import Roster  # annotations only: a Gate without signers never reads a roster
-from ledger import events as ev
+from ledger import events as ev, pinning
 from ledger.clock import Clock, add_seconds, format_ts, utc_now
 from ledger.digest import ArgumentsError, encode_arguments, value_digest
 from ledger.proof import decisions
@@ -51,6 +51,7 @@ from ledger.proof.decisions import RECOVERY, Signing
 from ledger.store.lines import MAX_LINE_BYTES
 from ledger.store.log import Ledger, LedgerCorrupt, LineTooLong, Record
 from ledger.workflow.catchup import CatchUp
+from ledger.workflow.deciding import Before, decide, rule_refs
 from ledger.workflow.errors import (  # noqa: F401 (the Gate's errors, named here as before)
     CallIdConflict,
     ExecutionInProgress,
@@ -257,12 +258,23 @@ class Gate(CatchUp, Reading):
     `record_policy(policy, operator)` records the policy the Gate decides with in a `policy` event
     (unless the last one recorded is the same) and decides with it from then on: the approval
     service calls it after opening and after each reload.
+
+    `pin_policy`: before its first proposal under a policy whose text no `policy` event of the
+    ledger keeps yet, the Gate records one that keeps it (ledger.pinning; `operator` as `by`), in
+    the same write as the proposal, so that every decision it records can be checked against the
+    text that made it (`countersign ledger audit`). Not on a version 1 ledger. Off by default
+    here, so that a Gate's ledger keeps the layout it had (the first proposal at seq 2); every
+    writer countersign ships turns it on (the adapters, `simulate`, `mcp-proxy`; the service pins
+    through `record_policy`).
     """
 
     def __init__(self, policy: Policy | None, ledger: Ledger | str | Path, *, clock: Clock = utc_now,
                  snapshot: bool = True, full_verify: bool = False, roster: Roster | None = None,
-                 operator: str = RECOVERY, signers: Roster | None = None, trusted_policies=None):
+                 operator: str = RECOVERY, signers: Roster | None = None, trusted_policies=None,
+                 pin_policy: bool = False):
         self.policy = policy
+        self.pin_policy = pin_policy
+        self.operator = operator
         self.clock = clock
         # Gates of one process opened by path share one writer, and so its commits (group commit)
         self.ledger = ledger if isinstance(ledger, Ledger) else Ledger.shared(ledger, clock=clock)
@@ -420,14 +432,34 @@ class Gate(CatchUp, Reading):
         name, source = _printable(name), _printable(source) if isinstance(source, str) else None
         with self._lock:
             def step() -> list[tuple[ev.Event, Any]]:
-                if self.workflow.policy_digest == digest:  # folded, or kept by the snapshot
-                    return []
-                event = ev.PolicyLoaded(ts=self._now(), name=name, digest=digest, by=operator, source=source)
-                self.workflow.check(event)
-                return [(event, None)]
+                if self.workflow.policy_digest == digest and (digest in self.workflow.pinned or pinning.pin(policy) is None):
+                    return []  # folded, or kept by the snapshot (and its text kept, when it can be)
+                return self._policy_event(policy, operator, name, source)
 
             self._commit(step)
             self.policy = policy
+
+    def _policy_event(self, policy: Policy, operator: str, name: str, source: str | None) -> list[tuple[ev.Event, Any]]:
+        """[the `policy` event recording `policy`, with its text when it can be pinned, and its
+        data], checked against the current state (under the commit lock)."""
+        pinned = pinning.pin(policy)
+        files, data = pinned if pinned is not None else (msgspec.UNSET, None)
+        event = ev.PolicyLoaded(ts=self._now(), name=name, digest=policy.digest, by=operator, source=source, files=files)
+        self.workflow.check(event)
+        return [(event, data)]
+
+    def _pins(self, policy: Policy) -> list[tuple[ev.Event, Any]]:
+        """Under the commit lock, before a step that decides with `policy`: the `policy` event that
+        pins it (see the class docstring, `pin_policy`), or nothing when its text is kept already,
+        pinning is off, the ledger is version 1, or the policy cannot be pinned."""
+        digest = getattr(policy, "digest", None)
+        if not self.pin_policy or digest in self.workflow.pinned or self.workflow.format != ev.FORMAT:
+            return []
+        if pinning.pin(policy) is None:
+            return []
+        source = getattr(policy, "source_name", None)
+        return self._policy_event(policy, self.operator, _printable(policy.name),
+                                  _printable(source) if isinstance(source, str) else None)
 
     def _commit(self, step: Callable[[], list[tuple[ev.Event, Any]]]) -> list[Record]:
         """One step: under the ledger's commit lock, fold what other writers appended, expire what
@@ -581,7 +613,7 @@ class Gate(CatchUp, Reading):
         # A policy that reads the run's history decides under the commit lock, caught up: on the
         # ledger prefix just before this proposal (what a replay of the ledger gives it again).
         reads_history = policy.reads_history
-        decision = None if reads_history else policy.evaluate(tool, stored_args, stored_context)
+        decision = None if reads_history else decide(policy, tool, stored_args, stored_context, Before(run=run))
         session = _session_of(stored_context)
         data = b'{"args":' + args_json + b',"context":' + context_json + b"}"
         with self._lock:
@@ -594,10 +626,12 @@ class Gate(CatchUp, Reading):
                 if call_id is not None and self.workflow.request_of(call_id) is not None:
                     repeat.append(self._repeat(call_id, tool, digest, proposer, context_digest))
                     return []
+                pins = self._pins(policy)  # the text of the policy that decides, kept first
                 if reads_history:
-                    decision = policy.evaluate(tool, stored_args, stored_context, history=self._run_history(run))
+                    decision = decide(policy, tool, stored_args, stored_context,
+                                      Before(self._seen[0] + 1 + len(pins), run, self._run_history(run)))
                 ts = self._now()
-                request = self._seen[0] + 1  # under the commit lock, caught up: this event's seq
+                request = self._seen[0] + 1 + len(pins)  # under the commit lock, caught up: this event's seq
                 covered: ev.Covered | msgspec.UnsetType = msgspec.UNSET
                 if decision.effect == "ask" and decision.requirements is not None and decision.requirements.rememberable:
                     by = self.workflow.covering(tool=tool, policy_digest=decision.policy_digest, run=run, session=session,
@@ -624,7 +658,7 @@ class Gate(CatchUp, Reading):
                     reasons=decision.reasons,
                     remembered=covered,
                 )
-                items: list[tuple[ev.Event, Any]] = [(proposed, data)]
+                items: list[tuple[ev.Event, Any]] = [*pins, (proposed, data)]
                 allowed = decision.effect == "allow" or (
                     covered is not msgspec.UNSET and self.workflow.standing[covered.by].decision == "approve")
                 if start and allowed:
@@ -654,6 +688,7 @@ class Gate(CatchUp, Reading):
                 raise
             if repeat:
                 return repeat[0], None
+            records = [r for r in records if not isinstance(r.event, ev.PolicyLoaded)]
             request = records[0].seq
             state = self._open_state(request)
             # Kept for its execution (read again from the ledger if evicted), unless an edit folded
@@ -718,8 +753,7 @@ class Gate(CatchUp, Reading):
         )
 
     def _rule_refs(self, decision: Decision) -> tuple[ev.RuleRef, ...]:
-        lines = {o.rule: o.line for o in decision.outcomes}
-        return tuple(ev.RuleRef(id=rule, line=lines.get(rule, 0)) for rule in decision.deciding)
+        return rule_refs(decision)
 
     # --- deciding -----------------------------------------------------------------------------
 
@@ -850,8 +884,11 @@ class Gate(CatchUp, Reading):
                     f"request {request} was decided by the policy with digest {state.policy_digest[:12]}…; this Gate "
                     f"holds {policy.digest[:12]}…: an edit re-enters the policy that decided the call, so edit it "
                     "with that policy", request)
+            # a history-reading policy sees the run's calls proposed before this request, as of
+            # the ledger prefix just before this edit (what ledger audit gives it again)
             history = self._run_history(state.run, before=request) if policy.reads_history else None
-            decision = policy.evaluate(state.tool, stored, self._call_data(request).get("context"), history=history)
+            decision = decide(policy, state.tool, stored, self._call_data(request).get("context"),
+                              Before(request, state.run, history))
             if decision.effect == "deny":
                 raise EditDenied("the policy denies the edited call: " + " ".join(decision.reasons), request)
             assert state.requirements is not None or state.status != "pending"

@@ -423,6 +423,9 @@ class Workflow:
         # The digest the last `policy` event names (a Gate opened from its snapshot is told it):
         # the policy in force, as the ledger records it. None: no policy event yet.
         self.policy_digest: str | None = None
+        # The digests of the policies whose text a `policy` event keeps (ledger.pinning; a Gate
+        # opened from its snapshot is told them): a Gate pins its policy once, before it decides.
+        self.pinned: set[str] = set()
         # The standing decisions (`remembered` events) that may still cover a call, by seq, and
         # by (policy digest, tool, scope, run or session, arguments: Standing.key) so that finding
         # the ones a proposal may meet costs the few made for its tool, its run or session and its
@@ -813,6 +816,8 @@ class Workflow:
             return
         if isinstance(event, ev.PolicyLoaded):  # about the log, not about a request
             self.policy_digest = event.digest
+            if event.files is not msgspec.UNSET:
+                self.pinned.add(event.digest)
             # Another policy in force ends, for good, every standing decision made under another
             # one: reloading an older text does not bring them back.
             for ended in [seq for seq, sd in self.standing.items() if sd.policy_digest != event.digest]:

@@ -360,7 +360,7 @@ class Simulation:
     ):
         self.clock = ManualClock(start)
         # The trace's clock is simulated: no other writer may interleave real time with it.
-        self.gate = Gate(policy, Ledger(ledger_path, clock=self.clock, exclusive=True), clock=self.clock)
+        self.gate = Gate(policy, Ledger(ledger_path, clock=self.clock, exclusive=True), clock=self.clock, pin_policy=True)
         last, _hash = self.gate.ledger.head
         if last:  # a ledger's timestamps never go backwards: go on from its last event
             from ledger.clock import parse_ts

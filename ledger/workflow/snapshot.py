@@ -8,7 +8,8 @@ Tables (one file, `gate.sqlite`):
   another version of the code is not read), the ledger's id, the seq, hash and ts of the last
   event covered, and the store's place of that event (a hint for `record_at`); the digests the
   last `roster` and the last `policy` event covered name (empty: no such event); the standing
-  decisions (`remembered` events) that may still cover a call (machine.Standing, a msgpack list).
+  decisions (`remembered` events) that may still cover a call (machine.Standing, a msgpack list);
+  the digests of the policies whose text a `policy` event keeps (`pinned`, a JSON list).
 - `current(request, version, pending, state)`: every request's state as of `meta.seq`
   (RequestState as msgpack); `version` is the seq of the last event that changed it.
 - `history(request, version, until, state)`: states that were current for seqs [version,
@@ -51,9 +52,10 @@ import msgspec
 from ledger.store.log import make_dir, shared_mode
 from ledger.workflow.machine import RequestState, Standing
 
-FORMAT = 7  # 2: `current` has the run column; 3: `redacted` keyed by its seq and path; 4: meta has the roster;
+FORMAT = 8  # 2: `current` has the run column; 3: `redacted` keyed by its seq and path; 4: meta has the roster;
 # 5: meta has the policy digest; 6: meta has the standing decisions; 7: a standing decision has its
-# request's proposer and rules, and the requests it allowed that have not started
+# request's proposer and rules, and the requests it allowed that have not started; 8: meta has the
+# digests of the pinned policies
 FILE_NAME = "gate.sqlite"
 HORIZON = 100_000
 """Events for which a superseded state is kept (history): a Gate that has folded up to this
@@ -69,7 +71,8 @@ _DECODE_STANDING = msgspec.msgpack.Decoder(list[Standing]).decode
 
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS meta (id INTEGER PRIMARY KEY CHECK (id = 1), format INTEGER, schema TEXT,"
-    " ledger_id TEXT, seq INTEGER, hash TEXT, ts TEXT, place TEXT, roster TEXT, policy_digest TEXT, standing BLOB)",
+    " ledger_id TEXT, seq INTEGER, hash TEXT, ts TEXT, place TEXT, roster TEXT, policy_digest TEXT, standing BLOB,"
+    " pinned TEXT)",
     "CREATE TABLE IF NOT EXISTS current (request INTEGER PRIMARY KEY, version INTEGER NOT NULL,"
     " pending INTEGER NOT NULL, run TEXT, state BLOB NOT NULL)",
     "CREATE INDEX IF NOT EXISTS current_run ON current (run, request) WHERE run IS NOT NULL",
@@ -134,6 +137,7 @@ class Loaded:
     roster: str | None = None  # the digest the last `roster` event covered names (None: no such event)
     policy_digest: str | None = None  # the digest the last `policy` event covered names (None: no such event)
     standing: list[Standing] | None = None  # the standing decisions as of `seq`
+    pinned: list[str] | None = None  # the digests of the policies a `policy` event pins (ledger.pinning)
 
 
 class CallIdFilter:
@@ -287,14 +291,15 @@ class Snapshot:
         snapshot of this ledger (empty, another format or schema, another ledger)."""
 
         def work(db: sqlite3.Connection) -> Loaded | None:
-            row = db.execute("SELECT format, schema, ledger_id, seq, hash, ts, place, roster, policy_digest, standing FROM meta").fetchone()
+            row = db.execute("SELECT format, schema, ledger_id, seq, hash, ts, place, roster, policy_digest, standing, pinned"
+                             " FROM meta").fetchone()
             if row is None or row[:3] != (FORMAT, SCHEMA, ledger_id) or not row[3]:
                 return None
             pending = [_DECODE(blob) for (blob,) in db.execute("SELECT state FROM current WHERE pending = 1 ORDER BY request")]
             self._meta_seq = row[3]
             seen = CallIdFilter(dict(db.execute("SELECT chunk, bits FROM call_id_filter")))
             return Loaded(row[3], row[4], row[5], json.loads(row[6]) if row[6] else None, pending, seen, row[7] or None,
-                          row[8] or None, _DECODE_STANDING(row[9]) if row[9] else [])
+                          row[8] or None, _DECODE_STANDING(row[9]) if row[9] else [], json.loads(row[10]) if row[10] else [])
 
         try:
             return self._run(work)
@@ -307,7 +312,7 @@ class Snapshot:
         def work(db: sqlite3.Connection) -> None:
             for table in ("current", "history", "call_ids", "call_id_filter", "edits", "redacted", "meta"):
                 db.execute(f"DELETE FROM {table}")
-            db.execute("INSERT INTO meta VALUES (1, ?, ?, ?, 0, '', '', '', '', '', NULL)", (FORMAT, SCHEMA, ledger_id))
+            db.execute("INSERT INTO meta VALUES (1, ?, ?, ?, 0, '', '', '', '', '', NULL, '')", (FORMAT, SCHEMA, ledger_id))
             self._meta_seq = 0
 
         self._run(work, write=True)
@@ -318,7 +323,7 @@ class Snapshot:
              states: dict[int, tuple[int, int, RequestState]], call_ids: dict[str, int], edits: dict[int, int],
              redacted: Iterable[tuple[int, int, str]], call_id_filter: "CallIdFilter | None" = None,
              roster: str | None = None, policy_digest: str | None = None,
-             standing: Iterable[Standing] = ()) -> int | None:
+             standing: Iterable[Standing] = (), pinned: Iterable[str] = ()) -> int | None:
         """Advance the snapshot to `seq` with the states that changed after `base` (request ->
         (seq of its first change after base, seq of its last, state as of `seq`)) and the index
         entries. Writes only when the snapshot is this ledger's and base <= its seq < `seq`. The
@@ -350,8 +355,9 @@ class Snapshot:
                     db.execute("INSERT OR REPLACE INTO call_id_filter VALUES (?, ?)", (chunk, merged))
             db.executemany("INSERT OR IGNORE INTO edits VALUES (?, ?)", edits.items())
             db.executemany("INSERT OR IGNORE INTO redacted VALUES (?, ?, ?)", redacted)
-            db.execute("UPDATE meta SET seq = ?, hash = ?, ts = ?, place = ?, roster = ?, policy_digest = ?, standing = ?",
-                       (seq, hash, ts, json.dumps(place), roster or "", policy_digest or "", _ENCODE(list(standing))))
+            db.execute("UPDATE meta SET seq = ?, hash = ?, ts = ?, place = ?, roster = ?, policy_digest = ?, standing = ?,"
+                       " pinned = ?", (seq, hash, ts, json.dumps(place), roster or "", policy_digest or "",
+                                       _ENCODE(list(standing)), json.dumps(sorted(pinned))))
             db.execute("DELETE FROM history WHERE until <= ?", (seq - HORIZON,))
             self._meta_seq = seq
             return seq
