@@ -69,9 +69,9 @@ def audit(
     findings = report.differences + report.not_checkable
     if fmt in ("csv", "jsonl"):
         emit(["seq", "request", "kind", "ts", "tool", "recorded_effect", "recorded_rules", "decided_effect",
-              "decided_rules", "reason"],
+              "decided_rules", "reason", "detail"],
              [[f.seq, f.request, f.kind, f.ts, f.tool, f.recorded_effect, _rules(f.recorded_rules), f.decided_effect,
-               None if f.decided_rules is None else _rules(f.decided_rules), f.reason] for f in findings], fmt)
+               None if f.decided_rules is None else _rules(f.decided_rules), f.reason, f.detail] for f in findings], fmt)
         raise typer.Exit(code)
     verdict = ("every call conforms to its policy" if report.conforms else
                f"{count(report.differing, 'call')} differ{'s' if report.differing == 1 else ''} from its policy"
@@ -85,7 +85,7 @@ def audit(
     if report.differences:
         emit(["seq", "tool", "recorded", "decided"],
              [[f.seq, _short(f.tool, 20), _short(f"{f.recorded_effect} {_rules(f.recorded_rules)}", 22),
-               _short(f"{f.decided_effect} {_rules(f.decided_rules)}", 22)] for f in report.differences[:limit]],
+               _short(f.detail or f"{f.decided_effect} {_rules(f.decided_rules)}", 22)] for f in report.differences[:limit]],
              "table", title="Decisions that differ from their policy")
     if report.unchecked:
         firsts: dict[str, int] = {}

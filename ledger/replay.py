@@ -9,8 +9,12 @@ policy; both read the ledger through `Replay`, one pass over its lines in order:
   proposal's), and `Before` (ledger.workflow.deciding), what came before it. `missing` says why
   the call cannot be given back whole: its arguments or context were redacted (a marker stands
   where a value was: docs/ledger-format.md, section 10), or the data is not there.
-- `Interrupt`: an `interrupted` event (an ask that waits for people: its requirements, its time).
+- `Interrupt`: an `interrupted` event (an ask that waits for people: its requirements, its time,
+  its deadline).
+- `Escalate`: an `escalated` event (the next stage of an escalating ask in force: its number and
+  requirements).
 - `Started`: an `execution_started` event (the call ran, or began to).
+- `Closed`: a request made final otherwise (rejected, responded, expired, cancelled).
 
 Every other line is passed over without being decoded (its kind is read from the first bytes of
 the line, which the canonical layout fixes: section 3), unless the replay keeps the runs' history
@@ -44,7 +48,7 @@ from ledger.workflow.history import HistoryIndex
 
 _KIND_AT = len(b'{"body":{"kind":"')
 _POLICY_LINE = b'{"body":{"kind":"policy",'
-_READ = {b"policy", b"proposed", b"edited", b"interrupted", b"execution_started",
+_READ = {b"policy", b"proposed", b"edited", b"interrupted", b"escalated", b"execution_started",
          b"rejected", b"responded", b"expired", b"cancelled"}
 _FINAL = {b"rejected", b"responded", b"expired", b"cancelled", b"execution_started"}
 _MARKER = b'{"' + REDACTED.encode() + b'":'  # how a redaction marker starts in canonical data
@@ -85,6 +89,20 @@ class Interrupt(NamedTuple):
     request: int
     ts: str
     requirements: Any  # dsl.requirements.Requirements
+    deadline: str | None = None
+
+
+class Escalate(NamedTuple):
+    request: int
+    ts: str
+    stage: int
+    requirements: Any  # dsl.requirements.Requirements: the stage's, as recorded
+
+
+class Closed(NamedTuple):
+    """A request became final without running (rejected, responded, expired, cancelled)."""
+
+    request: int
 
 
 class Started(NamedTuple):
@@ -167,7 +185,7 @@ class Replay:
         self.history = HistoryIndex() if history else None
         self.events = 0  # lines read so far
 
-    def __iter__(self) -> Iterator[Call | Interrupt | Started]:
+    def __iter__(self) -> Iterator[Call | Interrupt | Escalate | Started]:
         # An edit is decided with its proposal's tool and context: kept for the requests that may
         # still be edited (asks not yet final or started).
         asks: dict[int, tuple[str, str, dict | None, str | None, str | None, str]] = {}
@@ -210,12 +228,15 @@ class Replay:
                            event.policy_digest, name, event.effect, event.rules, Before(record.seq, run, history), event,
                            REDACTED_HISTORY if run in redacted_runs else None)
             elif isinstance(event, ev.Interrupted):
-                yield Interrupt(event.request, event.ts, event.requirements)
+                yield Interrupt(event.request, event.ts, event.requirements, event.deadline)
+            elif isinstance(event, ev.Escalated):
+                yield Escalate(event.request, event.ts, event.stage, event.requirements)
             elif isinstance(event, ev.ExecutionStarted):
                 asks.pop(event.request, None)
                 yield Started(event.request, event.ts)
             elif kind in _FINAL:
                 asks.pop(getattr(event, "request", 0), None)
+                yield Closed(getattr(event, "request", 0))
             if index is not None:
                 # after the call was handed on: its own event is in the history of the next ones
                 _note_redacted(record, event, run_of, redacted_runs)

@@ -130,7 +130,7 @@ def whatif(path: str | Path, policy, listed: int = LISTED) -> WhatIfReport:
                 if len(stopped) < listed:
                     stopped.append(hit)
             continue
-        if item.kind != "proposal":
+        if kind is not Call or item.kind != "proposal":
             continue
         report.proposals += 1
         days.add(item.ts[:10])

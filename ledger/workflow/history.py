@@ -11,7 +11,7 @@ provenance").
 folding twice is harmless) and updates the `dsl.history.History` of the record's run: a proposal
 adds a call (its arguments from the line's data), the later events of its request change its
 status (ledger.events: interrupted → pending; approved / edited until the quorum of the
-requirements in force is met → allowed; rejected, responded, expired, cancelled; execution_started
+requirements in force is met → allowed, counted afresh from an escalation; rejected, responded, expired, cancelled; execution_started
 → running; executed → executed or failed, with the kept result), and a standing decision decides
 a proposal it covers. Nothing but the records is read, so the index at seq N is a function of
 the ledger's first N events: a replay folds the same index and the policy decides the same.
@@ -93,6 +93,10 @@ class HistoryIndex:
         if isinstance(event, ev.Interrupted):
             entry[2] = Tally(event.requirements)
             history.set_status(call, "pending")
+        elif isinstance(event, ev.Escalated):
+            # the next stage counts afresh, as the workflow does: a stage-1 approval is no
+            # approval of stage 2 (the call stays pending until the new stage's quorum is met)
+            entry[2] = Tally(event.requirements)
         elif isinstance(event, ev.Approved):
             history.add_decider(call, event.approver)
             if tally is not None:
