@@ -66,16 +66,24 @@ def test_an_ask_recorded_with_other_approvers_than_its_policy_gives_does_not_con
     assert rows[0]["seq"] == request and rows[0]["detail"]
 
 
+def _asked(ledger, loaded, deadline: str | None = None):
+    """A proposal of big_change that the policy asks about, and its interrupt with the policy's
+    requirements and `deadline` (by default the one its timeout gives). Returns (its record, the
+    proposed event, the requirements)."""
+    proposed, data = _proposal(loaded, "big_change", {"amount": 10})
+    record = ledger.append(proposed, data)
+    reqs = loaded.evaluate("big_change", {"amount": 10}).requirements
+    ledger.append(ev.Interrupted(ts=record.event.ts, request=record.seq, requirements=reqs,
+                                 deadline=deadline or add_seconds(record.event.ts, reqs.timeout_seconds)))
+    return record, proposed, reqs
+
+
 def test_an_ask_recorded_with_a_deadline_its_timeout_does_not_give_does_not_conform(tmp_path):
     """The right requirements, but a deadline of year 9999: the ask never times out (or, set at
     once, it escalates or expires before anyone could decide)."""
     path, loaded = tmp_path / "l", policy()
     with _pinned_ledger(path, loaded) as ledger:
-        proposed, data = _proposal(loaded, "big_change", {"amount": 10})
-        record = ledger.append(proposed, data)
-        reqs = loaded.evaluate("big_change", {"amount": 10}).requirements
-        ledger.append(ev.Interrupted(ts=record.event.ts, request=record.seq, requirements=reqs,
-                                     deadline="9999-12-31T00:00:00.000000Z"))
+        _record, _proposed, _reqs = _asked(ledger, loaded, deadline="9999-12-31T00:00:00.000000Z")
     assert verify(path).ok
     report = audit(path)
     assert report.differing == 1 and "deadline" in report.differences[0].detail
@@ -86,11 +94,7 @@ def test_an_edit_recorded_with_weaker_requirements_does_not_conform(tmp_path):
     (the editor): the edit alone approves a call that needed two supervisors."""
     path, loaded = tmp_path / "l", policy()
     with _pinned_ledger(path, loaded) as ledger:
-        proposed, data = _proposal(loaded, "big_change", {"amount": 10})
-        record = ledger.append(proposed, data)
-        reqs = loaded.evaluate("big_change", {"amount": 10}).requirements
-        ledger.append(ev.Interrupted(ts=record.event.ts, request=record.seq, requirements=reqs,
-                                     deadline=add_seconds(record.event.ts, reqs.timeout_seconds)))
+        record, proposed, reqs = _asked(ledger, loaded)
         edited = loaded.evaluate("big_change", {"amount": 20})
         new_digest, args_json = encode_arguments({"amount": 20})
         lone = Requirements(quorums=(Quorum(count=1, approvers=("sup-1",)),), decisions=reqs.decisions,
