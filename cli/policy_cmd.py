@@ -98,6 +98,23 @@ def check(
     )
 
 
+_HISTORY = typer.Option(None, "--history", help="The run's earlier calls, for a policy that reads history: a JSON "
+                        "file holding a list of calls (tool, args, status, result, ...; docs/policy-tools.md).")
+
+
+def _history(history_file: str | None):
+    """The dsl.history.History of a --history file, None without one; exits 2 on a bad file."""
+    if history_file is None:
+        return None
+    from dsl.history import History
+
+    try:
+        with open(history_file, encoding="utf-8") as f:
+            return History.from_calls(json.load(f))
+    except (OSError, ValueError) as exc:
+        fail(f"--history: {exc}", EXIT_USAGE)
+
+
 @app.command("eval")
 def eval_(
     file: str = typer.Argument(..., help="The .policy file."),
@@ -107,6 +124,7 @@ def eval_(
     as_json: bool = typer.Option(False, "--json", help="Print the decision as one JSON object, with the same keys "
                                  "whatever the decision (listed below; null or empty when they do not apply)."),
     roster: Optional[str] = _ROSTER,
+    history_file: Optional[str] = _HISTORY,
 ) -> None:
     """Decide one call: the effect, every rule that matched with its line, and why.
 
@@ -130,8 +148,9 @@ def eval_(
         ctx = parse_json_object(context, "--context") if context is not None else None
     except ValueError as exc:
         fail(str(exc), EXIT_USAGE)
+    history = _history(history_file)
     policy = load_policy(file, roster)
-    decision = policy.evaluate(tool, arguments, ctx)
+    decision = policy.evaluate(tool, arguments, ctx, history=history)
     if as_json:
         echo_json(decision_json(decision))
         return
@@ -182,8 +201,7 @@ def explain_(
     context: Optional[str] = typer.Option(None, "--context", help="The caller's context, a JSON object (cwd, home, ...)."),
     as_json: bool = typer.Option(False, "--json", help="Print the explanation as JSON."),
     roster: Optional[str] = _ROSTER,
-    history_file: Optional[str] = typer.Option(None, "--history", help="The run's earlier calls: a JSON file "
-                                               "holding a list of calls (tool, args, status, result, ...)."),
+    history_file: Optional[str] = _HISTORY,
 ) -> None:
     """Explain a decision: every rule that covers the tool (matched or not), what each condition
     and sub-condition evaluated to, the normalized subjects they saw, exact or prefix matching,
@@ -203,15 +221,7 @@ def explain_(
         ctx = parse_json_object(context, "--context") if context is not None else None
     except ValueError as exc:
         fail(str(exc), EXIT_USAGE)
-    history = None
-    if history_file is not None:
-        from dsl.history import History
-
-        try:
-            with open(history_file, encoding="utf-8") as f:
-                history = History.from_calls(json.load(f))
-        except (OSError, ValueError) as exc:
-            fail(f"--history: {exc}", EXIT_USAGE)
+    history = _history(history_file)
     policy = load_policy(file, roster)
     report = explain(policy, tool, arguments, ctx, history=history)
     if as_json:

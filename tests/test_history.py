@@ -265,3 +265,28 @@ def test_corpus_toolemu_runs():
                     named += 1
                     found += hist.from_user(context, account)
     assert named >= 3 and found == named
+
+
+def test_eval_and_explain_read_a_history_file(tmp_path):
+    """`policy eval --history FILE` decides as `policy explain --history FILE` explains (eval had
+    no --history: a new user could not check a history rule without the long explanation); a bad
+    file exits 2 with one line."""
+    import json as _json
+
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    policy = tmp_path / "p.policy"
+    policy.write_text('default allow\nask pay when len(calls("pay")) >= 1\n  reason "a second payment in the run"\n')
+    earlier = tmp_path / "earlier.json"
+    earlier.write_text(_json.dumps([{"tool": "pay", "args": {"amount": 5}}]))
+    runner = CliRunner()
+    for command in ("eval", "explain"):
+        alone = runner.invoke(app, ["policy", command, str(policy), "--tool", "pay", "--json"])
+        after = runner.invoke(app, ["policy", command, str(policy), "--tool", "pay", "--json", "--history", str(earlier)])
+        assert alone.exit_code == 0 and after.exit_code == 0, (alone.output, after.output)
+        assert _json.loads(alone.stdout)["effect"] == "allow" and _json.loads(after.stdout)["effect"] == "ask"
+    (tmp_path / "bad.json").write_text('{"tool": "pay"}')
+    bad = runner.invoke(app, ["policy", "eval", str(policy), "--tool", "pay", "--history", str(tmp_path / "bad.json")])
+    assert bad.exit_code == 2 and "a list of calls" in bad.stderr and "Traceback" not in bad.output
