@@ -117,7 +117,9 @@ class _Expander:
         from dsl.checker import FUNCTIONS, ROOTS
 
         for s in statements:
-            if type(s) is ast.LetDecl and s.name not in self.all_lets:
+            # a let named like a root or a function is an error (below) and not a let: its uses
+            # stay what they are, so no second error follows from reading them as the let
+            if type(s) is ast.LetDecl and s.name not in self.all_lets and s.name not in ROOTS and s.name not in FUNCTIONS:
                 self.all_lets[s.name] = s
         out, written, bodies = [], [], []
         for s in statements:
@@ -162,7 +164,8 @@ class _Expander:
             self.current = None
         occurrences: dict[str, int] = {}
         _count_roots(body, seen, occurrences)
-        self.lets[s.name] = (s, body, _count(body), occurrences)
+        if s.name in self.all_lets:
+            self.lets[s.name] = (s, body, _count(body), occurrences)
         return body
 
     def top(self, expr: ast.Expr, span: Span, scope: frozenset = frozenset()) -> ast.Expr:

@@ -255,3 +255,12 @@ def test_a_regular_expressions_backslash_gets_a_hint():
     with pytest.raises(PolicyError) as info:
         Policy.from_text('allow pay when matches(args.iban, "^DE\\d+$")\n', "re.policy")
     assert 'is written "\\\\d"' in str(info.value)
+
+
+def test_a_let_named_like_a_function_is_one_error_not_two():
+    """`let sum = 3` is refused; `sum([1])` below it was then read as a use of that let and drew a
+    second, wrong error ('sum' is a value, not a function)."""
+    with pytest.raises(PolicyError) as info:
+        Policy.from_text('let sum = 3\nallow pay when sum([1]) > 0\n', "s.policy")
+    errors = [d.message for d in info.value.diagnostics if d.severity == "error"]
+    assert errors == ["a let cannot be named 'sum': it is a function"]
