@@ -146,7 +146,9 @@ def _scripts(rng: random.Random, pinned: tuple[str, str] | None = None) -> dict[
                                    rules=(ev.RuleRef(id=rule[0], line=rule[1]),),
                                    reasons=("A person checks changes.",) if effect == "ask" else ())
             steps = [_template(proposed, data)]
-            reqs = double if name == "ask2" else single
+            # an audited ledger's asks record what AUDIT_POLICY's one ask rule requires (`ledger audit`
+            # compares an interrupt's requirements with the policy's); the plain ledger keeps both kinds
+            reqs = double if name == "ask2" and pinned is None else single
             current = digest
             if effect == "ask":
                 steps.append(_template(ev.Interrupted(request=1, requirements=reqs, deadline=_DEADLINE), None))
@@ -300,11 +302,14 @@ def _intact(path: Path, info: dict) -> bool:
     return len(segments) == info.get("segments") and sum(s.stat().st_size for s in segments) == info.get("bytes")
 
 
+AUDITED_VERSION = 2  # of an audited ledger's content (2: every ask records the policy's requirements)
+
+
 def cached(n: int, seed: int = 1, log=print, audited: bool = False) -> tuple[Path, dict]:
     """A ledger of `n` events in the work directory, generated on first use (a file DONE marks a
     complete one). Returns its path and what `write_ledger` returned (with the seconds it took
     when generated now)."""
-    path = workdir() / f"ledger-{n}-s{seed}-v{VERSION}{'-audited' if audited else ''}"
+    path = workdir() / f"ledger-{n}-s{seed}-v{VERSION}{f'-audited{AUDITED_VERSION}' if audited else ''}"
     done = path / "DONE.json"
     if done.is_file():
         info = msgspec.json.decode(done.read_bytes())
