@@ -132,14 +132,10 @@ proj.refresh(root)
 """
 
 
-def test_a_refresh_killed_mid_flush_leaves_no_copy_of_a_value_redacted_later(gate, tmp_path):
-    """HIGH (privacy). A refresh SIGKILLed while a chunk (`.chunk-PID-event_rows.jsonl`: up to
-    20,000 ledger lines, data included) was on disk left it there for good: nothing removed it.
-    A later redaction then left the value in that file inside DIR/projection/, which docs and
-    users treat as derived data of the redacted log. The next query must also be right."""
-    path = copy_ledger(gate, tmp_path / "ledger")
-    ready = tmp_path / "ready"
-    child = subprocess.Popen([sys.executable, "-c", KILLED_IN_FLUSH, str(path), str(ready)], cwd=ROOT, env=ENV,
+def kill_when_ready(script: str, path: Path, ready: Path) -> None:
+    """Run `script` on the ledger at `path` in a child process and SIGKILL it once it has created
+    `ready` (the step the test kills it in)."""
+    child = subprocess.Popen([sys.executable, "-c", script, str(path), str(ready)], cwd=ROOT, env=ENV,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         wait_for(ready, child)
@@ -148,6 +144,15 @@ def test_a_refresh_killed_mid_flush_leaves_no_copy_of_a_value_redacted_later(gat
     finally:
         if child.poll() is None:
             child.kill()
+
+
+def test_a_refresh_killed_mid_flush_leaves_no_copy_of_a_value_redacted_later(gate, tmp_path):
+    """HIGH (privacy). A refresh SIGKILLed while a chunk (`.chunk-PID-event_rows.jsonl`: up to
+    20,000 ledger lines, data included) was on disk left it there for good: nothing removed it.
+    A later redaction then left the value in that file inside DIR/projection/, which docs and
+    users treat as derived data of the redacted log. The next query must also be right."""
+    path = copy_ledger(gate, tmp_path / "ledger")
+    kill_when_ready(KILLED_IN_FLUSH, path, tmp_path / "ready")
     redact_cli(path, FIRST, "args.path")
     answer = run(path, "SELECT count(*) FROM events")
     assert answer.coverage.complete and answer.rows[0][0] == len(b"".join(s.read_bytes() for s in list_segments(path)).splitlines())
@@ -334,16 +339,7 @@ def test_a_refresh_killed_after_a_redaction_was_applied_still_leaves_no_copy_of_
             forge.propose("wire", {"iban": "other", "n": n}, effect="deny")
     assert secret in args_of(path, target)
     redact_cli(path, target, "args.iban")
-    ready = tmp_path / "ready"
-    child = subprocess.Popen([sys.executable, "-c", KILLED_BEFORE_COMPACT, str(path), str(ready)], cwd=ROOT, env=ENV,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        wait_for(ready, child)
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait(timeout=60)
-    finally:
-        if child.poll() is None:
-            child.kill()
+    kill_when_ready(KILLED_BEFORE_COMPACT, path, tmp_path / "ready")
     assert "$redacted" in args_of(path, target)
     for file in (path / proj.DIRECTORY).iterdir():
         if file.is_file():
