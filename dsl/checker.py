@@ -37,7 +37,7 @@ import re
 from typing import Iterable, Mapping
 
 from dsl import ast, escalation, history_check
-from dsl.errors import Diagnostic, Span, span_file
+from dsl.errors import Diagnostic, Span, span_where
 from dsl.requirements import DECISIONS, MAX_REMEMBER_SECONDS, REMEMBER_SCOPES, TIMEOUT_OUTCOMES
 from dsl.schema import ArgType, ToolSchemas, enum_allows
 from dsl.subjects import Command, PathValue, UrlValue, winpaths
@@ -106,12 +106,6 @@ def literal_type(value) -> str:
     return STRING
 
 
-def _at(span: Span) -> str:
-    """Where `span` is, for a hint: `line N`, or `FILE:N:C` in an included file (dsl.includes)."""
-    file = span_file(span)
-    return f"{file}:{span.line}:{span.column}" if file else f"line {span.line}"
-
-
 class _Checker:
     let_names: tuple[str, ...] = ()  # the policy's lets (dsl.lets sets them), offered in the hints of unknown names
 
@@ -176,7 +170,7 @@ class _Checker:
             for clause in rule.clauses:
                 if isinstance(clause, ast.IdClause):
                     if clause.rule_id in ids:
-                        self.error(f"rule id '{clause.rule_id}' is already used", clause.span, f"first used at {_at(ids[clause.rule_id].span)}")
+                        self.error(f"rule id '{clause.rule_id}' is already used", clause.span, f"first used at {span_where(ids[clause.rule_id].span)}")
                     else:
                         ids[clause.rule_id] = clause
         order = {"error": 0, "warning": 1}
@@ -188,7 +182,7 @@ class _Checker:
 
     def group(self, group: ast.GroupDecl) -> None:
         if group.name in self.groups:
-            self.error(f"group '{group.name}' is already defined", group.name_span, f"first defined at {_at(self.groups[group.name].span)}")
+            self.error(f"group '{group.name}' is already defined", group.name_span, f"first defined at {span_where(self.groups[group.name].span)}")
             return
         self.groups[group.name] = group
         self.members(group.members, f"group '{group.name}'")

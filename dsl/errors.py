@@ -58,6 +58,12 @@ def span_file(span: Span | None) -> str | None:
     return span.file if type(span) is FileSpan else None
 
 
+def span_where(span: Span) -> str:
+    """Where `span` is, for a message: `line N`, or `FILE:N:C` in an included file."""
+    file = span_file(span)
+    return f"{file}:{span.line}:{span.column}" if file else f"line {span.line}"
+
+
 @dataclass(frozen=True, slots=True)
 class Diagnostic:
     """One finding about a policy: what is wrong, where, and (optionally) how to fix it."""

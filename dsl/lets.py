@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from dsl import ast
-from dsl.errors import Diagnostic, Span, span_file
+from dsl.errors import Diagnostic, Span, span_file, span_where
 
 # Nodes of one rule's condition (or one let's body) once every let in it is expanded. A
 # hand-written condition has tens; a let used in a let used in ... doubles at every level.
@@ -144,7 +144,7 @@ class _Expander:
         elif s.name in functions:
             self.error(f"a let cannot be named '{s.name}': it is a function", s.name_span, "choose another name")
         elif s.name in self.lets:
-            self.error(f"let '{s.name}' is already defined", s.name_span, f"first defined at {_where(self.lets[s.name][0].span)}")
+            self.error(f"let '{s.name}' is already defined", s.name_span, f"first defined at {span_where(self.lets[s.name][0].span)}")
             return None
         seen: set[str] = set()
         for param, span in s.params or ():
@@ -152,7 +152,7 @@ class _Expander:
                 self.error(f"a parameter cannot be named '{param}': it is a {'root' if param in roots else 'function'}", span,
                            "choose another name")
             elif param in self.all_lets:
-                self.error(f"a parameter cannot be named '{param}': a let is named so (at {_where(self.all_lets[param].span)})", span,
+                self.error(f"a parameter cannot be named '{param}': a let is named so (at {span_where(self.all_lets[param].span)})", span,
                            "choose another name")
             elif param in seen:
                 self.error(f"parameter '{param}' is listed twice", span)
@@ -229,7 +229,7 @@ class _Expander:
             self.grow(1, expr.span)
             if expr.var in self.all_lets:
                 self.error(f"the name '{expr.var}' is already taken", expr.var_span,
-                           f"a let is named so (at {_where(self.all_lets[expr.var].span)}): choose another name for the item")
+                           f"a let is named so (at {span_where(self.all_lets[expr.var].span)}): choose another name for the item")
             source = self.expand(expr.source, scope, depth + 1)
             body = self.expand(expr.body, scope | {expr.var}, depth + 1)
             return expr if source is expr.source and body is expr.body else dataclasses.replace(expr, source=source, body=body)
@@ -259,7 +259,7 @@ class _Expander:
         entry = self.lets.get(name)
         if entry is None:
             later = self.all_lets[name]
-            self.error(f"'{name}' is used before its definition (at {_where(later.span)})", name_span,
+            self.error(f"'{name}' is used before its definition (at {span_where(later.span)})", name_span,
                        "a let is visible only after it: move its definition above this use")
             return node
         let, body, body_size, occurrences = entry
@@ -267,17 +267,17 @@ class _Expander:
             return node
         if let.params is None and called:
             self.error(f"'{name}' is a value, not a function: write {name} without parentheses", node.span,
-                       f"let {name} at {_where(let.span)} has no parameters")
+                       f"let {name} at {span_where(let.span)} has no parameters")
             return node
         if let.params is not None and not called:
             n = len(let.params)
             self.error(f"'{name}' takes {n} argument{'s' if n != 1 else ''}: write {name}({', '.join(p for p, _ in let.params)})",
-                       node.span, f"let {name} is defined at {_where(let.span)}")
+                       node.span, f"let {name} is defined at {span_where(let.span)}")
             return node
         params = let.params or ()
         if len(args) != len(params):
             self.error(f"{name}() takes {len(params)} argument{'s' if len(params) != 1 else ''}, not {len(args)}", node.span,
-                       f"let {name}({', '.join(p for p, _ in params)}) is defined at {_where(let.span)}")
+                       f"let {name}({', '.join(p for p, _ in params)}) is defined at {span_where(let.span)}")
             return node
         before = self.size
         expanded_args = [self.expand(a, scope, depth + 1) for a in args]
@@ -293,7 +293,7 @@ class _Expander:
             with_keys = _with_keys(result, keys)
             if with_keys is None:
                 self.error(f"'{name}' is not a field path or a function's result, so it has no fields", node.span,
-                           f"its body (at {_where(let.span)}) is a condition or a literal")
+                           f"its body (at {span_where(let.span)}) is a condition or a literal")
                 return node
             result = with_keys
         else:
@@ -451,11 +451,6 @@ def _fresh(var: str, taken: set[str]) -> str:
     while f"{var}_{n}" in taken:
         n += 1
     return f"{var}_{n}"
-
-
-def _where(span: Span) -> str:
-    file = span_file(span)
-    return f"{file}:{span.line}:{span.column}" if file else f"line {span.line}"
 
 
 def expand(statements) -> Expansion:
