@@ -107,10 +107,16 @@ def _history(history_file: str | None):
     if history_file is None:
         return None
     from dsl.history import History
+    from dsl.jsoninput import parse_json
+    from ledger.digest import MAX_NESTING, check_nesting
 
     try:
         with open(history_file, encoding="utf-8") as f:
-            return History.from_calls(json.load(f))
+            calls = parse_json(f.read(), "--history")
+        # a ledger's arguments and results nest at most MAX_NESTING levels (ledger.digest), inside
+        # the list and a call: deeper is no recorded run, and would exhaust the stack downstream
+        check_nesting(calls, MAX_NESTING + 2)
+        return History.from_calls(calls)
     except (OSError, ValueError) as exc:
         fail(f"--history: {exc}", EXIT_USAGE)
 
