@@ -39,6 +39,8 @@ RUN_MAX_CALLS = 10_000
 RUN_MAX_BYTES = 4 * 1024 * 1024
 """The most bytes of arguments and results (JSON text, as recorded) of one run a history keeps."""
 WORD_MAX = 1024
+_LOCAL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._%+-")
+_DOMAIN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-")
 """A value or word longer than this (characters) only matches a whole string, never a word."""
 
 STATUSES = ("denied", "pending", "allowed", "running", "executed", "failed", "rejected", "responded",
@@ -101,6 +103,24 @@ def normalize(value: Any) -> str | None:
     return text
 
 
+def _addresses_in(word: str) -> list[str]:
+    """The e-mail addresses inside a word: around each `@`, the characters addresses use (letters,
+    digits and . _ % + - before it; letters, digits, . and - after it, a final dot dropped).
+    Linear: no `@` is in either set, so each scan stops at the next `@` at the latest."""
+    out, at = [], word.find("@")
+    while at > 0:
+        start, end = at, at + 1
+        while start > 0 and word[start - 1] in _LOCAL_CHARS:
+            start -= 1
+        while end < len(word) and word[end] in _DOMAIN_CHARS:
+            end += 1
+        address = word[start:end].rstrip(".")
+        if start < at and len(address) > at - start + 1:
+            out.append(address)
+        at = word.find("@", at + 1)
+    return out
+
+
 def words(text: str) -> set[str]:
     """The normalized words of a text (see the module docstring): split at white space and
     `< > ( ) [ ] { } " ' ` , ;`, `. : ! ?` trimmed from a word's end, words longer than WORD_MAX
@@ -116,12 +136,14 @@ def words(text: str) -> set[str]:
         key = normalize(word)
         if key is not None:
             out.add(key)
-        if word.count("@") == 1 and (":" in word or "=" in word):
-            # an address after a scheme or a name: `mailto:evil@x.example` (how a web page links
-            # one), `href=mailto:...`, `Email:bob@x.example`, `to=bob@x.example`
-            address = word.rsplit(":", 1)[-1].rsplit("=", 1)[-1]
-            if "@" in address[1:-1]:
-                out.add(address.lower())
+        if "@" in word:
+            # every address inside a longer word: after a scheme or a name (`mailto:evil@x.example`,
+            # `href=mailto:...`, `to=bob@x.example`), before a query or an entity
+            # (`...?subject=Hi`, `...&ref=1`, `...&gt;`), between bars: the address's own
+            # characters on each side of each `@` (a word is at most WORD_MAX characters)
+            for address in _addresses_in(word):
+                if address != word:
+                    out.add(address.lower())
         if _iban_head(word) and len(word) <= 4 and i + 1 < n:
             # an IBAN in groups of four: join the groups that follow (at most 34 characters).
             # Every join of IBAN length is a word, not only the longest: the prose after an IBAN

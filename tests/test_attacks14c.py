@@ -18,8 +18,6 @@ deny send when any r in args.to: from_tool(r, "*web*") and not from_user(r)
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="the word index keeps `mailto:a@b?subject=...`, `|a@b|`, `?to=a@b&r=1` and "
-                   "`a@b&gt;` whole, so the address a web page links is not found and the deny does not fire")
 @pytest.mark.parametrize("page", [
     '<a href="mailto:evil@x.com?subject=Invoice">pay here</a>',  # the usual mail link
     "| Billing |evil@x.com|",  # a markdown table cell, as a page converted to text has it
