@@ -145,6 +145,29 @@ class Projection:
 
 Expr = Union[Literal, ListLiteral, Path, Call, Compare, Not, And, Or, Quantifier, Arith, Neg, Projection]
 
+
+def children(node: "Expr") -> tuple:
+    """The expressions directly under `node` (every kind of Expr; a Literal or a Path has none).
+    The one list of what each node holds: every walk over a condition uses it, so a node added
+    to the language is seen by all of them (dsl.history_eval.reads_history missed an Arith once,
+    and the Gate decided `len(run) + 1 > 2` without the run)."""
+    kind = type(node)
+    if kind is Call:
+        return node.args
+    if kind is ListLiteral:
+        return node.items
+    if kind is Compare or kind is Arith:
+        return (node.left, node.right)
+    if kind is Not or kind is Neg:
+        return (node.operand,)
+    if kind is And or kind is Or:
+        return node.operands
+    if kind is Quantifier:
+        return (node.source, node.body)
+    if kind is Projection:
+        return (node.base,)
+    return ()
+
 # --- rule clauses -----------------------------------------------------------------------------
 
 

@@ -860,20 +860,14 @@ def _memo_key(call: ast.Call) -> tuple | None:
 
 def uses_memo(expr: ast.Expr | None) -> bool:
     """Whether a condition's specialized predicate keeps values in Env.memo."""
-    if expr is None:
-        return False
-    if isinstance(expr, ast.Call):
-        return _memo_key(expr) is not None or any(uses_memo(a) for a in expr.args)
-    if isinstance(expr, ast.Not):
-        return uses_memo(expr.operand)
-    if isinstance(expr, (ast.And, ast.Or)):
-        return any(uses_memo(o) for o in expr.operands)
-    if isinstance(expr, ast.Compare):
-        if expr.op == "under" and _under_base_key(expr.right) is not None:
+    stack = [expr] if expr is not None else []
+    while stack:
+        e = stack.pop()
+        if isinstance(e, ast.Call) and _memo_key(e) is not None:
             return True
-        return uses_memo(expr.left) or uses_memo(expr.right)
-    if isinstance(expr, ast.Quantifier):
-        return uses_memo(expr.source) or uses_memo(expr.body)
+        if isinstance(e, ast.Compare) and e.op == "under" and _under_base_key(e.right) is not None:
+            return True
+        stack.extend(ast.children(e))
     return False
 
 

@@ -43,20 +43,9 @@ def uses_extended(expr: Any) -> bool:
     stack = [expr]
     while stack:
         e = stack.pop()
-        if isinstance(e, NODES):
+        if isinstance(e, NODES) or (isinstance(e, ast.Call) and is_extended_call(e)):
             return True
-        if isinstance(e, ast.Call):
-            if is_extended_call(e):
-                return True
-            stack.extend(e.args)
-        elif isinstance(e, ast.Compare):
-            stack += (e.left, e.right)
-        elif isinstance(e, ast.Not):
-            stack.append(e.operand)
-        elif isinstance(e, (ast.And, ast.Or)):
-            stack.extend(e.operands)
-        elif isinstance(e, ast.Quantifier):
-            stack += (e.source, e.body)
+        stack.extend(ast.children(e))
     return False
 
 

@@ -29,23 +29,11 @@ def reads_history(expr: Any) -> bool:
     stack = [expr]
     while stack:
         e = stack.pop()
-        if isinstance(e, ast.Path):
-            if e.root == HISTORY_ROOT:
-                return True
-        elif isinstance(e, ast.Call):
-            if e.name in HISTORY_FUNCTIONS:
-                return True
-            stack.extend(e.args)
-        elif isinstance(e, ast.Compare):
-            stack += (e.left, e.right)
-        elif isinstance(e, (ast.And, ast.Or)):
-            stack.extend(e.operands)
-        elif isinstance(e, ast.Not):
-            stack.append(e.operand)
-        elif isinstance(e, ast.Quantifier):
-            stack += (e.source, e.body)
-        elif isinstance(e, ast.ListLiteral):
-            stack.extend(e.items)
+        if isinstance(e, ast.Path) and e.root == HISTORY_ROOT:
+            return True
+        if isinstance(e, ast.Call) and e.name in HISTORY_FUNCTIONS:
+            return True
+        stack.extend(ast.children(e))
     return False
 
 

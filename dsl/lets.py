@@ -396,27 +396,8 @@ def _count(expr) -> int:
     while stack:
         node = stack.pop()
         n += 1
-        stack.extend(_children(node))
+        stack.extend(ast.children(node))
     return n
-
-
-def _children(node) -> tuple:
-    kind = type(node)
-    if kind is ast.Call:
-        return node.args
-    if kind is ast.ListLiteral:
-        return node.items
-    if kind is ast.Compare or kind is ast.Arith:
-        return (node.left, node.right)
-    if kind is ast.Not or kind is ast.Neg:
-        return (node.operand,)
-    if kind is ast.And or kind is ast.Or:
-        return node.operands
-    if kind is ast.Quantifier:
-        return (node.source, node.body)
-    if kind is ast.Projection:
-        return (node.base,)
-    return ()
 
 
 def _count_roots(expr, names: set[str], out: dict[str, int]) -> None:
@@ -426,7 +407,7 @@ def _count_roots(expr, names: set[str], out: dict[str, int]) -> None:
         node = stack.pop()
         if type(node) is ast.Path and node.root in names:
             out[node.root] = out.get(node.root, 0) + 1
-        stack.extend(_children(node))
+        stack.extend(ast.children(node))
 
 
 def _names(expr) -> set[str]:
@@ -438,7 +419,7 @@ def _names(expr) -> set[str]:
             out.add(node.root)
         elif type(node) is ast.Quantifier:
             out.add(node.var)
-        stack.extend(_children(node))
+        stack.extend(ast.children(node))
     return out
 
 

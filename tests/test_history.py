@@ -290,3 +290,21 @@ def test_eval_and_explain_read_a_history_file(tmp_path):
     (tmp_path / "bad.json").write_text('{"tool": "pay"}')
     bad = runner.invoke(app, ["policy", "eval", str(policy), "--tool", "pay", "--history", str(tmp_path / "bad.json")])
     assert bad.exit_code == 2 and "a list of calls" in bad.stderr and "Traceback" not in bad.output
+
+
+@pytest.mark.parametrize("condition", [
+    'len(run) + 0 >= 1',                   # arithmetic
+    '-len(calls("pay")) < 0',              # a negation
+    'count(run[*].tool) >= 1',             # a projection
+    'len(run) * 1 >= 1 and args.n >= 0',   # under and
+])
+def test_history_read_anywhere_in_a_condition_is_decided_with_the_run(tmp_path, condition):
+    """A rule reading the run inside any kind of node is decided with the run: the Gate gave an
+    empty history to `len(run) + 0 >= 1` (its walk did not look inside arithmetic), so "one pay
+    per run" allowed every pay."""
+    policy = Policy.from_text(f'policy "t"\ndefault allow\ndeny pay when {condition}\n  reason "one pay per run"\n')
+    assert policy.reads_history
+    with Gate(policy, tmp_path / "l") as gate:
+        assert gate.propose("pay", {"n": 1}, proposer="ag", run="r1").effect == "allow"
+        assert gate.propose("pay", {"n": 2}, proposer="ag", run="r1").effect == "deny"
+        assert gate.propose("pay", {"n": 3}, proposer="ag", run="r2").effect == "allow"
