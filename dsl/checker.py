@@ -115,7 +115,9 @@ class _Checker:
         self.external = external  # the roster's groups, None when none was given
         self.depth = 0
         self.scope: dict[str, str] = {}  # quantifier variables in force → their types
-        self.scans: list[ast.Quantifier] = []  # enclosing quantifiers over the run's calls (dsl.history_check)
+        # the enclosing quantifiers, innermost last, each with whether its list is made of the
+        # run's calls (a scan): what a history read may cost in their bodies (dsl.history_check)
+        self.quantifiers: list[tuple[ast.Quantifier, bool]] = []
         # With tool schemas: the tool whose schema types `args` while a condition is checked, the
         # schemas of quantifier variables, the exists()-guarded paths in force, and what the
         # per-tool passes found (reported once per rule, see `schema_condition`).
@@ -644,15 +646,12 @@ class _Checker:
         outer, outer_schemas = dict(self.scope), dict(self.scope_schemas)
         self.scope[q.var] = item_type(source) if source is not None and is_list(source) else ANY
         self.scope_schemas[q.var] = self.items_schema(q.source)
-        scan = history_check.scan_nesting(self, q, self.scans)
-        if scan:
-            self.scans.append(q)
+        self.quantifiers.append((q, history_check.reads_run(q.source)))
         try:
             self.boolean_operand(q.body, f"{q.kind} ...:")
         finally:
             self.scope, self.scope_schemas = outer, outer_schemas
-            if scan:
-                self.scans.pop()
+            self.quantifiers.pop()
         return BOOL
 
     def path(self, path: ast.Path) -> str | None:
@@ -660,6 +659,7 @@ class _Checker:
             kind = self.scope[path.root]
         elif path.root in ROOTS:
             if path.root == "run":  # the run's earlier calls (dsl.history_check)
+                history_check.linear_read(self, "reading `run`", path)
                 kind = history_check.RUN_TYPE
                 for key in path.keys:
                     kind = self.step(kind, key, path) if kind is not None else None
@@ -720,6 +720,8 @@ class _Checker:
 
     def call_result(self, call: ast.Call) -> str | None:
         if call.name in history_check.HISTORY_FUNCTIONS:
+            if call.name in history_check.LINEAR_FUNCTIONS:
+                history_check.linear_read(self, f"{call.name}()", call)
             return history_check.call_result(self, call)
         if is_extended_call(call):  # sum, min, ..., url(x, scheme) (dsl.expression_types)
             from dsl import expression_types

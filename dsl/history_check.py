@@ -1,7 +1,14 @@
 """The checker's part for the history constructs (docs/policy-language.md, "History and
 provenance"): the types of `run` and of the history functions, their literal arguments, and the
-bound on scans: a scan over the run's calls (`any/all ... in run` or `in calls(...)`) nested in
-another is refused, since it costs the square of the run's length.
+bound on scans. Reading the run costs time linear in its length when it goes over its calls
+(`run`, `calls()`, `sources()`, and whatever is made of them: `run[*].tool`,
+`count(calls("pay"))`, `total(calls("pay"), "args.n")`), and a constant when it looks a value up in the index (`from_user()`,
+`from_tool()`). A quantifier's body is evaluated once per item, so inside the body of a
+quantifier whose list is made of the run's calls (a *scan*) no other linear read is allowed, and
+inside the body of any other quantifier (over a call's own list: `any r in args.to: ...`) none but
+`sources(item)` (its cost is the item's occurrences; `calls()` and `run` do not depend on the
+item and belong outside the quantifier). So every condition costs at most the run's length
+times the size of the call (tests/test_history.py measures it as a ratio).
 
 Called by `dsl.checker._Checker` (`path`, `call_result`, `quantifier`)."""
 
@@ -10,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from dsl import ast
-from dsl.history_eval import HISTORY_FUNCTIONS, HISTORY_ROOT, LITERAL_ARGUMENT, is_scan
+from dsl.history_eval import HISTORY_FUNCTIONS, HISTORY_ROOT, LITERAL_ARGUMENT
 
 CALL, ORIGIN = "call", "origin"
 RUN_TYPE = f"list[{CALL}]"
@@ -49,15 +56,35 @@ def call_result(checker: Any, call: ast.Call) -> str | None:
     return {"calls": RUN_TYPE, "total": "number", "sources": f"list[{ORIGIN}]", "from_user": "bool", "from_tool": "bool"}[call.name]
 
 
-def scan_nesting(checker: Any, q: ast.Quantifier, scans: list) -> bool:
-    """Refuse a scan over the run's calls inside another (`scans`: the enclosing ones). Returns
-    whether `q` is a scan (the caller pushes it while checking the body)."""
-    if not is_scan(q.source):
-        return False
-    if scans:
-        checker.error("a scan over the run's calls inside another scan over them costs the square of the run's length",
-                      q.source.span, "look the value up instead: sources(x), from_tool(x, \"tool\"), or count with calls(\"tool\")")
-    return True
+LINEAR_FUNCTIONS = ("calls", "sources")  # their cost grows with the run's length (total() sums the list it is given)
+
+
+def reads_run(expr: Any) -> bool:
+    """Whether evaluating `expr` goes over the run's calls (`run` or a function of LINEAR_FUNCTIONS
+    anywhere in it): a quantifier over such a list is a scan."""
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if (isinstance(e, ast.Path) and e.root == HISTORY_ROOT) or (isinstance(e, ast.Call) and e.name in LINEAR_FUNCTIONS):
+            return True
+        stack.extend(ast.children(e))
+    return False
+
+
+def linear_read(checker: Any, what: str, node: Any) -> None:
+    """Refuse `node` (a `run` path or a call of LINEAR_FUNCTIONS, named `what`) where the
+    enclosing quantifiers (`checker.quantifiers`: (quantifier, is it a scan) pairs, innermost
+    last) would evaluate it once per item."""
+    if not checker.quantifiers:
+        return
+    if any(scan for _q, scan in checker.quantifiers):
+        checker.error(f"{what} inside a scan over the run's calls costs the square of the run's length", node.span,
+                      "look the value up instead: sources(x), from_tool(x, \"tool\"), or count with calls(\"tool\") "
+                      "outside the scan")
+    elif what != "sources()":
+        checker.error(f"{what} inside a quantifier is read again for each item", node.span,
+                      "it does not depend on the item: write it outside the quantifier (`... and len(calls(\"t\")) > 2`), "
+                      "or look the item up with sources(x) or from_tool(x, \"tool\")")
 
 
 def is_history_root(name: str) -> bool:

@@ -97,7 +97,7 @@ def test_normalize_spellings():
 
 
 def test_empty_history_by_default():
-    policy = Policy.from_text('default allow\ndeny t when any c in run: c.tool == "x" or len(calls("y")) > 0\n  reason "r"\n')
+    policy = Policy.from_text('default allow\ndeny t when len(calls("y")) > 0 or any c in run: c.tool == "x"\n  reason "r"\n')
     assert policy.reads_history
     assert policy.evaluate("t", {}).effect == "allow"
     assert policy.evaluate("t", {}, history=History.from_calls([{"tool": "y"}])).effect == "deny"

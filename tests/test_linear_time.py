@@ -606,3 +606,26 @@ deny Json when json(args.s).a == 1 reason "j"
 ])
 def test_matches_and_json_take_time_linear_in_the_text(tool, unit, suffix):
     assert ratio(lambda v: REGEX_POLICY.evaluate(tool, {"s": v}), lambda n: repeat(unit, n, suffix=suffix), MAX_STRING) <= MAX_RATIO
+
+
+@pytest.mark.parametrize("condition", [
+    'any c in run: from_tool(c.args.to, "*web*") and not from_user(c.args.to)',   # a lookup per call
+    'count(run[*].tool) > 0 and total(calls("pay"), "args.n") >= 0',             # aggregates over the run
+    'any r in args.to: any o in sources(r): o.kind == "args"',                   # a lookup per item of the call
+])
+def test_a_history_condition_the_checker_accepts_takes_time_linear_in_the_run(condition):
+    """The checker refuses a read of the run inside a scan of it (dsl.history_check); what it
+    accepts is linear in the run: 10 times the calls, about 10 times the time."""
+    from dsl.history import History
+
+    policy = Policy.from_text(f'policy "t"\ndeny t when {condition}\n  reason "r"\n')
+
+    def make(n):
+        calls = [{"tool": "read_web" if i % 2 else "pay", "args": {"to": f"u{i}@x.com", "n": i},
+                  "result": {"text": f"write to u{i}@x.com"}} for i in range(n)]
+        return History.from_calls(calls)
+
+    def decide(history):
+        policy.evaluate("t", {"to": ["u3@x.com"]}, {"user_prompt": "hi"}, history=history)
+
+    assert ratio(decide, make, 4000) <= MAX_RATIO
