@@ -144,7 +144,8 @@ def _scripts(rng: random.Random, pinned: tuple[str, str] | None = None) -> dict[
                                    args_digest=digest, context_digest=context_digest, policy=policy_name,
                                    policy_digest=policy_digest, effect=effect,
                                    rules=(ev.RuleRef(id=rule[0], line=rule[1]),),
-                                   reasons=("A person checks changes.",) if effect == "ask" else ())
+                                   reasons=("A person checks changes.",) if effect == "ask" else
+                                   ("Pushing is not allowed here.",) if effect == "deny" and pinned is not None else ())
             steps = [_template(proposed, data)]
             # an audited ledger's asks record what AUDIT_POLICY's one ask rule requires (`ledger audit`
             # compares an interrupt's requirements with the policy's); the plain ledger keeps both kinds
@@ -302,7 +303,7 @@ def _intact(path: Path, info: dict) -> bool:
     return len(segments) == info.get("segments") and sum(s.stat().st_size for s in segments) == info.get("bytes")
 
 
-AUDITED_VERSION = 2  # of an audited ledger's content (2: every ask records the policy's requirements)
+AUDITED_VERSION = 3  # of an audited ledger's content (2: every ask records the policy's requirements; 3: every deny its reason)
 
 
 def cached(n: int, seed: int = 1, log=print, audited: bool = False) -> tuple[Path, dict]:

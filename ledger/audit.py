@@ -6,7 +6,8 @@ policy. The ledger keeps the text of each policy by that digest (ledger.pinning)
 beside each event (its arguments and context). `audit` decides each recorded call again, through
 the Gate's own `decide` (ledger.workflow.deciding) with the pinned policy and what came before
 the call, and compares: a call *conforms* when the effect and the rules (id and line, in order)
-are the ones recorded, and, for an ask, the requirements recorded are the ones it gives: the
+are the ones recorded, a proposal's reasons are the ones it gives (they go back to the agent as
+its instructions), and, for an ask, the requirements recorded are the ones it gives: the
 `interrupted` event's (and its deadline, its ts plus their timeout), a standing decision's
 `covered` ones, and an edit's the combination the Gate makes (ledger.workflow.machine.
 combined_requirements) of the requirements in force (interrupted, escalated, or edited before) with
@@ -160,7 +161,11 @@ def audit(path: str | Path, listed: int = LISTED) -> AuditReport:
                 report.differences.append(finding)
         else:
             report.conforming += 1
-            if decision is not None:
+            if decision is not None and item.kind == "proposal" and tuple(item.event.reasons) != tuple(decision.reasons):
+                # the reasons go back to the agent as its instructions: a forged one is a forged decision
+                differs(item, f"the recorded reasons are {list(item.event.reasons)!r}; the policy gives "
+                              f"{list(decision.reasons)!r}", True)
+            elif decision is not None:
                 _requirements(item, decision, asked, in_force, differs)
         if item.kind == "edit" and item.request in in_force:
             in_force[item.request] = (item.event.requirements, in_force[item.request][1])
