@@ -231,7 +231,15 @@ class History:
         """A history from plain call records, oldest first: each a mapping with `tool` and
         optionally `args` ({}), `seq` (its position from 1), `effect` ("allow"), `status`
         ("executed" when a `result` is given, else from the effect), `decided_by` ([]), `rules`
-        ([]) and `result` (None). Raises ValueError for a record of another shape."""
+        ([]) and `result` (None). Raises ValueError for a record of another shape, or one nested
+        too deeply to index (a ledger's values nest at most 100 levels: ledger.digest.MAX_NESTING)."""
+        try:
+            return cls._from_calls(calls)
+        except RecursionError:
+            raise ValueError("the history's values nest too deeply to index (a ledger records at most 100 levels)") from None
+
+    @classmethod
+    def _from_calls(cls, calls: Iterable[Mapping[str, Any]]) -> "History":
         history = cls()
         if isinstance(calls, (Mapping, str, bytes)):  # an object would be read key by key
             raise ValueError("a history is a list of calls (a JSON array), not " + ("an object" if isinstance(calls, Mapping) else "a text"))

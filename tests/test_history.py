@@ -308,3 +308,13 @@ def test_history_read_anywhere_in_a_condition_is_decided_with_the_run(tmp_path, 
         assert gate.propose("pay", {"n": 1}, proposer="ag", run="r1").effect == "allow"
         assert gate.propose("pay", {"n": 2}, proposer="ag", run="r1").effect == "deny"
         assert gate.propose("pay", {"n": 3}, proposer="ag", run="r2").effect == "allow"
+
+
+def test_a_history_nested_too_deeply_from_python_is_a_value_error():
+    """From Python (not the CLI, which checks the depth first), a value nested 20,000 levels deep
+    raised RecursionError out of History.from_calls."""
+    value: object = "x"
+    for _ in range(20_000):
+        value = [value]
+    with pytest.raises(ValueError, match="nest too deeply"):
+        History.from_calls([{"tool": "a", "args": {"v": value}}])
