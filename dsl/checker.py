@@ -85,10 +85,21 @@ MAX_QUORUM = 1000
 MAX_TIMEOUT_SECONDS = 365 * 86400
 
 
+_SUGGEST_CANDIDATES = 200  # difflib compares each candidate in time quadratic in the names' length
+
+
 def _suggest(name: str, choices: Iterable[str]) -> str | None:
+    """"did you mean ...?" for the closest of `choices` (difflib's ratio at least 0.6), or None.
+    Past _SUGGEST_CANDIDATES choices (a file of thousands of lets) only those of a length the
+    ratio allows (the shorter at least 3/7 of the longer) and the same first letter are compared,
+    at most that many."""
     import difflib  # for a misspelled name only
 
-    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    pool = list(choices)
+    if len(pool) > _SUGGEST_CANDIDATES:
+        pool = [c for c in pool if c[:1] == name[:1] and 7 * min(len(c), len(name)) >= 3 * max(len(c), len(name))]
+        pool = pool[:_SUGGEST_CANDIDATES]
+    close = difflib.get_close_matches(name, pool, n=1, cutoff=0.6)
     return f"did you mean '{close[0]}'?" if close else None
 
 
@@ -114,6 +125,10 @@ class _Checker:
         self.groups: dict[str, ast.GroupDecl] = {}
         self.external = external  # the roster's groups, None when none was given
         self.depth = 0
+        self.too_deep = False  # the nesting error of the condition being checked was reported
+        # id(and/or node) → its exists() guards (`_exists_guards`): a nested `and` is asked again
+        # by each enclosing one, which a chain of lets (`let b = a and ...`) makes cubic otherwise
+        self.guard_memo: dict[int, tuple[ast.Expr, tuple]] = {}
         self.scope: dict[str, str] = {}  # quantifier variables in force → their types
         # the enclosing quantifiers, innermost last, each with whether its list is made of the
         # run's calls (a scan): what a history read may cost in their bodies (dsl.history_check)
@@ -570,6 +585,7 @@ class _Checker:
     # --- conditions ---------------------------------------------------------------------------
 
     def condition(self, expr: ast.Expr) -> None:
+        self.too_deep = False
         kind = self.expr(expr)
         if kind in (BOOL, ANY, None):  # None: an error was already reported below
             return
@@ -583,7 +599,9 @@ class _Checker:
     def expr(self, expr: ast.Expr) -> str | None:
         """The load-time type of `expr`, or None when an error was reported inside it."""
         if self.depth >= MAX_NESTING:
-            self.error(f"the condition nests more than {MAX_NESTING} levels deep", expr.span, "split it into several rules")
+            if not self.too_deep:  # once per condition: every node that deep would say it again
+                self.too_deep = True
+                self.error(f"the condition nests more than {MAX_NESTING} levels deep", expr.span, "split it into several rules")
             return None
         self.depth += 1
         try:
@@ -615,7 +633,7 @@ class _Checker:
             outer_programs = self.programs
             if isinstance(expr, ast.And):
                 self.programs = {**self.programs, **_pinned_programs(expr)}
-            self.guards = self.guards + _exists_guards(expr)
+            self.guards = self.guards + _exists_guards(expr, self.guard_memo)
             if self.tool is not None and _settled_by_tool(expr, self.tool):
                 # `tool == "a" and ...` is false for any other tool: its schema does not apply here
                 self.tool, self.args_schema, self.scope_schemas = None, None, {}
@@ -974,26 +992,31 @@ def _never(form: str, op: str, text: str, programs: frozenset[str] | None = None
     return None
 
 
-def _exists_guards(expr: ast.And | ast.Or) -> tuple[tuple[str, tuple], ...]:
+def _exists_guards(expr: ast.And | ast.Or, memo: dict[int, tuple]) -> tuple[tuple[str, tuple], ...]:
     """The paths an `and` (its `exists(p)` operands) or an `or` (its `not exists(p)` operands)
     guards: when p is missing, the guard alone settles the result (false and x = false, true or x
-    = true), so the other operands may read p."""
+    = true), so the other operands may read p. `memo`: id(node) → (node, its guards); keeping
+    the node keeps its id from being reused while the memo lives."""
+    known = memo.get(id(expr))
+    if known is not None and known[0] is expr:
+        return known[1]
     out = []
     for operand in expr.operands:
         if isinstance(expr, ast.Or):
             if not isinstance(operand, ast.Not):
                 if isinstance(operand, ast.Or):
-                    out += _exists_guards(operand)
+                    out += _exists_guards(operand, memo)
                 continue
             operand = operand.operand
         elif isinstance(operand, ast.And):
-            out += _exists_guards(operand)
+            out += _exists_guards(operand, memo)
             continue
         if isinstance(operand, ast.Call) and operand.name == "exists" and not operand.keys and len(operand.args) == 1:
             (arg,) = operand.args
             if isinstance(arg, ast.Path):
                 out.append((arg.root, arg.keys))
-    return tuple(out)
+    memo[id(expr)] = (expr, tuple(out))
+    return memo[id(expr)][1]
 
 
 def _settled_by_tool(expr: ast.And | ast.Or, tool: str) -> bool:

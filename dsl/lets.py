@@ -163,9 +163,12 @@ class _Expander:
         finally:
             self.current = None
         occurrences: dict[str, int] = {}
-        _count_roots(body, seen, occurrences)
+        if seen:  # a let without parameters has none to count
+            _count_roots(body, seen, occurrences)
         if s.name in self.all_lets:
-            self.lets[s.name] = (s, body, _count(body), occurrences)
+            # the expander counted the nodes it made (`grow`); a body left unexpanded (too big) is counted here
+            size = self.size if self.limited_at is None else _count(body)
+            self.lets[s.name] = (s, body, size, occurrences)
         return body
 
     def top(self, expr: ast.Expr, span: Span, scope: frozenset = frozenset()) -> ast.Expr:
@@ -181,6 +184,16 @@ class _Expander:
                 "a let used several times in a let that is itself used several times grows quickly: "
                 "write the shared part once, or split the rule",
             )
+            # left as written: its uses of lets are not names the checker knows, and nothing more
+            # is to be said of them than this error
+            stack = [expr]
+            while stack:
+                node = stack.pop()
+                if (type(node) is ast.Path and node.root in self.all_lets) or (type(node) is ast.Call and node.name in self.all_lets):
+                    self.failed.add(node.span)
+                    if type(node) is ast.Call:
+                        self.failed.add(node.name_span)
+                stack.extend(ast.children(node))
             return expr
 
     # --- expressions ------------------------------------------------------------------------
@@ -280,9 +293,12 @@ class _Expander:
                        f"let {name}({', '.join(p for p, _ in params)}) is defined at {span_where(let.span)}")
             return node
         before = self.size
-        expanded_args = [self.expand(a, scope, depth + 1) for a in args]
+        expanded_args, sizes = [], []
+        for a in args:
+            start = self.size
+            expanded_args.append(self.expand(a, scope, depth + 1))
+            sizes.append(self.size - start)  # the nodes `grow` counted for it
         self.size = before  # the arguments count where the body reads them (below)
-        sizes = [_count(a) for a in expanded_args]
         growth = body_size + sum(occurrences.get(p, 0) * (n - 1) for (p, _), n in zip(params, sizes))
         self.grow(max(growth, 1), span)
         env: dict[str, ast.Expr] = {p: a for (p, _), a in zip(params, expanded_args)}

@@ -629,3 +629,23 @@ def test_a_history_condition_the_checker_accepts_takes_time_linear_in_the_run(co
         policy.evaluate("t", {"to": ["u3@x.com"]}, {"user_prompt": "hi"}, history=history)
 
     assert ratio(decide, make, 4000) <= MAX_RATIO
+
+
+def test_a_chain_of_lets_is_refused_in_time_linear_in_its_length(monkeypatch):
+    """`let l1 = l0 and ...`, `let l2 = l1 and ...`: each let's body nests one level deeper and
+    grows by a few nodes, so the chain is refused (too deep, then too big); 3,000 of them took
+    about 33 s (each enclosing `and` asked every nested one for its exists() guards again, and
+    every misspelt-name suggestion compared thousands of lets)."""
+    def make(n):
+        lines = ['policy "t"', "let l0 = args.x > 0"]
+        lines += [f"let l{i} = l{i - 1} and args.x > {i}" for i in range(1, n)]
+        return "\n".join([*lines, f'deny t when l{n - 1} reason "r"', ""])
+
+    def load(text):
+        try:
+            Policy.from_text(text)
+        except Exception:  # refused: the cost of refusing is what is measured
+            pass
+
+    monkeypatch.setenv("COUNTERSIGN_NO_PARSER_CACHE", "1")  # every load parses and checks
+    assert ratio(load, make, 3000, repeats=1) <= MAX_RATIO
