@@ -103,6 +103,44 @@ def test_a_cancelled_tool_leaves_the_outcome_unknown_and_never_runs_again(tmp_pa
     assert started == [1]
 
 
+def test_a_run_cancelled_while_its_start_is_written_runs_nothing_and_is_not_running_forever(tmp_path):
+    """AsyncGate.run proposes and starts in one worker thread; cancelled meanwhile, the thread
+    still records the start (and claims the request), but no tool runs: the claim is released,
+    so a later try answers ExecutionUnknown (as after a crash), not "running now"."""
+    import time
+
+    gate = Gate(policy(), tmp_path / "l")
+    real = gate._propose
+    ran = []
+
+    def slow_propose(*a, **kw):
+        out = real(*a, **kw)
+        time.sleep(0.3)  # the durable start is written; the coroutine is cancelled meanwhile
+        return out
+
+    gate._propose = slow_propose
+
+    async def main():
+        task = asyncio.create_task(AsyncGate(gate).run("read_thing", {}, lambda args: ran.append(1), proposer="agent",
+                                                       call_id="c"))
+        await asyncio.sleep(0.1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.sleep(0.5)
+
+    try:
+        _run(main())
+        gate._propose = real
+        request = gate.find(call_id="c").request
+        assert gate.get(request).status == "executing" and not gate._running
+        with pytest.raises(ExecutionUnknown):
+            gate.execute(request, lambda args: ran.append(2))
+    finally:
+        gate.close()
+    assert ran == []
+
+
 def test_a_cancelled_wait_returns_promptly(tmp_path):
     async def main():
         async with await AsyncGate.open(policy(), tmp_path / "l") as gate:

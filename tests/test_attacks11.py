@@ -214,7 +214,6 @@ def test_a_tool_use_id_reused_in_another_session_records_that_sessions_run(local
     assert theirs.status == "executed", f"s2's run is not in the ledger: request {theirs.request} is {theirs.status}; {reply}"
 
 
-@pytest.mark.xfail(strict=True, reason="AsyncGate.execute cancelled during its start leaves the request 'running now' for the process's life")
 def test_an_asyncgate_execute_cancelled_during_its_start_is_not_running_forever(tmp_path):
     """LOW. What: AsyncGate.execute awaits `gate._start(..., running_here=True)` in a worker
     thread; cancelling the task while that thread works (the commit's fsync) raises

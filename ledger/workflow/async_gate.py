@@ -14,7 +14,9 @@ must not stall the event loop. The Gate is thread-safe and lets many threads sha
 Only the tool itself runs on the event loop: `execute` and `run` await a coroutine function
 between the durable `execution_started` and the outcome (a plain function runs in a thread).
 Cancelling the task while the tool runs leaves the outcome unknown, as a crash does: the call
-never runs again (ExecutionUnknown on a later try), at most once before all else.
+never runs again (ExecutionUnknown on a later try), at most once before all else. So does
+cancelling it while the start is being written: the worker thread finishes the start (a thread
+cannot be stopped), and the request is then released as after a crash, since no tool runs.
 
 `wait` sleeps in slices of at most WAIT_SLICE seconds, so a cancelled waiter frees its thread
 soon after, while the Gate's own wait wakes as soon as the ledger grows.
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import threading
 import time
 from pathlib import Path
 from typing import Any, Awaitable, Callable
@@ -109,7 +112,8 @@ class AsyncGate:
         """Gate.execute with `fn` a coroutine function (awaited on this loop) or a plain one (run
         in a thread)."""
         _text("executor", executor, optional=True)
-        started = await self._call(self.gate._start, request, executor, running_here=True)
+        started = await self._claiming(lambda: self.gate._start(request, executor, running_here=True),
+                                       lambda out: None if isinstance(out, Execution) else request)
         if isinstance(started, Execution):
             return started
         return await self._run_started(request, started[0], started[1], fn, keep_result)
@@ -119,13 +123,46 @@ class AsyncGate:
                   keep_result: bool = False) -> Run:
         """Gate.run, awaited, `fn` as in `execute`."""
         _text("executor", executor, optional=True)
-        proposal, started = await self._call(self.gate._propose, tool, args, proposer=proposer, run=run,
-                                             context=context, call_id=call_id, start=True, executor=executor)
+        proposal, started = await self._claiming(
+            lambda: self.gate._propose(tool, args, proposer=proposer, run=run, context=context, call_id=call_id,
+                                       start=True, executor=executor),
+            lambda out: None if out[1] is None else out[0].request)
         if started is not None:
             return Run(proposal, await self._run_started(proposal.request, proposal.args_digest, started, fn, keep_result))
         if proposal.duplicate and proposal.status in ("allowed", "approved", "executed"):
             return Run(proposal, await self.execute(proposal.request, fn, executor=executor, keep_result=keep_result))
         return Run(proposal, None)
+
+    async def _claiming(self, step: Callable[[], Any], claimed: Callable[[Any], int | None]) -> Any:
+        """`step()` in a worker thread, where it may write a start and claim its request in the
+        Gate's `_running` (`claimed(result)` says which request, or None). When this coroutine is
+        cancelled meanwhile, the thread still finishes the step, and the claim is released (by
+        the thread, or here if it is done): no tool runs for it, so the request is left as a
+        crash leaves it (ExecutionUnknown on a later try), not "running now" for as long as the
+        process lives."""
+        guard = threading.Lock()
+        held: list[int] = []  # the claim the finished step made, while this coroutine may still take it
+        abandoned = False
+
+        def work() -> Any:
+            out = step()
+            request = claimed(out)
+            if request is not None:
+                with guard:
+                    if abandoned:
+                        self.gate._release(request)
+                    else:
+                        held.append(request)
+            return out
+
+        try:
+            return await asyncio.to_thread(work)
+        except BaseException:  # cancelled (or the step failed, claiming nothing)
+            with guard:
+                abandoned = True
+                for request in held:  # done, but this coroutine will not run the tool
+                    self.gate._release(request)
+            raise
 
     async def _run_started(self, request: int, digest: str, args: dict, fn: Callable[[dict], Any],
                            keep_result: bool) -> Execution:
