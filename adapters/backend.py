@@ -423,7 +423,11 @@ class ServiceBackend:
                keep_result: bool = False, result_digest: str | None = None) -> Outcome:
         """POST the outcome. An "ok" result is sent only when it is to be kept (and fits in
         KEEP_LIMIT bytes); otherwise only its digest, computed here: the result never leaves
-        the agent's process, and no size limit can leave a call that ran unrecorded."""
+        the agent's process, and no size limit can leave a call that ran unrecorded. An error's
+        lone surrogates go as backslash escapes (the service reads only Unicode text, and the
+        Gate records them so)."""
+        if isinstance(error, str):
+            error = error.encode("utf-8", "backslashreplace").decode("utf-8")
         body: dict[str, Any] = {"outcome": outcome, "error": error}
         if outcome == "ok" and result_digest is None and result is not None:
             result_digest, spelled = _digest_of(result)

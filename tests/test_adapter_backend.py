@@ -176,6 +176,27 @@ def test_a_result_is_reported_by_its_digest_unless_kept_and_a_failed_report_says
     assert agent.get(v.request).status == "executing"  # never runs again
 
 
+def test_a_result_or_an_error_holding_a_lone_surrogate_is_recorded_through_either_backend(pair):
+    """A tool's text cut in the middle of a surrogate pair: the call ran, so its outcome is
+    recorded (the result without a digest, the error's surrogate as a backslash escape), by
+    `finish` as by `execute`, never refused (the request would stay "executing" for ever)."""
+    agent, _ = pair
+    for n, report in enumerate([dict(outcome="ok", result={"text": "cut \ud83d"}, keep_result=True),
+                                dict(outcome="error", error="cut \ud83d")]):
+        v = agent.propose("read_thing", {"id": f"surrogate-{n}"})
+        agent.start(v.request)
+        done = agent.finish(v.request, **report)
+        assert done.result_digest is None and done.error in (None, "cut \\ud83d")
+        assert agent.get(v.request).status == "executed"
+
+    def fails(args):
+        raise RuntimeError("cut \ud83d")
+
+    v = agent.propose("read_thing", {"id": "surrogate-raise"})
+    assert agent.execute(v.request, fails).error == "RuntimeError: cut \\ud83d"
+    assert agent.get(v.request).status == "executed"
+
+
 REMEMBERING = POLICY_TEXT + '''
 ask send_mail reason "A person reads outgoing mail." remember run id "mail"
 '''

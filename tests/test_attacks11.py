@@ -259,7 +259,6 @@ def test_an_asyncgate_execute_cancelled_during_its_start_is_not_running_forever(
         gate.close()
 
 
-@pytest.mark.xfail(strict=True, reason="finish() refuses a result execute() records: a call that ran stays 'executing' forever")
 def test_a_tool_response_with_a_lone_surrogate_still_records_that_the_call_ran(local):
     """MEDIUM. What: a Write approved in the dialog runs; Claude Code's PostToolUse carries a
     tool_response whose text holds a lone surrogate (JS strings may: output cut at a length

@@ -69,10 +69,36 @@ def test_a_request_that_may_not_run_does_not_start(g):
         g.start(asked.request)
 
 
-@pytest.mark.parametrize("outcome, kwargs", [("maybe", {}), ("ok", {"error": "x"}), ("error", {}), ("ok", {"result": {1, 2}})])
+@pytest.mark.parametrize("outcome, kwargs", [("maybe", {}), ("ok", {"error": "x"}), ("error", {}), ("error", {"error": " "}),
+                                             ("ok", {"result_digest": "ab"})])
 def test_a_malformed_outcome_is_refused(g, outcome, kwargs):
     p = g.propose("read_thing", {"id": 1}, proposer="agent")
     g.start(p.request)
     with pytest.raises(InvalidCall):
         g.finish(p.request, outcome=outcome, **kwargs)
     assert g.get(p.request).status == "executing"
+
+
+@pytest.mark.parametrize("result", [{1, 2}, {"text": "cut here: \ud83d"}, float("nan"), "ok\udc00"])
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_result_that_is_not_json_is_recorded_as_an_ok_without_a_digest_as_execute_records_it(g, tmp_path, result, keep):
+    """The call ran: finish records what execute records for the same result (an outcome
+    without a digest), never leaves the request "executing" for ever."""
+    p = g.propose("read_thing", {"id": 1}, proposer="agent")
+    g.start(p.request)
+    done = g.finish(p.request, outcome="ok", result=result, keep_result=keep)
+    assert (done.outcome, done.result_digest, done.result_kept) == ("ok", None, False)
+    state = g.get(p.request)
+    assert (state.status, state.outcome, state.result_digest) == ("executed", "ok", None)
+    q = g.propose("read_thing", {"id": 2}, proposer="agent")
+    ran = g.execute(q.request, lambda args: result, keep_result=keep)
+    assert (ran.outcome, ran.result_digest, ran.result_kept) == (done.outcome, done.result_digest, done.result_kept)
+    assert verify(g.ledger.path).ok
+
+
+def test_an_error_with_a_lone_surrogate_is_recorded_escaped(g):
+    p = g.propose("read_thing", {"id": 1}, proposer="agent")
+    g.start(p.request)
+    done = g.finish(p.request, outcome="error", error="cut here: \ud83d")
+    assert done.error == "cut here: \\ud83d" and g.get(p.request).status == "executed"
+    assert verify(g.ledger.path).ok

@@ -47,6 +47,28 @@ def test_an_allowed_call_is_proposed_started_and_its_outcome_recorded(env):
     assert again == {"request": p["request"], "started": False, "execution": {**done.json(), "replayed": True}}
 
 
+@pytest.mark.parametrize("body", [
+    b'{"outcome":"ok","result":{"text":"cut here: \\ud83d"}}',
+    b'{"outcome":"error","error":"cut here: \\ud83d"}',
+])
+def test_an_outcome_holding_a_lone_surrogate_is_recorded_not_refused(env, body):
+    """JSON.stringify writes a string cut in the middle of a surrogate pair as "\\ud83d": the
+    call ran, so its outcome is recorded (the result without a digest, the error escaped), as
+    Gate.finish records it, and never refused (which left the request "executing" for ever)."""
+    s, client = env
+    p = propose(client, s, "read_thing", {"id": 1}).json()
+    client.post(f"/v1/requests/{p['request']}/start", headers=s.headers("agent-1"))
+    done = client.post(f"/v1/requests/{p['request']}/outcome", content=body,
+                       headers={**s.headers("agent-1"), "Content-Type": "application/json"})
+    assert done.status_code == 200, done.text
+    view = done.json()
+    assert view["result_digest"] is None and view["error"] in (None, "cut here: \\ud83d")
+    assert client.get(f"/v1/requests/{p['request']}", headers=s.headers("agent-1")).json()["status"] == "executed"
+    wrong = client.post(f"/v1/requests/{p['request']}/outcome", content=b'{"outcome":"fine","x":"\\ud83d"}',
+                        headers={**s.headers("agent-1"), "Content-Type": "application/json"})
+    assert wrong.status_code == 422, wrong.text
+
+
 def test_an_ask_waits_and_the_authenticated_reviewer_approves_it(env):
     s, client = env
     p = propose(client, s).json()

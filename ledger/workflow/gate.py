@@ -1151,15 +1151,21 @@ class Gate(CatchUp, Reading):
         the result itself too, as `execute` says; or, instead of the result, its
         `result_digest` alone, 64 lowercase hex digits, docs/ledger-format.md section 4, which
         the executor computed: a result never sent leaves the executor) or "error" (with
-        `error`, the failure's text, cut to ERROR_CHARS). Raises InvalidCall for another outcome,
-        NotStarted when the request was not started, AlreadyExecuted when its outcome is recorded
-        already (an outcome is reported once), UnknownRequest."""
+        `error`, the failure's text, cut to ERROR_CHARS). The call has run by now, so what it
+        returned never stops its outcome from being recorded, as in `execute`: a result that is
+        not JSON (a lone surrogate, NaN, a set, nested too deeply) is an "ok" outcome without a
+        digest, and an error's lone surrogates are recorded as backslash escapes. Raises
+        InvalidCall for another outcome, an "error" without its text, an "ok" with one, or a
+        malformed `result_digest` (the caller's own mistakes), NotStarted when the request was
+        not started, AlreadyExecuted when its outcome is recorded already (an outcome is
+        reported once), UnknownRequest."""
         _request_id(request)
         if outcome not in ("ok", "error"):
             raise InvalidCall(f"an outcome is \"ok\" or \"error\", not {outcome!r}")
         data = None
         if outcome == "error":
-            _text("the error", error)
+            if not isinstance(error, str) or not error.strip():
+                raise InvalidCall("an \"error\" outcome needs the failure's text")
             error_text, result_digest = _error_text(error), None
         else:
             if error is not None:
@@ -1169,13 +1175,8 @@ class Gate(CatchUp, Reading):
                     raise InvalidCall("give the result or its digest, not both (a kept result needs the result)")
                 if not isinstance(result_digest, str) or not _HEX64.fullmatch(result_digest):
                     raise InvalidCall("a result digest is 64 lowercase hexadecimal digits")
-            else:
-                try:
-                    result_digest = value_digest(result) if result is not None else None
-                except ArgumentsError as exc:
-                    raise InvalidCall(f"the result cannot be recorded: {exc}") from None
-                if keep_result:
-                    result_digest, data = _result_record(result, True)
+            else:  # what `execute` records for the same result (never raises)
+                result_digest, data = _result_record(result, keep_result)
             error_text = None
         with self._lock:
             def step() -> list[tuple[ev.Event, Any]]:
