@@ -153,7 +153,8 @@ class Settled(_Record):
     rejected, responded, expired, cancelled), `decision` (approve, reject, respond, expire,
     cancel or None), `decided_by`, `reason` (a rejection's reason or a response's message: an
     instruction to the model), `edits` (how many times a reviewer edited the arguments),
-    `outcome` of the execution, `waiting` (still waiting for a person)."""
+    `outcome` of the execution, `waiting` (still waiting for a person); `tool`, and the `run`
+    and `proposer` it was proposed with (None when the source did not say)."""
 
     request: int
     status: str
@@ -165,6 +166,8 @@ class Settled(_Record):
     outcome: str | None = None
     waiting: bool = False
     tool: str | None = None
+    run: str | None = None
+    proposer: str | None = None
 
     @property
     def runnable(self) -> bool:
@@ -211,7 +214,8 @@ def settled_of(view: dict) -> Settled:
     return Settled(request=view["request"], status=status, args_digest=view.get("args_digest") or "",
                    decision=view.get("decision"), decided_by=view.get("decided_by"), reason=view.get("reason"),
                    edits=view.get("edits") or 0, outcome=view.get("outcome"),
-                   waiting=bool(view.get("waiting", status in WAITING)), tool=view.get("tool"))
+                   waiting=bool(view.get("waiting", status in WAITING)), tool=view.get("tool"), run=view.get("run"),
+                   proposer=view.get("proposer"))
 
 
 def outcome_of(view: dict) -> Outcome:
@@ -234,7 +238,7 @@ def _verdict_of_proposal(p) -> Verdict:
 def _settled_of_state(state) -> Settled:
     return Settled(request=state.request, status=state.status, args_digest=state.digest, decision=state.decision,
                    decided_by=state.decided_by, reason=state.reason, edits=state.edits, outcome=state.outcome,
-                   waiting=state.status in WAITING, tool=state.tool)
+                   waiting=state.status in WAITING, tool=state.tool, run=state.run, proposer=state.proposer)
 
 
 def _outcome_of_execution(e) -> Outcome:

@@ -397,17 +397,23 @@ class ClaudeCodeHook:
             return recorded(event, f"could not record {call.tool} call {call.tool_use_id}: {exc.message}")
 
     def _find(self, backend, call: Call):
-        """The request for this call: under tool_use_id, or its derived id, whose tool is this
-        one and whose arguments (as proposed, or as edited) are the input that ran."""
+        """The request for this call: under tool_use_id, or its derived id, proposed in this
+        session (its run is the payload's session_id and, on a local ledger, its proposer
+        `claude-code:<session_id>`: a tool_use_id reused by another session is that session's
+        call, as PreToolUse's conflict check has it), whose tool is this one and whose arguments
+        (as proposed, or as edited) are the input that ran."""
         from ledger.digest import ArgumentsError, value_digest
 
         try:
             digest = value_digest(call.args) if call.args is not None else None
         except ArgumentsError:
             digest = None
+        proposer = getattr(backend, "proposer", None)  # a local ledger's; the service answers its agent's calls only
         found = []
         for call_id in (call.tool_use_id, derived_call_id(call.tool_use_id, call.tool, call.args or {})):
             state = backend.find(call_id)
+            if state is not None and (state.run != call.session or proposer not in (None, state.proposer)):
+                continue  # another session's call under the same id
             if state is not None and (state.tool in (None, call.tool)):
                 found.append(state)
                 if digest is None or digest in (state.args_digest, original_digest(backend, state)):

@@ -185,7 +185,6 @@ def test_a_service_that_never_finishes_its_answer_fails_the_call_in_bounded_time
     assert outcome and isinstance(outcome[0], Exception)
 
 
-@pytest.mark.xfail(strict=True, reason="PostToolUse finds a request by tool_use_id without the session: another session's run is lost")
 def test_a_tool_use_id_reused_in_another_session_records_that_sessions_run(local):
     """LOW-MEDIUM. What: session s1 runs Write X under tool_use_id "tu-r" (dialog, then
     PostToolUse: executed). Session s2 (a resumed/forked conversation, or any payload reusing

@@ -200,6 +200,19 @@ def test_a_second_input_under_one_tool_use_id_is_decided_on_its_own(local):
     assert gate.find(call_id="tu-2").status == "executed" and gate.find(call_id=derived).status == "pending"
 
 
+def test_a_run_reported_in_another_session_never_consumes_this_sessions_request(local):
+    """PostToolUse finds a request by its tool_use_id within the payload's session only: session
+    s2 reporting a run under s1's tool_use_id neither approves nor runs s1's pending request."""
+    hook, gate, path = local
+    h = hook(on_ask="dialog")
+    args = {"file_path": "/work/repo/b.txt", "content": "x"}
+    assert decision(h.handle(payload("PreToolUse", "Write", args, "tu-s", session="s1")))[0] == "ask"
+    reply = h.handle(payload("PostToolUse", "Write", args, "tu-s", session="s2", tool_response={"ok": 1}))
+    assert "never proposed" in reply.output["systemMessage"]
+    mine = gate.find(call_id="tu-s")
+    assert (mine.status, mine.approvals) == ("pending", {})
+
+
 # --- Claude Code's dialog -----------------------------------------------------------------------
 
 def test_dialog_mode_records_the_person_at_the_dialog_and_what_ran(local):
