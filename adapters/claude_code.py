@@ -27,6 +27,16 @@ An ask is answered in one of two ways (`on_ask`):
   decision, and one more approval meets the quorum); otherwise the hook waits on countersign's
   queue as in "wait", and says why. Through the service, the person's approval needs their
   reviewer token (COUNTERSIGN_REVIEWER_TOKEN); without one every ask waits on the queue.
+  The proposal records that the hook answers asks so: its context holds
+  `countersign_on_ask: "dialog"` (DIALOG_CONTEXT). PostToolUse records the dialog's approval only
+  for a request whose recorded context says so, that no one has approved yet, and that one
+  approval by the person settles: the dialog was offered for it. A call that ran while its
+  request still waited otherwise (an ask needing two approvers, or any ask in "wait" mode, whose
+  hook Claude Code stopped at its timeout and then ran the call anyway, as in bypassPermissions)
+  ran without countersign's approval: no approval is invented; the
+  request is cancelled by its proposer with a reason saying that Claude Code ran it without
+  countersign's approval (so that no reviewer is asked about a call that already ran), and the
+  user is told.
 - "wait": the hook waits on countersign's own queue (`countersign review`, the approval service,
   its web inbox) for at most `wait` seconds (the hook's `timeout` minus a margin). approve →
   allow (edit: allow with `updatedInput`, the edited arguments); reject → deny with the
@@ -74,6 +84,7 @@ PROPOSER_PREFIX = "claude-code"
 DERIVED_SEP = "#"  # <tool_use_id>#<16 hex>: a second input under one tool_use_id
 
 DIALOG_COMMENT = "approved in Claude Code's permission dialog"
+DIALOG_CONTEXT = "countersign_on_ask"  # in a proposal's context: "dialog" when the hook may answer its ask with the dialog
 
 
 class Reply:
@@ -257,6 +268,8 @@ class ClaudeCodeHook:
                 raise CannotDecide("the hook input has no tool_input object, so the call cannot be judged")
         except CannotDecide as exc:
             return deny(f"countersign: {exc}; it was not run.")
+        if self.on_ask == "dialog":
+            call.context[DIALOG_CONTEXT] = "dialog"  # recorded with the proposal: PostToolUse reads it back
         backend = self.backend_for(proposer_of(call.session))
         try:
             verdict, call_id = self._propose(backend, call)
@@ -328,8 +341,24 @@ class ClaudeCodeHook:
             return False, f"{who}, at Claude Code's dialog, is not among its approvers ({verdict.needs or 'see the policy'})"
         tally.add(who)
         if not tally.met:
-            return False, f"one approval does not meet its requirement ({verdict.needs})"
+            return False, f"one approval does not meet its requirement ({getattr(verdict, 'needs', None) or reqs.describe()})"
         return True, ""
+
+    def _dialog_offered(self, backend, state) -> tuple[bool, str]:
+        """Whether PreToolUse answered this waiting request with Claude Code's dialog (module
+        docstring): its recorded context says the hook offers it, no one has approved it yet, and
+        one approval by the person at the dialog settles it. Else (False, why not)."""
+        gate = getattr(backend, "gate", None)
+        if gate is not None:
+            context, approved = gate.stored_context(state.request), list(gate.get(state.request).approvals)
+        else:
+            view = backend.details(state.request)
+            context, approved = view.get("context"), (view.get("quorum") or {}).get("approved_by") or []
+        if not isinstance(context, dict) or context.get(DIALOG_CONTEXT) != "dialog":
+            return False, "the hook did not offer Claude Code's dialog for it (it waited on countersign's queue)"
+        if approved:
+            return False, f"it waited on countersign's queue for more approvals than {', '.join(approved)}'s"
+        return self._dialog_settles(backend, state)
 
     def _wait(self, backend, call: Call, request: int, note: str = "") -> Reply:
         """Wait on countersign's queue; silence cancels the request and denies the call."""
@@ -444,6 +473,9 @@ class ClaudeCodeHook:
                 return recorded(event, f"the call ran with arguments other than those countersign request {request} "
                                        "now holds (edited on countersign's queue meanwhile?); its run is not recorded")
         if status in ("pending", "interrupting"):
+            offered, why = self._dialog_offered(backend, state)
+            if not offered:
+                return self._unapproved(backend, event, call, state, why)
             try:
                 state = backend.decide(request, "approve", reviewer=self.reviewer, digest=state.args_digest,
                                        comment=DIALOG_COMMENT)
@@ -469,6 +501,26 @@ class ClaudeCodeHook:
                 error = f"interrupted: {error}"
             backend.finish(request, outcome="error", error=error)
         return recorded(event)
+
+    def _unapproved(self, backend, event: str, call: Call, state, why: str) -> Reply:
+        """A call that ran while its request still waited, without the dialog's approval: no
+        approval is recorded for anyone. The ledger has no event for a run outside the gate, so
+        the request is cancelled by its proposer with a reason that says the call ran (its
+        permission mode) and why no approval is recorded; no reviewer is then asked about a call
+        that already ran, and no later expiry says it did not run. The user is told."""
+        from adapters.backend import BackendError
+
+        request = state.request
+        mode = call.context.get("permission_mode")
+        said = (f"Claude Code ran this call without countersign's approval (permission_mode {mode}; the hook's "
+                f"answer was not an allow: {why}); no approval was given for it and its outcome is not recorded")
+        try:
+            backend.cancel(request, reason=said)
+        except BackendError as exc:
+            return recorded(event, f"the call ran without countersign's approval ({why}); request {request} could "
+                                   f"not be closed: {exc.message}; the ledger does not show it as run")
+        return recorded(event, f"the call ran without countersign's approval ({why}); request {request} is "
+                               "cancelled with that reason, and the ledger does not show it as approved or run")
 
     def _denied(self, backend, call: Call, state) -> Reply:
         """PermissionDenied: Claude Code refused a call the hook had let through or asked about;

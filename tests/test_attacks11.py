@@ -75,7 +75,6 @@ ask Deploy reason "Deploys need two maintainers." approvers 2 from maintainers
 """
 
 
-@pytest.mark.xfail(strict=True, reason="PostToolUse records a dialog approval for a call no dialog was offered for")
 def test_post_tool_use_does_not_invent_a_dialog_approval_the_hook_never_offered(tmp_path):
     """MEDIUM. What: Deploy needs 2 maintainers, so PreToolUse never offers Claude Code's dialog
     (`_dialog_settles` is False) and waits on the queue; Claude Code kills the hook at its

@@ -257,6 +257,41 @@ def test_dialog_mode_records_the_person_at_the_dialog_and_what_ran(local):
             (state.status, state.outcome, state.decided_by, state.proposer), cid
 
 
+def test_a_call_that_ran_without_the_dialog_gets_no_invented_approval(local):
+    """PostToolUse records the dialog's approval only where PreToolUse offered the dialog (its
+    proposal's context says so: countersign_on_ask "dialog", and one approval settles it). A
+    wait-mode ask whose hook Claude Code stopped, or a quorum of two, that ran anyway ran
+    without countersign's approval: no one's approval is recorded, and the request is cancelled
+    with a reason saying it ran (no reviewer is asked about it afterwards)."""
+    hook, gate, path = local
+    # wait mode: the proposal the hook was stopped in (no reviewer answered), then the run
+    stopped = LocalBackend(gate, "claude-code:s1").propose(
+        "Write", {"file_path": "/etc/q"}, call_id="t-stopped", run="s1",
+        context=context_of(payload("PreToolUse", "Write", {"file_path": "/etc/q"}, "t-stopped")))
+    assert stopped.status == "pending"
+    reply = hook(on_ask="dialog").handle(payload("PostToolUse", "Write", {"file_path": "/etc/q"}, "t-stopped",
+                                                 permission_mode="bypassPermissions", tool_response={"ok": 1}))
+    assert "without countersign's approval" in reply.output["systemMessage"]
+    state = gate.get(stopped.request)
+    assert (state.status, state.approvals, state.decided_by) == ("cancelled", {}, "claude-code:s1")
+    assert "ran this call without countersign's approval" in state.reason and "bypassPermissions" in state.reason
+    # dialog mode: a quorum of two is never offered in the dialog, so its run is not approved either
+    dialog = hook(on_ask="dialog", wait=0.2)
+    h_ctx = context_of(payload("PreToolUse", "Deploy", {"env": "prod"}, "t-two"))
+    two = LocalBackend(gate, "claude-code:s1").propose("Deploy", {"env": "prod"}, call_id="t-two", run="s1",
+                                                       context={**h_ctx, "countersign_on_ask": "dialog"})
+    gate.approve(two.request, approver="alice", digest=two.args_digest)  # one of two, on the queue
+    dialog.handle(payload("PostToolUse", "Deploy", {"env": "prod"}, "t-two", tool_response={}))
+    state = gate.get(two.request)
+    assert ME not in state.approvals and state.status == "cancelled"
+    # the dialog offered (the hook's own PreToolUse) is still recorded as the person's approval
+    assert decision(dialog.handle(payload("PreToolUse", "Write", {"file_path": "/etc/r"}, "t-offered")))[0] == "ask"
+    assert gate.stored_context(gate.find(call_id="t-offered").request)["countersign_on_ask"] == "dialog"
+    dialog.handle(payload("PostToolUse", "Write", {"file_path": "/etc/r"}, "t-offered", tool_response={}))
+    state = gate.find(call_id="t-offered")
+    assert (state.status, state.decided_by) == ("executed", ME)
+
+
 def test_the_proposer_never_approves_its_own_call(local):
     hook, gate, path = local
     h = hook(on_ask="dialog", reviewer="claude-code:s1", wait=0.2)  # as if the agent's identity sat at the dialog

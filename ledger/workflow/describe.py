@@ -4,8 +4,9 @@
     brief(state, args)            a queue row: id, tool, run, proposer, status, digest, reasons,
                                   rules, times, quorum progress, the decisions allowed, args
     in_full(gate, request)        brief + the decision, the original arguments of an edited call,
-                                  the deciding rules with their policy and line, the run's earlier
-                                  calls and every event of the request's history
+                                  the context the policy read, the deciding rules with their policy
+                                  and line, the run's earlier calls and every event of the
+                                  request's history
     quorum(state)                 who approved, how many more, who may, the requirement in words
 
 Times are ledger timestamps (UTC text, docs/ledger-format.md section 3). Raises what the Gate's
@@ -120,8 +121,9 @@ def rules_at(records: list[Record]) -> list[dict]:
 
 def in_full(gate: Any, request: int, *, earlier: int = 10) -> dict:
     """The request in full (module docstring): `brief` and `outcome`, plus "history",
-    "rules_at", "original_args" (None unless edited) and "earlier_in_run" (up to `earlier`
-    of the run's calls before it, newest first). Raises UnknownRequest."""
+    "rules_at", "original_args" (None unless edited), "context" (the proposal's, as stored;
+    None when it cannot be read) and "earlier_in_run" (up to `earlier` of the run's calls
+    before it, newest first). Raises UnknownRequest."""
     state = gate.get(request)
     item = brief(gate, state)
     item.update(outcome(state))
@@ -131,6 +133,7 @@ def in_full(gate: Any, request: int, *, earlier: int = 10) -> dict:
     item["history"] = [event_line(r) for r in records]
     item["rules_at"] = rules_at(records)
     item["original_args"] = gate.original_arguments(request) if state.edits else None
+    item["context"] = gate.stored_context(request)
     item["earlier_in_run"] = [{"request": s.request, "tool": s.tool, "status": s.status, "proposed_at": s.proposed_at}
                               for s in gate.earlier_in_run(request, limit=earlier)]
     item["remember"] = remember_choices(state)

@@ -145,6 +145,16 @@ class Reading:
         except (msgspec.DecodeError, KeyError, TypeError):
             return None
 
+    def stored_context(self, request: int) -> Any:
+        """The context the call was proposed with (what the policy read as `context`), read from
+        the ledger, or None when it cannot be read (redacted, say)."""
+        _request_id(request)
+        data = self.ledger.data_at([request]).get(request)
+        try:
+            return msgspec.json.decode(data)["context"] if data is not None else None
+        except (msgspec.DecodeError, KeyError, TypeError):
+            return None
+
     def allowed_decisions(self, request: int) -> tuple[str, ...]:
         """The decisions the request's rule allows while it is pending (approve, edit, reject,
         respond), else ()."""
