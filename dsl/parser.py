@@ -32,6 +32,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from dsl import ast
 from dsl.errors import Diagnostic, PolicyError, Span, source_lines
 from dsl.grammar import grammar_text
+from dsl.lalr import TableParser, Unhandled
 
 from dsl.keywords import CLAUSE_KEYWORDS, KEYWORDS, OPERATOR_KEYWORDS, STATEMENT_KEYWORDS  # noqa: F401 (named here as before)
 
@@ -82,15 +83,31 @@ def _parser_cache() -> str | bool:
 def _lark() -> Lark:
     # No parse tree: `_Builder` makes the AST as the parser reduces (about twice as fast as a tree
     # with positions and a transform after it), from every token, keywords included (spans).
-    options = dict(parser="lalr", lexer="contextual", keep_all_tokens=True, maybe_placeholders=True, cache=_parser_cache())
     # Where only keywords may stand (after a rule's selectors, at the start of a statement), the
     # contextual lexer would read `allowed` as `allow` + `ed` and `reasons` as `reason` + `s`:
     # every word-like keyword gets a callback that refuses a keyword glued to the next letters.
-    plain = Lark(grammar_text(), **options)
-    words = [t.name for t in plain.terminals if t.pattern.type == "str" and re.fullmatch(r"[a-z]+", t.pattern.value)]
-    callbacks = {name: _whole_word for name in words}
+    callbacks = {name: _whole_word for name in _words()}
     callbacks["COMMENT"] = _collect_comment  # comments are ignored by the grammar; fmt keeps them
-    return Lark(grammar_text(), **options, lexer_callbacks=callbacks, transformer=_Builder())
+    return Lark(grammar_text(), **_OPTIONS, cache=_parser_cache(), lexer_callbacks=callbacks, transformer=_Builder())
+
+
+_OPTIONS = dict(parser="lalr", lexer="contextual", keep_all_tokens=True, maybe_placeholders=True)
+
+
+@lru_cache(maxsize=1)
+def _words() -> frozenset[str]:
+    """The terminals that are a word-like keyword (`allow`, `reason`, ...): a string of letters."""
+    plain = Lark(grammar_text(), **_OPTIONS, cache=_parser_cache())
+    return frozenset(t.name for t in plain.terminals if t.pattern.type == "str" and re.fullmatch(r"[a-z]+", t.pattern.value))
+
+
+@lru_cache(maxsize=1)
+def _table_parser() -> TableParser | None:
+    """Our loop over Lark's tables (dsl.lalr), or None when this Lark lays them out otherwise."""
+    try:
+        return TableParser(_lark(), _words(), "COMMENT", "WS")
+    except Unhandled:
+        return None
 
 
 _SOURCE: contextvars.ContextVar[str] = contextvars.ContextVar("policy_source", default="")
@@ -149,7 +166,27 @@ class _SyntaxProblem(Exception):
 
 
 def parse(text: str, name: str = "<policy>") -> ast.PolicyFile:
-    """Parse policy source text. Raises `PolicyError` (one diagnostic) on a syntax error."""
+    """Parse policy source text. Raises `PolicyError` (one diagnostic) on a syntax error.
+
+    Text that parses is read by our loop over Lark's tables (dsl.lalr: the same tree, three
+    times faster); anything it does not read is parsed again by Lark, whose error is reported."""
+    table = _table_parser()
+    if table is not None:
+        try:
+            tree, comments = table.parse(text)
+        except Exception:  # noqa: BLE001 - Lark parses it again, and raises what it raises
+            pass
+        else:
+            sink = _COMMENTS.get()
+            if sink is not None:
+                sink.extend(comments)
+            return tree
+    return _parse_with_lark(text, name)
+
+
+def _parse_with_lark(text: str, name: str) -> ast.PolicyFile:
+    """`parse` by Lark's own parser: the reference the table parser must agree with, and the one
+    that says what is wrong with a text."""
     source = _SOURCE.set(text)
     try:
         return _lark().parse(text)
