@@ -34,7 +34,8 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from lark import Lark, Token
+from lark import Lark, Token, Tree
+from lark.parse_tree_builder import ChildFilterLALR, ChildFilterLALR_NoPlaceholders, maybe_create_child_filter
 from lark.parsers.lalr_analysis import Shift
 
 
@@ -81,10 +82,15 @@ class TableParser:
             conf = lark.lexer_conf
             terminals, ignore, flags = list(conf.terminals), tuple(conf.ignore), conf.g_regex_flags
             start, end = table.start_states["start"], table.end_states["start"]
+            transformer, tree_class = lark.options.transformer, lark.options.tree_class or Tree
+            if not (lark.options.maybe_placeholders and lark.options.parser == "lalr"):
+                raise TypeError("placeholders and LALR expected")
         except (AttributeError, KeyError, TypeError) as exc:
             raise Unhandled(f"Lark's parser is not laid out as expected: {exc!r}") from None
         if conf.use_bytes or conf.postlex is not None or any(isinstance(k, str) for k in callbacks):
             raise Unhandled("token callbacks, a postlexer or bytes input")
+        if transformer is None or any(hasattr(transformer, t.name) for t in terminals):
+            raise Unhandled("no transformer, or one with token callbacks")
         if any(t.pattern.type == "str" and t.pattern.flags for t in terminals):
             raise Unhandled("a string terminal with flags")
         if space not in ignore or comment not in ignore:
@@ -97,7 +103,7 @@ class TableParser:
         self._space = next(t for t in terminals if t.name == space)
         self._start, self._end = start, end
         # Each state: terminal or rule name -> next state (a shift or a goto, an int) or the
-        # reduction (number of children, name of the rule, callback or None for a pass-through).
+        # reduction (number of children, name of the rule, what makes its value: `_reducer`).
         self._actions: dict[int, dict[str, object]] = {}
         reductions: dict[object, tuple] = {}
         for state, row in table.states.items():
@@ -107,7 +113,7 @@ class TableParser:
                     actions[name] = arg
                 else:
                     if arg not in reductions:
-                        reductions[arg] = (len(arg.expansion), arg.origin.name, None if _passes_through(arg) else callbacks[arg])
+                        reductions[arg] = (len(arg.expansion), arg.origin.name, _reducer(arg, transformer, tree_class))
                     actions[name] = reductions[arg]
             self._actions[state] = actions
         if not all(type(s) is int for row in self._actions.values() for s in row.values() if type(s) is not tuple):
@@ -171,7 +177,7 @@ class TableParser:
         """The tree Lark's callbacks build from `text`, and the tokens of the comment terminal in
         source order. Raises `Unhandled` where Lark would raise (or might: the caller asks Lark),
         and whatever a callback raises."""
-        actions, words, comment, chains = self._actions, self._words, self._comment, self._chains
+        actions, words, comment, chains, keep = self._actions, self._words, self._comment, self._chains, _KEEP
         end_state = self._end
         scanners, scanner_of = self._scanners, self._scanner
         new, cls, count_in, last_in = str.__new__, _Token, text.count, text.rfind
@@ -244,21 +250,76 @@ class TableParser:
                     del values[-count:]
                 else:
                     children = []
-                value = children[0] if callback is None else callback(children)
+                value = children if callback is keep else callback(children)
                 states.append(actions[states[-1]][origin])
                 values.append(value)
                 if kind == "$END" and states[-1] == end_state:
                     return values[-1], comments
 
 
-def _passes_through(rule) -> bool:
-    """Whether Lark's callback for `rule` returns its one child unchanged: a `?rule` alternative
-    of one symbol, without an alias (lark/parse_tree_builder.py `_init_builders`: only
-    `ExpandSingleChild`, no child filter, which a placeholder or an inlined `_rule` would add)."""
+_KEEP = object()  # the reduction's value is its list of children (a `_rule` its parent inlines)
+
+
+def _reducer(rule, transformer, tree_class):
+    """What makes the value of a reduction by `rule` from its children (a list, popped off the
+    stack, which nothing else holds), as Lark's callback for it would (lark/parse_tree_builder.py,
+    `ParseTreeBuilder` with `maybe_placeholders`): the children filtered (an absent `[x]` is None,
+    the children of an inlined `_rule` take its place, tokens are kept), then the transformer's
+    method named after the rule's alias or name, or, for a `?rule` left with one child, that
+    child. Returns None for a pass-through (nothing to do), `_KEEP` for a `_rule` whose value is
+    its children, else a function of the children. Raises Unhandled for a rule of another kind."""
     options = rule.options
-    if not options.expand1 or rule.alias or len(rule.expansion) != 1 or options.empty_indices:
-        return False
-    symbol = rule.expansion[0]
-    if symbol.is_term:  # a terminal Lark filters out (an anonymous keyword) leaves no child
-        return options.keep_all_tokens or not symbol.filter_out
-    return not symbol.name.startswith("_")
+    name = rule.alias or options.template_source or rule.origin.name
+    method = getattr(transformer, name, None)
+    if method is not None and getattr(method, "visit_wrapper", None) is not None:
+        raise Unhandled(f"a transformer method with a visit wrapper: {name}")
+    inlined = rule.origin.name.startswith("_")
+    if inlined and (method is not None or rule.alias or options.expand1):
+        raise Unhandled(f"an inlined rule with its own callback: {rule}")
+    include, trailing = _child_filter(rule)
+    single = options.expand1 and not rule.alias
+    if include is None and single and len(rule.expansion) == 1 and (method is not None or not inlined):
+        return None  # `?a: b`: b's value is a's (Lark: ExpandSingleChild and nothing else)
+    if method is None and not inlined:
+        method = lambda children: tree_class(name, children)  # noqa: E731 - Lark's default node
+    if include is None:
+        if inlined:
+            return _KEEP
+        if not single:
+            return method
+        return lambda children: children[0] if len(children) == 1 else method(children)
+
+    def reduce(children):
+        kept = []
+        for index, spread, nones in include:
+            if nones:
+                kept += [None] * nones
+            if not spread:
+                kept.append(children[index])
+            elif kept:
+                kept += children[index]
+            else:  # the inlined list itself, grown in place: a left-recursive `x*` stays linear
+                kept = children[index]
+        if trailing:
+            kept += [None] * trailing
+        if inlined:
+            return kept
+        return kept[0] if single and len(kept) == 1 else method(kept)
+
+    return reduce
+
+
+def _child_filter(rule) -> tuple[list[tuple[int, bool, int]] | None, int]:
+    """Lark's plan for a rule's children (`maybe_create_child_filter`): (the index of each child
+    kept, whether it is an inlined rule whose children take its place, how many Nones go before
+    it), and the Nones after the last; (None, 0) when the children are kept as they are."""
+    plan = maybe_create_child_filter(rule.expansion, rule.options.keep_all_tokens, False, rule.options.empty_indices)
+    if plan is None:
+        return None, 0
+    if plan.func is ChildFilterLALR:
+        include, trailing = plan.args
+        return list(include), trailing
+    if plan.func is ChildFilterLALR_NoPlaceholders:
+        (include,) = plan.args
+        return [(index, spread, 0) for index, spread in include], 0
+    raise Unhandled(f"a child filter of another kind: {plan!r}")
