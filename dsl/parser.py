@@ -32,7 +32,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from dsl import ast
 from dsl.errors import Diagnostic, PolicyError, Span, source_lines
 from dsl.grammar import grammar_text
-from dsl.lalr import TableParser, Unhandled
+from dsl.lalr import TableParser
 
 from dsl.keywords import CLAUSE_KEYWORDS, KEYWORDS, OPERATOR_KEYWORDS, STATEMENT_KEYWORDS  # noqa: F401 (named here as before)
 
@@ -106,7 +106,7 @@ def _table_parser() -> TableParser | None:
     """Our loop over Lark's tables (dsl.lalr), or None when this Lark lays them out otherwise."""
     try:
         return TableParser(_lark(), _words(), "COMMENT", "WS")
-    except Unhandled:
+    except Exception:  # noqa: BLE001 - Unhandled, or a Lark whose objects differ more: Lark alone
         return None
 
 
