@@ -4,8 +4,8 @@ Lark builds the grammar's parse table and the callbacks that make each rule's AS
 (`dsl.parser._lark`, transformer `_Builder`). `Lark.parse` then spends most of a large policy's
 load in its general-purpose loop: a policy of 1,000 rules is about 16,500 tokens and 45,000
 reductions, two thirds of them unit steps such as `term: unary`, each one a Python call or
-more. `TableParser.parse` runs the same table, with the same callbacks, in one loop made for this
-case:
+more. `TableParser.parse` runs the same table, with the same transformer methods, in one loop made
+for this case:
 
 * the contextual lexer (lark/lexer.py: `ContextualLexer`, `BasicLexer`, `_create_unless`), built
   per parser state by the same rules: the terminals the state accepts plus the ignored ones, tried
@@ -15,7 +15,10 @@ case:
   (`allow` read by NAME is ALLOW where ALLOW may stand); line and column counted as Lark's
   `LineCounter` does (a line starts after each "\\n"; columns from 1);
 * a unit reduction whose Lark callback only hands its one child up (a `?rule` with one child,
-  nothing to filter or inline: `ExpandSingleChild` alone) costs a table lookup and no call;
+  nothing to filter or inline: `ExpandSingleChild` alone) costs a table lookup and no call, and a
+  chain of them (`unary: operand`, `term: unary`, ... `expr: or_expr`) one lookup;
+* the other reductions make their value as Lark's callbacks do (`_reducer`), with Lark's own plan
+  of each rule's children, but an inlined `_rule` (`_clause`, `x*`) is a plain list, not a Tree;
 * tokens are `lark.Token`s made without Lark's backward-compatible constructor.
 
 It is for text that parses. On anything else (a character no terminal of the state matches, a
