@@ -46,6 +46,12 @@ def reads_history(expr: Any) -> bool:
             stack += (e.source, e.body)
         elif isinstance(e, ast.ListLiteral):
             stack.extend(e.items)
+        elif isinstance(e, ast.Arith):  # `count(calls("pay")) + 1 > 3`
+            stack += (e.left, e.right)
+        elif isinstance(e, ast.Neg):
+            stack.append(e.operand)
+        elif isinstance(e, ast.Projection):  # `sum(run[*].args.amount) > 500`
+            stack.append(e.base)
     return False
 
 
