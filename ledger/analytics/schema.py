@@ -26,7 +26,7 @@ from typing import Any
 
 from ledger.analytics import views as log_views
 
-FORMAT = "countersign-projection/5"
+FORMAT = "countersign-projection/6"  # 6: the data beside the bodies is checked (a `data` problem in chain_breaks)
 
 
 def duck_type(shape: Any) -> str:
@@ -142,9 +142,10 @@ COVERAGE_COLUMNS = {
 }
 
 CHECKED = ("line layout; body decodes as an event in its canonical layout; seq, prev and hash chain; ts and deadline "
-           "spelling and order; genesis first; every workflow rule (ledger.workflow.machine)")
-NOT_CHECKED = ("the data beside the bodies (argument digests, kept results, redaction markers), decision signatures, "
-               "checkpoints; run countersign ledger verify")
+           "spelling and order; genesis first; the data beside the body (arguments and context against their digests, "
+           "kept results, pinned policy texts, redaction markers against the digests the redacted events name, "
+           "canonical spelling: ledger.proof.data, as verify checks it); every workflow rule (ledger.workflow.machine)")
+NOT_CHECKED = "decision signatures, checkpoints; run countersign ledger verify"
 
 TABLES: dict[str, str] = {
     "meta": """CREATE TABLE meta (
@@ -213,7 +214,7 @@ SELECT approver, requests, actions, approve, reject, edit, respond,
 FROM c""",
     "chain_breaks": """CREATE VIEW chain_breaks AS
 SELECT seq, code AS problem, kind, detail, segment_file, line, 0 AS check_order
-FROM problems WHERE kind IN ('format', 'chain')""",
+FROM problems WHERE kind IN ('format', 'chain', 'data')""",
     "violations": """CREATE VIEW violations AS
 SELECT seq, request, code, detail, event_kind AS kind, segment_file, line, seq AS position
 FROM problems WHERE kind = 'workflow'""",
@@ -249,6 +250,9 @@ def columns_doc() -> dict[str, dict[str, str]]:
     doc["events"]["invalid_reason"] = "VARCHAR: NULL (a line that fails a check is not projected)"
     doc["events"]["body_sha256"] = "VARCHAR: SHA-256 (hex) of the body bytes as stored (= hash: checked)"
     doc["chain_breaks"]["check_order"] = "INTEGER: 0 (the projection keeps only the first problem)"
+    doc["chain_breaks"]["kind"] = ("VARCHAR: format, chain or data (the data beside the body: its problem is bad-data, or "
+                                   "bad-redaction at a redacted event whose announcement does not hold), as verify's Problem.kind")
+    doc["chain_breaks"]["problem"] = "VARCHAR: one of CHAIN_PROBLEMS, or bad-data / bad-redaction (kind data)"
     doc["coverage"] = dict(COVERAGE_COLUMNS)
     return doc
 
@@ -264,8 +268,8 @@ VIEW_PURPOSE = {
     "rates_by_tool": "Requests and their outcomes counted per tool, with shares of the asks.",
     "rates_by_rule": "The same per deciding rule (a request decided by several rules counts for each).",
     "rates_by_approver": "Per reviewer: approvals, rejections, edits and responses, with shares.",
-    "chain_breaks": "The first problem with the chain or the line format, when a line stopped the projection "
-                    "(verify's kind `chain` or `format`); empty on an intact ledger.",
+    "chain_breaks": "The first problem with the chain, the line format or the data beside a body, when a line stopped "
+                    "the projection (verify's kind `chain`, `format` or `data`); empty on an intact ledger.",
     "violations": "The first event that breaks a workflow rule, when one stopped the projection (verify's kind "
                   "`workflow`); empty on a lawful ledger.",
     "torn_tail": "The bytes after the last line feed of the last segment, if any: an unfinished write, or a cut that "
