@@ -309,7 +309,8 @@ def views_markdown() -> str:
         "",
         "## What the rows cover",
         "",
-        "Each line is checked once, when it is projected: " + CHECKED + ".",
+        "Each line is checked once, when it is projected (its data again when its segment is rewritten, as a redaction "
+        "does): " + CHECKED + ".",
         "A line that fails stops the projection before it: the rows cover the lines before it, `coverage.complete`",
         "is false, and the problem is the one row of `chain_breaks` or `violations` (the problem `ledger verify`",
         "reports first). `countersign ledger query` says so on stderr. Not checked here: " + NOT_CHECKED + ".",
