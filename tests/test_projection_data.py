@@ -91,6 +91,8 @@ TAMPERS = {
     "no data": lambda d: b"null",
     "an extra member": lambda d: {**d, "extra": 1},
     "spelling": lambda d: msgspec.json.encode(d, order="sorted").replace(b":", b": ", 1),
+    "a lone surrogate (DuckDB cannot read it)": lambda d: msgspec.json.encode(d, order="sorted").replace(
+        b'{"args":{', b'{"args":{"\\ud800":0,', 1),
     "a marker no redaction announces": lambda d: {**d, "args": {k: redaction_marker(value_digest(v)) for k, v in d["args"].items()}},
 }
 

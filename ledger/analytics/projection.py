@@ -593,6 +593,7 @@ class _Projector:
                                 wrong = _data_check(_Line(expected, event, beside), self.redactions)
                                 if wrong is not None:
                                     raise _Stop(expected, wrong, "data", "bad-data")
+                            fingerprint = b"null" if beside == b"null" else b'"%s"' % sha256(beside).hexdigest()[:32].encode()
                             request = getattr(event, "request", None)
                             try:
                                 check(event)
@@ -646,8 +647,8 @@ class _Projector:
                                 seen[name] = [expected, 1]
                             else:
                                 counted[1] += 1
-                            chunk.append(b'{"position":%d,"segment_file":"%s","line":%d,"file_offset":%d,%s\n'
-                                         % (expected, name.encode(), line, base + start, text[1:]))
+                            chunk.append(b'{"position":%d,"segment_file":"%s","line":%d,"file_offset":%d,"data_sha256":%s,%s\n'
+                                         % (expected, name.encode(), line, base + start, fingerprint, text[1:]))
                             seq, head, last_ts = expected, digest, ts
                             head_segment, head_offset, end_offset, head_line = number, base + start, base + nl + 1, line
                             start = nl + 1
@@ -995,6 +996,7 @@ def _resync(con, root: Path, pdir: Path, number: int, name: str, meta: dict, obs
     except OSError as exc:
         return f"{name} cannot be read ({exc.strerror})"
     updates: list[bytes] = []
+    places: dict[int, tuple[int, int]] = {}  # position → (offset, line feed) in `raw`
     offset, head_offset, end_offset = 0, None, None
     for i, (position, stored) in enumerate(rows):
         nl = raw.find(b"\n", offset)
@@ -1007,14 +1009,9 @@ def _resync(con, root: Path, pdir: Path, number: int, name: str, meta: dict, obs
             return f"line {i + 1} of {name} is no longer a ledger line"
         if digest != stored or hashlib.sha256(body).hexdigest() != digest:
             return f"line {i + 1} of {name} is not the line projected at seq {position}"
-        if data != b"null" or body.startswith(_DATA_BODIES):
-            try:
-                wrong = _data_check(_Line(position, _decode(body), data), redactions)
-            except (msgspec.ValidationError, msgspec.DecodeError):
-                wrong = "the body no longer decodes"
-            if wrong is not None:
-                return f"the data beside seq {position} in {name} fails its check: {wrong}"
-        updates.append(b'{"position":%d,"file_offset":%d,"data":%s}\n' % (position, offset, data))
+        fingerprint = b"null" if data == b"null" else b'"%s"' % hashlib.sha256(data).hexdigest()[:32].encode()
+        updates.append(b'{"position":%d,"file_offset":%d,"data_sha256":%s,"data":%s}\n' % (position, offset, fingerprint, data))
+        places[position] = (offset, nl)
         if position == meta["events"]:
             head_offset, end_offset = offset, nl + 1
         offset = nl + 1
@@ -1025,13 +1022,26 @@ def _resync(con, root: Path, pdir: Path, number: int, name: str, meta: dict, obs
         with open(chunk, "wb") as handle:
             handle.writelines(updates)
         source = (f"read_json('{_sql_path(chunk)}', format = 'newline_delimited', columns = "
-                  f"{{'position': 'BIGINT', 'file_offset': 'BIGINT', 'data': 'JSON'}}, maximum_object_size = {_MAX_ROW_BYTES}, "
-                  "ignore_errors = true)")
+                  f"{{'position': 'BIGINT', 'file_offset': 'BIGINT', 'data_sha256': 'VARCHAR', 'data': 'JSON'}}, "
+                  f"maximum_object_size = {_MAX_ROW_BYTES}, ignore_errors = true)")
         con.execute(f"CREATE OR REPLACE TEMP TABLE _resync AS SELECT * FROM {source}")
+        # the data whose bytes changed (a redaction's markers, or a forgery) must pass verify's check;
+        # a line the reader refused (a row of NULLs) counts as changed
+        for (position,) in con.execute(
+            "SELECT e.position FROM event_rows e LEFT JOIN _resync r ON e.position = r.position WHERE e.segment_file = ? "
+            "AND (r.position IS NULL OR e.data_sha256 IS DISTINCT FROM r.data_sha256) ORDER BY 1", [name]).fetchall():
+            start, nl = places[position]
+            body, _, data = ln.split(raw[start:nl])
+            try:
+                wrong = _data_check(_Line(position, _decode(body), data), redactions)
+            except (msgspec.ValidationError, msgspec.DecodeError):
+                wrong = "the body no longer decodes"
+            if wrong is not None:
+                return f"the data beside seq {position} in {name} fails its check: {wrong}"
         meta["_rewritten"] = meta.get("_rewritten", 0) + con.execute(
             "SELECT count(*) FROM _resync r JOIN event_rows e ON e.position = r.position WHERE e.data::VARCHAR IS DISTINCT FROM "
             "(CASE WHEN json_type(r.data) = 'NULL' THEN NULL ELSE r.data END)::VARCHAR").fetchone()[0]
-        con.execute("UPDATE event_rows SET file_offset = r.file_offset, "
+        con.execute("UPDATE event_rows SET file_offset = r.file_offset, data_sha256 = r.data_sha256, "
                     "data = CASE WHEN json_type(r.data) = 'NULL' THEN NULL ELSE r.data END "
                     "FROM _resync r WHERE event_rows.position = r.position AND r.position IS NOT NULL")
         con.execute("DROP TABLE _resync")

@@ -63,12 +63,15 @@ EVENT_ROWS_COLUMNS: dict[str, str] = {
     **{m: _member_type(m) for m in _BODY_COLUMNS},
     "prev": "VARCHAR", "hash": "VARCHAR", "data": "JSON", "segment_file": "VARCHAR", "line": "BIGINT",
     "file_offset": "BIGINT",
+    # the first 32 hex digits of SHA-256 of the data bytes as stored (NULL for null): a segment read
+    # again (a redaction) has its data checked again only where these bytes changed
+    "data_sha256": "VARCHAR",
 }
 
 
 def event_rows_select(source: str) -> str:
     """SQL: the event_rows columns from `source`, rows of read_json over the chunk lines
-    `{"position":P,"segment_file":F,"line":L,"file_offset":O,"body":{...},"hash":"...","data":...}`
+    `{"position":P,"segment_file":F,"line":L,"file_offset":O,"data_sha256":S,"body":{...},"hash":"...","data":...}`
     (a ledger line with its place in front). The body's members are typed as the log views type
     them (nested defaults applied as msgspec decodes them)."""
     members = []
@@ -84,14 +87,14 @@ def event_rows_select(source: str) -> str:
         "CASE WHEN j.kind = 'proposed' THEN j.seq ELSE j.request END AS request, "
         + ", ".join(members)
         + ", j.prev AS prev, hash, CASE WHEN json_type(data) = 'NULL' THEN NULL ELSE data END AS data, "
-        f"segment_file, line, file_offset FROM (SELECT *, body AS j FROM {source})"
+        f"segment_file, line, file_offset, data_sha256 FROM (SELECT *, body AS j FROM {source})"
     )
 
 
 def chunk_columns() -> str:
     """read_json's `columns` for the chunk lines of event_rows_select."""
     spec = {"position": "BIGINT", "segment_file": "VARCHAR", "line": "BIGINT", "file_offset": "BIGINT",
-            "body": BODY_TYPE, "hash": "VARCHAR", "data": "JSON"}
+            "data_sha256": "VARCHAR", "body": BODY_TYPE, "hash": "VARCHAR", "data": "JSON"}
     return "{" + ", ".join(f"'{k}': '{v}'" for k, v in spec.items()) + "}"
 
 
