@@ -364,8 +364,6 @@ def test_a_ledger_path_duckdb_would_read_as_a_url_or_options_is_queried_like_any
 # --- work and memory per refresh ----------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="every refresh loads and decodes every open request (open_requests) into memory; "
-                   "an allowed call whose execution is never recorded stays open for good")
 def test_a_refresh_of_one_new_line_does_not_load_every_open_request(tmp_path, monkeypatch):
     """MEDIUM (scale). A request allowed but never reported executed (a hook without its
     PostToolUse, a call the agent dropped) stays open forever, and `_Projector.load` decodes
@@ -395,8 +393,6 @@ def test_a_refresh_of_one_new_line_does_not_load_every_open_request(tmp_path, mo
 # --- what `complete` covers ---------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="design: the data beside the bodies is not checked (schema.NOT_CHECKED), yet "
-                   "coverage.complete is true and `ledger query` prints no word of it")
 def test_arguments_changed_beside_their_digest_do_not_count_as_complete(gate, tmp_path):
     """MEDIUM (design). An event's arguments changed in the data beside its body (the body keeps
     the digest of the real ones): verify fails (the arguments no longer have the digest the chain
@@ -406,7 +402,24 @@ def test_arguments_changed_beside_their_digest_do_not_count_as_complete(gate, tm
     path = copy_ledger(gate, tmp_path / "ledger")
     first = list_segments(path)[0]
     first.write_bytes(first.read_bytes().replace(b'"/etc/motd"', b'"/etc/mota"', 1))
-    assert not verify(path).ok
-    answer = run(path, "SELECT args::VARCHAR FROM events WHERE position = 2")
-    assert "/etc/mota" in answer.rows[0][0]
+    report = verify(path)
+    assert not report.ok and report.problem.seq == FIRST and report.problem.kind == "data"
+    answer = run(path, f"SELECT args::VARCHAR FROM events WHERE position = {FIRST}")
+    assert answer.rows == []  # the projection stops before the line, as at any other problem
     assert not answer.coverage.complete
+    assert answer.coverage.problem_seq == FIRST and answer.coverage.problem == report.problem.message
+    assert run(path, "SELECT seq, kind, detail FROM chain_breaks").rows == [(FIRST, "data", report.problem.message)]
+
+
+def test_arguments_changed_beside_their_digest_after_they_were_projected_do_not_count_as_complete(gate, tmp_path):
+    """The same forgery once the projection holds the line: the segment is read again (its stat
+    changed), its data is checked again, fails, and the projection is rebuilt up to the line."""
+    path = copy_ledger(gate, tmp_path / "ledger")
+    assert run(path, "SELECT 1").coverage.complete
+    first = list_segments(path)[0]
+    first.write_bytes(first.read_bytes().replace(b'"/etc/motd"', b'"/etc/mota"', 1))
+    report = verify(path)
+    answer = run(path, f"SELECT args::VARCHAR FROM events WHERE position = {FIRST}")
+    assert answer.rows == [] and not answer.coverage.complete
+    assert answer.coverage.problem_seq == report.problem.seq == FIRST
+    assert proj.check(path) == []

@@ -208,22 +208,30 @@ def test_a_redaction_is_in_the_next_query_without_a_rebuild(ledgers, tmp_path):
     assert proj.check(path) == []  # the same as a projection made after the redaction
 
 
-def test_data_that_duckdb_cannot_read_does_not_stop_the_projection(tmp_path):
+@pytest.mark.parametrize("change", ["a lone surrogate", "not JSON", "not UTF-8"])
+def test_data_that_duckdb_cannot_read_stops_the_projection_where_verify_stops(tmp_path, change):
+    """Data changed beside its digest fails verify's data check, however unreadable (to DuckDB or at
+    all): the projection stops before that line, without an error, and holds the lines before it."""
     path = tmp_path / "ledger"
     with Forge(path) as forge:
         a, _ = forge.propose(args={"note": "fine"})
         b, _ = forge.propose(args={"note": "lone"})
-        c, _ = forge.propose(args={"note": "broken"})
-        d, _ = forge.propose(args={"note": "after"})
+        forge.propose(args={"note": "after"})
     segments = read_lines(path)
     seg, lines = segments[0]
-    lines[b - 1] = lines[b - 1].replace(b'"lone"', b'"\\ud800x"')
-    lines[c - 1] = lines[c - 1].replace(b'"broken"}', b'"broken"')
-    lines[d - 1] = lines[d - 1].replace(b'"data":{', b'"data":{"args":{"x":"\xff"},"y":', 1)
+    if change == "a lone surrogate":
+        lines[b - 1] = lines[b - 1].replace(b'"lone"', b'"\\ud800x"')
+    elif change == "not JSON":
+        lines[b - 1] = lines[b - 1].replace(b'"lone"}', b'"lone"')
+    else:
+        lines[b - 1] = lines[b - 1].replace(b'"data":{', b'"data":{"args":{"x":"\xff"},"y":', 1)
     write_lines([(seg, lines)])
+    report = verify(path)
+    assert report.problem.seq == b and report.problem.kind == "data"
     answer = run(path, "SELECT position, json_extract_string(args, '$.note') FROM events WHERE kind = 'proposed' ORDER BY 1")
-    assert answer.coverage.complete
-    assert answer.rows == [(a, "fine"), (b, "\ufffdx"), (c, None), (d, None)]
+    assert not answer.coverage.complete and answer.coverage.problem_seq == b
+    assert answer.coverage.problem == report.problem.message
+    assert answer.rows == [(a, "fine")]
 
 
 # --- access ---------------------------------------------------------------------------------------

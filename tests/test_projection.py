@@ -113,9 +113,15 @@ def test_incremental_refresh_equals_a_rebuild_at_random_cut_points(gate_ledger, 
                 (target / name).write_bytes(data[:remaining])
                 remaining -= len(data)
             result = proj.refresh(target)
+            report = verify(target, engine="python")
+            assert proj.check(target) == []
+            if not report.ok:
+                # the gate ledger's redacted lines hold markers its later `redacted` events announce: a cut
+                # before those is a ledger verify rejects too (the data is checked), and the projection stops there
+                assert not result.complete and result.problem_seq == report.problem.seq and report.problem.kind == "data"
+                continue
             assert result.complete, result
             assert result.events == sum(1 for _ in LedgerReader(target).lines())
-            assert proj.check(target) == []
             assert projection_stats(target) == views_stats(target)
         assert proj.refresh(target).events == verify(source).count
 

@@ -34,8 +34,10 @@ Tables (ledger.analytics.schema.TABLES):
 - `final_requests`: one row per request that is final (denied, rejected, responded, expired,
   cancelled, executed); never changes once written (but for its data, which is not here).
 - `open_requests`: the same columns for every other request, its folded state (`state`, JSON)
-  and what the fold keeps beside it (`aux`, JSON); a row is rewritten when an event touches it.
-- `problems` (0 or 1 row): the first line that failed a check, which stopped the projection.
+  and what the fold keeps beside it (`aux`, JSON); a row is read (decoded) only when an event
+  of a refresh names its request, and rewritten when an event touches it.
+- `problems` (0 or 1 row): the first line that failed a check, which stopped the projection
+  (verify's kind: format, chain, data or workflow).
 - `review_counts`: per reviewer, the requests acted on and the approvals, rejections, edits and
   responses, added by each refresh (the view `rates_by_approver` sums them).
 - `final_summary` and `final_seconds`: the final requests counted by (tool, effect, status,
@@ -45,10 +47,15 @@ Tables (ledger.analytics.schema.TABLES):
 What is checked for each line projected (schema.CHECKED): the line layout, that the body decodes
 as an event in its canonical layout, `seq` is the previous one + 1, `prev` the previous hash,
 the stored hash is SHA-256 of the body, ts and deadline are real UTC times in the ledger's
-spelling and ts never goes backwards, the genesis first and only first, and every workflow rule.
-A line that fails stops the refresh there (`Refresh.problem`, the `problems` table): what came
-before stays projected and `coverage.complete` is false. Not checked (schema.NOT_CHECKED): the data
-beside the bodies, signatures and checkpoints; `ledger verify` checks those.
+spelling and ts never goes backwards, the genesis first and only first, the data beside the
+body (verify's own check, ledger.proof.data: arguments, context, kept results and pinned policy
+texts against the digests in the body, markers only where a `redacted` event announces them,
+canonical spelling; a `redacted` event's announcement against its target's data), and every
+workflow rule. A line that fails stops the refresh there (`Refresh.problem`, the `problems`
+table): what came before stays projected and `coverage.complete` is false. The data of a
+segment read again (a redaction rewrote it) is checked again; data that fails makes the
+projection rebuild, which stops at that line. Not checked (schema.NOT_CHECKED): signatures and
+checkpoints; `ledger verify` checks those.
 
 Before reading on, a refresh checks that the line it last covered is still there, byte for
 byte the one whose hash it stored (`head`), and that every earlier segment is the file it read;
@@ -77,6 +84,9 @@ import msgspec
 from ledger import events as ev
 from ledger.analytics import schema
 from ledger.clock import is_ts, utc_now
+from ledger.fieldpath import FieldPathError, parse_field_path
+from ledger.proof.data import check_data
+from ledger.proof.report import Problem
 from ledger.store import lines as ln
 from ledger.store.log import LedgerUnreadable, list_segments, segment_name
 from ledger.workflow.machine import RequestState, Standing, Violation, Workflow
@@ -158,8 +168,11 @@ class _FinalRequest:
 
 
 class _Requests(dict):
-    """Workflow.requests for the projection: the open requests' states in memory; a final one
-    is looked up (as a _FinalRequest) among the rows already projected, on demand."""
+    """Workflow.requests for the projection: the states of the requests this refresh proposed or
+    read; any other is looked up on demand among the rows already projected (`lookup`): an open
+    one (its state decoded from `open_requests`, then kept here) or a final one (a
+    _FinalRequest). A refresh so decodes only the open requests its events name, not every
+    request still open (an allowed call whose execution is never recorded stays open for good)."""
 
     def __init__(self, lookup):
         super().__init__()
@@ -189,6 +202,11 @@ class _Discard(dict):
 
 
 _STATE_DECODER = msgspec.json.Decoder(RequestState)
+# The kinds whose line carries data even when the body alone does not say so (ledger.proof.data):
+# any other kind's data must be exactly null, which needs no decoding to see.
+_DATA_KINDS = frozenset({"proposed", "edited", "policy"})
+_DATA_BODIES = (b'{"kind":"proposed",', b'{"kind":"edited",', b'{"kind":"policy",')  # the same, by the body's first bytes
+_MARKER = b'"$redacted"'  # in data: a marker may stand for a redacted value (ledger.digest.REDACTED)
 _LINES = msgspec.json.Encoder()
 # A chunk line holds a ledger line (at most MAX_LINE_BYTES) and a few numbers; a request row
 # strings of at most two events: DuckDB's read_json refuses objects over maximum_object_size.
@@ -335,7 +353,7 @@ def _mended_line(line: bytes) -> bytes:
 
 class _Stop(Exception):
     """A line failed a check: the refresh stops before it. `kind` is verify's (format, chain,
-    workflow), `code` chain_breaks' problem or the Violation's code."""
+    data, workflow), `code` chain_breaks' problem or the Violation's code."""
 
     def __init__(self, seq: int, message: str, kind: str = "format", code: str = "unparseable",
                  event_kind: str | None = None, request: int | None = None):
@@ -347,6 +365,57 @@ class _Stop(Exception):
 
 
 _ACTOR_KINDS = frozenset({"approved", "rejected", "responded", "edited", "cancelled"})
+
+
+# --- the data beside the bodies (check 6 of ledger.proof.verify) --------------------------------------
+
+
+class _Line:
+    """What ledger.proof.data.check_data reads of a line: its seq, its decoded body, its data bytes."""
+
+    __slots__ = ("seq", "event", "data")
+
+    def __init__(self, seq: int, event: ev.Event, data: bytes):
+        self.seq, self.event, self.data = seq, event, data
+
+
+def _data_problem(kind: str, message: str) -> Problem:
+    return Problem(None, kind, message)
+
+
+class _Redactions:
+    """The ledger's redactions as verify reads them (ledger.proof.verify.Redactions.collect: the
+    `redacted` lines of every segment, those after the lines projected included), collected at
+    most once per refresh and only when a line needs them: data holding a marker or failing
+    without them, a `redacted` event, a segment read again. `checked`: the targets whose
+    announced paths were checked (their findings are in the collection)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._found = None
+        self.checked: set[int] = set()
+
+    def get(self, fresh: bool = False):
+        if self._found is None or fresh:
+            from ledger.proof.verify import Redactions
+
+            self._found, self.checked = Redactions.collect(self.root), set()
+        return self._found
+
+
+def _data_check(line: _Line, redactions: _Redactions) -> str | None:
+    """What is wrong with the data beside `line`, worded as verify words it, or None. Checked
+    first without redactions (most data holds no marker, and then the redactions change
+    nothing but what their own events are blamed for); with the ledger's redactions when the data
+    holds a marker or fails without them, as verify checks it."""
+    found = check_data(line, _data_problem, None)
+    if found is not None or _MARKER in line.data:
+        collected = redactions.get()
+        paths = collected.of(line.seq)
+        if paths:
+            found = check_data(line, _data_problem, paths, collected)
+            redactions.checked.add(line.seq)
+    return None if found is None else found.message
 
 
 class _Projector:
@@ -364,35 +433,51 @@ class _Projector:
         self.flushes = 0
         self.reviews: dict[str, list[int]] = {}  # reviewer → counts added by this refresh (_REVIEW_SLOT)
         self.observed: dict[str, tuple[int, int, int, int]] = {}  # segment name → its stat when first opened
+        self.redactions = _Redactions(root)
         self.workflow = Workflow()
-        self.workflow.requests = _Requests(self._lookup_final)
+        self.workflow.requests = _Requests(self._lookup)
         self.workflow.by_call_id = _Discard()
 
-    def _lookup_final(self, request: Any) -> _FinalRequest | None:
+    def _lookup(self, request: Any) -> RequestState | _FinalRequest | None:
+        """A request not in memory, from the rows already projected: a final one as a
+        _FinalRequest; an open one decoded from `open_requests` and kept in memory (with its aux,
+        and in Workflow.pending or .interrupting, as Workflow.get keeps what an archive gives),
+        so that the fold changes that state; None when it was never proposed. A request that
+        became final in this refresh is in final_requests (or recent_finals) and still in
+        open_requests until write_open: the final row wins."""
         if not isinstance(request, int):
             return None
         status = self.recent_finals.get(request)
-        if status is None:
-            row = self.con.execute("SELECT status FROM final_requests WHERE request = ?", [request]).fetchone()
-            if row is None:
-                return None
-            status = row[0]
-        return _FinalRequest(request, status)
+        if status is not None:
+            return _FinalRequest(request, status)
+        row = self.con.execute(
+            "SELECT status, state, aux FROM (SELECT 0 AS o, status, NULL AS state, NULL AS aux FROM final_requests "
+            "WHERE request = $1 UNION ALL SELECT 1, NULL, state, aux FROM open_requests WHERE request = $1) ORDER BY o LIMIT 1",
+            [request]).fetchone()
+        if row is None:
+            return None
+        if row[1] is None:
+            return _FinalRequest(request, row[0])
+        state = _STATE_DECODER.decode(row[1])
+        dict.__setitem__(self.workflow.requests, request, state)
+        self.aux[request] = json.loads(row[2])
+        if state.status == "pending":
+            self.workflow.add_pending(state)
+        elif state.status == "interrupting":
+            self.workflow.interrupting[request] = state
+        return state
 
     def load(self, meta: dict | None) -> None:
+        """The fold's state as the last refresh left it (meta's workflow). The open requests stay
+        in `open_requests` until an event names one (_lookup): nothing in Workflow.check or
+        apply reads a request that no event names (the pending and interrupting maps, which only
+        the Gate's queue reads, are kept for the requests in memory; a standing decision's `open`
+        set holds request numbers, in meta)."""
         if meta is None:
             return
         _load_workflow(self.workflow, meta["workflow"])
         self.workflow.by_call_id = _Discard()
         self.workflow.seen_genesis = meta["events"] > 0
-        for request, state, aux in self.con.execute("SELECT request, state, aux FROM open_requests").fetchall():
-            decoded = _STATE_DECODER.decode(state)
-            dict.__setitem__(self.workflow.requests, request, decoded)
-            self.aux[request] = json.loads(aux)
-            if decoded.status == "pending":
-                self.workflow.add_pending(decoded)
-            elif decoded.status == "interrupting":
-                self.workflow.interrupting[request] = decoded
 
     def run(self, seq: int, head: str, segment: int, head_offset: int, offset: int, line_no: int, last_ts: str,
             ledger_id: str | None):
@@ -503,10 +588,20 @@ class _Projector:
                                             "genesis-misplaced")
                             if expected == 1:
                                 ledger_id = event.ledger_id
+                            beside = text[cut + 82 : -1]  # the data beside the body
+                            if beside != b"null" or kind in _DATA_KINDS:  # any other kind's null data is right
+                                wrong = _data_check(_Line(expected, event, beside), self.redactions)
+                                if wrong is not None:
+                                    raise _Stop(expected, wrong, "data", "bad-data")
+                            fingerprint = b"null" if beside == b"null" else b'"%s"' % sha256(beside).hexdigest()[:32].encode()
                             request = getattr(event, "request", None)
                             try:
                                 check(event)
+                                if kind == "redacted":  # verify blames a redaction's announcement after its rules
+                                    self._check_announcement(expected, event)
                                 apply(expected, event)
+                            except _Stop:
+                                raise
                             except Violation as exc:
                                 raise _Stop(expected, exc.message, "workflow", exc.code, kind,
                                             exc.request if isinstance(exc.request, int) else request) from None
@@ -552,8 +647,8 @@ class _Projector:
                                 seen[name] = [expected, 1]
                             else:
                                 counted[1] += 1
-                            chunk.append(b'{"position":%d,"segment_file":"%s","line":%d,"file_offset":%d,%s\n'
-                                         % (expected, name.encode(), line, base + start, text[1:]))
+                            chunk.append(b'{"position":%d,"segment_file":"%s","line":%d,"file_offset":%d,"data_sha256":%s,%s\n'
+                                         % (expected, name.encode(), line, base + start, fingerprint, text[1:]))
                             seq, head, last_ts = expected, digest, ts
                             head_segment, head_offset, end_offset, head_line = number, base + start, base + nl + 1, line
                             start = nl + 1
@@ -578,6 +673,55 @@ class _Projector:
             number, pos = number + 1, 0
         self.flush()
         return seq, head, head_segment, head_offset, end_offset, head_line, last_ts, ledger_id, problem, torn
+
+    def _check_announcement(self, seq: int, event: ev.Redacted) -> None:
+        """Raise _Stop when what the `redacted` event at `seq` announces does not hold: its
+        target's data has no such field, or holds there neither the value of the digest announced
+        nor its marker (verify's Redactions.announcement_problem, found by checking the target's
+        data with every redaction the ledger announces for it)."""
+        try:
+            parts = parse_field_path(event.path)
+        except FieldPathError:
+            return
+        target = event.target
+        collected = self.redactions.get()
+        if parts not in (collected.of(target) or {}):  # written after the redactions were collected
+            collected = self.redactions.get(fresh=True)
+        if target not in self.redactions.checked:
+            line = self._line_at(seq, target)
+            wrong = check_data(line, _data_problem, collected.of(target), collected)
+            if wrong is not None:  # projected with other data: the segment changed since (it is read again next time)
+                raise _Stop(seq, f"the data of seq {target}, which the redaction names, changed after it was projected: "
+                            f"{wrong.message}", "data", "bad-redaction")
+            self.redactions.checked.add(target)
+        message = collected.findings.get((target, parts))
+        if message is not None:
+            raise _Stop(seq, message, "data", "bad-redaction")
+
+    def _line_at(self, seq: int, position: int) -> _Line:
+        """The line projected at `position` (a redaction's target, before `seq`), with its data
+        as the log holds it now: from the chunk not yet flushed, else read again where event_rows
+        says it is. Raises _Stop when it is no longer there (the segment changed while it was
+        read; the next refresh reads it again)."""
+        lines = self.lines
+        if lines:
+            first = int(lines[0][12 : lines[0].index(b",")])  # b'{"position":N,...'
+            if position >= first:
+                chunk_line = lines[position - first]
+                text = b"{" + chunk_line[chunk_line.index(b',"body":') + 1 : -1]
+                body, _, data = ln.split(text)
+                return _Line(position, _decode(body), data)
+        row = self.con.execute("SELECT segment_file, file_offset, hash FROM event_rows WHERE position = ?", [position]).fetchone()
+        try:
+            with open(self.root / row[0], "rb") as handle:
+                handle.seek(row[1])
+                body, digest, data = ln.split(handle.readline(ln.MAX_LINE_BYTES + 1).rstrip(b"\n"))
+            if digest == row[2] and hashlib.sha256(body).hexdigest() == digest:
+                return _Line(position, _decode(body), data)
+        except (OSError, TypeError, ln.LineError, msgspec.ValidationError, msgspec.DecodeError):
+            pass
+        raise _Stop(seq, f"seq {position}, which the redaction names, is no longer where it was projected (its segment "
+                    "changed while it was read)", "data", "bad-redaction")
 
     def _insert_lines(self, table: str, select: Callable[[str], str], columns: str, lines: list[bytes], key: str,
                       mend: Callable[[bytes], bytes]) -> None:
@@ -835,11 +979,13 @@ def _changed_segments(con, root: Path, meta: dict, directory_ctime: int | None) 
     return changed
 
 
-def _resync(con, root: Path, pdir: Path, number: int, name: str, meta: dict, observed: dict) -> str | None:
+def _resync(con, root: Path, pdir: Path, number: int, name: str, meta: dict, observed: dict,
+            redactions: _Redactions) -> str | None:
     """Read a covered segment that changed again: each of its lines must be the line projected at
     its position (the same stored hash, the body's SHA-256), only the data beside it may differ
-    (a redaction replaced a value by its marker); the data and offsets are updated. Returns why
-    the projection must be rebuilt instead, or None. A sealed segment must hold nothing after
+    (a redaction replaced a value by its marker), and that data must pass verify's check with the
+    ledger's redactions (_data_check); the data and offsets are updated. Returns why
+    the projection must be rebuilt instead (a rebuild stops at a line whose data fails), or None. A sealed segment must hold nothing after
     the lines projected from it; the head segment's further lines are read by the refresh. The
     segment's stat is taken before it is read (into `observed`)."""
     rows = con.execute("SELECT position, hash FROM event_rows WHERE segment_file = ? ORDER BY position", [name]).fetchall()
@@ -850,6 +996,7 @@ def _resync(con, root: Path, pdir: Path, number: int, name: str, meta: dict, obs
     except OSError as exc:
         return f"{name} cannot be read ({exc.strerror})"
     updates: list[bytes] = []
+    places: dict[int, tuple[int, int]] = {}  # position → (offset, line feed) in `raw`
     offset, head_offset, end_offset = 0, None, None
     for i, (position, stored) in enumerate(rows):
         nl = raw.find(b"\n", offset)
@@ -862,7 +1009,9 @@ def _resync(con, root: Path, pdir: Path, number: int, name: str, meta: dict, obs
             return f"line {i + 1} of {name} is no longer a ledger line"
         if digest != stored or hashlib.sha256(body).hexdigest() != digest:
             return f"line {i + 1} of {name} is not the line projected at seq {position}"
-        updates.append(b'{"position":%d,"file_offset":%d,"data":%s}\n' % (position, offset, data))
+        fingerprint = b"null" if data == b"null" else b'"%s"' % hashlib.sha256(data).hexdigest()[:32].encode()
+        updates.append(b'{"position":%d,"file_offset":%d,"data_sha256":%s,"data":%s}\n' % (position, offset, fingerprint, data))
+        places[position] = (offset, nl)
         if position == meta["events"]:
             head_offset, end_offset = offset, nl + 1
         offset = nl + 1
@@ -873,13 +1022,26 @@ def _resync(con, root: Path, pdir: Path, number: int, name: str, meta: dict, obs
         with open(chunk, "wb") as handle:
             handle.writelines(updates)
         source = (f"read_json('{_sql_path(chunk)}', format = 'newline_delimited', columns = "
-                  f"{{'position': 'BIGINT', 'file_offset': 'BIGINT', 'data': 'JSON'}}, maximum_object_size = {_MAX_ROW_BYTES}, "
-                  "ignore_errors = true)")
+                  f"{{'position': 'BIGINT', 'file_offset': 'BIGINT', 'data_sha256': 'VARCHAR', 'data': 'JSON'}}, "
+                  f"maximum_object_size = {_MAX_ROW_BYTES}, ignore_errors = true)")
         con.execute(f"CREATE OR REPLACE TEMP TABLE _resync AS SELECT * FROM {source}")
+        # the data whose bytes changed (a redaction's markers, or a forgery) must pass verify's check;
+        # a line the reader refused (a row of NULLs) counts as changed
+        for (position,) in con.execute(
+            "SELECT e.position FROM event_rows e LEFT JOIN _resync r ON e.position = r.position WHERE e.segment_file = ? "
+            "AND (r.position IS NULL OR e.data_sha256 IS DISTINCT FROM r.data_sha256) ORDER BY 1", [name]).fetchall():
+            start, nl = places[position]
+            body, _, data = ln.split(raw[start:nl])
+            try:
+                wrong = _data_check(_Line(position, _decode(body), data), redactions)
+            except (msgspec.ValidationError, msgspec.DecodeError):
+                wrong = "the body no longer decodes"
+            if wrong is not None:
+                return f"the data beside seq {position} in {name} fails its check: {wrong}"
         meta["_rewritten"] = meta.get("_rewritten", 0) + con.execute(
             "SELECT count(*) FROM _resync r JOIN event_rows e ON e.position = r.position WHERE e.data::VARCHAR IS DISTINCT FROM "
             "(CASE WHEN json_type(r.data) = 'NULL' THEN NULL ELSE r.data END)::VARCHAR").fetchone()[0]
-        con.execute("UPDATE event_rows SET file_offset = r.file_offset, "
+        con.execute("UPDATE event_rows SET file_offset = r.file_offset, data_sha256 = r.data_sha256, "
                     "data = CASE WHEN json_type(r.data) = 'NULL' THEN NULL ELSE r.data END "
                     "FROM _resync r WHERE event_rows.position = r.position AND r.position IS NOT NULL")
         con.execute("DROP TABLE _resync")
@@ -948,9 +1110,10 @@ def _refresh_locked(root: Path, pdir: Path, con, rebuild: bool, progress: Progre
     (pdir / STATE).unlink(missing_ok=True)  # written again after the commit
     con.execute("BEGIN TRANSACTION")
     try:
+        redactions = _Redactions(root)
         if meta is not None:
             for number, name in _changed_segments(con, root, meta, directory_ctime):
-                why = _resync(con, root, pdir, number, name, meta, observed)
+                why = _resync(con, root, pdir, number, name, meta, observed, redactions)
                 if why is not None:
                     meta, result.reason = None, why
                     break
@@ -966,7 +1129,7 @@ def _refresh_locked(root: Path, pdir: Path, con, rebuild: bool, progress: Progre
             _create(con)
             result.rebuilt = True
         projector = _Projector(con, root, pdir, progress)
-        projector.observed = observed
+        projector.observed, projector.redactions = observed, redactions
         projector.load(meta)
         if meta is None:
             start = (0, ev.GENESIS_PREV, 1, 0, 0, 0, "", None)

@@ -26,7 +26,7 @@ from typing import Any
 
 from ledger.analytics import views as log_views
 
-FORMAT = "countersign-projection/5"
+FORMAT = "countersign-projection/6"  # 6: the data beside the bodies is checked (a `data` problem in chain_breaks)
 
 
 def duck_type(shape: Any) -> str:
@@ -63,12 +63,15 @@ EVENT_ROWS_COLUMNS: dict[str, str] = {
     **{m: _member_type(m) for m in _BODY_COLUMNS},
     "prev": "VARCHAR", "hash": "VARCHAR", "data": "JSON", "segment_file": "VARCHAR", "line": "BIGINT",
     "file_offset": "BIGINT",
+    # the first 32 hex digits of SHA-256 of the data bytes as stored (NULL for null): a segment read
+    # again (a redaction) has its data checked again only where these bytes changed
+    "data_sha256": "VARCHAR",
 }
 
 
 def event_rows_select(source: str) -> str:
     """SQL: the event_rows columns from `source`, rows of read_json over the chunk lines
-    `{"position":P,"segment_file":F,"line":L,"file_offset":O,"body":{...},"hash":"...","data":...}`
+    `{"position":P,"segment_file":F,"line":L,"file_offset":O,"data_sha256":S,"body":{...},"hash":"...","data":...}`
     (a ledger line with its place in front). The body's members are typed as the log views type
     them (nested defaults applied as msgspec decodes them)."""
     members = []
@@ -84,14 +87,14 @@ def event_rows_select(source: str) -> str:
         "CASE WHEN j.kind = 'proposed' THEN j.seq ELSE j.request END AS request, "
         + ", ".join(members)
         + ", j.prev AS prev, hash, CASE WHEN json_type(data) = 'NULL' THEN NULL ELSE data END AS data, "
-        f"segment_file, line, file_offset FROM (SELECT *, body AS j FROM {source})"
+        f"segment_file, line, file_offset, data_sha256 FROM (SELECT *, body AS j FROM {source})"
     )
 
 
 def chunk_columns() -> str:
     """read_json's `columns` for the chunk lines of event_rows_select."""
     spec = {"position": "BIGINT", "segment_file": "VARCHAR", "line": "BIGINT", "file_offset": "BIGINT",
-            "body": BODY_TYPE, "hash": "VARCHAR", "data": "JSON"}
+            "data_sha256": "VARCHAR", "body": BODY_TYPE, "hash": "VARCHAR", "data": "JSON"}
     return "{" + ", ".join(f"'{k}': '{v}'" for k, v in spec.items()) + "}"
 
 
@@ -142,9 +145,10 @@ COVERAGE_COLUMNS = {
 }
 
 CHECKED = ("line layout; body decodes as an event in its canonical layout; seq, prev and hash chain; ts and deadline "
-           "spelling and order; genesis first; every workflow rule (ledger.workflow.machine)")
-NOT_CHECKED = ("the data beside the bodies (argument digests, kept results, redaction markers), decision signatures, "
-               "checkpoints; run countersign ledger verify")
+           "spelling and order; genesis first; the data beside the body (arguments and context against their digests, "
+           "kept results, pinned policy texts, redaction markers against the digests the redacted events name, "
+           "canonical spelling: ledger.proof.data, as verify checks it); every workflow rule (ledger.workflow.machine)")
+NOT_CHECKED = "decision signatures, checkpoints; run countersign ledger verify"
 
 TABLES: dict[str, str] = {
     "meta": """CREATE TABLE meta (
@@ -213,7 +217,7 @@ SELECT approver, requests, actions, approve, reject, edit, respond,
 FROM c""",
     "chain_breaks": """CREATE VIEW chain_breaks AS
 SELECT seq, code AS problem, kind, detail, segment_file, line, 0 AS check_order
-FROM problems WHERE kind IN ('format', 'chain')""",
+FROM problems WHERE kind IN ('format', 'chain', 'data')""",
     "violations": """CREATE VIEW violations AS
 SELECT seq, request, code, detail, event_kind AS kind, segment_file, line, seq AS position
 FROM problems WHERE kind = 'workflow'""",
@@ -249,6 +253,9 @@ def columns_doc() -> dict[str, dict[str, str]]:
     doc["events"]["invalid_reason"] = "VARCHAR: NULL (a line that fails a check is not projected)"
     doc["events"]["body_sha256"] = "VARCHAR: SHA-256 (hex) of the body bytes as stored (= hash: checked)"
     doc["chain_breaks"]["check_order"] = "INTEGER: 0 (the projection keeps only the first problem)"
+    doc["chain_breaks"]["kind"] = ("VARCHAR: format, chain or data (the data beside the body: its problem is bad-data, or "
+                                   "bad-redaction at a redacted event whose announcement does not hold), as verify's Problem.kind")
+    doc["chain_breaks"]["problem"] = "VARCHAR: one of CHAIN_PROBLEMS, or bad-data / bad-redaction (kind data)"
     doc["coverage"] = dict(COVERAGE_COLUMNS)
     return doc
 
@@ -264,8 +271,8 @@ VIEW_PURPOSE = {
     "rates_by_tool": "Requests and their outcomes counted per tool, with shares of the asks.",
     "rates_by_rule": "The same per deciding rule (a request decided by several rules counts for each).",
     "rates_by_approver": "Per reviewer: approvals, rejections, edits and responses, with shares.",
-    "chain_breaks": "The first problem with the chain or the line format, when a line stopped the projection "
-                    "(verify's kind `chain` or `format`); empty on an intact ledger.",
+    "chain_breaks": "The first problem with the chain, the line format or the data beside a body, when a line stopped "
+                    "the projection (verify's kind `chain`, `format` or `data`); empty on an intact ledger.",
     "violations": "The first event that breaks a workflow rule, when one stopped the projection (verify's kind "
                   "`workflow`); empty on a lawful ledger.",
     "torn_tail": "The bytes after the last line feed of the last segment, if any: an unfinished write, or a cut that "
@@ -305,7 +312,8 @@ def views_markdown() -> str:
         "",
         "## What the rows cover",
         "",
-        "Each line is checked once, when it is projected: " + CHECKED + ".",
+        "Each line is checked once, when it is projected (its data again when its segment is rewritten, as a redaction "
+        "does): " + CHECKED + ".",
         "A line that fails stops the projection before it: the rows cover the lines before it, `coverage.complete`",
         "is false, and the problem is the one row of `chain_breaks` or `violations` (the problem `ledger verify`",
         "reports first). `countersign ledger query` says so on stderr. Not checked here: " + NOT_CHECKED + ".",
