@@ -296,6 +296,8 @@ def test_eval_and_explain_read_a_history_file(tmp_path):
     'len(run) + 0 >= 1',                   # arithmetic
     '-len(calls("pay")) < 0',              # a negation
     'count(run[*].tool) >= 1',             # a projection
+    'sum(run[*].args.n) >= 1',             # a projection summed
+    'count(calls("pay")) * 2 >= 2',        # a function's result in arithmetic
     'len(run) * 1 >= 1 and args.n >= 0',   # under and
 ])
 def test_history_read_anywhere_in_a_condition_is_decided_with_the_run(tmp_path, condition):
