@@ -10,7 +10,6 @@ And a refresh decodes only the open requests its events name (open_requests is r
 from __future__ import annotations
 
 import random
-import shutil
 from pathlib import Path
 
 import msgspec
@@ -23,8 +22,8 @@ from ledger.analytics.query import run
 from ledger.digest import redaction_marker, value_digest
 from ledger.proof.redact import redact
 from ledger.proof.verify import verify
-from ledger.store.log import list_segments
 from tests.ledger_factory import Forge, random_history, read_lines, write_lines
+from tests.test_projection import copy_ledger
 from tests.test_views import build_gate_ledger
 
 
@@ -33,13 +32,6 @@ def gate(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("data") / "gate"
     build_gate_ledger(path, segment_bytes=4096)
     return path
-
-
-def copy_ledger(source: Path, target: Path) -> Path:
-    target.mkdir(parents=True)
-    for segment in list_segments(source):
-        shutil.copyfile(segment, target / segment.name)
-    return target
 
 
 def assert_as_verify(path: Path) -> None:
