@@ -170,17 +170,19 @@ def test_whatif_with_a_history_policy_on_a_ledger_written_without_one(tmp_path):
     with Gate(plain_policy(), path, clock=ManualClock(START), pin_policy=True) as g:
         requests = [g.propose("read_thing", {"i": i}, proposer="agent", run="r").request for i in range(3)]
         g.propose("read_thing", {"i": 9}, proposer="agent", run="s")
-        g.propose("read_thing", {"i": 10}, proposer="agent")  # no run: no history
+        unrun = g.propose("read_thing", {"i": 10}, proposer="agent").request  # no run: no run's history to read
     new = tmp_path / "third.policy"
     new.write_text('default allow\ndeny read_thing when len(calls("read_thing")) >= 2\n  reason "a third read"\n'
                    '  id "third-read"\n')
     report = whatif(path, Policy.load(new))
-    assert (report.proposals, report.replayed, report.changed) == (5, 5, 1)
-    [changed] = report.changed_calls
-    assert (changed.seq, changed.from_effect, changed.to_effect, changed.rules) == (requests[2], "allow", "deny", "third-read")
+    assert (report.proposals, report.replayed, report.changed) == (5, 5, 2)
+    third, without_run = report.changed_calls
+    assert (third.seq, third.from_effect, third.to_effect, third.rules) == (requests[2], "allow", "deny", "third-read")
+    # the call without a run cannot be counted: the deny's condition is an error, which counts
+    assert (without_run.seq, without_run.to_effect, without_run.rules) == (unrun, "deny", "third-read")
     result = run("policy", "whatif", new, "--ledger", path, "--json")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["transitions"] == {"allow→deny": 1}
+    assert json.loads(result.output)["transitions"] == {"allow→deny": 2}
 
 
 def test_audit_of_a_gate_ledger_under_the_assistant_sample_conforms(tmp_path):

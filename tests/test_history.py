@@ -143,7 +143,8 @@ def test_the_index_drops_the_oldest_runs_past_its_bytes():
     with pytest.raises(EvalError, match="dropped"):
         index.run("r1").calls_list()
     index.fold(proposed(2, "r1"))  # an old seq: ignored
-    assert index.run(None) is None
+    with pytest.raises(EvalError, match="without a run"):  # no run: nothing to read, never an empty run
+        index.run(None).calls_list()
 
 
 POLICY = '''
@@ -320,3 +321,21 @@ def test_a_history_nested_too_deeply_from_python_is_a_value_error():
         value = [value]
     with pytest.raises(ValueError, match="nest too deeply"):
         History.from_calls([{"tool": "a", "args": {"v": value}}])
+
+
+def test_a_call_without_a_run_cannot_read_a_run_history(tmp_path):
+    """A host that proposes without `run` (README step 4's agent.py does) gave history rules an
+    empty run every time: "at most one pay per run" allowed every pay. A history read is now an
+    evaluation error for such a call (a deny counts, an allow does not), the same on replay."""
+    policy = Policy.from_text('policy "t"\ndefault allow\ndeny pay when len(calls("pay")) >= 1\n  reason "one pay per run"\n'
+                              'ask mail when not from_user(args.to)\n')
+    with Gate(policy, tmp_path / "l", pin_policy=True) as gate:
+        denied = gate.propose("pay", {"n": 1}, proposer="ag")
+        assert denied.effect == "deny" and "without a run" in " ".join(denied.reasons)
+        assert gate.propose("pay", {"n": 1}, proposer="ag", run="r1").effect == "allow"
+        # from_user reads the context, not the run: it still decides
+        assert gate.propose("mail", {"to": "a@x.com"}, proposer="ag", context={"user_prompt": "mail a@x.com"}).effect == "allow"
+    from ledger.audit import audit
+
+    report = audit(tmp_path / "l")
+    assert report.conforms and report.conforming == 3

@@ -39,6 +39,8 @@ MAX_DROPPED = 100_000
 """How many dropped run ids the index remembers (past it, the oldest are forgotten: a run that
 old and that long silent starts again with an empty history)."""
 
+NO_RUN = ("the call was proposed without a run, so there is no run's history to read (propose it with "
+          "run=..., the agent's conversation or task id)")
 _DROPPED = "the run's history was dropped from the Gate's index (its runs' history exceeded {mb} MiB)"
 
 
@@ -56,9 +58,14 @@ class HistoryIndex:
         self._bytes = 0
 
     def run(self, run: str | None) -> History | None:
-        """The history of `run` as folded so far (None: no run, or none of its calls yet)."""
+        """The history of `run` as folded so far (None: none of its calls yet). A call proposed
+        without a run has no run's history to read: a broken History, whose every read is an
+        evaluation error (fail closed: an empty history would let "at most 5 payouts per run"
+        allow every payout of a host that never names its runs)."""
         if run is None:
-            return None
+            history = History()
+            history.fail(NO_RUN)
+            return history
         history = self.runs.get(run)
         if history is None and run in self.dropped:
             return self._broken()
