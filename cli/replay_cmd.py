@@ -59,6 +59,7 @@ def audit(
     """
     fmt = chosen_format(fmt, as_json)
     from ledger.audit import audit as run_audit
+    from ledger.replay import TEXT_UNAVAILABLE
 
     report = _read(lambda: run_audit(directory), directory)
     failed = report.differing > 0 or (report.unchecked > 0 and not allow_unchecked)
@@ -95,6 +96,9 @@ def audit(
              [[reason, f"{n:,}", firsts.get(reason, "")] for reason, n in sorted(report.unchecked_by_reason.items(),
                                                                                 key=lambda kv: -kv[1])],
              "table", title="Not checkable")
+    if report.unchecked_by_reason.get(TEXT_UNAVAILABLE):
+        say("hint: the ledger does not keep the text of the policy that decided those calls. A Gate made in Python "
+            "keeps it with Gate(..., pin_policy=True); countersign's CLI, service and adapters always do")
     say(f"{directory}: {verdict}" + ("" if not report.unchecked else
                                      f"; {count(report.unchecked, 'call')} could not be checked"))
     raise typer.Exit(code)

@@ -317,3 +317,12 @@ def test_the_documented_pinned_policy_line_is_what_a_writer_composes():
     assert pinning.data_problem(event, data) is None
     assert compose(ev.encode_event(event), data)[1].rstrip(b"\n") == line
     assert pinning.load(event, data).name == "refunds"
+
+
+def test_an_unpinned_ledger_says_how_to_pin(tmp_path):
+    """A new user's Gate(policy, dir) ledger audited as '214 not checkable: policy text
+    unavailable' with no word of why: the CLI now names pin_policy."""
+    with Gate(Policy.from_text('policy "t"\ndefault allow\n'), tmp_path / "l") as gate:
+        gate.propose("x", {}, proposer="a", run="r")
+    result = run("ledger", "audit", tmp_path / "l")
+    assert result.exit_code == 1 and "pin_policy=True" in result.output
