@@ -30,7 +30,7 @@ from pathlib import Path
 
 import msgspec
 
-from ledger.replay import Call, Interrupt, NOT_DECIDABLE, Replay, Started
+from ledger.replay import Call, Closed, Interrupt, NOT_DECIDABLE, Replay, Started
 from ledger.workflow.deciding import decide
 
 LISTED = 1000  # calls listed in each list; the counts cover all
@@ -55,7 +55,7 @@ class ChangedCall(msgspec.Struct):
     to_effect: str
     rules: str
     reason: str | None  # the new decision's first reason
-    executed: bool = False
+    executed: bool = False  # the call started executing (whatever the new policy says of it)
 
 
 class GroupLoad(msgspec.Struct):
@@ -114,7 +114,7 @@ def whatif(path: str | Path, policy, listed: int = LISTED) -> WhatIfReport:
     before: Counter = Counter()  # (day, group) → asks
     after: Counter = Counter()
     days: set[str] = set()
-    denied: dict[int, ChangedCall] = {}  # newly denied proposals not yet seen starting
+    waiting: dict[int, ChangedCall] = {}  # changed proposals not yet seen starting (or ending)
     stopped: list[ChangedCall] = []
     for item in source:
         kind = type(item)
@@ -123,12 +123,16 @@ def whatif(path: str | Path, policy, listed: int = LISTED) -> WhatIfReport:
                 before[(item.ts[:10], group)] += 1
             continue
         if kind is Started:
-            hit = denied.pop(item.request, None)
+            hit = waiting.pop(item.request, None)
             if hit is not None:
-                hit.executed = True
-                report.stopped += 1
-                if len(stopped) < listed:
-                    stopped.append(hit)
+                hit.executed = True  # the call ran, whatever it changes to
+                if hit.to_effect == "deny":
+                    report.stopped += 1
+                    if len(stopped) < listed:
+                        stopped.append(hit)
+            continue
+        if kind is Closed:
+            waiting.pop(item.request, None)
             continue
         if kind is not Call or item.kind != "proposal":
             continue
@@ -158,8 +162,7 @@ def whatif(path: str | Path, policy, listed: int = LISTED) -> WhatIfReport:
                               decision.reasons[0] if decision.reasons else None)
         if len(report.changed_calls) < listed:
             report.changed_calls.append(changed)
-        if new == "deny":
-            denied[item.request] = changed
+        waiting[item.request] = changed
     report.days = len(days)
     report.transitions = dict(sorted(transitions.items(), key=lambda kv: (-kv[1], kv[0])))
     report.changes = sorted((Change(f, t, r, n, first) for (f, t, r), (n, first) in changes.items()),

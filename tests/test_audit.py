@@ -264,6 +264,9 @@ def test_whatif_on_the_demo_reports_transitions_load_and_the_calls_a_deny_would_
     assert {(c.from_effect, c.to_effect, c.rules) for c in report.changes} == {
         ("allow", "ask", "sup-reads"), ("allow", "deny", "no-order-reads")}
     assert report.stopped == orders and all(c.executed and c.tool == "get_order_details" for c in report.stopped_calls)
+    # `executed` says the call ran whatever it becomes: the reads that now ask ran too (it said
+    # false for every change but a deny)
+    assert all(c.executed for c in report.changed_calls if c.to_effect == "ask")
     load = {g.group: g for g in report.load}
     assert load["supervisors"].asks_after == load["supervisors"].asks_before + reads
     # the same policy changes nothing
