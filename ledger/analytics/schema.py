@@ -325,6 +325,17 @@ def views_markdown() -> str:
         "",
         "Times are `TIMESTAMPTZ` in UTC; durations are seconds (`DOUBLE`); shares are fractions in [0, 1].",
         "",
+        "A `JSON` column's fields are JSON too: `args.amount` compares and sorts as JSON text (`max(args.amount)` of",
+        "999.99 and 3000 is 999.99). Cast a field to compare or add it as a number or a string:",
+        "`max((args->>'amount')::DECIMAL(18, 2))`, `args->>'to'` (`->>` gives its text). Arguments are in `events`:",
+        "a request's proposal is the event at `position = request` (an edit's arguments are on its `edited` event):",
+        "",
+        "```sql",
+        "SELECT r.request, r.tool, (e.args->>'amount')::DECIMAL(18, 2) AS amount",
+        "FROM requests r JOIN events e ON e.position = r.request",
+        "WHERE r.status = 'executed' ORDER BY amount DESC NULLS LAST LIMIT 5",
+        "```",
+        "",
     ]
     doc = columns_doc()
     for view in VIEW_NAMES:
