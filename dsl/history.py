@@ -211,7 +211,8 @@ class History:
     `tool_calls`, `count`, `sources`. `limit`: a view of the calls before that seq only (an
     edit's re-decision, see `before`)."""
 
-    __slots__ = ("calls", "_seqs", "_by_tool", "_counts", "_words", "bytes", "broken", "limit", "_tool_cache")
+    __slots__ = ("calls", "_seqs", "_by_tool", "_counts", "_words", "_results", "bytes", "broken", "limit", "_tool_cache",
+                 "_glob_cache")
 
     def __init__(self) -> None:
         self.calls: list[dict] = []
@@ -219,10 +220,17 @@ class History:
         self._by_tool: dict[str, list[dict]] = {}
         self._counts: dict[tuple[str, Any], int] = {}
         self._words: dict[str, list[tuple[str, str, int, str]]] = {}
+        # key → {tool: the lowest seq of a kept result of that tool where the key appears}: what
+        # from_tool() reads, so that a lookup costs the tools holding the value, not its
+        # occurrences (a value in every result, looked up in a scan over the run, was quadratic)
+        self._results: dict[str, dict[str, int]] = {}
         self.bytes = 0
         self.broken: str | None = None
         self.limit: int | None = None
         self._tool_cache: dict[str, list[dict]] = {}
+        # (key, glob) → the lowest seq of a kept result of a tool the glob covers, or None: at
+        # most GLOB_CACHE_MAX entries, emptied when a result is recorded
+        self._glob_cache: dict[tuple[str, str], int | None] = {}
 
     # --- building -----------------------------------------------------------------------------
 
@@ -314,14 +322,15 @@ class History:
         if record is None or self.broken is not None:
             return
         record["result"] = result
+        self._glob_cache.clear()
         self._index(result, "result", record["tool"], record["seq"])
 
     def fail(self, reason: str) -> None:
         """Past a bound: drop the indexes; every read raises EvalError(reason) from now on."""
         self.broken = reason
         self.bytes = 0  # nothing is kept any more
-        self.calls, self._seqs, self._by_tool, self._counts, self._words = [], [], {}, {}, {}
-        self._tool_cache = {}
+        self.calls, self._seqs, self._by_tool, self._counts, self._words, self._results = [], [], {}, {}, {}, {}
+        self._tool_cache, self._glob_cache = {}, {}
 
     def _bump(self, key: tuple[str, Any], by: int) -> None:
         n = self._counts.get(key, 0) + by
@@ -335,11 +344,15 @@ class History:
         if self.bytes > RUN_MAX_BYTES:
             self.fail(f"the run's recorded arguments and results exceed {RUN_MAX_BYTES // (1024 * 1024)} MiB, more than its history keeps")
             return
-        index = self._words
+        index, results = self._words, self._results if kind == "result" else None
         for field, leaf in _leaves(value, kind):
             origin = (kind, tool, seq, field)
             for key in _keys_of(leaf):
                 index.setdefault(key, []).append(origin)
+                if results is not None:
+                    tools = results.setdefault(key, {})
+                    if tools.get(tool, seq) >= seq:
+                        tools[tool] = seq
 
     # --- reading (the conditions) ---------------------------------------------------------------
 
@@ -352,7 +365,7 @@ class History:
         for name in History.__slots__:
             setattr(view, name, getattr(self, name))
         view.limit = seq
-        view._tool_cache = {}
+        view._tool_cache, view._glob_cache = {}, {}
         return view
 
     def check(self) -> None:
@@ -402,6 +415,35 @@ class History:
         if self.limit is not None:
             found = [o for o in found if o[2] < self.limit]
         return list(found)
+
+
+    def in_result_of(self, value: Any, pattern: str) -> bool:
+        """`from_tool(value, pattern)`: whether `value` appears in the kept result of an earlier
+        call of a tool the name or selector glob `pattern` covers. A name costs one lookup; a
+        glob, the tools whose results hold the value, once per (value, glob) until a result is
+        recorded (`_glob_cache`), so a scan over the run stays linear in it."""
+        self.check()
+        key = _lookup_key(value)
+        tools = self._results.get(key) if key is not None else None
+        if not tools:
+            return False
+        if "*" in pattern or "?" in pattern:
+            cached = (key, pattern)
+            if cached in self._glob_cache:
+                first = self._glob_cache[cached]
+            else:
+                regex = values.selector_regex(pattern)
+                first = min((s for t, s in tools.items() if regex.match(t)), default=None)
+                if len(self._glob_cache) < GLOB_CACHE_MAX:
+                    self._glob_cache[cached] = first
+        else:
+            first = tools.get(pattern)
+        return first is not None and (self.limit is None or first < self.limit)
+
+
+GLOB_CACHE_MAX = 4096
+"""The most (value, glob) answers of from_tool() a history keeps (each a tuple of two strings the
+history holds already and an int: under 1 MB)."""
 
 
 def _seq_of(call: dict) -> int:
@@ -479,13 +521,7 @@ def from_user(context: Mapping[str, Any], value: Any) -> bool:
 def from_tool(history: History | None, value: Any, pattern: str) -> bool:
     """`from_tool(x, PATTERN)`: `value` appears in the kept result of an earlier call of a tool
     that `pattern` (a name or a selector glob) covers."""
-    found = of(history).origins(value)
-    if not found:
-        return False
-    if "*" in pattern or "?" in pattern:
-        regex = values.selector_regex(pattern)
-        return any(kind == "result" and regex.match(tool) for kind, tool, _, _ in found)
-    return any(kind == "result" and tool == pattern for kind, tool, _, _ in found)
+    return of(history).in_result_of(value, pattern)
 
 
 def total(items: Any, field: str) -> Decimal:

@@ -612,6 +612,7 @@ def test_matches_and_json_take_time_linear_in_the_text(tool, unit, suffix):
     'any c in run: from_tool(c.args.to, "*web*") and not from_user(c.args.to)',   # a lookup per call
     'count(run[*].tool) > 0 and total(calls("pay"), "args.n") >= 0',             # aggregates over the run
     'any r in args.to: any o in sources(r): o.kind == "args"',                   # a lookup per item of the call
+    'any c in run: from_tool(c.args.kind, "nope*") or from_tool(c.args.kind, "x")',  # one value in every call
 ])
 def test_a_history_condition_the_checker_accepts_takes_time_linear_in_the_run(condition):
     """The checker refuses a read of the run inside a scan of it (dsl.history_check); what it
@@ -621,8 +622,8 @@ def test_a_history_condition_the_checker_accepts_takes_time_linear_in_the_run(co
     policy = Policy.from_text(f'policy "t"\ndeny t when {condition}\n  reason "r"\n')
 
     def make(n):
-        calls = [{"tool": "read_web" if i % 2 else "pay", "args": {"to": f"u{i}@x.com", "n": i},
-                  "result": {"text": f"write to u{i}@x.com"}} for i in range(n)]
+        calls = [{"tool": "read_web" if i % 2 else "pay", "args": {"to": f"u{i}@x.com", "n": i, "kind": "mail"},
+                  "result": {"text": f"write to u{i}@x.com", "kind": "mail"}} for i in range(n)]
         return History.from_calls(calls)
 
     def decide(history):
