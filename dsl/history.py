@@ -441,6 +441,21 @@ class History:
         return first is not None and (self.limit is None or first < self.limit)
 
 
+    def first_results(self, value: Any, pattern: str, at_most: int = 10) -> tuple[int, ...]:
+        """For explanations of `from_tool(value, pattern)`: the seq of the first earlier call of
+        each tool `pattern` covers whose kept result holds `value`, in ledger order, at most
+        `at_most` of them. Costs the tools whose results hold the value (not every occurrence:
+        an explanation of a scan over the run stays linear in it)."""
+        self.check()
+        key = _lookup_key(value)
+        tools = self._results.get(key) if key is not None else None
+        if not tools:
+            return ()
+        regex = values.selector_regex(pattern)
+        seqs = sorted(s for t, s in tools.items() if regex.match(t) and (self.limit is None or s < self.limit))
+        return tuple(seqs[:at_most])
+
+
 GLOB_CACHE_MAX = 4096
 """The most (value, glob) answers of from_tool() a history keeps (each a tuple of two strings the
 history holds already and an int: under 1 MB)."""

@@ -11,8 +11,9 @@ from dsl.history_eval import HISTORY_FUNCTIONS, HISTORY_ROOT
 
 def seqs_used(node: Any, value: Any, children: list, env: Any) -> tuple[int, ...]:
     """The seqs a traced node read: of the calls of `run` and `calls()` (before any field was
-    read), of the origins `sources()` found, and of the results `from_tool()` found its value
-    in. Empty for any other node, and for a lookup that found nothing."""
+    read), of the origins `sources()` found, and of the first result of each tool in which
+    `from_tool()` found its value (at most 10). Empty for any other node, and for a lookup that
+    found nothing."""
     if isinstance(node, ast.Path) and node.root == HISTORY_ROOT:
         if node.keys:  # `run[0].tool`: the one call read, or all of them for len-like reads
             return ()
@@ -22,14 +23,10 @@ def seqs_used(node: Any, value: Any, children: list, env: Any) -> tuple[int, ...
     if node.name in ("calls", "sources"):
         return history.seqs_of(value) if not node.keys else ()
     if node.name == "from_tool" and value is True and children:
-        looked_up = children[0].value
-        pattern = node.args[1].value
-        regex = values.selector_regex(pattern)
-        try:
-            found = history.of(env.history).origins(looked_up)
+        try:  # the first result of each tool the pattern covers (not every occurrence: linear in a scan)
+            return history.of(env.history).first_results(children[0].value, node.args[1].value)
         except values.EvalError:
             return ()
-        return tuple(dict.fromkeys(seq for kind, tool, seq, _ in found if kind == "result" and regex.match(tool)))
     if node.name == "total" and children:
         return history.seqs_of(children[0].value)
     return ()

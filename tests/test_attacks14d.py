@@ -191,7 +191,6 @@ def test_the_table_parser_is_built_once_however_many_threads_parse_first():
     assert not failures and all(seen) and len(seen) == 300
 
 
-@pytest.mark.xfail(strict=True, reason="an explanation lists every seq from_tool() found for each item of a scan")
 def test_explaining_from_tool_in_a_scan_is_linear_in_the_run():
     """Severity: low (CLI only: `countersign policy explain` with a history; the Gate never
     explains). What: the trace of `all c in run: from_tool(c.args.q, "sea*")` walks every
@@ -199,7 +198,8 @@ def test_explaining_from_tool_in_a_scan_is_linear_in_the_run():
     reads `History.origins`), so a run of 3,000 calls with one value in each takes 2.3 s to
     explain (300 calls: 38 ms, a ratio of 60). Fix: list the seqs of the first few results per
     node (as the explanation lists the first few items elsewhere) from the history's result
-    index, with a count of the rest, instead of walking every occurrence."""
+    index, with a count of the rest, instead of walking every occurrence. Fixed: the first result
+    of each tool the pattern covers (History.first_results)."""
     from dsl.explain import explain
 
     policy = Policy.from_text('policy "t"\ndefault allow\ndeny t when all c in run: from_tool(c.args.q, "sea*") reason "r"\n')
