@@ -150,3 +150,34 @@ deny Bash when any c in shell(args.command):
     and any a in c.args: path(a) == "/"
   reason "Recursive forced deletion of / is never run."
 """, "docs.policy")
+
+
+def cancel_while_written(gate: Gate, method: str, make_task) -> None:
+    """Cancel an AsyncGate coroutine while its worker thread is inside `gate.<method>` (slowed by
+    0.3 s after the method has written), then give the thread time to finish and put the method
+    back. `make_task()` returns the coroutine to run; its CancelledError is expected."""
+    import asyncio
+    import time
+
+    import pytest
+
+    real = getattr(gate, method)
+
+    def slow(*a, **kw):
+        out = real(*a, **kw)
+        time.sleep(0.3)  # the durable write is done; the coroutine is cancelled meanwhile
+        return out
+
+    async def main():
+        task = asyncio.create_task(make_task())
+        await asyncio.sleep(0.1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.sleep(0.5)
+
+    setattr(gate, method, slow)
+    try:
+        asyncio.run(main())
+    finally:
+        setattr(gate, method, real)

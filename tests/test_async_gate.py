@@ -9,7 +9,7 @@ import pytest
 
 from ledger import AsyncGate, Gate, verify
 from ledger.workflow.errors import ExecutionUnknown
-from tests.support import policy
+from tests.support import cancel_while_written, policy
 
 
 def _run(coro):
@@ -107,31 +107,11 @@ def test_a_run_cancelled_while_its_start_is_written_runs_nothing_and_is_not_runn
     """AsyncGate.run proposes and starts in one worker thread; cancelled meanwhile, the thread
     still records the start (and claims the request), but no tool runs: the claim is released,
     so a later try answers ExecutionUnknown (as after a crash), not "running now"."""
-    import time
-
     gate = Gate(policy(), tmp_path / "l")
-    real = gate._propose
     ran = []
-
-    def slow_propose(*a, **kw):
-        out = real(*a, **kw)
-        time.sleep(0.3)  # the durable start is written; the coroutine is cancelled meanwhile
-        return out
-
-    gate._propose = slow_propose
-
-    async def main():
-        task = asyncio.create_task(AsyncGate(gate).run("read_thing", {}, lambda args: ran.append(1), proposer="agent",
-                                                       call_id="c"))
-        await asyncio.sleep(0.1)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        await asyncio.sleep(0.5)
-
     try:
-        _run(main())
-        gate._propose = real
+        cancel_while_written(gate, "_propose", lambda: AsyncGate(gate).run(
+            "read_thing", {}, lambda args: ran.append(1), proposer="agent", call_id="c"))
         request = gate.find(call_id="c").request
         assert gate.get(request).status == "executing" and not gate._running
         with pytest.raises(ExecutionUnknown):

@@ -223,34 +223,14 @@ def test_an_asyncgate_execute_cancelled_during_its_start_is_not_running_forever(
     crash. Fix: shield the start (asyncio.shield on the to_thread future and release on
     cancel after it completes), or claim `_running` only in the coroutine after the start
     returns."""
-    import asyncio
-    import time
-
     from ledger.workflow.async_gate import AsyncGate
     from ledger.workflow.gate import ExecutionUnknown
+    from tests.support import cancel_while_written
 
     gate = Gate(Policy.from_text('policy "a"\nallow t\n', "a.policy"), tmp_path / "ledger")
-    real = gate._start
-
-    def slow_start(*a, **kw):
-        out = real(*a, **kw)
-        time.sleep(0.3)  # the durable start is written; the coroutine is cancelled meanwhile
-        return out
-
-    gate._start = slow_start
     p = gate.propose("t", {}, proposer="agent")
-
-    async def main():
-        task = asyncio.create_task(AsyncGate(gate).execute(p.request, lambda args: "ran"))
-        await asyncio.sleep(0.1)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        await asyncio.sleep(0.5)
-
     try:
-        asyncio.run(main())
-        gate._start = real
+        cancel_while_written(gate, "_start", lambda: AsyncGate(gate).execute(p.request, lambda args: "ran"))
         with pytest.raises(ExecutionUnknown):
             gate.execute(p.request, lambda args: "again")
     finally:
