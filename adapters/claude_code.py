@@ -350,12 +350,16 @@ class ClaudeCodeHook:
         one approval by the person at the dialog settles it. Else (False, why not)."""
         gate = getattr(backend, "gate", None)
         if gate is not None:
-            context, approved = gate.stored_context(state.request), list(gate.get(state.request).approvals)
+            current = gate.get(state.request)
+            context, approved, stage = gate.stored_context(state.request), list(current.approvals), current.stage
         else:
             view = backend.details(state.request)
             context, approved = view.get("context"), (view.get("quorum") or {}).get("approved_by") or []
+            stage = view.get("stage") or 1
         if not isinstance(context, dict) or context.get(DIALOG_CONTEXT) != "dialog":
             return False, "the hook did not offer Claude Code's dialog for it (it waited on countersign's queue)"
+        if stage != 1:  # PreToolUse judged the first stage's approvers; a later stage's were never offered a dialog
+            return False, "it escalated after PreToolUse answered it (the dialog was judged for its first stage)"
         if approved:
             return False, f"it waited on countersign's queue for more approvals than {', '.join(approved)}'s"
         return self._dialog_settles(backend, state)

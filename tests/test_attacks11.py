@@ -259,3 +259,32 @@ def test_a_tool_response_with_a_lone_surrogate_still_records_that_the_call_ran(l
     reply = h.handle(raw)
     state = LocalBackend(gate, "x").find("tu-s")
     assert state.status == "executed", f"request {state.request} is {state.status}: {reply}"
+
+
+def test_post_tool_use_does_not_approve_a_stage_the_dialog_was_never_judged_for(tmp_path):
+    """LOW (found by the final attack). PreToolUse stamps the dialog mark on the proposal, then
+    judges stage 1 (two approvers: no dialog, it waits on the queue). Killed, the call runs; the
+    ask escalates to a stage one approval by the OS account meets. PostToolUse must not record a
+    dialog approval for that stage: no dialog was shown for it."""
+    from adapters.claude_code import context_of
+    from ledger.clock import ManualClock
+
+    from tests.support import START
+
+    clock = ManualClock(START)
+    policy = Policy.from_text(f'policy "esc"\ndefault deny "no"\ngroup maintainers = ["{ME}", "alice", "bob"]\n'
+                              f'ask Deploy reason "two" approvers 2 from maintainers\n'
+                              f'  timeout 1m else escalate approvers 1 from ["{ME}"] timeout 1h else reject\n', "e.policy")
+    gate = Gate(policy, tmp_path / "ledger", clock=clock)
+    try:
+        post = _payload("PostToolUse", "Deploy", {"env": "prod"}, "tu-e", tool_response={"ok": True})
+        context = {**context_of(post), "countersign_on_ask": "dialog"}  # as PreToolUse in dialog mode records it
+        v = LocalBackend(gate, "claude-code:s1").propose("Deploy", {"env": "prod"}, call_id="tu-e", run="s1", context=context)
+        assert v.status == "pending"
+        clock.advance(120)
+        gate.expire()
+        assert gate.get(v.request).stage == 2
+        ClaudeCodeHook(lambda p: LocalBackend(gate, p)).handle(post)
+        assert ME not in gate.get(v.request).approvals
+    finally:
+        gate.close()

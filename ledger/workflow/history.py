@@ -19,7 +19,8 @@ the ledger's first N events: a replay folds the same index and the policy decide
 Bounds: each run as `dsl.history` bounds it (RUN_MAX_CALLS calls, RUN_MAX_BYTES bytes); over all
 runs MAX_BYTES of recorded arguments and results: past it, the runs whose last event is oldest are
 dropped, and a run dropped is, from then on, a history that errors (its earlier calls are no
-longer known; a condition on it never allows). A call without a run (`run` null) has no history.
+longer known; a condition on it never allows). A call without a run (`run` null) has no run to
+read: `run(None)` is a broken history, whose every read is an evaluation error.
 """
 
 from __future__ import annotations
