@@ -1383,9 +1383,191 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(check_lines_doc,
+"check_lines(buffer) -> bytes\n\n"
+"The checks of each whole line of `buffer` (bytes ending in a line feed) that need no earlier line:\n"
+"the layout, the body in its one canonical layout with its types and real times, the hash as the\n"
+"body's SHA-256, and the data beside it against the body's digests in its canonical spelling\n"
+"(docs/ledger-format.md, sections 2 to 5). One byte per line feed: 1 when the line passes all of\n"
+"them, 0 when this module is unsure (anything Verifier.feed declines, and a policy event that pins\n"
+"its text, whose data is the caller's to check); the caller then checks that line itself. Seq, prev,\n"
+"time order and the workflow are not checked: they depend on the lines before. Bytes after the last\n"
+"line feed are ignored. Runs on two threads, without the GIL.");
+
+typedef struct {
+    Ptr *starts, *ends;
+    unsigned char *flags;
+    Py_ssize_t from, to;
+    int ok;
+} FlagJob;
+
+static void *flag_job(void *arg) {
+    FlagJob *job = (FlagJob *)arg;
+    Scratch *s = (Scratch *)PyMem_RawMalloc(sizeof(Scratch));
+    Event e;
+    Py_ssize_t i;
+    job->ok = s != NULL;
+    for (i = job->from; job->ok && i < job->to; i++)
+        job->flags[i] = job->ends[i] - job->starts[i] <= MAX_LINE_BYTES && check_line(s, job->starts[i], job->ends[i], &e)
+                        && !e.pinned;
+    PyMem_RawFree(s);
+    return NULL;
+}
+
+static PyObject *check_lines(PyObject *Py_UNUSED(module), PyObject *arg) {
+    Py_buffer view;
+    Ptr p, end, nl;
+    Py_ssize_t n = 0, cap = 0, i;
+    Ptr *starts = NULL, *ends = NULL;
+    unsigned char *flags = NULL;
+    FlagJob jobs[2];
+    pthread_t worker;
+    int spawned = 0, ok = 1;
+    PyObject *result = NULL;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    p = (Ptr)view.buf;
+    end = p + view.len;
+    Py_BEGIN_ALLOW_THREADS
+    while (ok && p < end && (nl = (Ptr)memchr(p, '\n', (size_t)(end - p))) != NULL) {
+        if (n == cap) {
+            Py_ssize_t more = cap ? cap * 2 : 4096;
+            Ptr *s2 = (Ptr *)PyMem_RawRealloc(starts, (size_t)more * sizeof(Ptr));
+            Ptr *e2 = s2 ? (Ptr *)PyMem_RawRealloc(ends, (size_t)more * sizeof(Ptr)) : NULL;
+            if (s2) starts = s2;
+            if (e2) ends = e2;
+            ok = e2 != NULL;
+            if (!ok) break;
+            cap = more;
+        }
+        starts[n] = p;
+        ends[n] = nl;
+        n++;
+        p = nl + 1;
+    }
+    if (ok) {
+        flags = (unsigned char *)PyMem_RawMalloc((size_t)(n ? n : 1));
+        ok = flags != NULL;
+    }
+    if (ok) {
+        for (i = 0; i < 2; i++) {
+            jobs[i].starts = starts;
+            jobs[i].ends = ends;
+            jobs[i].flags = flags;
+        }
+        jobs[0].from = 0;
+        jobs[0].to = n >= 256 ? n / 2 : n;
+        jobs[1].from = jobs[0].to;
+        jobs[1].to = n;
+        jobs[1].ok = 1;
+        if (jobs[1].from < jobs[1].to) {
+            spawned = pthread_create(&worker, NULL, flag_job, &jobs[1]) == 0;
+            if (!spawned) jobs[0].to = n;
+        }
+        flag_job(&jobs[0]);
+        if (spawned) pthread_join(worker, NULL);
+        ok = jobs[0].ok && jobs[1].ok;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    if (ok) result = PyBytes_FromStringAndSize((const char *)flags, n);
+    else PyErr_NoMemory();
+    PyMem_RawFree(starts);
+    PyMem_RawFree(ends);
+    PyMem_RawFree(flags);
+    return result;
+}
+
+PyDoc_STRVAR(chunk_lines_doc,
+"chunk_lines(buffer, first_position, segment_file, first_line, first_offset) -> (bytes, longest)\n\n"
+"Each whole line of `buffer` (bytes of one segment starting at byte `first_offset`, ending in a line\n"
+"feed) with its place in front, as the columnar projection inserts it (ledger/analytics/schema.py,\n"
+"event_rows_select): {\"position\":P,\"segment_file\":F,\"line\":L,\"file_offset\":O,\"data_sha256\":S,\n"
+"followed by the line after its opening brace, and a line feed. P counts from `first_position`, L\n"
+"from `first_line`; O is the line's first byte in the segment; S is null when the data beside the\n"
+"body is null, else the first 32 hex digits of its SHA-256 in quotes. Nothing is checked: a line\n"
+"without the ledger's layout gets S null, and the caller drops the rows after the first line it\n"
+"refuses. `longest` is the length of the longest line composed, its line feed counted.\n"
+"`segment_file` (str) must need no escaping in JSON.");
+
+static PyObject *chunk_lines(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs) {
+    Py_buffer view;
+    long long position, line, offset;
+    const char *name;
+    Py_ssize_t name_n, n = 0, size, longest = 0;
+    Ptr p, end, nl;
+    PyObject *result, *pair;
+    char *out, *start;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "chunk_lines() takes the buffer, first position, segment file, first line and first offset");
+        return NULL;
+    }
+    position = PyLong_AsLongLong(args[1]);
+    line = PyLong_AsLongLong(args[3]);
+    offset = PyLong_AsLongLong(args[4]);
+    if (PyErr_Occurred()) return NULL;
+    name = PyUnicode_AsUTF8AndSize(args[2], &name_n);
+    if (name == NULL) return NULL;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    p = (Ptr)view.buf;
+    end = p + view.len;
+    for (Ptr q = p; q < end && (nl = (Ptr)memchr(q, '\n', (size_t)(end - q))) != NULL; q = nl + 1) n++;
+    /* per line: the prefix's fixed text (78), three numbers (20 each), the name, a fingerprint (34) */
+    size = view.len + n * (78 + 60 + name_n + 34);
+    result = PyBytes_FromStringAndSize(NULL, size);
+    if (result == NULL) { PyBuffer_Release(&view); return NULL; }
+    out = start = PyBytes_AS_STRING(result);
+    Py_BEGIN_ALLOW_THREADS
+    while (p < end && (nl = (Ptr)memchr(p, '\n', (size_t)(end - p))) != NULL) {
+        Ptr hash = NULL, q;
+        char *first = out;
+        int written;
+        /* the hash mark after the body: the first `,"hash":"` (a string's quotes are escaped) */
+        for (q = p + 8; q + 9 <= nl; q++) {
+            q = (Ptr)memchr(q, ',', (size_t)(nl - q));
+            if (q == NULL) break;
+            if (nl - q >= 9 && memcmp(q, ",\"hash\":\"", 9) == 0) { hash = q + 9; break; }
+        }
+        written = sprintf(out, "{\"position\":%lld,\"segment_file\":\"%s\",\"line\":%lld,\"file_offset\":%lld,\"data_sha256\":",
+                          position, name, line, offset + (long long)(p - (Ptr)view.buf));
+        out += written;
+        if (hash != NULL && nl - hash >= 64 + 9 + 1 && memcmp(hash + 64, "\",\"data\":", 9) == 0 && nl[-1] == '}'
+            && !(nl - 1 - (hash + 73) == 4 && memcmp(hash + 73, "null", 4) == 0)) {
+            unsigned char digest[32];
+            int i;
+            SHA256(hash + 73, (size_t)(nl - 1 - (hash + 73)), digest);
+            *out++ = '"';
+            for (i = 0; i < 16; i++) {
+                *out++ = HEX[digest[i] >> 4];
+                *out++ = HEX[digest[i] & 15];
+            }
+            *out++ = '"';
+        } else {
+            memcpy(out, "null", 4);
+            out += 4;
+        }
+        *out++ = ',';
+        if (nl - p > 1) {
+            memcpy(out, p + 1, (size_t)(nl - p - 1));
+            out += nl - p - 1;
+        }
+        *out++ = '\n';
+        if (out - first > longest) longest = out - first;
+        position++;
+        line++;
+        p = nl + 1;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    if (_PyBytes_Resize(&result, out - start) < 0) return NULL;
+    pair = Py_BuildValue("(Nn)", result, longest);
+    return pair;
+}
+
 static PyMethodDef module_methods[] = {
     {"valid_body", valid_body, METH_O, valid_body_doc},
     {"seal", (PyCFunction)(void (*)(void))seal, METH_FASTCALL, seal_doc},
+    {"check_lines", check_lines, METH_O, check_lines_doc},
+    {"chunk_lines", (PyCFunction)(void (*)(void))chunk_lines, METH_FASTCALL, chunk_lines_doc},
     {NULL, NULL, 0, NULL},
 };
 

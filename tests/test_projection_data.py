@@ -89,9 +89,17 @@ TAMPERS = {
 }
 
 
+@pytest.fixture(params=["compiled", "python"])
+def line_checks(request, monkeypatch) -> str:
+    """The projection's per-line checks in C (ledger._native.check_lines, when built) or all in Python."""
+    if request.param == "python":
+        monkeypatch.setattr(proj.native, "module", lambda: None)
+    return request.param
+
+
 @pytest.mark.parametrize("tamper", sorted(TAMPERS))
 @pytest.mark.parametrize("when", ["before the projection", "after the projection"])
-def test_data_changed_beside_a_proposal_stops_the_projection_where_verify_stops(gate, tmp_path, tamper, when):
+def test_data_changed_beside_a_proposal_stops_the_projection_where_verify_stops(gate, tmp_path, tamper, when, line_checks):
     path = copy_ledger(gate, tmp_path / "ledger")
     target = _first_proposal(path)
     if when == "before the projection":
@@ -101,6 +109,19 @@ def test_data_changed_beside_a_proposal_stops_the_projection_where_verify_stops(
     _change_data(path, target, TAMPERS[tamper])
     report = verify(path, engine="python")
     assert not report.ok and report.problem.seq == target and report.problem.kind == "data"
+    assert_as_verify(path)
+
+
+@pytest.mark.parametrize("tamper", ["no data", "arguments", "spelling"])
+def test_the_data_of_the_last_projected_line_changed_in_place_stops_the_projection(tmp_path, tamper, line_checks):
+    """Nothing after the line moves, and its hash does not cover its data: the refresh checks the
+    data beside the head line as it was projected (found by the hypothesis test below)."""
+    path = tmp_path / "ledger"
+    with Forge(path) as forge:
+        forge.propose("read", effect="allow")
+        last, _ = forge.propose("read", {"n": 1}, effect="deny")
+    assert run(path, "SELECT 1").coverage.complete
+    _change_data(path, last, TAMPERS[tamper])
     assert_as_verify(path)
 
 
@@ -201,7 +222,8 @@ def test_an_announced_redaction_whose_value_is_still_there_is_lawful(tmp_path):
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1), at=st.floats(0.0, 1.0), tamper=st.sampled_from(sorted(TAMPERS)),
        cut=st.floats(0.0, 1.0))
-def test_any_history_with_one_line_of_data_changed_is_judged_as_verify_judges_it(tmp_path_factory, seed, at, tamper, cut):
+def test_any_history_with_one_line_of_data_changed_is_judged_as_verify_judges_it(tmp_path_factory, seed, at, tamper, cut,
+                                                                               line_checks):
     """A random history, projected up to a random line, then the data of a random line with
     data changed: the refreshed projection (built incrementally, or read again) agrees with verify."""
     path = tmp_path_factory.mktemp("history") / "ledger"

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invariant, rule
 
+from ledger import events as ev
 from ledger.clock import ManualClock
 from ledger.workflow.gate import GateError
 from ledger.store.log import LedgerReader
@@ -176,3 +177,16 @@ Workflow.TestCase.settings = settings(
     max_examples=100, stateful_step_count=30, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 test_workflow_state_machine = Workflow.TestCase
+
+
+def test_every_event_kind_is_a_leaf_class_and_those_that_step_a_request_name_it():
+    """Workflow.check and apply find a kind by its class (`type(event) in _NOT_OF_A_REQUEST`):
+    that holds while no event class has a subclass, and the kinds outside the set are exactly
+    those with a `request` member."""
+    from ledger.workflow.machine import _NOT_OF_A_REQUEST
+
+    kinds = ev.Event.__subclasses__()
+    assert len(kinds) >= 18
+    for kind in kinds:
+        assert kind.__subclasses__() == [], kind
+        assert (kind not in _NOT_OF_A_REQUEST) == ("request" in kind.__struct_fields__), kind

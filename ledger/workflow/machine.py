@@ -242,6 +242,9 @@ class FormatVersion(Violation):
 
 
 _LOG_V2 = (ev.RosterRecorded, ev.PolicyLoaded, ev.Remembered, ev.Forgotten, ev.Escalated)  # the events that version 2 adds
+# The kinds that do not step an existing request (every event kind is a class with no subclass)
+_NOT_OF_A_REQUEST = frozenset({ev.Genesis, ev.Proposed, ev.Recovered, ev.RosterRecorded, ev.PolicyLoaded, ev.Forgotten,
+                               ev.Redacted})
 
 
 class Tally:
@@ -638,27 +641,44 @@ class Workflow:
             raise FormatVersion(f"{what} needs a {ev.FORMAT} ledger; this one is {ev.FORMAT_V1}", getattr(event, "request", None))
         if self.format == ev.FORMAT_V1 and isinstance(event, (ev.Interrupted, ev.Edited)) and event.requirements.stages:
             raise FormatVersion(f"escalating requirements need a {ev.FORMAT} ledger; this one is {ev.FORMAT_V1}", event.request)
-        if isinstance(event, ev.Genesis):
-            if self.seen_genesis or self.requests or self._closed:
-                raise MisplacedGenesis("a genesis event may only open the ledger")
-            return
-        if isinstance(event, ev.Proposed):
-            if event.remembered is not msgspec.UNSET:
-                self._check_covered(event)
-            return
-        if isinstance(event, (ev.Recovered, ev.RosterRecorded, ev.PolicyLoaded)):
-            return
-        if isinstance(event, ev.Forgotten):
-            sd = self.standing.get(event.standing)
-            if sd is None or (sd.scope.scope == "until" and not event.ts < sd.within):
-                raise NotStanding(f"seq {event.standing} is no standing decision in force (never made, expired, or "
-                                  "forgotten already)", sd.request if sd is not None else None)
-            return
-        if isinstance(event, ev.Redacted):
-            self._check_redaction(event)
-            return
+        if type(event) in _NOT_OF_A_REQUEST:  # one set lookup instead of the chain below for most events
+            if isinstance(event, ev.Genesis):
+                if self.seen_genesis or self.requests or self._closed:
+                    raise MisplacedGenesis("a genesis event may only open the ledger")
+                return
+            if isinstance(event, ev.Proposed):
+                if event.remembered is not msgspec.UNSET:
+                    self._check_covered(event)
+                return
+            if isinstance(event, (ev.Recovered, ev.RosterRecorded, ev.PolicyLoaded)):
+                return
+            if isinstance(event, ev.Forgotten):
+                sd = self.standing.get(event.standing)
+                if sd is None or (sd.scope.scope == "until" and not event.ts < sd.within):
+                    raise NotStanding(f"seq {event.standing} is no standing decision in force (never made, expired, or "
+                                      "forgotten already)", sd.request if sd is not None else None)
+                return
+            if isinstance(event, ev.Redacted):
+                self._check_redaction(event)
+                return
         state = self._state(event.request)
-        if isinstance(event, ev.Remembered):
+        # the kinds are disjoint: the most frequent are tested first
+        if isinstance(event, ev.ExecutionStarted):
+            if state.status == "executing":
+                raise AlreadyExecuted(f"request {state.request} was already started", state.request)
+            if not state.executable:
+                raise NotApproved(f"request {state.request} is {state.status}; it may not run", state.request)
+            if event.args_digest != state.digest:
+                raise DigestMismatch(
+                    f"execution uses arguments {event.args_digest[:12]}…, the approved ones are {state.digest[:12]}…",
+                    state.request,
+                )
+        elif isinstance(event, ev.Executed):
+            if state.status != "executing":
+                raise NotStarted(f"request {state.request} has no execution_started before its outcome", state.request)
+            if event.args_digest != state.digest:
+                raise DigestMismatch("the outcome names other arguments than the execution started with", state.request)
+        elif isinstance(event, ev.Remembered):
             self._check_remembered(state, event)
         elif isinstance(event, ev.Interrupted):
             if state.status != "interrupting":
@@ -695,21 +715,6 @@ class Workflow:
         elif isinstance(event, ev.Cancelled):
             if state.status in ("executing",):
                 raise AlreadyExecuted(f"request {state.request} is already running", state.request)
-        elif isinstance(event, ev.ExecutionStarted):
-            if state.status == "executing":
-                raise AlreadyExecuted(f"request {state.request} was already started", state.request)
-            if not state.executable:
-                raise NotApproved(f"request {state.request} is {state.status}; it may not run", state.request)
-            if event.args_digest != state.digest:
-                raise DigestMismatch(
-                    f"execution uses arguments {event.args_digest[:12]}…, the approved ones are {state.digest[:12]}…",
-                    state.request,
-                )
-        elif isinstance(event, ev.Executed):
-            if state.status != "executing":
-                raise NotStarted(f"request {state.request} has no execution_started before its outcome", state.request)
-            if event.args_digest != state.digest:
-                raise DigestMismatch("the outcome names other arguments than the execution started with", state.request)
 
     def _check_remembered(self, state: RequestState, event: ev.Remembered) -> None:
         request = state.request
@@ -807,69 +812,70 @@ class Workflow:
 
     def apply(self, seq: int, event: ev.Event) -> None:
         """Record an event that passed `check`. `seq` is the event's seq in the ledger."""
-        if isinstance(event, ev.Genesis):
-            self.seen_genesis = True
-            self.format = event.format
-            return
-        if isinstance(event, ev.RosterRecorded):  # about the log, not about a request
-            self.roster = event.digest
-            return
-        if isinstance(event, ev.PolicyLoaded):  # about the log, not about a request
-            self.policy_digest = event.digest
-            if event.files is not msgspec.UNSET:
-                self.pinned.add(event.digest)
-            # Another policy in force ends, for good, every standing decision made under another
-            # one: reloading an older text does not bring them back.
-            for ended in [seq for seq, sd in self.standing.items() if sd.policy_digest != event.digest]:
-                self._end_standing(ended)
-            return
-        if isinstance(event, ev.Recovered):
-            return
-        if isinstance(event, ev.Forgotten):
-            self._end_standing(event.standing)
-            return
-        if isinstance(event, ev.Redacted):
-            if event.target not in self.redacted:
-                self.redacted[event.target] = self.redacted_paths(event.target)
-            self.redacted[event.target].append(event.path)
-            return
-        if isinstance(event, ev.Proposed):
-            status = {"allow": "allowed", "deny": "denied", "ask": "interrupting"}.get(event.effect, "denied")
-            self.requests[seq] = RequestState(
-                request=seq,
-                tool=event.tool,
-                run=event.run,
-                proposer=event.proposer,
-                call_id=event.call_id,
-                effect=event.effect,
-                rules=tuple(r.id for r in event.rules),
-                reasons=event.reasons,
-                proposed_at=event.ts,
-                digest=event.args_digest,
-                original_digest=event.args_digest,
-                status=status,
-                context_digest=event.context_digest,
-                decided_at=event.ts if status == "denied" else None,
-                decision="deny" if status == "denied" else None,
-                data_seq=seq,
-                policy_digest=event.policy_digest,
-                seqs=[seq],
-            )
-            if event.remembered is not msgspec.UNSET:
-                state, sd = self.requests[seq], self.standing[event.remembered.by]
-                state.standing, state.requirements = sd.seq, event.remembered.requirements
-                state.decided_at, state.decided_by, state.decision = event.ts, sd.approver, sd.decision
-                state.status = "allowed" if sd.decision == "approve" else "rejected"
-                state.reason = sd.reason
-                status = state.status
-                if status == "allowed":
-                    sd.open.add(seq)
-            if status == "interrupting":
-                self.interrupting[seq] = self.requests[seq]
-            if event.call_id is not None and self.keep_final:
-                self.by_call_id[event.call_id] = seq
-            self._drop_if_final(self.requests[seq])
-            return
+        if type(event) in _NOT_OF_A_REQUEST:  # one set lookup instead of the chain below for most events
+            if isinstance(event, ev.Genesis):
+                self.seen_genesis = True
+                self.format = event.format
+                return
+            if isinstance(event, ev.RosterRecorded):  # about the log, not about a request
+                self.roster = event.digest
+                return
+            if isinstance(event, ev.PolicyLoaded):  # about the log, not about a request
+                self.policy_digest = event.digest
+                if event.files is not msgspec.UNSET:
+                    self.pinned.add(event.digest)
+                # Another policy in force ends, for good, every standing decision made under another
+                # one: reloading an older text does not bring them back.
+                for ended in [seq for seq, sd in self.standing.items() if sd.policy_digest != event.digest]:
+                    self._end_standing(ended)
+                return
+            if isinstance(event, ev.Recovered):
+                return
+            if isinstance(event, ev.Forgotten):
+                self._end_standing(event.standing)
+                return
+            if isinstance(event, ev.Redacted):
+                if event.target not in self.redacted:
+                    self.redacted[event.target] = self.redacted_paths(event.target)
+                self.redacted[event.target].append(event.path)
+                return
+            if isinstance(event, ev.Proposed):
+                status = {"allow": "allowed", "deny": "denied", "ask": "interrupting"}.get(event.effect, "denied")
+                self.requests[seq] = RequestState(
+                    request=seq,
+                    tool=event.tool,
+                    run=event.run,
+                    proposer=event.proposer,
+                    call_id=event.call_id,
+                    effect=event.effect,
+                    rules=tuple(r.id for r in event.rules),
+                    reasons=event.reasons,
+                    proposed_at=event.ts,
+                    digest=event.args_digest,
+                    original_digest=event.args_digest,
+                    status=status,
+                    context_digest=event.context_digest,
+                    decided_at=event.ts if status == "denied" else None,
+                    decision="deny" if status == "denied" else None,
+                    data_seq=seq,
+                    policy_digest=event.policy_digest,
+                    seqs=[seq],
+                )
+                if event.remembered is not msgspec.UNSET:
+                    state, sd = self.requests[seq], self.standing[event.remembered.by]
+                    state.standing, state.requirements = sd.seq, event.remembered.requirements
+                    state.decided_at, state.decided_by, state.decision = event.ts, sd.approver, sd.decision
+                    state.status = "allowed" if sd.decision == "approve" else "rejected"
+                    state.reason = sd.reason
+                    status = state.status
+                    if status == "allowed":
+                        sd.open.add(seq)
+                if status == "interrupting":
+                    self.interrupting[seq] = self.requests[seq]
+                if event.call_id is not None and self.keep_final:
+                    self.by_call_id[event.call_id] = seq
+                self._drop_if_final(self.requests[seq])
+                return
         state = self.requests.get(event.request) or self.get(event.request)
         state.seqs.append(seq)
         if state.remembering is not None:
@@ -880,7 +886,14 @@ class Workflow:
             if sd is not None and decision == sd.decision and ev.decider(event) == sd.approver:
                 sd.live = True
             state.remembering = None
-        if isinstance(event, ev.Remembered):
+        # the kinds are disjoint: the most frequent are tested first
+        if isinstance(event, ev.ExecutionStarted):
+            state.status = "executing"
+        elif isinstance(event, ev.Executed):
+            state.status = "executed"
+            state.executed_at, state.outcome = event.ts, event.outcome
+            state.result_digest, state.error = event.result_digest, event.error
+        elif isinstance(event, ev.Remembered):
             state.remembering = seq
             self.add_standing(Standing(
                 seq=seq, request=state.request, proposer=state.proposer, rules=state.rules, approver=event.approver, decision=event.decision, tool=event.tool,
@@ -924,12 +937,6 @@ class Workflow:
             self._final(state, "expired", "expire", event.ts, None, event.message)
         elif isinstance(event, ev.Cancelled):
             self._final(state, "cancelled", "cancel", event.ts, event.by, event.reason)
-        elif isinstance(event, ev.ExecutionStarted):
-            state.status = "executing"
-        elif isinstance(event, ev.Executed):
-            state.status = "executed"
-            state.executed_at, state.outcome = event.ts, event.outcome
-            state.result_digest, state.error = event.result_digest, event.error
         if state.status == "pending":
             if state.request not in self.pending:
                 self.add_pending(state)
