@@ -75,7 +75,9 @@ import re
 import shutil
 import threading
 import time
+from collections import Counter
 from contextlib import contextmanager
+from datetime import timedelta
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -84,7 +86,7 @@ import msgspec
 
 from ledger import events as ev
 from ledger.analytics import schema
-from ledger.clock import is_ts, utc_now
+from ledger.clock import is_ts, parse_ts, utc_now
 from ledger.fieldpath import FieldPathError, parse_field_path
 from ledger.proof.data import check_data
 from ledger.proof.report import Problem
@@ -426,7 +428,6 @@ class _Projector:
     def __init__(self, con, root: Path, chunk_dir: Path, progress: Progress | None = None):
         self.con, self.root, self.chunk_dir, self.progress = con, root, chunk_dir, progress
         self.lines: list[bytes] = []  # chunk lines of event_rows, waiting for the writer or the next flush
-        self.since_flush = 0  # lines folded since the last flush
         self._writer: threading.Thread | None = None  # inserting a block handed off (hand_off)
         self._writer_error: BaseException | None = None
         self.inserted_through = 0  # the last position handed off
@@ -566,6 +567,7 @@ class _Projector:
         seen = self.seen
         reviews = self.reviews
         ts_ok: dict[str, bool] = {}
+        since_flush = 0  # lines folded since the last flush
         number = segment if segment > 0 else 1
         pos = offset
         total = sum(p.stat().st_size for p in segments if p.name >= segment_name(number)) - pos if self.progress else 0
@@ -603,129 +605,139 @@ class _Projector:
                         if composed and data:
                             self.hand_off(data, seq + 1, name, line + 1, base)
                         index = 0
-                        while start < end:
-                            nl = data.index(b"\n", start)
-                            text = data[start:nl]
-                            expected = seq + 1
-                            line += 1
-                            # The layout of ledger.store.lines.split, inline; the hash's spelling is checked
-                            # below by comparing it with the body's SHA-256 in lowercase hex.
-                            cut = text.find(hash_mark, 8)
-                            if not text.startswith(prefix) or cut < 0 or text[cut + 73 : cut + 82] != data_mark or text[-1:] != suffix:
+                        first_of_block = seq + 1
+                        try:
+                            while start < end:
+                                nl = data.index(b"\n", start)
+                                text = data[start:nl]
+                                expected = seq + 1
+                                line += 1
+                                # The layout of ledger.store.lines.split, inline; the hash's spelling is checked
+                                # below by comparing it with the body's SHA-256 in lowercase hex.
+                                cut = text.find(hash_mark, 8)
+                                if not text.startswith(prefix) or cut < 0 or text[cut + 73 : cut + 82] != data_mark or text[-1:] != suffix:
+                                    try:
+                                        split(text)
+                                    except ln.LineError as exc:
+                                        raise _Stop(expected, str(exc)) from None
+                                    raise _Stop(expected, "the line does not have the ledger's layout")
+                                body, digest = text[8:cut], text[cut + 9 : cut + 73].decode("ascii", "replace")
+                                checked = flags[index] if flags else 0
+                                index += 1
                                 try:
-                                    split(text)
-                                except ln.LineError as exc:
-                                    raise _Stop(expected, str(exc)) from None
-                                raise _Stop(expected, "the line does not have the ledger's layout")
-                            body, digest = text[8:cut], text[cut + 9 : cut + 73].decode("ascii", "replace")
-                            checked = flags[index] if flags else 0
-                            index += 1
-                            try:
-                                event = _decode(body)
-                            except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-                                raise _Stop(expected, f"the body is not a valid event: {exc}") from None
-                            if event.seq != expected:
-                                raise _Stop(expected, f"seq is {event.seq}, expected {expected} (a gap, a duplicate or a reordering)",
-                                            "chain", "seq-gap")
-                            if event.prev != head:
-                                raise _Stop(expected, "prev is not the previous event's hash (an event was removed, inserted or "
-                                            "changed before it)", "chain", "prev-mismatch")
-                            if not checked and sha256(body).hexdigest() != digest:
-                                raise _Stop(expected, "the hash does not match the body: the event was changed after it was written",
-                                            "chain", "hash-mismatch")
-                            if not checked and _encode(event) != body:
-                                raise _Stop(expected, "the body is not in its one canonical layout (member order, spacing or a "
-                                            "repeated member)", "format", "not-canonical")
-                            ts = event.ts
-                            for label, value in () if checked else (("ts", ts), ("deadline", getattr(event, "deadline", None))):
-                                if value is not None:
-                                    good = ts_ok.get(value)
-                                    if good is None:
-                                        good = ts_ok[value] = is_ts(value)
-                                        if len(ts_ok) > 4096:
-                                            ts_ok.clear()
-                                    if not good:
-                                        raise _Stop(expected, f"{label} {value!r} is not a UTC time YYYY-MM-DDTHH:MM:SS.ffffffZ",
-                                                    "format", "bad-ts")
-                            if ts < last_ts:
-                                raise _Stop(expected, f"ts {ts} is earlier than the previous event's ({last_ts}): time went backwards",
-                                            "chain", "ts-backwards")
-                            kind = event.__struct_config__.tag
-                            if (expected == 1) != (kind == "genesis"):
-                                raise _Stop(expected, "the first event, and only the first, is the genesis", "format",
-                                            "genesis-misplaced")
-                            if expected == 1:
-                                ledger_id = event.ledger_id
-                            beside = text[cut + 82 : -1]  # the data beside the body
-                            # any other kind's null data is right; data C checked needs the redactions only
-                            # when it holds a marker
-                            if (beside != b"null" or kind in _DATA_KINDS) and (not checked or _MARKER in beside):
-                                wrong = _data_check(_Line(expected, event, beside), self.redactions)
-                                if wrong is not None:
-                                    raise _Stop(expected, wrong, "data", "bad-data")
-                            request = getattr(event, "request", None)
-                            try:
-                                check(event)
-                                if kind == "redacted":  # verify blames a redaction's announcement after its rules
-                                    self._check_announcement(expected, event)
-                                apply(expected, event)
-                            except _Stop:
-                                raise
-                            except Violation as exc:
-                                raise _Stop(expected, exc.message, "workflow", exc.code, kind,
-                                            exc.request if isinstance(exc.request, int) else request) from None
-                            except Exception as exc:  # anything the fold cannot take is not projected
-                                raise _Stop(expected, f"{type(exc).__name__}: {exc}", "workflow", "unfoldable", kind,
-                                            request if isinstance(request, int) else None) from None
-                            if kind == "proposed":
-                                request = expected
-                                aux = auxes[expected] = [event.policy, None, None, None, ts, []]
-                            elif isinstance(request, int):
-                                aux = auxes.get(request)
-                                if aux is not None:
-                                    aux[_LAST] = ts
-                                    if kind == "interrupted":
-                                        aux[_INTERRUPTED] = ts
-                                    elif kind == "execution_started":
-                                        aux[_STARTED], aux[_EXECUTOR] = ts, event.executor
-                                    elif kind in _REVIEW_SLOT:
-                                        actor = event.editor if kind == "edited" else event.approver
-                                        counts = reviews.get(actor)
-                                        if counts is None:
-                                            counts = reviews[actor] = [0, 0, 0, 0, 0, 0]
-                                        counts[1] += 1
-                                        counts[_REVIEW_SLOT[kind]] += 1
-                                        if actor not in aux[_ACTORS]:
-                                            aux[_ACTORS].append(actor)
-                                            counts[0] += 1
-                            else:
-                                request = None
-                            if request is not None:
-                                state = dict.get(requests, request)
-                                if state is not None:
-                                    if state.final:
-                                        finals.append(_request_row(state, auxes.pop(request)))
-                                        recent[request] = state.status
-                                        dict.__delitem__(requests, request)
-                                        touched.discard(request)
-                                        self.closed.add(request)
-                                    else:
-                                        touched.add(request)
-                            counted = seen.get(name)
-                            if counted is None:
-                                seen[name] = [expected, 1]
-                            else:
-                                counted[1] += 1
-                            if not composed:
-                                fingerprint = b"null" if beside == b"null" else b'"%s"' % sha256(beside).hexdigest()[:32].encode()
-                                chunk.append(b'{"position":%d,"segment_file":"%s","line":%d,"file_offset":%d,"data_sha256":%s,%s\n'
-                                             % (expected, name.encode(), line, base + start, fingerprint, text[1:]))
-                            seq, head, last_ts = expected, digest, ts
-                            head_segment, head_offset, end_offset, head_line = number, base + start, base + nl + 1, line
-                            start = nl + 1
-                            self.since_flush += 1
-                            if self.since_flush >= CHUNK_EVENTS:
-                                self.flush()
+                                    event = _decode(body)
+                                except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+                                    raise _Stop(expected, f"the body is not a valid event: {exc}") from None
+                                if event.seq != expected:
+                                    raise _Stop(expected, f"seq is {event.seq}, expected {expected} (a gap, a duplicate or a reordering)",
+                                                "chain", "seq-gap")
+                                if event.prev != head:
+                                    raise _Stop(expected, "prev is not the previous event's hash (an event was removed, inserted or "
+                                                "changed before it)", "chain", "prev-mismatch")
+                                if not checked and sha256(body).hexdigest() != digest:
+                                    raise _Stop(expected, "the hash does not match the body: the event was changed after it was written",
+                                                "chain", "hash-mismatch")
+                                if not checked and _encode(event) != body:
+                                    raise _Stop(expected, "the body is not in its one canonical layout (member order, spacing or a "
+                                                "repeated member)", "format", "not-canonical")
+                                ts = event.ts
+                                for label, value in () if checked else (("ts", ts), ("deadline", getattr(event, "deadline", None))):
+                                    if value is not None:
+                                        good = ts_ok.get(value)
+                                        if good is None:
+                                            good = ts_ok[value] = is_ts(value)
+                                            if len(ts_ok) > 4096:
+                                                ts_ok.clear()
+                                        if not good:
+                                            raise _Stop(expected, f"{label} {value!r} is not a UTC time YYYY-MM-DDTHH:MM:SS.ffffffZ",
+                                                        "format", "bad-ts")
+                                if ts < last_ts:
+                                    raise _Stop(expected, f"ts {ts} is earlier than the previous event's ({last_ts}): time went backwards",
+                                                "chain", "ts-backwards")
+                                kind = event.__struct_config__.tag
+                                if (expected == 1) != (kind == "genesis"):
+                                    raise _Stop(expected, "the first event, and only the first, is the genesis", "format",
+                                                "genesis-misplaced")
+                                if expected == 1:
+                                    ledger_id = event.ledger_id
+                                if checked:  # data C checked needs the redactions only when it holds a marker
+                                    if text.find(_MARKER, cut + 82) >= 0:
+                                        wrong = _data_check(_Line(expected, event, text[cut + 82 : -1]), self.redactions)
+                                        if wrong is not None:
+                                            raise _Stop(expected, wrong, "data", "bad-data")
+                                else:
+                                    beside = text[cut + 82 : -1]  # the data beside the body
+                                    if beside != b"null" or kind in _DATA_KINDS:  # any other kind's null data is right
+                                        wrong = _data_check(_Line(expected, event, beside), self.redactions)
+                                        if wrong is not None:
+                                            raise _Stop(expected, wrong, "data", "bad-data")
+                                request = getattr(event, "request", None)
+                                try:
+                                    check(event)
+                                    if kind == "redacted":  # verify blames a redaction's announcement after its rules
+                                        self._check_announcement(expected, event)
+                                    apply(expected, event)
+                                except _Stop:
+                                    raise
+                                except Violation as exc:
+                                    raise _Stop(expected, exc.message, "workflow", exc.code, kind,
+                                                exc.request if isinstance(exc.request, int) else request) from None
+                                except Exception as exc:  # anything the fold cannot take is not projected
+                                    raise _Stop(expected, f"{type(exc).__name__}: {exc}", "workflow", "unfoldable", kind,
+                                                request if isinstance(request, int) else None) from None
+                                if kind == "proposed":
+                                    request = expected
+                                    aux = auxes[expected] = [event.policy, None, None, None, ts, []]
+                                elif isinstance(request, int):
+                                    aux = auxes.get(request)
+                                    if aux is not None:
+                                        aux[_LAST] = ts
+                                        if kind == "interrupted":
+                                            aux[_INTERRUPTED] = ts
+                                        elif kind == "execution_started":
+                                            aux[_STARTED], aux[_EXECUTOR] = ts, event.executor
+                                        elif kind in _REVIEW_SLOT:
+                                            actor = event.editor if kind == "edited" else event.approver
+                                            counts = reviews.get(actor)
+                                            if counts is None:
+                                                counts = reviews[actor] = [0, 0, 0, 0, 0, 0]
+                                            counts[1] += 1
+                                            counts[_REVIEW_SLOT[kind]] += 1
+                                            if actor not in aux[_ACTORS]:
+                                                aux[_ACTORS].append(actor)
+                                                counts[0] += 1
+                                else:
+                                    request = None
+                                if request is not None:
+                                    state = dict.get(requests, request)
+                                    if state is not None:
+                                        if state.final:
+                                            finals.append(_request_row(state, auxes.pop(request)))
+                                            recent[request] = state.status
+                                            dict.__delitem__(requests, request)
+                                            touched.discard(request)
+                                            self.closed.add(request)
+                                        else:
+                                            touched.add(request)
+                                if not composed:
+                                    beside = text[cut + 82 : -1]
+                                    fingerprint = b"null" if beside == b"null" else b'"%s"' % sha256(beside).hexdigest()[:32].encode()
+                                    chunk.append(b'{"position":%d,"segment_file":"%s","line":%d,"file_offset":%d,"data_sha256":%s,%s\n'
+                                                 % (expected, name.encode(), line, base + start, fingerprint, text[1:]))
+                                seq, head, last_ts = expected, digest, ts
+                                head_segment, head_offset, end_offset, head_line = number, base + start, base + nl + 1, line
+                                start = nl + 1
+                                since_flush += 1
+                                if since_flush >= CHUNK_EVENTS:
+                                    self.flush()
+                                    since_flush = 0
+                        finally:  # the lines of this block folded (before a problem, if one stopped it)
+                            if seq >= first_of_block:
+                                counted = seen.get(name)
+                                if counted is None:
+                                    seen[name] = [first_of_block, seq - first_of_block + 1]
+                                else:
+                                    counted[1] += seq - first_of_block + 1
                         if self.progress is not None:
                             done += len(data)
                             self.progress(done, total)
@@ -821,9 +833,11 @@ class _Projector:
             if refused:
                 if isinstance(lines, bytes):
                     lines = lines.splitlines(keepends=True)
-                first = json.loads(lines[0][: lines[0].index(b",")] + b"}")[key]
-                present = {r[0] for r in self.con.execute(f"SELECT {key} FROM {table} WHERE {key} >= ?", [first]).fetchall()}
-                missing = [line for line in lines if json.loads(line[: line.index(b",")] + b"}")[key] not in present]
+                # the keys of these lines (a final request's may be in any order): those not in the table were refused
+                keys = [json.loads(line[: line.index(b",")] + b"}")[key] for line in lines]
+                present = {r[0] for r in self.con.execute(
+                    f"SELECT {key} FROM {table} WHERE {key} IN (SELECT unnest(?::BIGINT[]))", [keys]).fetchall()}
+                missing = [line for line, k in zip(lines, keys) if k not in present]
                 with open(chunk, "wb") as handle:
                     handle.writelines(mend(line) + b"\n" for line in missing)
                 strict = source.replace(", ignore_errors = true", "")
@@ -851,21 +865,29 @@ class _Projector:
         self.settle()
         self._insert_event_lines(self.lines)
         self.lines.clear()
-        self.since_flush = 0
         if self.finals:
-            self.con.execute("CREATE OR REPLACE TEMP TABLE _finals AS SELECT * FROM final_requests LIMIT 0")
-            self._insert_requests("_finals", self.finals)
-            self.con.execute("INSERT INTO final_requests SELECT * FROM _finals")
-            self.con.execute(f"INSERT INTO final_seconds SELECT {schema.SECONDS_SQL} FROM _finals "
-                             "WHERE effect = 'ask' AND decision IS NOT NULL")
-            # counts of this chunk's final requests by the stats' keys; stats sum them (a key may
-            # have a row per flush; `compact_summary` merges them)
-            keys = ", ".join(schema.SUMMARY_KEYS)
-            self.con.execute(f"INSERT INTO final_summary SELECT {keys}, count(*) FROM _finals GROUP BY ALL")
-            self.con.execute("DROP TABLE _finals")
+            self._insert_requests("final_requests", self.finals)
+            self._insert_final_stats(self.finals)
             self.flushes += 1
         self.finals.clear()
         self.recent_finals.clear()
+
+    def _insert_final_stats(self, rows: list[dict]) -> None:
+        """What stats read of these final requests: the seconds to decision of the decided asks
+        (schema.SECONDS_SQL: whole microseconds between the two times, over 1e6) and the counts by
+        schema.SUMMARY_KEYS (stats sum them: a key may have a row per flush; `compact_summary`
+        merges them). Computed here from the rows, with DuckDB's spelling of a lone surrogate
+        (_mend), instead of read back from the table: two statements instead of a temporary table."""
+        microsecond = timedelta(microseconds=1)
+        seconds = [((parse_ts(row["decided_at"]) - parse_ts(row["proposed_at"])) // microsecond) / 1e6
+                   for row in rows if row["effect"] == "ask" and row["decision"] is not None]
+        if seconds:
+            self.con.execute("INSERT INTO final_seconds SELECT unnest(?::DOUBLE[])", [seconds])
+        counts = Counter(tuple(row[key] for key in schema.SUMMARY_KEYS) for row in rows)
+        keys = [tuple(_mend(value) for value in key) for key in counts]
+        columns = [list(column) for column in zip(*keys)]
+        unnests = ", ".join(f"unnest(?::{schema.REQUEST_COLUMNS[key]}[])" for key in schema.SUMMARY_KEYS)
+        self.con.execute(f"INSERT INTO final_summary SELECT {unnests}, unnest(?::BIGINT[])", [*columns, list(counts.values())])
 
     def write_reviews(self) -> None:
         """Add this refresh's counts per reviewer to `review_counts` (the view sums the rows)."""
