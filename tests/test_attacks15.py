@@ -90,3 +90,52 @@ def test_a_line_after_the_problem_cannot_smuggle_a_row_into_event_rows(tmp_path)
     assert_as_verify(path)
     assert _positions(path) == list(range(1, 11))
     assert _positions(path) == list(range(1, 11))  # a second refresh reads the problem lines again
+
+
+@needs_native
+@pytest.mark.xfail(strict=True, reason="Thread.join interrupted by Ctrl-C marks the writer stopped (CPython 3.11, bpo-45274): "
+                   "settle returns while the writer still uses the connection; ROLLBACK and close are refused")
+def test_ctrl_c_while_the_writer_inserts_leaves_the_projection_usable(tmp_path, monkeypatch):
+    """MEDIUM. Ctrl-C (KeyboardInterrupt) that arrives while the fold waits for the writer thread
+    (settle -> Thread.join) leaves the writer running: on Python 3.11 an interrupted join releases
+    the thread's lock and marks it stopped, so run's `finally: settle()` returns at once. The
+    refresh then calls ROLLBACK and con.close() while the writer is inside DuckDB on the same
+    connection: both are refused ("connection is busy with another call"), the KeyboardInterrupt
+    becomes a ResourceInUseException, and the connection with its open transaction is leaked in
+    DuckDB's instance cache, so every later refresh in the same process (a server, a notebook)
+    fails with a write-write conflict until the process ends. Found with a real SIGALRM timer
+    during a refresh whose fold stopped early in a large block."""
+    import signal
+    import threading
+    import time
+
+    path = tmp_path / "ledger"
+    _small_ledger(path, 30)
+    original = proj._Projector._insert_event_lines
+
+    def slow_insert(self, lines, longest=None):
+        if threading.current_thread() is not threading.main_thread():  # the writer: busy inside DuckDB a while
+            self.con.execute("SELECT sum(i) FROM range(400000000) t(i)").fetchall()
+        return original(self, lines, longest)
+
+    monkeypatch.setattr(proj._Projector, "_insert_event_lines", slow_insert)
+
+    def interrupt(*_):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        with pytest.raises(BaseException) as raised:
+            proj.refresh(path)
+            time.sleep(10)  # the refresh was quicker than the timer: the test proves nothing
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    writers = [t for t in threading.enumerate() if t.name == "countersign-projection-writer"]
+    for writer in writers:
+        writer.join(30)
+    monkeypatch.setattr(proj._Projector, "_insert_event_lines", original)
+    assert raised.type is KeyboardInterrupt, raised.value
+    assert writers == []  # the refresh returned with its writer still at work on the connection
+    assert_as_verify(path)
