@@ -1478,49 +1478,65 @@ static PyObject *check_lines(PyObject *Py_UNUSED(module), PyObject *arg) {
 }
 
 PyDoc_STRVAR(chunk_lines_doc,
-"chunk_lines(buffer, first_position, segment_file, first_line, first_offset) -> (bytes, longest)\n\n"
+"chunk_lines(buffer, flags, first_position, segment_file, first_line, first_offset) -> (bytes, longest)\n\n"
 "Each whole line of `buffer` (bytes of one segment starting at byte `first_offset`, ending in a line\n"
-"feed) with its place in front, as the columnar projection inserts it (ledger/analytics/schema.py,\n"
+"feed) that `flags` (check_lines(buffer)) passes, with its place in front, as the columnar projection\n"
+"inserts it (ledger/analytics/schema.py,\n"
 "event_rows_select): {\"position\":P,\"segment_file\":F,\"line\":L,\"file_offset\":O,\"data_sha256\":S,\n"
 "followed by the line after its opening brace, and a line feed. P counts from `first_position`, L\n"
-"from `first_line`; O is the line's first byte in the segment; S is null when the data beside the\n"
-"body is null, else the first 32 hex digits of its SHA-256 in quotes. Nothing is checked: a line\n"
-"without the ledger's layout gets S null, and the caller drops the rows after the first line it\n"
-"refuses. `longest` is the length of the longest line composed, its line feed counted.\n"
+"from `first_line`, counting every line; O is the line's first byte in the segment; S is null when\n"
+"the data beside the body is null, else the first 32 hex digits of its SHA-256 in quotes. A line\n"
+"flagged 0 gets no row (the caller composes it if it takes the line): so every row holds a line in\n"
+"the ledger's layout, a canonical body and canonical data, whose members cannot shadow the place in\n"
+"front. `longest` is the length of the longest row composed, its line feed counted.\n"
 "`segment_file` (str) must need no escaping in JSON.");
 
 static PyObject *chunk_lines(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs) {
-    Py_buffer view;
+    Py_buffer view, flags;
+    Py_ssize_t index = 0;
     long long position, line, offset;
     const char *name;
     Py_ssize_t name_n, n = 0, size, longest = 0;
     Ptr p, end, nl;
     PyObject *result, *pair;
     char *out, *start;
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "chunk_lines() takes the buffer, first position, segment file, first line and first offset");
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "chunk_lines() takes the buffer, its flags, first position, segment file, first line and first offset");
         return NULL;
     }
-    position = PyLong_AsLongLong(args[1]);
-    line = PyLong_AsLongLong(args[3]);
-    offset = PyLong_AsLongLong(args[4]);
+    position = PyLong_AsLongLong(args[2]);
+    line = PyLong_AsLongLong(args[4]);
+    offset = PyLong_AsLongLong(args[5]);
     if (PyErr_Occurred()) return NULL;
-    name = PyUnicode_AsUTF8AndSize(args[2], &name_n);
+    name = PyUnicode_AsUTF8AndSize(args[3], &name_n);
     if (name == NULL) return NULL;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(args[1], &flags, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) { PyBuffer_Release(&flags); return NULL; }
     p = (Ptr)view.buf;
     end = p + view.len;
     for (Ptr q = p; q < end && (nl = (Ptr)memchr(q, '\n', (size_t)(end - q))) != NULL; q = nl + 1) n++;
     /* per line: the prefix's fixed text (78), three numbers (20 each), the name, a fingerprint (34) */
     size = view.len + n * (78 + 60 + name_n + 34);
+    if (flags.len != n) {
+        PyBuffer_Release(&view);
+        PyBuffer_Release(&flags);
+        PyErr_SetString(PyExc_ValueError, "chunk_lines() needs one flag per whole line of the buffer");
+        return NULL;
+    }
     result = PyBytes_FromStringAndSize(NULL, size);
-    if (result == NULL) { PyBuffer_Release(&view); return NULL; }
+    if (result == NULL) { PyBuffer_Release(&view); PyBuffer_Release(&flags); return NULL; }
     out = start = PyBytes_AS_STRING(result);
     Py_BEGIN_ALLOW_THREADS
     while (p < end && (nl = (Ptr)memchr(p, '\n', (size_t)(end - p))) != NULL) {
         Ptr hash = NULL, q;
         char *first = out;
         int written;
+        if (!((const unsigned char *)flags.buf)[index++]) {  /* not checked: no row */
+            position++;
+            line++;
+            p = nl + 1;
+            continue;
+        }
         /* the hash mark after the body: the first `,"hash":"` (a string's quotes are escaped) */
         for (q = p + 8; q + 9 <= nl; q++) {
             q = (Ptr)memchr(q, ',', (size_t)(nl - q));
@@ -1558,6 +1574,7 @@ static PyObject *chunk_lines(PyObject *Py_UNUSED(module), PyObject *const *args,
     }
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
+    PyBuffer_Release(&flags);
     if (_PyBytes_Resize(&result, out - start) < 0) return NULL;
     pair = Py_BuildValue("(Nn)", result, longest);
     return pair;

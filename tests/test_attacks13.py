@@ -257,8 +257,6 @@ def test_a_redaction_of_the_head_segment_that_keeps_its_inode_is_seen(tmp_path):
     assert "$redacted" in args_of(path, target)
 
 
-@pytest.mark.xfail(strict=True, reason="the head segment is trusted while its inode is the same (only its last "
-                   "projected line is read again); telling an append from an edit in place needs its bytes read again")
 def test_an_earlier_line_of_the_head_segment_changed_in_place_is_not_covered(tmp_path):
     """MEDIUM (design). An event of the head segment before its last projected line, changed in
     place (same inode, same size), is never read again: the views keep the old rows and say

@@ -355,6 +355,10 @@ def _mended_line(line: bytes) -> bytes:
 # --- reading the log --------------------------------------------------------------------------------
 
 
+class _WriterFailed(Exception):
+    """The writer thread's insert failed (its error is the cause): never a problem of a line."""
+
+
 class _Stop(Exception):
     """A line failed a check: the refresh stops before it. `kind` is verify's (format, chain,
     data, workflow), `code` chain_breaks' problem or the Violation's code."""
@@ -429,6 +433,7 @@ class _Projector:
         self.con, self.root, self.chunk_dir, self.progress = con, root, chunk_dir, progress
         self.lines: list[bytes] = []  # chunk lines of event_rows, waiting for the writer or the next flush
         self._writer: threading.Thread | None = None  # inserting a block handed off (hand_off)
+        self._writer_done = threading.Event()  # set by the writer when it ends
         self._writer_error: BaseException | None = None
         self.inserted_through = 0  # the last position handed off
         compiled = native.module()
@@ -461,10 +466,13 @@ class _Projector:
         if status is not None:
             return _FinalRequest(request, status)
         self.settle()
-        row = self.con.execute(
-            "SELECT status, state, aux FROM (SELECT 0 AS o, status, NULL AS state, NULL AS aux FROM final_requests "
-            "WHERE request = $1 UNION ALL SELECT 1, NULL, state, aux FROM open_requests WHERE request = $1) ORDER BY o LIMIT 1",
-            [request]).fetchone()
+        try:
+            row = self.con.execute(
+                "SELECT status, state, aux FROM (SELECT 0 AS o, status, NULL AS state, NULL AS aux FROM final_requests "
+                "WHERE request = $1 UNION ALL SELECT 1, NULL, state, aux FROM open_requests WHERE request = $1) ORDER BY o LIMIT 1",
+                [request]).fetchone()
+        except Exception as exc:  # raised inside Workflow.check: the database's failure, never a violation
+            raise _WriterFailed(f"reading the projected requests failed: {exc}") from exc
         if row is None:
             return None
         if row[1] is None:
@@ -499,29 +507,38 @@ class _Projector:
         is inserted when it returns; when it raises, the writer thread has stopped too."""
         try:
             return self._fold(seq, head, segment, head_offset, offset, line_no, last_ts, ledger_id)
+        except _WriterFailed as failed:
+            raise failed.__cause__ from None
         finally:
             self.settle(raise_error=False)  # after a return, flush has settled it already
 
-    def hand_off(self, block: bytes, first_position: int, name: str, first_line: int, first_offset: int) -> None:
-        """Insert the event_rows of every whole line of `block` (bytes of segment `name` from
-        `first_offset`, its first line numbered `first_line`, assumed at `first_position`) on the
-        writer thread, while the fold checks the same lines: the compiled module composes the
-        rows (ledger._native.chunk_lines) and DuckDB parses and inserts them, both without the
-        GIL, and the connection has one DuckDB thread (_connect), so that the two share two cores
-        without slowing each other. Rows of lines the fold then refuses are deleted (`trim`).
-        Until `settle`, nothing else may use the connection."""
+    def hand_off(self, block: bytes, flags: bytes, first_position: int, name: str, first_line: int,
+                 first_offset: int) -> None:
+        """Insert the event_rows of the whole lines of `block` (bytes of segment `name` from
+        `first_offset`, its first line numbered `first_line`, assumed at `first_position`) that
+        the compiled module checked (`flags`, ledger._native.check_lines) on the writer thread,
+        while the fold checks the same lines: the module composes the rows (chunk_lines) and
+        DuckDB parses and inserts them, both without the GIL, and the connection has one DuckDB
+        thread (_connect), so that the two share two cores without slowing each other. Only
+        checked lines get a row here (the fold composes the rows of the others it takes), so
+        every row is a canonical line whose members cannot shadow its place; the rows of lines
+        after the fold's first problem are deleted (`trim`). Until `settle`, nothing else may
+        use the connection."""
         self.settle()
-        self.inserted_through = first_position + block.count(b"\n") - 1
-        compose = self.compose
+        self.inserted_through = first_position + len(flags) - 1
+        compose, done = self.compose, threading.Event()
 
         def insert() -> None:
             try:
-                rows, longest = compose(block, first_position, name, first_line, first_offset)
+                rows, longest = compose(block, flags, first_position, name, first_line, first_offset)
                 self._insert_event_lines(rows, longest)
             except BaseException as exc:  # re-raised on the fold's thread by settle
                 self._writer_error = exc
+            finally:
+                done.set()
 
         self._writer = threading.Thread(target=insert, name="countersign-projection-writer", daemon=True)
+        self._writer_done = done
         self._writer.start()
 
     def trim(self, seq: int) -> None:
@@ -532,15 +549,27 @@ class _Projector:
             self.inserted_through = seq
 
     def settle(self, raise_error: bool = True) -> None:
-        """Wait for the lines handed off to be inserted; raise what the insert raised."""
+        """Wait for the rows handed off to be inserted; raise _WriterFailed from what the insert
+        raised. A Ctrl-C while it waits is raised only once the writer has stopped: the
+        connection is in use until then (and Thread.join interrupted by one may take a running
+        thread for stopped: CPython bpo-45274), so it waits on an Event instead."""
         writer = self._writer
         if writer is None:
             return
+        interrupted = None
+        while True:
+            try:
+                if self._writer_done.wait(0.05):
+                    break
+            except KeyboardInterrupt as exc:
+                interrupted = exc
         writer.join()
         self._writer = None
         error, self._writer_error = self._writer_error, None
+        if interrupted is not None:
+            raise interrupted
         if error is not None and raise_error:
-            raise error
+            raise _WriterFailed(f"inserting the rows of the lines read failed: {error}") from error
 
     def _fold(self, seq: int, head: str, segment: int, head_offset: int, offset: int, line_no: int, last_ts: str,
               ledger_id: str | None):
@@ -603,7 +632,7 @@ class _Projector:
                         # line it passes skips them here (one it is unsure of is checked here in full)
                         flags = check_lines(data) if check_lines is not None else b""
                         if composed and data:
-                            self.hand_off(data, seq + 1, name, line + 1, base)
+                            self.hand_off(data, flags, seq + 1, name, line + 1, base)
                         index = 0
                         first_of_block = seq + 1
                         try:
@@ -677,7 +706,7 @@ class _Projector:
                                     if kind == "redacted":  # verify blames a redaction's announcement after its rules
                                         self._check_announcement(expected, event)
                                     apply(expected, event)
-                                except _Stop:
+                                except (_Stop, _WriterFailed):
                                     raise
                                 except Violation as exc:
                                     raise _Stop(expected, exc.message, "workflow", exc.code, kind,
@@ -719,7 +748,7 @@ class _Projector:
                                             self.closed.add(request)
                                         else:
                                             touched.add(request)
-                                if not composed:
+                                if not checked or not composed:  # the writer composed the others' (hand_off)
                                     beside = text[cut + 82 : -1]
                                     fingerprint = b"null" if beside == b"null" else b'"%s"' % sha256(beside).hexdigest()[:32].encode()
                                     chunk.append(b'{"position":%d,"segment_file":"%s","line":%d,"file_offset":%d,"data_sha256":%s,%s\n'
@@ -785,19 +814,17 @@ class _Projector:
 
     def _line_at(self, seq: int, position: int) -> _Line:
         """The line projected at `position` (a redaction's target, before `seq`), with its data
-        as the log holds it now: from the chunk not yet flushed, else read again where event_rows
-        says it is. Raises _Stop when it is no longer there (the segment changed while it was
-        read; the next refresh reads it again)."""
-        self.settle()  # lines handed off are in event_rows once it returns
-        lines = self.lines
-        if lines:
-            first = int(lines[0][12 : lines[0].index(b",")])  # b'{"position":N,...'
-            if position >= first:
-                chunk_line = lines[position - first]
-                text = b"{" + chunk_line[chunk_line.index(b',"body":') + 1 : -1]
-                body, _, data = ln.split(text)
-                return _Line(position, _decode(body), data)
-        row = self.con.execute("SELECT segment_file, file_offset, hash FROM event_rows WHERE position = ?", [position]).fetchone()
+        as the log holds it now: read again where event_rows says it is (after a flush). Raises
+        _Stop when it is no longer there (the segment changed while it was read; the next
+        refresh reads it again), _WriterFailed when the database fails."""
+        try:
+            self.flush()  # every line folded so far is in event_rows once it returns
+            row = self.con.execute("SELECT segment_file, file_offset, hash FROM event_rows WHERE position = ?",
+                                   [position]).fetchone()
+        except _WriterFailed:
+            raise
+        except Exception as exc:  # the database's failure, not the line's: never a problem of the ledger
+            raise _WriterFailed(f"reading event_rows failed: {exc}") from exc
         try:
             with open(self.root / row[0], "rb") as handle:
                 handle.seek(row[1])
@@ -831,8 +858,8 @@ class _Projector:
             # a line the reader refused is a row of NULLs (ignore_errors): mend those lines
             refused = self.con.execute(f"DELETE FROM {table} WHERE {key} IS NULL").fetchone()[0]
             if refused:
-                if isinstance(lines, bytes):
-                    lines = lines.splitlines(keepends=True)
+                if isinstance(lines, bytes):  # rows end at a line feed only (a raw \r is JSON's whitespace)
+                    lines = [row + b"\n" for row in lines.split(b"\n")[:-1]]
                 # the keys of these lines (a final request's may be in any order): those not in the table were refused
                 keys = [json.loads(line[: line.index(b",")] + b"}")[key] for line in lines]
                 present = {r[0] for r in self.con.execute(
@@ -1095,7 +1122,7 @@ def _changed_segments(con, root: Path, meta: dict, directory_ctime: int | None) 
     """The covered segments that are not the files the projection read: (number, name). A sealed
     segment must have the inode, size, mtime and ctime recorded; the head segment (which may grow)
     its inode, in a directory whose ctime is the one recorded (else it is read again: a file
-    was renamed into the directory)."""
+    was renamed into the directory), and, when it has not grown, its mtime and ctime too."""
     changed = []
     for number, name, inode, size, mtime, ctime in con.execute(
         "SELECT segment, segment_file, inode, size, mtime_ns, ctime_ns FROM segments ORDER BY segment"
@@ -1104,6 +1131,9 @@ def _changed_segments(con, root: Path, meta: dict, directory_ctime: int | None) 
         if number == meta["head_segment"]:
             if now is None or now[0] != inode or directory_ctime is None or directory_ctime != meta["directory_ctime_ns"]:
                 changed.append((number, name))
+            elif now[1] == size == meta["end_offset"] and now[2:] != (mtime, ctime):
+                changed.append((number, name))  # not grown but written: changed in place (an append is told from
+                # an edit only when nothing was appended since)
         elif now != (inode, size, mtime, ctime):
             changed.append((number, name))
     return changed
@@ -1351,7 +1381,8 @@ def up_to_date(root: Path, pdir: Path) -> Refresh | None:
             if now is None:
                 return None
             if name == state["head_segment"]:
-                if now[0] != inode or now[1] != state["end_offset"]:
+                # grown, or changed in place since it was read (a same-size edit changes only the times)
+                if now[0] != inode or now[1] != state["end_offset"] or (size, mtime, ctime) != (now[1], now[2], now[3]):
                     return None
             elif now != (inode, size, mtime, ctime):
                 return None
