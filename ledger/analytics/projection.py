@@ -279,6 +279,11 @@ def _request_row(state: RequestState, aux: list) -> dict:
     }
 
 
+def _request_lines(rows: list[dict]) -> list[bytes]:
+    """The JSON lines (each ending in a line feed) of request rows."""
+    return [line + b"\n" for line in _LINES.encode_lines(rows).splitlines()] if rows else []
+
+
 def _freeze(value: Any) -> Any:
     if isinstance(value, list):
         return tuple(_freeze(v) for v in value)
@@ -874,8 +879,9 @@ class _Projector:
             if raised:
                 self.con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
 
-    def _insert_requests(self, table: str, rows: list[dict], extra: dict[str, str] | None = None) -> None:
-        lines = [line + b"\n" for line in _LINES.encode_lines(rows).splitlines()] if rows else []
+    def _insert_requests(self, table: str, rows: list[dict] | list[bytes], extra: dict[str, str] | None = None) -> None:
+        """Insert request rows (dicts, or their JSON lines from _request_lines) into `table`."""
+        lines = rows if rows and isinstance(rows[0], bytes) else _request_lines(rows)
         extra = extra or {}
         self._insert_lines(
             table, lambda source: schema.request_rows_select(source, tuple(extra)),
@@ -888,33 +894,37 @@ class _Projector:
                            longest)
 
     def flush(self) -> None:
-        """Insert every row collected so far (waiting for the writer thread first)."""
+        """Insert every row collected so far (waiting for the writer thread first: what needs no
+        connection is done before, while it may still run)."""
+        final_lines = _request_lines(self.finals)
+        stats = self._final_stats(self.finals)
         self.settle()
         self._insert_event_lines(self.lines)
         self.lines.clear()
         if self.finals:
-            self._insert_requests("final_requests", self.finals)
-            self._insert_final_stats(self.finals)
+            self._insert_requests("final_requests", final_lines)
+            seconds, columns, counts = stats
+            if seconds:
+                self.con.execute("INSERT INTO final_seconds SELECT unnest(?::DOUBLE[])", [seconds])
+            unnests = ", ".join(f"unnest(?::{schema.REQUEST_COLUMNS[key]}[])" for key in schema.SUMMARY_KEYS)
+            self.con.execute(f"INSERT INTO final_summary SELECT {unnests}, unnest(?::BIGINT[])", [*columns, counts])
             self.flushes += 1
         self.finals.clear()
         self.recent_finals.clear()
 
-    def _insert_final_stats(self, rows: list[dict]) -> None:
+    @staticmethod
+    def _final_stats(rows: list[dict]) -> tuple[list[float], list[list], list[int]]:
         """What stats read of these final requests: the seconds to decision of the decided asks
-        (schema.SECONDS_SQL: whole microseconds between the two times, over 1e6) and the counts by
-        schema.SUMMARY_KEYS (stats sum them: a key may have a row per flush; `compact_summary`
-        merges them). Computed here from the rows, with DuckDB's spelling of a lone surrogate
-        (_mend), instead of read back from the table: two statements instead of a temporary table."""
+        (schema.SECONDS_SQL: whole microseconds between the two times, over 1e6), and the counts
+        by schema.SUMMARY_KEYS as columns of keys and a list of counts (stats sum them: a key may
+        have a row per flush; `compact_summary` merges them). Computed from the rows, with
+        DuckDB's spelling of a lone surrogate (_mend), instead of read back from the table."""
         microsecond = timedelta(microseconds=1)
         seconds = [((parse_ts(row["decided_at"]) - parse_ts(row["proposed_at"])) // microsecond) / 1e6
                    for row in rows if row["effect"] == "ask" and row["decision"] is not None]
-        if seconds:
-            self.con.execute("INSERT INTO final_seconds SELECT unnest(?::DOUBLE[])", [seconds])
         counts = Counter(tuple(row[key] for key in schema.SUMMARY_KEYS) for row in rows)
         keys = [tuple(_mend(value) for value in key) for key in counts]
-        columns = [list(column) for column in zip(*keys)]
-        unnests = ", ".join(f"unnest(?::{schema.REQUEST_COLUMNS[key]}[])" for key in schema.SUMMARY_KEYS)
-        self.con.execute(f"INSERT INTO final_summary SELECT {unnests}, unnest(?::BIGINT[])", [*columns, list(counts.values())])
+        return seconds, [list(column) for column in zip(*keys)], list(counts.values())
 
     def write_reviews(self) -> None:
         """Add this refresh's counts per reviewer to `review_counts` (the view sums the rows)."""
