@@ -1092,20 +1092,52 @@ static int chain_line(Verifier *v, const Event *e) {
 
 typedef struct {
     Ptr *starts, *ends;
-    Event *events;
+    Event *events;        /* one per line, kept for the sequential checks; NULL: one reused (check_lines) */
+    unsigned char *flags; /* NULL: stop at the first line that fails; else each line's result (check_lines) */
     Py_ssize_t from, to;
-    int ok;
+    int ok;               /* 0: a line failed (without flags) or no memory */
 } Job;
 
 static void *run_job(void *arg) {
     Job *job = (Job *)arg;
     Scratch *s = (Scratch *)PyMem_RawMalloc(sizeof(Scratch));
+    Event one;
     Py_ssize_t i;
     job->ok = s != NULL;
-    for (i = job->from; job->ok && i < job->to; i++)
-        job->ok = check_line(s, job->starts[i], job->ends[i], &job->events[i]);
+    for (i = job->from; job->ok && i < job->to; i++) {
+        Event *e = job->events != NULL ? &job->events[i] : &one;
+        int good = check_line(s, job->starts[i], job->ends[i], e);
+        if (job->flags != NULL) job->flags[i] = good && !e->pinned;  /* a pinned policy's text is the caller's */
+        else job->ok = good;
+    }
     PyMem_RawFree(s);
     return NULL;
+}
+
+/* run_job over lines [0, n): half on a second thread when `threads` > 1 and there are 256 lines or
+ * more. Returns whether both halves ended ok. */
+static int run_jobs(Ptr *starts, Ptr *ends, Event *events, unsigned char *flags, Py_ssize_t n, int threads) {
+    Job jobs[2];
+    pthread_t worker;
+    int spawned = 0, i;
+    for (i = 0; i < 2; i++) {
+        jobs[i].starts = starts;
+        jobs[i].ends = ends;
+        jobs[i].events = events;
+        jobs[i].flags = flags;
+    }
+    jobs[0].from = 0;
+    jobs[0].to = threads > 1 && n >= 256 ? n / 2 : n;
+    jobs[1].from = jobs[0].to;
+    jobs[1].to = n;
+    jobs[1].ok = 1;
+    if (jobs[1].from < jobs[1].to) {
+        spawned = pthread_create(&worker, NULL, run_job, &jobs[1]) == 0;
+        if (!spawned) jobs[0].to = n;
+    }
+    run_job(&jobs[0]);
+    if (spawned) pthread_join(worker, NULL);
+    return jobs[0].ok && jobs[1].ok;
 }
 
 /* All whole lines of [p, end): the stateless checks split over the threads, then the sequential
@@ -1124,9 +1156,6 @@ static Ptr lines(Verifier *v, Ptr p, Ptr end) {
 static Ptr batch(Verifier *v, Ptr p, Ptr end, int *more) {
     Py_ssize_t n = 0, i;
     Ptr nl;
-    Job jobs[2];
-    pthread_t worker;
-    int spawned = 0;
     *more = 0;
     while (p < end && (nl = (Ptr)memchr(p, '\n', (size_t)(end - p))) != NULL) {
         if (n == v->lines_cap) {
@@ -1150,23 +1179,7 @@ static Ptr batch(Verifier *v, Ptr p, Ptr end, int *more) {
             break;
         }
     }
-    for (i = 0; i < 2; i++) {
-        jobs[i].starts = v->starts;
-        jobs[i].ends = v->ends;
-        jobs[i].events = v->events;
-    }
-    jobs[0].from = 0;
-    jobs[0].to = v->threads > 1 && n >= 256 ? n / 2 : n;
-    jobs[1].from = jobs[0].to;
-    jobs[1].to = n;
-    jobs[1].ok = 1;
-    if (jobs[1].from < jobs[1].to) {
-        spawned = pthread_create(&worker, NULL, run_job, &jobs[1]) == 0;
-        if (!spawned) jobs[0].to = n;
-    }
-    run_job(&jobs[0]);
-    if (spawned) pthread_join(worker, NULL);
-    if (!jobs[0].ok || !jobs[1].ok) return NULL;
+    if (!run_jobs(v->starts, v->ends, v->events, NULL, n, v->threads)) return NULL;
     for (i = 0; i < n; i++)
         if (!chain_line(v, &v->events[i])) return NULL;
     return p;
@@ -1394,35 +1407,13 @@ PyDoc_STRVAR(check_lines_doc,
 "time order and the workflow are not checked: they depend on the lines before. Bytes after the last\n"
 "line feed are ignored. Runs on two threads, without the GIL.");
 
-typedef struct {
-    Ptr *starts, *ends;
-    unsigned char *flags;
-    Py_ssize_t from, to;
-    int ok;
-} FlagJob;
-
-static void *flag_job(void *arg) {
-    FlagJob *job = (FlagJob *)arg;
-    Scratch *s = (Scratch *)PyMem_RawMalloc(sizeof(Scratch));
-    Event e;
-    Py_ssize_t i;
-    job->ok = s != NULL;
-    for (i = job->from; job->ok && i < job->to; i++)
-        job->flags[i] = job->ends[i] - job->starts[i] <= MAX_LINE_BYTES && check_line(s, job->starts[i], job->ends[i], &e)
-                        && !e.pinned;
-    PyMem_RawFree(s);
-    return NULL;
-}
-
 static PyObject *check_lines(PyObject *Py_UNUSED(module), PyObject *arg) {
     Py_buffer view;
     Ptr p, end, nl;
-    Py_ssize_t n = 0, cap = 0, i;
+    Py_ssize_t n = 0, cap = 0;
     Ptr *starts = NULL, *ends = NULL;
     unsigned char *flags = NULL;
-    FlagJob jobs[2];
-    pthread_t worker;
-    int spawned = 0, ok = 1;
+    int ok = 1;
     PyObject *result = NULL;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
     p = (Ptr)view.buf;
@@ -1440,7 +1431,7 @@ static PyObject *check_lines(PyObject *Py_UNUSED(module), PyObject *arg) {
             cap = more;
         }
         starts[n] = p;
-        ends[n] = nl;
+        ends[n] = nl - p > MAX_LINE_BYTES ? p : nl;  /* over the limit: an empty span, which check_line fails */
         n++;
         p = nl + 1;
     }
@@ -1448,25 +1439,7 @@ static PyObject *check_lines(PyObject *Py_UNUSED(module), PyObject *arg) {
         flags = (unsigned char *)PyMem_RawMalloc((size_t)(n ? n : 1));
         ok = flags != NULL;
     }
-    if (ok) {
-        for (i = 0; i < 2; i++) {
-            jobs[i].starts = starts;
-            jobs[i].ends = ends;
-            jobs[i].flags = flags;
-        }
-        jobs[0].from = 0;
-        jobs[0].to = n >= 256 ? n / 2 : n;
-        jobs[1].from = jobs[0].to;
-        jobs[1].to = n;
-        jobs[1].ok = 1;
-        if (jobs[1].from < jobs[1].to) {
-            spawned = pthread_create(&worker, NULL, flag_job, &jobs[1]) == 0;
-            if (!spawned) jobs[0].to = n;
-        }
-        flag_job(&jobs[0]);
-        if (spawned) pthread_join(worker, NULL);
-        ok = jobs[0].ok && jobs[1].ok;
-    }
+    if (ok) ok = run_jobs(starts, ends, NULL, flags, n, 2);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
     if (ok) result = PyBytes_FromStringAndSize((const char *)flags, n);
