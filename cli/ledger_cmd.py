@@ -5,7 +5,7 @@ from typing import List, Optional
 
 import typer
 
-from cli.output import (count as _count, EXIT_USAGE, chosen_format, echo_json, emit, fail, format_option, interrupted, is_interrupt,
+from cli.output import (count as _count, integrity_warning, EXIT_USAGE, chosen_format, echo_json, emit, fail, format_option, interrupted, is_interrupt,
                         json_text, plain, say, verified_before, visible)
 
 app = typer.Typer(no_args_is_help=True, help="Verify, query and summarize ledgers.")
@@ -137,21 +137,6 @@ def _hash_option(value: str, option: str) -> str:
     return value
 
 
-def _integrity_warning(directory: str) -> None:
-    """Numbers from a ledger that does not verify describe a history that may not be true: say so."""
-    from ledger.proof.verify import verify as run_verify
-
-    report = run_verify(directory)
-    if report.problem is not None:
-        p = report.problem
-        where = f"seq {p.seq}" if p.seq is not None else "the head"
-        say(
-            f"warning: {directory} does not verify ({where}: {p.kind}: {p.message}); "
-            "these results describe the history as recorded",
-            err=True,
-        )
-
-
 def _fail_on_query_error(exc: Exception) -> None:
     import duckdb
 
@@ -281,11 +266,16 @@ def _coverage(directory: str):
         return None
 
 
-def _history_warning(directory: str, covered) -> None:
+def _history_warning(directory: str, covered, checked_rows: bool = False) -> None:
     """Numbers from a ledger whose lines do not all verify describe a history that may not be
-    true: say so, from the projection's coverage (a full verify when there is none)."""
+    true: say so, from the projection's coverage (a full verify when there is none). With
+    `checked_rows` the results are the projection's rows, which stop before the problem (export);
+    else they are the history as recorded (stats reads the log's views then)."""
     if covered is None:
-        _integrity_warning(directory)
+        integrity_warning(directory)
+    elif covered.problem is not None and checked_rows:
+        say(f"warning: {directory} does not verify (seq {covered.problem_seq}: {covered.problem}); the rows written "
+            f"cover seq 1 to {covered.problem_seq - 1:,}, the lines before it (run ledger verify)", err=True)
     elif covered.problem is not None:
         say(f"warning: {directory} does not verify (seq {covered.problem_seq}: {covered.problem}); "
             "these results describe the history as recorded", err=True)
@@ -373,7 +363,7 @@ def export(
                                                                          else "again"))
         _fail_on_query_error(exc)
         raise
-    _history_warning(directory, covered)
+    _history_warning(directory, covered, checked_rows=True)
     if as_json:
         echo_json([{"view": w.view, "path": str(w.path), "rows": w.rows} for w in written])
         return
@@ -511,7 +501,8 @@ def _integrity(directory: str):
     if p is None and checked.unreadable is None:
         return Integrity(ok=True, problem=None)
     problem = checked.unreadable or f"{'seq ' + str(p.seq) if p.seq is not None else 'the head'}: {p.kind}: {p.message}"
-    say(f"warning: {directory} does not verify ({problem}); the report describes the history as recorded", err=True)
+    say(f"warning: {directory} does not verify ({problem}); the report covers the lines before the first problem "
+        "(the rows that verified)", err=True)
     return Integrity(ok=False, problem=problem)
 
 

@@ -503,3 +503,16 @@ def _printable(text: str) -> str:
         return text
     except UnicodeEncodeError:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def integrity_warning(directory: str) -> None:
+    """Numbers from a ledger that does not verify describe a history that may not be true: say so
+    on stderr (ledger.proof.verify, the compiled verifier when it is built)."""
+    from ledger.proof.verify import verify as run_verify
+
+    report = run_verify(directory)
+    if report.problem is not None:
+        p = report.problem
+        where = f"seq {p.seq}" if p.seq is not None else "the head"
+        say(f"warning: {directory} does not verify ({where}: {p.kind}: {p.message}); "
+            "these results describe the history as recorded", err=True)

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from cli.output import (EXIT_FAIL, EXIT_OK, EXIT_USAGE, chosen_format, count, echo_json, emit, fail, format_option,
+from cli.output import (integrity_warning, EXIT_FAIL, EXIT_OK, EXIT_USAGE, chosen_format, count, echo_json, emit, fail, format_option,
                         load_policy, say)
 
 SHOWN = 20  # rows of each table by default (--limit)
@@ -62,6 +62,7 @@ def audit(
     from ledger.replay import TEXT_UNAVAILABLE
 
     report = _read(lambda: run_audit(directory), directory)
+    integrity_warning(directory)  # the audit reads the history as recorded: say when it does not verify
     failed = report.differing > 0 or (report.unchecked > 0 and not allow_unchecked)
     code = EXIT_FAIL if failed else EXIT_OK
     if fmt == "json":

@@ -533,3 +533,33 @@ def test_a_query_duckdb_stopped_on_ctrl_c_exits_130_without_a_traceback(monkeypa
     result = run("ledger", args[0], demo_ledger, *args[1:])
     assert result.exit_code == 130 and result.stderr.startswith("interrupted: "), result.stderr
     assert not (tmp_path / "out").exists()
+
+
+# --- a ledger that does not verify: each command says what its numbers cover --------------------------
+
+
+def test_audit_export_and_report_of_a_tampered_ledger_say_what_they_cover(demo_ledger, tmp_path):
+    """Found by a newcomer: `ledger audit` said "every call conforms" of a ledger verify rejects
+    without a word, and `export` and `report` said their rows were the history as recorded when
+    they hold only the lines before the problem."""
+    import shutil
+
+    path = tmp_path / "ledger"
+    shutil.copytree(demo_ledger, path)
+    segment = sorted(path.glob("events-*.jsonl"))[-1]
+    lines = segment.read_bytes().split(b"\n")
+    mark = b'"data":{"args":{"'
+    at = next(k for k, line in enumerate(lines) if k > len(lines) // 2 and mark in line)
+    cut = lines[at].index(mark) + len(mark)
+    lines[at] = lines[at][:cut] + b"X" + lines[at][cut + 1 :]  # one byte of a key of the stored arguments
+    segment.write_bytes(b"\n".join(lines))
+    seq = json.loads(lines[at])["body"]["seq"]
+
+    audit = run("ledger", "audit", path)
+    assert f"does not verify (seq {seq}: data:" in audit.stderr
+    export = run("ledger", "export", path, "--format", "csv", "--out", tmp_path / "out")
+    assert export.exit_code == 0
+    assert f"the rows written cover seq 1 to {seq - 1}" in export.stderr
+    report = run("ledger", "report", path, "--out", tmp_path / "r.html")
+    assert "the report covers the lines before the first problem" in report.stderr
+    assert "cover the lines before the first problem" in (tmp_path / "r.html").read_text()
