@@ -915,7 +915,7 @@ class _Projector:
     @staticmethod
     def _final_stats(rows: list[dict]) -> tuple[list[float], list[list], list[int]]:
         """What stats read of these final requests: the seconds to decision of the decided asks
-        (schema.SECONDS_SQL: whole microseconds between the two times, over 1e6), and the counts
+        (whole microseconds from proposed_at to decided_at, over 1e6: epoch_us in DuckDB), and the counts
         by schema.SUMMARY_KEYS as columns of keys and a list of counts (stats sum them: a key may
         have a row per flush; `compact_summary` merges them). Computed from the rows, with
         DuckDB's spelling of a lone surrogate (_mend), instead of read back from the table."""

@@ -128,7 +128,6 @@ def request_json_columns(extra: dict[str, str] | None = None) -> str:
 
 
 SUMMARY_KEYS = ("tool", "effect", "status", "decision", "edited", "outcome")
-SECONDS_SQL = "(epoch_us(decided_at) - epoch_us(proposed_at)) / 1e6"
 
 COVERAGE_COLUMNS = {
     "events": "BIGINT: lines the views cover: seq 1 to `events`, each checked when it was projected",
